@@ -1,0 +1,36 @@
+"""Verifiers: turn a completion and a gold answer into a `Verdict` (reward, correctness, reason).
+
+`verify` / `verify_batch` are the entry points; `VERIFIERS` is the registry ("math", "exact");
+`RewardSpec` weights the reward components. math-verify only ever runs in a killable child process
+under a deadline (see worker.py), so callers on any thread get an answer or a "verifier_error"
+within the deadline, never a hang or an exception.
+
+Test: `.venv/bin/pytest tests/scoring -q`
+"""
+
+from pipeline.scoring.extract import extract_answer
+from pipeline.scoring.numeric import fast_path
+from pipeline.scoring.verdict import RewardSpec, Verdict
+from pipeline.scoring.verifiers import (
+    VERIFIER_VERSION,
+    VERIFIERS,
+    Check,
+    register_verifier,
+    verify,
+    verify_batch,
+)
+from pipeline.scoring.worker import math_verify_only
+
+__all__ = [
+    "VERIFIERS",
+    "VERIFIER_VERSION",
+    "Check",
+    "RewardSpec",
+    "Verdict",
+    "extract_answer",
+    "fast_path",
+    "math_verify_only",
+    "register_verifier",
+    "verify",
+    "verify_batch",
+]

@@ -1,0 +1,138 @@
+"""The math-verify side of the killable worker: a child process, never the caller's process.
+
+Run as `python -m pipeline.scoring._mv_child FD PARENT_PID MEMORY_LIMIT` (worker.py does this):
+it adopts the socket FD as a `multiprocessing.connection.Connection`, arranges to die with its
+parent, caps its address space, imports math-verify, says "ready", then answers
+`(request_id, op, args)` messages with `(request_id, ok, result_or_error)` until it receives None
+or the pipe closes. math-verify's own `signal.alarm` timeouts are switched off
+(`parsing_timeout=None`, `timeout_seconds=None`): the parent enforces the deadline by killing this
+process. The parent must not import math-verify itself.
+
+Test: `.venv/bin/pytest tests/scoring/test_worker.py -q`
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import resource
+import signal
+import sys
+from functools import lru_cache
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _vm_bytes() -> int:
+    """Current virtual memory size of this process (0 when /proc is not available)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def limit_memory(extra_bytes: int) -> None:
+    """Cap the address space at `extra_bytes` above what is mapped now (best effort)."""
+    if extra_bytes <= 0:
+        return
+    target = _vm_bytes() + extra_bytes
+    try:
+        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            target = min(target, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (target, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _parse(text: str, *, raw: bool) -> list[Any]:
+    """math-verify parse of one answer; a bare answer is wrapped in `\\boxed{}` first.
+
+    With `raw=True` the text is a free-form completion and math-verify's own extraction runs on
+    it as is (falling back to the wrapped form when that finds nothing).
+    """
+    from math_verify import parse
+
+    wrapped = text if "\\boxed" in text or "$" in text else "\\boxed{" + text + "}"
+    first, second = (text, wrapped) if raw else (wrapped, text)
+    result = parse(first, parsing_timeout=None)
+    if not result and second != first:
+        result = parse(second, parsing_timeout=None)
+    return list(result)
+
+
+@lru_cache(maxsize=4096)
+def _parse_gold(answer: str) -> list[Any]:
+    return _parse(answer, raw=False)
+
+
+def equivalent(answer: str, candidate: str, raw: bool) -> bool:
+    """math-verify's judgement of `candidate` against the gold `answer`."""
+    from math_verify import verify
+
+    gold = _parse_gold(answer)
+    pred = _parse(candidate, raw=raw)
+    if not gold or not pred:
+        return False
+    return bool(verify(gold, pred, timeout_seconds=None))
+
+
+_OPS = {"equivalent": equivalent}
+
+
+def _handle(op: str, args: tuple[Any, ...]) -> tuple[bool, Any]:
+    try:
+        return True, _OPS[op](*args)
+    except RecursionError:
+        return False, "RecursionError: expression nested too deeply"
+    except MemoryError:
+        return False, "MemoryError: expression too large"
+    except Exception as exc:
+        return False, f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent exits (best effort elsewhere)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def serve(conn: Connection, memory_limit: int) -> None:
+    """Child main loop: import math-verify, say ready, answer requests until told to stop."""
+    import math_verify  # noqa: F401 - import before the memory cap and before saying ready
+
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    limit_memory(memory_limit)
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        request_id, op, args = message
+        ok, result = _handle(op, args)
+        conn.send((request_id, ok, result))
+
+
+def main(argv: list[str]) -> None:
+    """Entry point: `FD PARENT_PID MEMORY_LIMIT`."""
+    fd, parent_pid, memory_limit = (int(a) for a in argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _die_with_parent(parent_pid)
+    serve(Connection(fd), memory_limit)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
