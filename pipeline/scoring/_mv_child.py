@@ -1,6 +1,6 @@
 """The math-verify side of the killable worker: a child process, never the caller's process.
 
-Run as `python -m pipeline.scoring._mv_child FD PARENT_PID MEMORY_LIMIT` (worker.py does this):
+worker.py starts it as `python -c ...main(...)` with arguments `FD PARENT_PID MEMORY_LIMIT`:
 it adopts the socket FD as a `multiprocessing.connection.Connection`, arranges to die with its
 parent, caps its address space, imports math-verify, says "ready", then answers
 `(request_id, op, args)` messages with `(request_id, ok, result_or_error)` until it receives None
@@ -22,7 +22,6 @@ import sys
 from functools import lru_cache
 from multiprocessing.connection import Connection
 from typing import Any
-
 
 _PR_SET_PDEATHSIG = 1
 

@@ -8,7 +8,7 @@ SIGKILLs the child, raises `WorkerTimeout`, and starts a replacement at once. St
 charged to a deadline: the clock starts only once the child has said "ready". A child that dies
 (segfault, RecursionError that escapes, OOM kill) raises `WorkerCrashed`.
 
-The child is a fresh interpreter (`python -m pipeline.scoring._mv_child`), i.e. spawn semantics,
+The child is a fresh interpreter running `_mv_child.main`, i.e. spawn semantics,
 never fork (the parent may have threads). It is deliberately not a `multiprocessing.Process`:
 "spawn"/"forkserver" re-run the caller's `__main__` script in the child, which breaks any script
 without an `if __name__ == "__main__"` guard and re-imports whatever that script imports. The child
@@ -40,6 +40,7 @@ DEFAULT_TIMEOUT = 3.0
 TIMEOUT_ENV = "SIEVE_VERIFY_TIMEOUT"
 MEMORY_LIMIT = 2 << 30
 STARTUP_TIMEOUT = 120.0
+_CHILD_BOOT = f"import sys; from {_mv_child.__name__} import main; main(sys.argv[1:])"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -89,7 +90,7 @@ class MathVerifyWorker:
         parent_sock, child_sock = socket.socketpair()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
-        argv = [sys.executable, "-m", _mv_child.__name__, str(child_sock.fileno())]
+        argv = [sys.executable, "-c", _CHILD_BOOT, str(child_sock.fileno())]
         argv += [str(os.getpid()), str(self._memory_limit)]
         try:
             proc = subprocess.Popen(

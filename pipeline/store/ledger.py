@@ -206,7 +206,9 @@ class Ledger:
             self._keys[table] = list(rows[0][0])
         return self._keys[table]
 
-    def write(self, table: str, rows: pl.DataFrame | pa.Table, on_conflict: OnConflict = "ignore") -> int:
+    def write(
+        self, table: str, rows: pl.DataFrame | pa.Table, on_conflict: OnConflict = "ignore"
+    ) -> int:
         """Write one batch to one table in one transaction. Returns the number of new rows."""
         return self.write_batch({table: rows}, on_conflict=on_conflict)[table]
 

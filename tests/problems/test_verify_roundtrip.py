@@ -41,8 +41,8 @@ def test_answers_verify_and_perturbations_fail(family: str) -> None:
     frame = generate(family, levels, PER_LEVEL * len(levels), seed=23)
     for question, answer, verifier in frame.select("question", "answer", "verifier").iter_rows():
         verdict = verify(answer, answer, verifier)
-        assert verdict.correct, (question, answer, verdict.reason)
-        assert verdict.reward > 0
+        assert verdict.correct is True, (question, answer, verdict.reason)
+        assert verdict.reward is not None and verdict.reward > 0
         for wrong in perturbations(answer):
             bad = verify(wrong, answer, verifier)
-            assert not bad.correct, (question, answer, wrong, bad.reason)
+            assert bad.correct is False, (question, answer, wrong, bad.reason)  # not an error

@@ -1,0 +1,40 @@
+# Sieve: every target creates .venv on first use and installs the project into it.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.sieve-installed
+
+.PHONY: install demo test test-all lint format bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch==2.13.0 is pinned in pyproject: pip takes the local CPU wheel, not a CUDA build
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/sieve demo
+
+test: $(STAMP)
+	$(BIN)/pytest -q -m "not slow and not gpu"
+
+test-all: $(STAMP)
+	$(BIN)/pytest -q -m "not gpu"
+
+lint: $(STAMP)
+	$(BIN)/ruff check pipeline grpo_core flows tests benchmarks
+	$(BIN)/ruff format --check pipeline grpo_core flows tests benchmarks
+	$(BIN)/mypy pipeline grpo_core
+
+format: $(STAMP)
+	$(BIN)/ruff format pipeline grpo_core flows tests benchmarks
+	$(BIN)/ruff check --fix pipeline grpo_core flows tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/ledger.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Prefect flows: thin wrappers over `pipeline` functions. Filled in by the curation issue."""

@@ -1,0 +1,256 @@
+"""The `sieve` command line.
+
+Every command takes `--home` (else `$SIEVE_HOME`, else `./data`). A user error prints one line,
+`error: ...`, on stderr and exits 1; usage errors exit 2 (Typer's convention).
+
+Test: `pytest tests/cli`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pipeline.errors import SieveError
+
+app = typer.Typer(
+    name="sieve",
+    help="Curate RL data for reasoning models with GRPO's own signal, and train on it.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option("--home", help="Sieve home (ledger, models); default $SIEVE_HOME or ./data."),
+]
+
+
+class Format(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+def _table(frame: object, title: str | None = None, max_rows: int = 200) -> Table:
+    import polars as pl
+
+    assert isinstance(frame, pl.DataFrame)
+    table = Table(title=title, show_lines=False)
+    for name in frame.columns:
+        table.add_column(name, overflow="fold")
+    for row in frame.head(max_rows).iter_rows():
+        table.add_row(*("" if v is None else _cell(v) for v in row))
+    if frame.height > max_rows:
+        table.caption = f"{frame.height} rows, first {max_rows} shown (use --format csv)"
+    return table
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+@app.command()
+def generate(
+    family: Annotated[str, typer.Option(help="Problem family (arith, linear, modular, word).")],
+    levels: Annotated[str, typer.Option(help="Levels: 3, 1-5, 1,3,5 or all.")] = "all",
+    n: Annotated[int, typer.Option(help="Number of problems, spread over the levels.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed; the same seed gives the same problems.")] = 0,
+    heldout_pct: Annotated[float, typer.Option(help="Percent held out, fixed by hash.")] = 10.0,
+    home: HomeOpt = None,
+) -> None:
+    """Generate problems into the ledger and print counts by level."""
+    from pipeline.problems import generate as make_problems
+    from pipeline.problems import parse_levels
+    from pipeline.store import Ledger
+
+    chosen = parse_levels(levels, family)
+    frame = make_problems(family, chosen, n, seed, heldout_pct=heldout_pct)
+    with Ledger.open(home) as ledger:
+        new = ledger.write("problems", frame)
+        where = ledger.path
+    _print_counts(frame, f"{family}: {frame.height} problems ({new} new) -> {where}")
+
+
+def _print_counts(frame: object, title: str) -> None:
+    import polars as pl
+
+    assert isinstance(frame, pl.DataFrame)
+    counts = (
+        frame.group_by("family", "level")
+        .agg(
+            pl.len().alias("problems"),
+            (pl.col("split") == "train").sum().alias("train"),
+            (pl.col("split") == "heldout").sum().alias("heldout"),
+        )
+        .sort("family", "level")
+    )
+    out.print(_table(counts, title=title))
+
+
+@app.command()
+def ingest(
+    file: Annotated[Path, typer.Argument(help="A .jsonl or .parquet file of problems.")],
+    question_field: Annotated[str, typer.Option(help="Field holding the question.")] = "question",
+    answer_field: Annotated[str, typer.Option(help="Field holding the answer.")] = "answer",
+    family: Annotated[str, typer.Option(help="Family name recorded for these problems.")] = (
+        "external"
+    ),
+    level_field: Annotated[str | None, typer.Option(help="Optional integer level field.")] = None,
+    heldout_pct: Annotated[float, typer.Option(help="Percent held out, fixed by hash.")] = 10.0,
+    home: HomeOpt = None,
+) -> None:
+    """Import external problems (GSM8K-style '#### 42' answers are recognised)."""
+    from pipeline.problems.ingest import read_external
+    from pipeline.store import Ledger
+
+    if not file.exists():
+        raise SieveError(f"{file}: no such file")
+    frame = read_external(
+        file,
+        question_field,
+        answer_field,
+        family=family,
+        level_field=level_field,
+        heldout_pct=heldout_pct,
+    )
+    with Ledger.open(home) as ledger:
+        new = ledger.write("problems", frame)
+        where = ledger.path
+    _print_counts(frame, f"{file.name}: {frame.height} problems ({new} new) -> {where}")
+
+
+@app.command()
+def verify(
+    answer: Annotated[str, typer.Option(help="The gold answer.")],
+    completion: Annotated[str, typer.Option(help="The model's completion.")],
+    verifier: Annotated[str, typer.Option(help="Verifier name.")] = "math",
+) -> None:
+    """Score one completion against a gold answer and print the verdict as JSON."""
+    from pipeline.scoring import VERIFIER_VERSION
+    from pipeline.scoring import verify as run_verify
+
+    try:
+        verdict = run_verify(completion, answer, verifier)
+    except ValueError as exc:
+        raise SieveError(str(exc)) from exc
+    payload = {
+        "reward": verdict.reward,
+        "correct": verdict.correct,
+        "reason": verdict.reason,
+        "components": verdict.components,
+        "detail": verdict.detail,
+        "verifier_version": VERIFIER_VERSION,
+    }
+    out.print_json(json.dumps(payload))
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="A read-only query (SELECT, EXPLAIN, SHOW...).")],
+    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+    output: Annotated[Path | None, typer.Option(help="Write to this file.")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Run a read-only query on the ledger (views: group_stats, prompt_stats, ...)."""
+    from pipeline.store import Ledger, check_read_only
+
+    check_read_only(query)
+    if format is Format.parquet and output is None:
+        raise SieveError("--format parquet needs --output FILE")
+    with Ledger.open(home, read_only=True) as ledger:
+        try:
+            frame = ledger.sql(query)
+        except Exception as exc:  # DuckDB's own message, on one line
+            raise SieveError(f"query failed: {' '.join(str(exc).split())}") from exc
+    _emit(frame, format, output)
+
+
+def _emit(frame: object, format: Format, output: Path | None) -> None:
+    import polars as pl
+
+    assert isinstance(frame, pl.DataFrame)
+    if output is not None and not output.parent.exists():
+        raise SieveError(f"cannot write {output}: directory {output.parent} does not exist")
+    if format is Format.table:
+        if output is None:
+            out.print(_table(frame))
+        else:
+            Console(file=output.open("w"), width=200).print(_table(frame, max_rows=frame.height))
+    elif format is Format.csv:
+        text = frame.write_csv()
+        _write_text(text, output)
+    elif format is Format.json:
+        _write_text(json.dumps(frame.to_dicts(), default=str, indent=1) + "\n", output)
+    else:
+        assert output is not None
+        frame.write_parquet(output)
+
+
+def _write_text(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text)
+
+
+@app.command()
+def stats(home: HomeOpt = None) -> None:
+    """Print the ledger's summary views."""
+    from pipeline.store import Ledger
+
+    with Ledger.open(home, read_only=True) as ledger:
+        out.print(f"ledger: {ledger.path}")
+        _show(ledger.query("table_counts"), "tables")
+        _show(ledger.query("problem_counts"), "problems by family x level")
+        _show(ledger.query("difficulty_latest"), "measured difficulty (latest revision)")
+        _show(ledger.query("runs_latest"), "latest sampling runs")
+        _show(ledger.sql("SELECT * FROM curriculum_summary"), "curricula")
+
+
+def _show(frame: object, title: str) -> None:
+    import polars as pl
+
+    assert isinstance(frame, pl.DataFrame)
+    if frame.height == 0:
+        out.print(f"[bold]{title}[/bold]: none yet")
+    else:
+        out.print(_table(frame, title=title))
+
+
+def main() -> None:
+    """Entry point: run the app, turning a SieveError into one line and exit code 1."""
+    try:
+        app(standalone_mode=False)
+    except SieveError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # click's usage errors and aborts
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()
