@@ -52,8 +52,8 @@ def limit_memory(extra_bytes: int) -> None:
 def _parse(text: str, *, raw: bool) -> list[Any]:
     """math-verify parse of one answer; a bare answer is wrapped in `\\boxed{}` first.
 
-    With `raw=True` the text is a free-form completion and math-verify's own extraction runs on
-    it as is (falling back to the wrapped form when that finds nothing).
+    With `raw=True` the text is free-form prose and math-verify's own extraction runs on it as is
+    (falling back to the wrapped form when that finds nothing).
     """
     from math_verify import parse
 

@@ -25,15 +25,16 @@ from functools import lru_cache
 
 _NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)"
 _SNUM = rf"-?{_NUM}"
+_ENUM = rf"{_NUM}(?:[eE][-+]?\d{{1,3}})?"  # plain numerals may carry a small e-exponent
 _NUMBER = (
     rf"(?P<sign>[-+]\s*)?(?:"
     rf"\\frac\s*\{{\s*(?P<fn>{_SNUM})\s*\}}\s*\{{\s*(?P<fd>{_SNUM})\s*\}}"
     rf"|\\frac\s*(?P<sn>\d)(?P<sd>\d)"
-    rf"|(?P<n>{_NUM})(?:\s*/\s*(?P<d>{_NUM}))?)"
+    rf"|(?P<n>{_ENUM})(?:\s*/\s*(?P<d>{_ENUM}))?)"
 )
 _HEAD = re.compile(_NUMBER)
 _ANYWHERE = re.compile(rf"(?<![\w.]){_NUMBER}")
-_UNIT_TAIL = re.compile(r"(?:[A-Za-z\s.%°²³]|\^\{?[23]\}?)*")
+_UNIT_TAIL = re.compile(r"(?:[A-Za-z\s.%°²³]|(?<=[A-Za-z])\^\{?[23]\}?)*")  # cm^2, not 10^3
 _TEXT_CMD = re.compile(
     r"\\(?:text|textbf|textrm|textit|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}"
 )

@@ -18,6 +18,8 @@ Test: `.venv/bin/pytest tests/scoring -q`
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -34,6 +36,9 @@ from pipeline.scoring.verdict import (
 )
 from pipeline.scoring.worker import WorkerError, math_verify_equivalent, resolve_timeout
 
+# Two plain words in a row ("we get"), not LaTeX commands: math-verify should extract from it
+# rather than read the whole text as one expression.
+_PROSE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}[ \t]+[A-Za-z]{2,}")
 VERIFIER_VERSION = f"sieve-math/1+math-verify/{metadata.version('math-verify')}"
 
 
@@ -88,7 +93,8 @@ def math_verifier(completion: str, answer: str, timeout: float) -> Check:
     decided = fast_path(candidate, answer)
     if decided is not None:
         return Check(True, decided, _components(decided, formatted), "fast_path")
-    correct = math_verify_equivalent(answer, candidate, timeout, raw=not explicit)
+    prose = not explicit and _PROSE.search(candidate) is not None
+    correct = math_verify_equivalent(answer, candidate, timeout, raw=prose)
     return Check(True, correct, _components(correct, formatted), "math_verify")
 
 

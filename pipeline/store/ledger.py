@@ -223,11 +223,16 @@ class Ledger:
         if self.read_only:
             raise SieveError(f"ledger {self.path} is open read-only")
         prepared = {t: self._prepare(t, rows) for t, rows in batches.items()}
-        written: dict[str, int] = {}
-        with self.transaction():
-            for table, arrow in prepared.items():
-                written[table] = self._insert(table, arrow, on_conflict)
-            crash_point("ledger.before_commit")
+        views = {t: f"_sieve_batch_{t}" for t in prepared}
+        for table, arrow in prepared.items():  # registered outside the transaction, so a failed
+            self.con.register(views[table], arrow)  # insert leaves nothing to clean up inside it
+        try:
+            with self.transaction():
+                written = {t: self._insert(t, views[t], on_conflict) for t in prepared}
+                crash_point("ledger.before_commit")
+        finally:
+            for view in views.values():
+                self.con.unregister(view)
         return written
 
     def _prepare(self, table: str, rows: pl.DataFrame | pa.Table) -> pa.Table:
@@ -245,22 +250,15 @@ class Ledger:
             frame = frame.unique(subset=key, keep="first", maintain_order=True)
         return frame.to_arrow()
 
-    def _insert(self, table: str, arrow: pa.Table, on_conflict: OnConflict) -> int:
-        if arrow.num_rows == 0:
-            return 0
-        view = f"_sieve_batch_{table}"
-        cols = ", ".join(f'"{c}"' for c in arrow.column_names)
+    def _insert(self, table: str, view: str, on_conflict: OnConflict) -> int:
+        cols = ", ".join(f'"{c}"' for c in self.con.table(view).columns)
         key = ", ".join(f'"{c}"' for c in self.natural_key(table))
-        self.con.register(view, arrow)
-        try:
-            if on_conflict == "replace":
-                self.run(f"DELETE FROM {table} WHERE ({key}) IN (SELECT ({key}) FROM {view})")
-                source = view
-            else:
-                source = f"(SELECT * FROM {view} ANTI JOIN {table} USING ({key}))"
-            rows = self.run(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {source}")
-        finally:
-            self.con.unregister(view)
+        if on_conflict == "replace":
+            self.run(f"DELETE FROM {table} WHERE ({key}) IN (SELECT ({key}) FROM {view})")
+            source = view
+        else:
+            source = f"(SELECT * FROM {view} ANTI JOIN {table} USING ({key}))"
+        rows = self.run(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {source}")
         return int(rows[0][0]) if rows else 0
 
     # -- reads -----------------------------------------------------------------------------
