@@ -30,11 +30,39 @@ _NUMBER = (
     rf"(?P<sign>[-+]\s*)?(?:"
     rf"\\frac\s*\{{\s*(?P<fn>{_SNUM})\s*\}}\s*\{{\s*(?P<fd>{_SNUM})\s*\}}"
     rf"|\\frac\s*(?P<sn>\d)(?P<sd>\d)"
+    rf"|(?P<ri>\d*)\.(?P<rf>\d*)\\overline\s*\{{(?P<rr>\d{{1,50}})\}}"
     rf"|(?P<n>{_ENUM})(?:\s*/\s*(?P<d>{_ENUM}))?)"
 )
 _HEAD = re.compile(_NUMBER)
 _ANYWHERE = re.compile(rf"(?<![\w.]){_NUMBER}")
 _UNIT_TAIL = re.compile(r"(?:[A-Za-z\s.%°²³]|(?<=[A-Za-z])\^\{?[23]\}?)*")  # cm^2, not 10^3
+_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+]
+_NUMBER_WORDS = {w: Fraction(i) for i, w in enumerate(_WORDS)} | {
+    w: Fraction(10 * i)
+    for i, w in enumerate(["thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 3)
+}
 _TEXT_CMD = re.compile(
     r"\\(?:text|textbf|textrm|textit|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}"
 )
@@ -90,9 +118,11 @@ def normalise(text: str) -> str:
 
 def _fraction(text: str) -> Fraction | None:
     """Exact value of one numeral such as `1,000.5`, `-3` or `.5`; None when out of range."""
-    digits = text.replace(",", "")
+    digits = text.replace(",", "") if "," in text else text
     if len(digits) > _MAX_DIGITS:
         return None
+    if digits.isdigit():
+        return Fraction(int(digits))
     try:
         return Fraction(digits)
     except (ValueError, ZeroDivisionError):
@@ -102,15 +132,25 @@ def _fraction(text: str) -> Fraction | None:
 def _ratio(num: str, den: str | None) -> Fraction | None:
     """`num / den` exactly (den None means 1); None on a zero denominator or bad numeral."""
     top = _fraction(num)
-    bottom = Fraction(1) if den is None else _fraction(den)
-    if top is None or bottom is None or bottom == 0:
+    if den is None or top is None:
+        return top
+    bottom = _fraction(den)
+    if bottom is None or bottom == 0:
         return None
     return top / bottom
 
 
+def _repeating(whole: str, fixed: str, period: str) -> Fraction:
+    """Value of `whole.fixed(period repeating)`, e.g. 0.1(6) = 1/6."""
+    head = Fraction(int(whole or "0")) + Fraction(int(fixed or "0"), 10 ** len(fixed))
+    return head + Fraction(int(period), (10 ** len(period) - 1) * 10 ** len(fixed))
+
+
 def _match_value(m: re.Match[str]) -> Fraction | None:
     """Signed value of a `_NUMBER` match."""
-    if m.group("fn") is not None:
+    if m.group("rr") is not None:
+        value: Fraction | None = _repeating(m.group("ri"), m.group("rf"), m.group("rr"))
+    elif m.group("fn") is not None:
         value = _ratio(m.group("fn"), m.group("fd"))
     elif m.group("sn") is not None:
         value = _ratio(m.group("sn"), m.group("sd"))
@@ -138,7 +178,8 @@ def parse_number(text: str) -> Number | None:
     s = normalise(text)
     m = _HEAD.match(s)
     if m is None:
-        return None
+        word = _NUMBER_WORDS.get(s.lower()) if len(s) < 10 else None
+        return None if word is None else Number(word)
     tail = s[m.end() :]
     if not _tail_ok(tail):
         return None
@@ -150,7 +191,7 @@ def is_bare_number(text: str) -> bool:
     """True when the stripped text is exactly one clean numeral (`42`, `-3`, `17/3`, `0.5`)."""
     s = normalise(text)
     m = _HEAD.match(s)
-    return m is not None and m.end() == len(s) and _match_value(m) is not None
+    return m is not None and m.end() == len(s)
 
 
 def _leads_in(prefix: str) -> bool:

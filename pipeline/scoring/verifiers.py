@@ -19,7 +19,6 @@ Test: `.venv/bin/pytest tests/scoring -q`
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -52,6 +51,7 @@ class Check:
     detail: str = ""
 
 
+_DEFAULT_SPEC = RewardSpec()
 VerifierFn = Callable[[str, str, float], Check]
 VERIFIERS: dict[str, VerifierFn] = {}
 
@@ -136,7 +136,7 @@ def verify(
 ) -> Verdict:
     """Judge one completion against its gold answer."""
     fn = get_verifier(verifier)
-    return _run(fn, completion, answer, spec or RewardSpec(), resolve_timeout(timeout))
+    return _run(fn, completion, answer, spec or _DEFAULT_SPEC, resolve_timeout(timeout))
 
 
 def verify_batch(
@@ -155,7 +155,7 @@ def verify_batch(
             f"{len(names)} verifiers"
         )
     fns = [get_verifier(name) for name in names]
-    spec = spec or RewardSpec()
+    spec = spec or _DEFAULT_SPEC
     deadline = resolve_timeout(timeout)
     return [
         _run(fn, c, a, spec, deadline) for fn, c, a in zip(fns, completions, answers, strict=True)

@@ -172,6 +172,12 @@ class MathVerifyWorker:
             raise WorkerError(str(result))
         return result
 
+    @property
+    def pid(self) -> int | None:
+        """Process id of the current child (None when there is none)."""
+        proc = self._proc
+        return None if proc is None else proc.pid
+
     def warm_up(self) -> None:
         """Start the child and wait until it is ready (optional; calls do this lazily)."""
         with self._lock:

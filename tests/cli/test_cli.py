@@ -1,0 +1,171 @@
+"""The `sieve` command line, run as a user would (subprocesses): output and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.store import Ledger
+
+
+def sieve(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """Run `sieve ARGS`; commands that use the ledger get `--home HOME`."""
+    extra = ["--home", str(home)] if args[0] in {"generate", "ingest", "sql", "stats"} else []
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", *args, *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+def test_generate_writes_problems_and_prints_counts_by_level(tmp_path: Path) -> None:
+    result = sieve(
+        "generate",
+        "--family",
+        "arith",
+        "--levels",
+        "2-4",
+        "--n",
+        "300",
+        "--seed",
+        "0",
+        home=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    for level in ("2", "3", "4"):
+        assert f"│ arith  │ {level}" in result.stdout
+    with Ledger.open(tmp_path, read_only=True) as led:
+        counts = led.sql("SELECT level, count(*) AS n FROM problems GROUP BY 1 ORDER BY 1")
+    assert counts.rows() == [(2, 100), (3, 100), (4, 100)]
+    again = sieve(
+        "generate",
+        "--family",
+        "arith",
+        "--levels",
+        "2-4",
+        "--n",
+        "300",
+        "--seed",
+        "0",
+        home=tmp_path,
+    )
+    assert "(0 new)" in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("generate", "--family", "nope"), "valid: arith, linear, modular, word"),
+        (("generate", "--family", "arith", "--levels", "99"), "not in arith levels"),
+        (("sql", "DROP TABLE problems"), "read-only"),
+        (("sql", "SELEC 1"), "invalid SQL"),
+        (("sql", "SELECT * FROM no_such_table"), "query failed"),
+        (("sql", "SELECT 1", "--format", "parquet"), "--output"),
+        (("verify", "--answer", "1", "--completion", "1", "--verifier", "nope"), "nope"),
+    ],
+)
+def test_bad_input_gives_one_clear_line(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
+    assert needle in one_error_line(sieve(*args, home=tmp_path))
+
+
+def test_drop_is_refused_and_the_table_stays(tmp_path: Path) -> None:
+    sieve("generate", "--family", "linear", "--levels", "1", "--n", "20", home=tmp_path)
+    one_error_line(sieve("sql", "DROP TABLE problems", home=tmp_path))
+    with Ledger.open(tmp_path, read_only=True) as led:
+        assert led.checksum("problems")[0] == 20
+
+
+def test_malformed_jsonl_names_file_and_line_and_imports_nothing(tmp_path: Path) -> None:
+    good = json.dumps({"q": "What is 2+2?", "a": "#### 4"})
+    path = tmp_path / "bad.jsonl"
+    path.write_text(f"{good}\n{good.replace('2+2', '3+3')}\n{{not json\n")
+    line = one_error_line(
+        sieve("ingest", str(path), "--question-field", "q", "--answer-field", "a", home=tmp_path)
+    )
+    assert "bad.jsonl:3" in line
+    with Ledger.open(tmp_path, read_only=True) as led:
+        assert led.checksum("problems")[0] == 0
+
+
+def test_ingest_gsm8k_style_answers(tmp_path: Path) -> None:
+    path = tmp_path / "gsm.jsonl"
+    rows = [{"q": "Sum?", "a": "3 + 4 = 7 apples\n#### 1,234"}, {"q": "Half?", "a": "1/2"}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    result = sieve(
+        "ingest", str(path), "--question-field", "q", "--answer-field", "a", home=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    with Ledger.open(tmp_path, read_only=True) as led:
+        answers = sorted(led.sql("SELECT answer FROM problems")["answer"].to_list())
+    assert answers == ["1/2", "1234"]
+
+
+def test_ledger_locked_by_another_writer_is_one_line(tmp_path: Path) -> None:
+    Ledger.open(tmp_path).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb,sys; c=duckdb.connect({str(tmp_path / 'sieve.duckdb')!r}); print('ok', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ok"
+        line = one_error_line(sieve("generate", "--family", "arith", "--n", "5", home=tmp_path))
+        assert "locked by another writer" in line
+    finally:
+        holder.communicate("")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "table"])
+def test_sql_output_formats(tmp_path: Path, fmt: str) -> None:
+    sieve("generate", "--family", "modular", "--levels", "1-2", "--n", "10", home=tmp_path)
+    out = tmp_path / f"out.{fmt}"
+    query = "SELECT level, count(*) AS n FROM problems GROUP BY level ORDER BY level"
+    result = sieve("sql", query, "--format", fmt, "--output", str(out), home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    if fmt == "parquet":
+        assert pl.read_parquet(out).rows() == [(1, 5), (2, 5)]
+    elif fmt == "csv":
+        assert out.read_text().splitlines() == ["level,n", "1,5", "2,5"]
+    elif fmt == "json":
+        assert json.loads(out.read_text()) == [{"level": 1, "n": 5}, {"level": 2, "n": 5}]
+    else:
+        assert "level" in out.read_text()
+
+
+def test_verify_prints_the_verdict(tmp_path: Path) -> None:
+    result = sieve("verify", "--answer", "1/2", "--completion", "\\boxed{0.5}", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    verdict = json.loads(result.stdout)
+    assert (
+        verdict["correct"] is True and verdict["reward"] == 1.0 and verdict["reason"] == "correct"
+    )
+    wrong = json.loads(
+        sieve("verify", "--answer", "1/2", "--completion", "0.6", home=tmp_path).stdout
+    )
+    assert wrong["correct"] is False
+
+
+def test_stats_on_a_fresh_home(tmp_path: Path) -> None:
+    result = sieve("stats", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "problems" in result.stdout and "none yet" in result.stdout
