@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,3 +26,27 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "home"
     monkeypatch.setenv("SIEVE_HOME", str(path))
     return path
+
+
+@pytest.fixture
+def lock_holder() -> Callable[[Path], AbstractContextManager[None]]:
+    """`with lock_holder(path):` keeps a DuckDB write lock on `path` from another process."""
+
+    @contextmanager
+    def hold(path: Path) -> Iterator[None]:
+        code = (
+            "import duckdb, sys\n"
+            f"con = duckdb.connect({str(path)!r})\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.read()\n"
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+            yield
+        finally:
+            proc.communicate("")
+
+    return hold

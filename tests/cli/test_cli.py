@@ -115,24 +115,11 @@ def test_ingest_gsm8k_style_answers(tmp_path: Path) -> None:
     assert answers == ["1/2", "1234"]
 
 
-def test_ledger_locked_by_another_writer_is_one_line(tmp_path: Path) -> None:
+def test_ledger_locked_by_another_writer_is_one_line(tmp_path: Path, lock_holder) -> None:
     Ledger.open(tmp_path).close()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb,sys; c=duckdb.connect({str(tmp_path / 'sieve.duckdb')!r}); print('ok', flush=True); sys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ok"
+    with lock_holder(tmp_path / "sieve.duckdb"):
         line = one_error_line(sieve("generate", "--family", "arith", "--n", "5", home=tmp_path))
-        assert "locked by another writer" in line
-    finally:
-        holder.communicate("")
+    assert "locked by another writer" in line
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "table"])

@@ -1,0 +1,139 @@
+"""The exact/numeric fast path: renderings, signs, separators, undecided cases, linear regexes,
+and a hypothesis property (equivalent renderings are equal, a perturbed value is not).
+
+Test: `.venv/bin/pytest tests/scoring/test_numeric.py -q`
+"""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.scoring import fast_path
+from pipeline.scoring.numeric import is_bare_number, last_number, parse_number
+
+
+@pytest.mark.parametrize(
+    ("candidate", "gold", "expected"),
+    [
+        ("1/2", "0.5", True),
+        ("\\frac{1}{2}", "0.5", True),
+        ("\\dfrac{1}{2}", "1/2", True),
+        ("\\tfrac12", "0.5", True),
+        ("−3", "-3", True),
+        ("–3", "-3", True),
+        ("1,000", "1000", True),
+        ("1,000,000", "1000000", True),
+        ("1{,}000", "1000", True),
+        ("10,00", "1000", None),
+        ("$\\frac{3}{4}$", "0.75", True),
+        ("42 apples", "42", True),
+        ("17/3 hours", "17/3", True),
+        ("5\\text{ cm}", "5", True),
+        ("0.333", "1/3", False),
+        ("50%", "0.5", True),
+        ("50%", "50", True),
+        ("5%", "0.5", False),
+        ("so x = 5", "5", True),
+        ("3 + 4 = 7", "8", False),
+        ("2^{10}", "1024", None),
+        ("\\sqrt{2}", "1.4142", None),
+        ("5+2", "7", None),
+        ("5x", "5", None),
+        ("\\sqrt{2}", "\\sqrt{2}", True),
+        ("\\sqrt{3}", "\\sqrt{2}", None),
+        ("0.\\overline{3}", "1/3", True),
+        ("1e3", "1000", True),
+        ("twelve", "12", True),
+        ("5/0", "5", None),
+        ("", "5", None),
+    ],
+)
+def test_fast_path(candidate: str, gold: str, expected: bool | None) -> None:
+    assert fast_path(candidate, gold) is expected
+
+
+def test_parse_number_details() -> None:
+    assert parse_number("-\\frac{1}{2}") is not None
+    assert parse_number("1,00") is None
+    assert parse_number("1" * 5000) is None  # over Python's int() digit limit: undecided, no error
+    assert last_number("2^{10}") is None
+    assert last_number("x = \\frac{1}{2}").value == Fraction(1, 2)  # type: ignore[union-attr]
+    assert is_bare_number(" 17/3 ") and is_bare_number("-3") and not is_bare_number("42 apples")
+
+
+ADVERSARIAL = [
+    "1" * 100_000,
+    " " * 100_000 + "x",
+    "1 " * 50_000,
+    "1," * 50_000,
+    "1,000" * 20_000 + "x",
+    "- " * 50_000,
+    "1/" * 50_000,
+    "1 / " * 25_000,
+    "\\frac{" * 15_000,
+    "0.\\overline{" * 8_000,
+    "= 1 " * 25_000,
+    "a^2" * 30_000,
+    "ab " * 30_000,
+    "{,}" * 30_000,
+]
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
+def test_fast_path_is_linear(text: str) -> None:
+    start = time.perf_counter()
+    fast_path(text, "5")
+    fast_path(text, "\\sqrt{2}")
+    assert time.perf_counter() - start < 0.5
+
+
+def _decimal(value: Fraction) -> str | None:
+    """Terminating decimal rendering of `value`, or None when it does not terminate."""
+    den = value.denominator
+    for p in (2, 5):
+        while den % p == 0:
+            den //= p
+    if den != 1:
+        return None
+    digits = 0
+    while (value * 10**digits).denominator != 1:
+        digits += 1
+    sign = "-" if value < 0 else ""
+    scaled = abs(value.numerator * 10**digits // value.denominator)
+    whole, frac = divmod(scaled, 10**digits)
+    return f"{sign}{whole}.{frac:0{digits}d}" if digits else f"{sign}{whole}"
+
+
+def renderings(value: Fraction) -> list[str]:
+    sign = "-" if value < 0 else ""
+    num, den = abs(value.numerator), value.denominator
+    forms = [f"{sign}{num}/{den}", f"{sign}\\frac{{{num}}}{{{den}}}", f"{sign}\\dfrac{{{num}}}{{{den}}}"]
+    forms.append(f"{'−' if value < 0 else ''}{num}/{den}")
+    if den == 1:
+        forms += [f"{sign}{num:,}", f"${sign}{num}$", f"{sign}{num} apples"]
+    decimal = _decimal(value)
+    if decimal is not None:
+        forms.append(decimal)
+    return forms
+
+
+fractions_st = st.builds(
+    Fraction, st.integers(-(10**7), 10**7), st.integers(1, 10**4)
+) | st.integers(-(10**9), 10**9).map(Fraction)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=fractions_st, delta=st.fractions(min_value=-5, max_value=5).filter(bool))
+def test_equivalent_renderings_agree(value: Fraction, delta: Fraction) -> None:
+    forms = renderings(value)
+    gold = forms[0]
+    for form in forms:
+        assert fast_path(form, gold) is True, (form, gold)
+        assert fast_path(gold, form) is True, (gold, form)
+    for form in renderings(value + delta):
+        assert fast_path(form, gold) is False, (form, gold)
