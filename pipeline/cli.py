@@ -65,7 +65,12 @@ def _cell(value: object) -> str:
 
 @app.command()
 def generate(
-    family: Annotated[str, typer.Option(help="Problem family (arith, linear, modular, word).")],
+    family: Annotated[
+        str | None, typer.Option(help="Problem family (arith, linear, modular, word).")
+    ] = None,
+    mix: Annotated[
+        Path | None, typer.Option(help="A TOML mix of families and levels instead of --family.")
+    ] = None,
     levels: Annotated[str, typer.Option(help="Levels: 3, 1-5, 1,3,5 or all.")] = "all",
     n: Annotated[int, typer.Option(help="Number of problems, spread over the levels.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed; the same seed gives the same problems.")] = 0,
@@ -74,15 +79,24 @@ def generate(
 ) -> None:
     """Generate problems into the ledger and print counts by level."""
     from pipeline.problems import generate as make_problems
-    from pipeline.problems import parse_levels
+    from pipeline.problems import generate_mix, parse_levels
+    from pipeline.problems.mix import load_mix
     from pipeline.store import Ledger
 
-    chosen = parse_levels(levels, family)
-    frame = make_problems(family, chosen, n, seed, heldout_pct=heldout_pct)
+    if (family is None) == (mix is None):
+        raise SieveError("give exactly one of --family NAME or --mix FILE")
+    if mix is not None:
+        frame = generate_mix(load_mix(mix).levels(), n, seed, heldout_pct=heldout_pct)
+        label = mix.name
+    else:
+        assert family is not None
+        chosen = parse_levels(levels, family)
+        frame = make_problems(family, chosen, n, seed, heldout_pct=heldout_pct)
+        label = family
     with Ledger.open(home) as ledger:
         new = ledger.write("problems", frame)
         where = ledger.path
-    _print_counts(frame, f"{family}: {frame.height} problems ({new} new) -> {where}")
+    _print_counts(frame, f"{label}: {frame.height} problems ({new} new) -> {where}")
 
 
 def _print_counts(frame: object, title: str) -> None:
@@ -229,6 +243,37 @@ def _show(frame: object, title: str) -> None:
         out.print(f"[bold]{title}[/bold]: none yet")
     else:
         out.print(_table(frame, title=title))
+
+
+@app.command()
+def demo(
+    n: Annotated[int, typer.Option(help="Problems to generate over the default mix.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    home: HomeOpt = None,
+) -> None:
+    """The main job end to end on the embedded default (as far as it is built)."""
+    from pipeline.demo import EXAMPLE_SQL, run_demo
+
+    out.rule("Sieve demo")
+    result = run_demo(home, n=n, seed=seed)
+    _show(result.counts, f"problems in the ledger ({result.new_problems} new)")
+    c = result.check
+    out.print(
+        f"verifier self-check on {c.problems} problems in {c.seconds:.1f}s: "
+        f"own answer accepted {c.own_correct}/{c.problems}, "
+        f"perturbed answer rejected {c.perturbed_rejected}/{c.problems}, "
+        f"verifier errors {c.verifier_errors}"
+    )
+    out.print(f"ledger: {result.ledger}")
+    out.print("try:")
+    for query in EXAMPLE_SQL:
+        out.print(f'  sieve sql "{query}"', markup=False, highlight=False, soft_wrap=True)
+    out.print(
+        "not built yet: the tiny policy (bootstrap), curation and training "
+        "join this demo as their issues land."
+    )
+    if c.own_correct != c.problems or c.perturbed_rejected != c.problems:
+        raise SieveError("verifier self-check failed: see the counts above")
 
 
 def main() -> None:

@@ -1,0 +1,135 @@
+"""The killable math-verify worker: deadlines hold on any thread, crashes and timeouts become
+"verifier_error" (never an exception), the worker respawns, start-up is not charged to a deadline.
+
+Test: `.venv/bin/pytest tests/scoring/test_worker.py -q`
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import SieveError
+from pipeline.scoring import Verdict, math_verify_only, verify, verify_batch
+from pipeline.scoring.worker import TIMEOUT_ENV, default_worker, resolve_timeout
+
+DEADLINE = 2.0
+SLACK = 1.0
+
+PATHOLOGICAL = {
+    "tower_vs_5": ("\\boxed{9^{9^{9}}}", "5"),
+    "bare_tower_vs_5": ("9^{9^{9}}", "5"),
+    "tower_vs_tower": ("\\boxed{9^{9^{9}}}", "9^{9^{9}}"),
+    "digits_100k": ("1" * 100_000, "5"),
+    "expression_100k": ("\\boxed{" + "1+" * 50_000 + "1}", "5"),
+    "parens_5000": ("(" * 5000 + "1" + ")" * 5000, "1"),
+    "frac_5000": ("\\boxed{" + "\\frac{" * 5000 + "1" + "}{2}" * 5000 + "}", "1"),
+}
+
+
+def _check(verdict: Verdict) -> None:
+    if verdict.reason == "verifier_error":
+        assert verdict.reward is None and verdict.correct is None and verdict.detail
+    else:
+        assert verdict.reason in {"correct", "wrong", "no_answer"}
+        assert isinstance(verdict.correct, bool) and verdict.reward is not None
+
+
+def _timed(call: Callable[[], Verdict]) -> Verdict:
+    default_worker().warm_up()  # a respawn after the previous timeout is not what we time
+    start = time.perf_counter()
+    verdict = call()
+    elapsed = time.perf_counter() - start
+    assert elapsed < DEADLINE + SLACK, f"took {elapsed:.2f}s"
+    _check(verdict)
+    return verdict
+
+
+@pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
+def test_pathological_main_thread(name: str) -> None:
+    completion, gold = PATHOLOGICAL[name]
+    _timed(lambda: verify(completion, gold, timeout=DEADLINE))
+
+
+@pytest.mark.parametrize("name", ["tower_vs_5", "parens_5000", "digits_100k"])
+def test_pathological_in_thread(name: str) -> None:
+    completion, gold = PATHOLOGICAL[name]
+    box: list[Verdict] = []
+    thread = threading.Thread(target=lambda: box.append(verify(completion, gold, timeout=DEADLINE)))
+    _timed(lambda: (thread.start(), thread.join(DEADLINE + SLACK + 5), box[0])[2])
+
+
+def test_pathological_in_pool() -> None:
+    completion, gold = PATHOLOGICAL["frac_5000"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        verdict = _timed(lambda: pool.submit(verify, completion, gold, timeout=DEADLINE).result())
+        assert pool.submit(verify, "\\boxed{\\sqrt{8}}", "2\\sqrt{2}").result().correct is True
+
+
+def test_timeout_is_verifier_error_then_recovers() -> None:
+    verdict = _timed(lambda: verify("\\boxed{9^{9^{9}}}", "5", timeout=1.0))
+    assert verdict.reason == "verifier_error" and verdict.detail.startswith("timeout")
+    assert verify("\\boxed{2^{10}}", "1024", timeout=DEADLINE).correct is True
+
+
+def test_batch_continues_after_timeout() -> None:
+    completions = ["\\boxed{\\sqrt{8}}", "\\boxed{9^{9^{9}}}", "\\boxed{2^{10}}", "3"]
+    answers = ["2\\sqrt{2}", "5", "1024", "4"]
+    verdicts = verify_batch(completions, answers, timeout=1.0)
+    assert [v.reason for v in verdicts] == ["correct", "verifier_error", "correct", "wrong"]
+
+
+def test_child_death_is_verifier_error() -> None:
+    worker = default_worker()
+    worker.warm_up()
+    pid = worker.pid
+    assert pid is not None
+    killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
+    killer.start()
+    verdict = verify("\\boxed{9^{9^{9}}}", "5", timeout=10.0)
+    killer.join()
+    assert verdict.reason == "verifier_error" and "died" in verdict.detail
+    assert verify("\\boxed{\\sqrt{8}}", "2\\sqrt{2}").correct is True
+    assert worker.pid != pid
+
+
+def test_startup_not_charged_to_deadline() -> None:
+    default_worker().close()
+    verdict = verify("\\boxed{\\frac{\\sqrt{3}}{2}}", "\\frac{\\sqrt3}{2}", timeout=0.5)
+    assert verdict.reason == "correct" and verdict.detail == "math_verify"
+
+
+def test_math_verify_only() -> None:
+    assert math_verify_only("The answer is $\\frac{1}{2}$", "0.5") is True
+    assert math_verify_only("The answer is $\\frac{1}{3}$", "0.5") is False
+    assert math_verify_only("\\boxed{9^{9^{9}}}", "5", timeout=0.5) is None
+
+
+def test_memory_limit_applied() -> None:
+    worker = default_worker()
+    worker.warm_up()
+    limits = Path(f"/proc/{worker.pid}/limits")
+    if not limits.exists():
+        pytest.skip("no /proc")
+    line = next(ln for ln in limits.read_text().splitlines() if ln.startswith("Max address space"))
+    assert "unlimited" not in line.split()[3]
+
+
+def test_timeout_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TIMEOUT_ENV, raising=False)
+    assert resolve_timeout(None) == 3.0
+    assert resolve_timeout(1.5) == 1.5
+    monkeypatch.setenv(TIMEOUT_ENV, "0.75")
+    assert resolve_timeout(None) == 0.75
+    monkeypatch.setenv(TIMEOUT_ENV, "soon")
+    with pytest.raises(SieveError):
+        resolve_timeout(None)
+    with pytest.raises(ValueError):
+        resolve_timeout(0)
