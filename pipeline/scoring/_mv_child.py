@@ -13,17 +13,16 @@ Test: `.venv/bin/pytest tests/scoring/test_worker.py -q`
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import resource
 import signal
 import sys
+import threading
+import time
 from functools import lru_cache
 from multiprocessing.connection import Connection
 from typing import Any
-
-_PR_SET_PDEATHSIG = 1
 
 
 def _vm_bytes() -> int:
@@ -95,15 +94,19 @@ def _handle(op: str, args: tuple[Any, ...]) -> tuple[bool, Any]:
         return False, f"{type(exc).__name__}: {exc}"[:300]
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    """Ask Linux to SIGKILL this process when its parent exits (best effort elsewhere)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+def _watch_parent(parent_pid: int, period: float = 1.0) -> None:
+    """Exit when the parent process is gone, even while a request is being computed.
+
+    A daemon thread polling `getppid` rather than `PR_SET_PDEATHSIG`: the latter fires when the
+    *thread* that started the child exits, and callers start the worker from short-lived threads.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(period)
         os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def serve(conn: Connection, memory_limit: int) -> None:
@@ -129,7 +132,7 @@ def main(argv: list[str]) -> None:
     """Entry point: `FD PARENT_PID MEMORY_LIMIT`."""
     fd, parent_pid, memory_limit = (int(a) for a in argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    _die_with_parent(parent_pid)
+    _watch_parent(parent_pid)
     serve(Connection(fd), memory_limit)
 
 

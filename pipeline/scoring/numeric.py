@@ -3,11 +3,12 @@
 Understands integers, decimals, `a/b`, `\\frac{a}{b}` (also `\\dfrac`, `\\tfrac`, `\\frac12`), signs
 (ASCII `-`, unicode minus U+2212, a leading en-dash), thousands separators with valid grouping
 (`1,000,000`, LaTeX `1{,}000`), `$...$` / `\\(...\\)` wrappers, `\\text{}` and trailing unit words
-(`42 apples`, `17/3 hours`, `5\\text{ cm}`), degrees and percent. Values are compared exactly with
-`fractions.Fraction`, so `1/2 == 0.5 == \\frac{1}{2}` but `0.333 != 1/3` (a rounded decimal is a
-different number; math-verify would also accept `0.333333`, the fast path never does). A percent
-matches either its face value or that value / 100 (`50%` equals both `50` and `0.5`), as
-math-verify does.
+(`42 apples`, `17/3 hours`, `5\\text{ cm}`), degrees and percent, small e-exponents (`1e3`),
+repeating decimals (`0.\\overline{3}`) and the number words zero..twenty, thirty..ninety.
+Values are compared exactly with `fractions.Fraction`, so `1/2 == 0.5 == \\frac{1}{2}` but
+`0.333 != 1/3` (a rounded decimal is a different number; math-verify would also accept `0.333333`,
+the fast path never does). A percent matches either its face value or that value / 100 (`50%`
+equals both `50` and `0.5`), as math-verify does.
 
 When the candidate is not itself a number but ends in one after `=`, `:` or a word ("so x = 5",
 "3 + 4 = 7", "the total is 12 dollars"), that last number is the answer. Anything else (`2^{10}`,

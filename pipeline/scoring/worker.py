@@ -13,8 +13,9 @@ never fork (the parent may have threads). It is deliberately not a `multiprocess
 "spawn"/"forkserver" re-run the caller's `__main__` script in the child, which breaks any script
 without an `if __name__ == "__main__"` guard and re-imports whatever that script imports. The child
 caps its address space (RLIMIT_AS, 2 GiB above its start-up size) so a memory bomb fails fast,
-ignores SIGINT and dies with its parent (Linux). One lock guards the worker, so any number of
-threads may call it. An atexit hook closes it. POSIX only.
+ignores SIGINT and exits when its parent is gone. One lock guards the worker, so any number of
+threads may call it. An atexit hook closes it; a forked copy of the parent starts its own. POSIX
+only.
 
 Test: `.venv/bin/pytest tests/scoring/test_worker.py -q`
 """
@@ -172,6 +173,11 @@ class MathVerifyWorker:
             raise WorkerError(str(result))
         return result
 
+    def _forget_after_fork(self) -> None:
+        """In a forked copy of the parent: drop the inherited child (it belongs to the parent)."""
+        self._lock = threading.Lock()
+        self._proc, self._conn, self._ready = None, None, False
+
     @property
     def pid(self) -> int | None:
         """Process id of the current child (None when there is none)."""
@@ -197,6 +203,8 @@ class MathVerifyWorker:
 
 _WORKER = MathVerifyWorker()
 atexit.register(_WORKER.close)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WORKER._forget_after_fork)
 
 
 def default_worker() -> MathVerifyWorker:

@@ -112,7 +112,11 @@ def _decimal(value: Fraction) -> str | None:
 def renderings(value: Fraction) -> list[str]:
     sign = "-" if value < 0 else ""
     num, den = abs(value.numerator), value.denominator
-    forms = [f"{sign}{num}/{den}", f"{sign}\\frac{{{num}}}{{{den}}}", f"{sign}\\dfrac{{{num}}}{{{den}}}"]
+    forms = [
+        f"{sign}{num}/{den}",
+        f"{sign}\\frac{{{num}}}{{{den}}}",
+        f"{sign}\\dfrac{{{num}}}{{{den}}}",
+    ]
     forms.append(f"{'−' if value < 0 else ''}{num}/{den}")
     if den == 1:
         forms += [f"{sign}{num:,}", f"${sign}{num}$", f"{sign}{num} apples"]

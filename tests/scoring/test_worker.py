@@ -61,15 +61,22 @@ def test_pathological_main_thread(name: str) -> None:
 @pytest.mark.parametrize("name", ["tower_vs_5", "parens_5000", "digits_100k"])
 def test_pathological_in_thread(name: str) -> None:
     completion, gold = PATHOLOGICAL[name]
-    box: list[Verdict] = []
-    thread = threading.Thread(target=lambda: box.append(verify(completion, gold, timeout=DEADLINE)))
-    _timed(lambda: (thread.start(), thread.join(DEADLINE + SLACK + 5), box[0])[2])
+
+    def in_thread() -> Verdict:
+        box: list[Verdict] = []
+        target = lambda: box.append(verify(completion, gold, timeout=DEADLINE))  # noqa: E731
+        thread = threading.Thread(target=target)
+        thread.start()
+        thread.join(DEADLINE + SLACK + 5)
+        return box[0]
+
+    _timed(in_thread)
 
 
 def test_pathological_in_pool() -> None:
     completion, gold = PATHOLOGICAL["frac_5000"]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        verdict = _timed(lambda: pool.submit(verify, completion, gold, timeout=DEADLINE).result())
+        _timed(lambda: pool.submit(verify, completion, gold, timeout=DEADLINE).result())
         assert pool.submit(verify, "\\boxed{\\sqrt{8}}", "2\\sqrt{2}").result().correct is True
 
 
@@ -98,6 +105,20 @@ def test_child_death_is_verifier_error() -> None:
     assert verdict.reason == "verifier_error" and "died" in verdict.detail
     assert verify("\\boxed{\\sqrt{8}}", "2\\sqrt{2}").correct is True
     assert worker.pid != pid
+
+
+def test_worker_outlives_the_thread_that_started_it() -> None:
+    default_worker().close()
+    box: list[Verdict] = []
+    thread = threading.Thread(target=lambda: box.append(verify("\\boxed{2^{10}}", "1024")))
+    thread.start()
+    thread.join()
+    assert box[0].correct is True
+    pid = default_worker().pid
+    time.sleep(0.3)
+    verdict = verify("\\boxed{\\sqrt{8}}", "2\\sqrt{2}")
+    assert verdict.correct is True, verdict
+    assert default_worker().pid == pid
 
 
 def test_startup_not_charged_to_deadline() -> None:
