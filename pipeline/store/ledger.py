@@ -135,9 +135,7 @@ class Ledger:
 
     # -- migrations ------------------------------------------------------------------------
     def applied_migrations(self) -> dict[int, str]:
-        exists = self.run(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
-        )
+        exists = self.run(load_query("has_table"), {"table": "schema_migrations"})
         if not exists[0][0]:
             return {}
         rows = self.run("SELECT version, checksum FROM schema_migrations")
@@ -163,10 +161,7 @@ class Ledger:
 
     def migrate(self) -> list[int]:
         """Apply pending migrations, each in its own transaction. Returns the versions applied."""
-        self.run(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-            "name VARCHAR NOT NULL, checksum VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
-        )
+        self.run(load_query("create_schema_migrations"))
         done = []
         for version, name, text in self.pending_migrations():
             with self.transaction():
@@ -185,11 +180,7 @@ class Ledger:
 
     def table_columns(self, table: str) -> list[str]:
         if table not in self._columns:
-            rows = self.run(
-                "SELECT column_name FROM information_schema.columns "
-                "WHERE table_name = $t ORDER BY ordinal_position",
-                {"t": table},
-            )
+            rows = self.run(load_query("table_columns"), {"table": table})
             if not rows:
                 raise SieveError(f"ledger has no table {table!r}")
             self._columns[table] = [r[0] for r in rows]

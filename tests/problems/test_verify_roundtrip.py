@@ -10,6 +10,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.problems import FAMILIES, family_levels, generate
 from pipeline.problems.base import canonical_number
@@ -46,3 +48,23 @@ def test_answers_verify_and_perturbations_fail(family: str) -> None:
         for wrong in perturbations(answer):
             bad = verify(wrong, answer, verifier)
             assert bad.correct is False, (question, answer, wrong, bad.reason)  # not an error
+
+
+@st.composite
+def family_level_seed(draw: st.DrawFn) -> tuple[str, int, int]:
+    family = draw(st.sampled_from(sorted(FAMILIES)))
+    level = draw(st.sampled_from(family_levels(family)))
+    return family, level, draw(st.integers(min_value=0, max_value=2**32))
+
+
+@settings(max_examples=60, deadline=None)
+@given(family_level_seed())
+def test_any_seed_verifies_in_every_answer_style(case: tuple[str, int, int]) -> None:
+    """For any seed, the answer passes bare, boxed and after '####'; perturbations fail."""
+    family, level, seed = case
+    frame = generate(family, [level], 5, seed=seed)
+    for answer, verifier in frame.select("answer", "verifier").iter_rows():
+        for shown in (answer, f"so the result is \\boxed{{{answer}}}", f"work...\n#### {answer}"):
+            assert verify(shown, answer, verifier).correct is True, (shown, answer)
+        for wrong in perturbations(answer):
+            assert verify(f"\\boxed{{{wrong}}}", answer, verifier).correct is False, (wrong, answer)
