@@ -259,13 +259,13 @@ def demo(
     _show(result.counts, f"problems in the ledger ({result.new_problems} new)")
     c = result.check
     out.print(
-        f"verifier self-check on {c.problems} problems in {c.seconds:.1f}s: "
+        f"verifier self-check on {c.problems} problems in {c.seconds:.2f}s: "
         f"own answer accepted {c.own_correct}/{c.problems}, "
         f"perturbed answer rejected {c.perturbed_rejected}/{c.problems}, "
         f"verifier errors {c.verifier_errors}"
     )
     out.print(f"ledger: {result.ledger}")
-    out.print("try:")
+    out.print("try (after `source .venv/bin/activate`):")
     for query in EXAMPLE_SQL:
         out.print(f'  sieve sql "{query}"', markup=False, highlight=False, soft_wrap=True)
     out.print(
