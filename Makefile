@@ -6,6 +6,9 @@ STAMP  := $(VENV)/.sieve-installed
 
 .PHONY: install demo test test-all lint format bench clean
 
+# `make test-vllm`: the vLLM mapping tests in a venv of their own (opt-in, several GB)
+include Makefile.vllm
+
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -35,6 +38,7 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ledger.py
+	$(BIN)/python benchmarks/sampling.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

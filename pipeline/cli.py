@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 from pipeline.errors import SieveError
@@ -243,6 +244,113 @@ def _show(frame: object, title: str) -> None:
         out.print(f"[bold]{title}[/bold]: none yet")
     else:
         out.print(_table(frame, title=title))
+
+
+BackendOpt = Annotated[str, typer.Option("--backend", help="Sampler: hf, vllm or openai.")]
+ModelOpt = Annotated[
+    Path | None,
+    typer.Option("--model", help="Model folder (default: the tiny policy under <home>/models)."),
+]
+BaseUrlOpt = Annotated[
+    list[str] | None,
+    typer.Option("--base-url", help="OpenAI-compatible server (repeat for several; openai)."),
+]
+
+
+def _model_dir(model: Path | None, home: Path | None) -> Path:
+    from pipeline.home import resolve_home
+
+    return model if model is not None else resolve_home(home) / "models" / "tiny"
+
+
+@app.command()
+def bootstrap(
+    seed: Annotated[int, typer.Option(help="Seed for data, init and sampling.")] = 0,
+    max_minutes: Annotated[float, typer.Option(help="Training time budget.")] = 8.0,
+    max_steps: Annotated[
+        int | None, typer.Option(help="Train exactly this many steps (repeatable).")
+    ] = None,
+    per_level: Annotated[int, typer.Option(help="Held-out problems per level in eval.")] = 40,
+    home: HomeOpt = None,
+) -> None:
+    """Train the built-in tiny policy from scratch, save it, evaluate it on held-out problems."""
+    from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
+    from pipeline.policy.evaluate import EvalConfig
+    from pipeline.sampling.hf import HFSampler
+
+    if max_minutes <= 0 or (max_steps is not None and max_steps < 1):
+        raise SieveError("--max-minutes must be > 0 and --max-steps >= 1")
+    cfg = BootstrapConfig(seed=seed, max_minutes=max_minutes, max_steps=max_steps)
+    folder = _model_dir(None, home)
+    with _progress("bootstrap: training") as bar:
+        task = bar.add_task("training", total=1.0)
+        result = train_tiny(
+            cfg,
+            progress=lambda step, done, loss: bar.update(
+                task, completed=done, description=f"step {step} loss {loss:.3f}"
+            ),
+        )
+    revision = save_atomically(result, folder, cfg)
+    out.print(
+        f"trained {result.steps} steps in {result.seconds / 60:.1f} min "
+        f"(loss {result.final_loss:.3f}); saved {folder} (revision {revision})"
+    )
+    sampler = HFSampler(folder, model_name=str(folder))
+    _run_eval(sampler, folder, revision, EvalConfig(per_level=per_level, seed=seed), home)
+
+
+@app.command("eval")
+def eval_cmd(
+    model: ModelOpt = None,
+    backend: BackendOpt = "hf",
+    base_url: BaseUrlOpt = None,
+    per_level: Annotated[int, typer.Option(help="Held-out problems per level.")] = 40,
+    samples: Annotated[int, typer.Option(help="Samples per problem at temperature 1.")] = 8,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    home: HomeOpt = None,
+) -> None:
+    """Held-out pass@1 by family x level (greedy and sampled), recorded in the ledger."""
+    from pipeline.policy.evaluate import EvalConfig
+    from pipeline.policy.model import read_meta
+    from pipeline.sampling import make_sampler
+
+    folder = _model_dir(model, home)
+    if samples < 1:
+        raise SieveError("--samples must be >= 1")
+    sampler = make_sampler(backend, folder, base_urls=base_url or ())
+    revision = read_meta(folder).get("model_revision") or f"unknown:{folder.name}"
+    _run_eval(sampler, folder, revision, EvalConfig(per_level, samples, seed=seed), home)
+
+
+def _run_eval(sampler: object, folder: Path, revision: str, cfg: object, home: Path | None) -> None:
+    from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+    from pipeline.policy.prompts import prompt_format, render
+    from pipeline.sampling.base import Sampler
+    from pipeline.store import Ledger
+
+    assert isinstance(sampler, Sampler) and isinstance(cfg, EvalConfig)
+    problems = heldout_set(cfg.per_level)
+    tokenizer = getattr(sampler, "tokenizer", None)
+    fmt = prompt_format(folder, tokenizer) if tokenizer is not None else "raw"
+    questions = problems["question"].to_list()
+    prompts_of = dict(zip(questions, render(questions, fmt, tokenizer), strict=True))
+    with Ledger.open(home) as ledger, _progress("evaluating") as bar:
+        bar.add_task(f"eval on {problems.height} held-out problems", total=None)
+        table = evaluate(sampler, ledger, revision, prompts_of, cfg, problems)
+    _show(table, f"held-out pass@1 by family x level (greedy; mean of {cfg.samples} samples)")
+
+
+def _progress(label: str) -> Progress:
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
 
 
 @app.command()

@@ -50,3 +50,13 @@ def lock_holder() -> Callable[[Path], AbstractContextManager[None]]:
             proc.communicate("")
 
     return hold
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random-init tiny policy folder (built once per test session)."""
+    from pipeline.policy.model import create_tiny_model
+
+    path = tmp_path_factory.mktemp("models") / "tiny"
+    create_tiny_model(path, seed=0)
+    return path

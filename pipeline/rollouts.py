@@ -1,0 +1,100 @@
+"""Score sampled groups and record them in the ledger: one sampling run, its rollouts.
+
+`record_run` is what every sampling stage (eval, screen, refine) calls: it scores each group's
+completions with the problem's verifier, builds the rollout rows in columnar form and writes the
+run row and its rollouts in one transaction.
+
+Test: `pytest tests/test_rollouts.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import polars as pl
+
+from pipeline.sampling.base import Completion, SamplingParams
+from pipeline.scoring import VERIFIER_VERSION, verify_batch
+from pipeline.store import Ledger
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What the ledger records about one sampling run."""
+
+    purpose: str  # screen | refine | train | eval
+    model: str
+    model_revision: str
+    backend: str
+    group_size: int
+    params: SamplingParams
+    run_id: str = ""
+
+    def with_id(self) -> RunInfo:
+        if self.run_id:
+            return self
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        run_id = f"{self.purpose}-{stamp}-{uuid.uuid4().hex[:6]}"
+        return RunInfo(**{**self.__dict__, "run_id": run_id})
+
+
+def run_row(info: RunInfo, started: datetime, status: str) -> pl.DataFrame:
+    p = info.params
+    return pl.DataFrame(
+        {
+            "run_id": [info.run_id],
+            "purpose": [info.purpose],
+            "model": [info.model],
+            "model_revision": [info.model_revision],
+            "backend": [info.backend],
+            "group_size": [info.group_size],
+            "temperature": [p.temperature],
+            "top_p": [p.top_p],
+            "max_new_tokens": [p.max_new_tokens],
+            "seed": [p.seed],
+            "verifier_version": [VERIFIER_VERSION],
+            "started_at": [started],
+            "finished_at": [datetime.now(UTC) if status != "running" else None],
+            "status": [status],
+        }
+    )
+
+
+def rollout_frame(
+    run_id: str, problems: pl.DataFrame, groups: list[list[Completion]]
+) -> pl.DataFrame:
+    """Rows for `rollouts`: every completion of every group, scored with its problem's verifier."""
+    sizes = [len(g) for g in groups]
+    flat = [c for g in groups for c in g]
+    answers = [a for a, k in zip(problems["answer"], sizes, strict=True) for _ in range(k)]
+    verifiers = [v for v, k in zip(problems["verifier"], sizes, strict=True) for _ in range(k)]
+    verdicts = verify_batch([c.text for c in flat], answers, verifiers)
+    return pl.DataFrame(
+        {
+            "run_id": run_id,
+            "problem_id": pl.Series(problems["problem_id"]).gather(
+                [i for i, k in enumerate(sizes) for _ in range(k)]
+            ),
+            "sample_idx": pl.Series([j for k in sizes for j in range(k)], dtype=pl.Int32),
+            "completion": [c.text for c in flat],
+            "n_tokens": pl.Series([c.n_tokens for c in flat], dtype=pl.Int32),
+            "finish_reason": [c.finish_reason for c in flat],
+            "reward": pl.Series([v.reward for v in verdicts], dtype=pl.Float64),
+            "correct": pl.Series([v.correct for v in verdicts], dtype=pl.Boolean),
+            "reward_components": [json.dumps(v.components) for v in verdicts],
+        }
+    )
+
+
+def record_run(
+    ledger: Ledger, info: RunInfo, problems: pl.DataFrame, groups: list[list[Completion]]
+) -> tuple[RunInfo, pl.DataFrame]:
+    """Score and write one finished run (run row + rollouts, one transaction)."""
+    info = info.with_id()
+    started = datetime.now(UTC)
+    rows = rollout_frame(info.run_id, problems, groups)
+    ledger.write_batch({"sampling_runs": run_row(info, started, "finished"), "rollouts": rows})
+    return info, rows

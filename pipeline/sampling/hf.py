@@ -1,0 +1,154 @@
+"""The `hf` backend: batched sampling with `transformers` on CPU (or CUDA when present).
+
+Each prompt is encoded once and expanded to its n samples; rows are sorted by prompt length and
+cut into micro-batches whose padded size (rows x (prompt + max_new_tokens)) fits a token budget;
+prompts are left-padded and decoded with the KV cache. A micro-batch's random stream is seeded
+from (params.seed, micro-batch index), so the same call with the same seed gives the same
+completions. The log-probability reported is that of the sampled tokens under the model's own
+(untempered) distribution.
+
+Test: `pytest tests/sampling/test_hf.py`; speed: `python benchmarks/sampling.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from pipeline.errors import SieveError
+from pipeline.policy.model import load_policy
+from pipeline.sampling.base import (
+    Completion,
+    FinishReason,
+    SamplingParams,
+    check_n,
+    cut_at_stop,
+)
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class HFSampler:
+    """Samples from a local causal-LM folder (or an in-memory model) with `generate`."""
+
+    backend = "hf"
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        model: PreTrainedModel | None = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        device: str | torch.device | None = None,
+        token_budget: int = 32_768,
+        model_name: str | None = None,
+    ):
+        self.device = torch.device(device) if device is not None else default_device()
+        if model is None:
+            if model_path is None:
+                raise ValueError("give model_path or model + tokenizer")
+            model, tokenizer = load_policy(model_path, self.device)
+        if tokenizer is None:
+            raise ValueError("an in-memory model needs its tokenizer")
+        self.model, self.tokenizer = model, tokenizer
+        self.token_budget = token_budget
+        self.model_name = model_name or str(model_path or "in-memory")
+        self.context = int(getattr(model.config, "max_position_embeddings", 1 << 30))
+
+    def sample(
+        self, prompts: Sequence[str], n: int, params: SamplingParams
+    ) -> list[list[Completion]]:
+        check_n(n)
+        encoded = [self.tokenizer(p)["input_ids"] for p in prompts]
+        self._check_lengths(encoded, params.max_new_tokens)
+        order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))
+        results: list[list[Completion]] = [[] for _ in prompts]
+        for index, chunk in enumerate(self._micro_batches(order, encoded, n, params)):
+            rows = self._generate([encoded[i] for i in chunk], n, params, index)
+            for j, i in enumerate(chunk):
+                results[i] = rows[j * n : (j + 1) * n]
+        return results
+
+    def _check_lengths(self, encoded: list[list[int]], max_new: int) -> None:
+        for i, ids in enumerate(encoded):
+            if len(ids) + max_new > self.context:
+                raise SieveError(
+                    f"prompt {i} has {len(ids)} tokens; with max_new_tokens={max_new} it exceeds "
+                    f"the model's context of {self.context} tokens"
+                )
+
+    def _micro_batches(
+        self, order: list[int], encoded: list[list[int]], n: int, params: SamplingParams
+    ) -> list[list[int]]:
+        """Consecutive prompts (by length) whose n rows fit the token budget together."""
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for i in order:  # lengths ascend, so the last prompt sets the padded width
+            width = len(encoded[i]) + params.max_new_tokens
+            if current and (len(current) + 1) * n * width > self.token_budget:
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        return batches
+
+    @torch.no_grad()
+    def _generate(
+        self, prompts: list[list[int]], n: int, params: SamplingParams, index: int
+    ) -> list[Completion]:
+        pad = self.tokenizer.pad_token_id
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), pad, dtype=torch.long)  # (P, T) left-padded
+        mask = torch.zeros_like(ids)
+        for row, prompt in enumerate(prompts):
+            ids[row, width - len(prompt) :] = torch.tensor(prompt)
+            mask[row, width - len(prompt) :] = 1
+        ids = ids.repeat_interleave(n, dim=0).to(self.device)  # (P*n, T)
+        mask = mask.repeat_interleave(n, dim=0).to(self.device)
+        torch.manual_seed(params.seed * 1_000_003 + index)
+        out = self.model.generate(  # type: ignore[operator]
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=params.max_new_tokens,
+            eos_token_id=self.tokenizer.eos_token_id,
+            pad_token_id=pad,
+            return_dict_in_generate=True,
+            output_logits=True,
+            **_decoding(params),
+        )
+        new = out.sequences[:, width:]  # (P*n, L)
+        logits = torch.stack(out.logits, dim=1).float()  # (P*n, L, V)
+        token_lp = torch.log_softmax(logits, -1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
+        return [self._completion(new[r], token_lp[r], params) for r in range(new.shape[0])]
+
+    def _completion(
+        self, tokens: torch.Tensor, token_lp: torch.Tensor, params: SamplingParams
+    ) -> Completion:
+        eos = self.tokenizer.eos_token_id
+        hits = (tokens == eos).nonzero()
+        end = int(hits[0]) if len(hits) else len(tokens)
+        kept = tokens[:end].tolist()
+        text = str(self.tokenizer.decode(kept, skip_special_tokens=True))
+        text, stopped = cut_at_stop(text, params.stop)
+        if stopped:  # keep the tokens that make up the kept text
+            kept = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        reason: FinishReason = "stop" if len(hits) or stopped else "length"
+        logprob = float(token_lp[: len(kept)].sum())
+        return Completion(text=text, token_ids=tuple(kept), finish_reason=reason, logprob=logprob)
+
+
+def _decoding(params: SamplingParams) -> dict[str, object]:
+    if params.greedy:
+        return {"do_sample": False}
+    return {
+        "do_sample": True,
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+        "top_k": params.top_k or None,
+    }

@@ -1,0 +1,81 @@
+"""The hf backend: grouping, reproducibility, finish reasons, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from pipeline.errors import SieveError
+from pipeline.policy.model import load_policy
+from pipeline.sampling.base import SamplingParams
+from pipeline.sampling.hf import HFSampler
+
+PROMPTS = ["12+3=", "7*8=", "Pipe A fills a tank in 6 hours. How long?="]
+
+
+@pytest.fixture(scope="module")
+def sampler(tiny_model_dir: Path) -> HFSampler:
+    return HFSampler(tiny_model_dir, device="cpu")
+
+
+def texts(groups: list) -> list[list[str]]:
+    return [[c.text for c in g] for g in groups]
+
+
+def test_n_completions_per_prompt_in_order(sampler: HFSampler) -> None:
+    groups = sampler.sample(PROMPTS, 4, SamplingParams(max_new_tokens=6, seed=1))
+    assert [len(g) for g in groups] == [4, 4, 4]
+    for group in groups:
+        for c in group:
+            assert c.n_tokens <= 6 and c.finish_reason in ("stop", "length")
+            assert c.logprob is not None and c.logprob <= 0
+
+
+def test_same_seed_same_completions_and_batching_does_not_leak(sampler: HFSampler) -> None:
+    params = SamplingParams(max_new_tokens=6, seed=7)
+    first = texts(sampler.sample(PROMPTS, 3, params))
+    assert texts(sampler.sample(PROMPTS, 3, params)) == first
+    other = texts(sampler.sample(PROMPTS, 3, SamplingParams(max_new_tokens=6, seed=8)))
+    assert other != first
+
+
+def test_greedy_samples_agree_and_match_a_one_prompt_call(sampler: HFSampler) -> None:
+    params = SamplingParams(temperature=0, max_new_tokens=5)
+    groups = sampler.sample(PROMPTS, 2, params)
+    for prompt, group in zip(PROMPTS, groups, strict=True):
+        assert group[0].text == group[1].text
+        alone = sampler.sample([prompt], 1, params)[0][0]
+        assert alone.token_ids == group[0].token_ids  # left padding changes nothing
+
+
+def test_length_and_stop_finish_reasons(tiny_model_dir: Path) -> None:
+    model, tokenizer = load_policy(tiny_model_dir)
+    eos = tokenizer.eos_token_id
+    sampler = HFSampler(model=model, tokenizer=tokenizer, device="cpu")
+    params = SamplingParams(temperature=0, max_new_tokens=4)
+    greedy = sampler.sample(["1+1="], 1, params)[0][0]
+    if eos not in greedy.token_ids:  # random weights: it runs to the limit
+        assert greedy.finish_reason == "length" and greedy.n_tokens == 4
+    stop = greedy.text[1:]
+    cut = sampler.sample(["1+1="], 1, SamplingParams(temperature=0, stop=(stop,)))
+    assert cut[0][0].finish_reason == "stop"
+    assert cut[0][0].text == greedy.text[: greedy.text.find(stop)]
+    with torch.no_grad():  # make <eos> the most likely next token everywhere
+        head = torch.nn.Linear(model.config.hidden_size, model.config.vocab_size)
+        head.weight.zero_()
+        head.bias.zero_()
+        head.bias[eos] = 10.0
+        model.lm_head = head
+    stopped = sampler.sample(["1+1="], 2, params)[0]
+    assert [(c.text, c.finish_reason, c.n_tokens) for c in stopped] == [("", "stop", 0)] * 2
+
+
+def test_bad_input(sampler: HFSampler) -> None:
+    with pytest.raises(SieveError, match=r"n .samples per prompt. must be"):
+        sampler.sample(PROMPTS, 0, SamplingParams())
+    with pytest.raises(SieveError, match="exceeds the model"):
+        sampler.sample(["9" * 400], 1, SamplingParams())
+    with pytest.raises(SieveError, match="max_new_tokens"):
+        SamplingParams(max_new_tokens=0)

@@ -1,0 +1,200 @@
+"""OpenAISampler against `pipeline.sampling.server` over real HTTP on 127.0.0.1 (no mocks).
+
+A tiny deterministic fake sampler answers most tests; the last one serves the real HFSampler over
+a random tiny model and checks the HTTP path gives what a direct call gives.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.errors import SieveError
+from pipeline.sampling.base import Completion, FinishReason, SamplingParams, check_n
+from pipeline.sampling.openai import OpenAISampler, completions_url
+from pipeline.sampling.server import SamplerServer, running
+
+
+def client(urls: str | list[str], model: str = "fake-model", **options: Any) -> OpenAISampler:
+    """An OpenAISampler with a tiny backoff, so retry tests take milliseconds."""
+    return OpenAISampler(urls, model, backoff=0.001, timeout=10.0, **options)
+
+
+class FakeSampler:
+    """Answer i of prompt p is `p#i@t`; odd answers are cut off; logprob -i - 0.5."""
+
+    backend = "fake"
+    model_name = "fake-model"
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay  # seconds per prompt character: longer prompts answer later
+
+    def sample(
+        self, prompts: Sequence[str], n: int, params: SamplingParams
+    ) -> list[list[Completion]]:
+        check_n(n)
+        time.sleep(self.delay * sum(len(p) for p in prompts))
+        return [[self._answer(p, i, params) for i in range(n)] for p in prompts]
+
+    @staticmethod
+    def _answer(prompt: str, i: int, params: SamplingParams) -> Completion:
+        text = f"{prompt}#{i}@{params.temperature:g}"
+        reason: FinishReason = "length" if i % 2 else "stop"
+        return Completion(text, tuple(map(ord, text)), reason, logprob=-i - 0.5)
+
+
+@pytest.fixture
+def fake() -> Iterator[tuple[SamplerServer, str]]:
+    with running(FakeSampler()) as served:
+        yield served
+
+
+def test_base_urls_are_normalised() -> None:
+    for base in ("http://h:1", "http://h:1/", "http://h:1/v1", "http://h:1/v1/"):
+        assert completions_url(base) == "http://h:1/v1/completions"
+
+
+def test_round_trip_keeps_prompt_order_under_concurrency() -> None:
+    prompts = [("x" * (12 - k)) + str(k) for k in range(12)]  # early prompts answer last
+    with running(FakeSampler(delay=0.002), serialize=False) as (server, url):
+        sampler = client(url, concurrency=6)
+        got = sampler.sample(prompts, 3, SamplingParams(temperature=0.7, max_new_tokens=8))
+    assert server.requests == len(prompts)
+    assert got == [
+        [FakeSampler._answer(p, i, SamplingParams(0.7)) for i in range(3)] for p in prompts
+    ]
+    assert [c.finish_reason for c in got[0]] == ["stop", "length", "stop"]
+    assert [c.logprob for c in got[0]] == [-0.5, -1.5, -2.5]
+    assert sampler.backend == "openai" and sampler.model_name == "fake-model"
+
+
+def test_greedy_is_temperature_zero(fake: tuple[SamplerServer, str]) -> None:
+    _, url = fake
+    got = client(url + "/v1").sample(["q"], 1, SamplingParams(0.0))
+    assert got[0][0].text == "q#0@0"
+
+
+def test_without_token_ids_the_ids_are_empty(fake: tuple[SamplerServer, str]) -> None:
+    _, url = fake
+    sampler = client(url, return_token_ids=False)
+    [[c]] = sampler.sample(["q"], 1, SamplingParams())
+    assert c.token_ids == () and c.text == "q#0@1" and c.logprob == -0.5
+
+
+def test_two_503s_are_retried(fake: tuple[SamplerServer, str]) -> None:
+    server, url = fake
+    server.faults = iter([503, 503])
+    got = client(url, max_retries=4).sample(["a"], 2, SamplingParams())
+    assert [c.text for c in got[0]] == ["a#0@1", "a#1@1"]
+    assert server.requests == 3
+
+
+def test_503_forever_gives_up_after_max_retries(fake: tuple[SamplerServer, str]) -> None:
+    server, url = fake
+    server.faults = itertools.repeat(503)
+    sampler = client(url, max_retries=2)
+    with pytest.raises(SieveError) as info:
+        sampler.sample(["a"], 1, SamplingParams())
+    message = str(info.value)
+    assert "\n" not in message
+    assert f"{url}/v1/completions" in message and "3 attempts" in message and "503" in message
+    assert server.requests == 3
+
+
+def test_400_raises_at_once(fake: tuple[SamplerServer, str]) -> None:
+    server, url = fake
+    server.faults = iter([400])
+    with pytest.raises(SieveError, match=r"HTTP 400: injected fault 400$"):
+        client(url).sample(["a"], 1, SamplingParams())
+    assert server.requests == 1
+
+
+def test_unknown_model_is_a_404_with_the_servers_message(fake: tuple[SamplerServer, str]) -> None:
+    server, url = fake
+    with pytest.raises(SieveError, match=r"HTTP 404: the model `other` does not exist"):
+        client(url, "other").sample(["a"], 1, SamplingParams())
+    assert server.requests == 1
+
+
+def test_connection_refused_is_retried_then_reported() -> None:
+    with running(FakeSampler()) as (_, url):
+        pass  # the port is closed again
+    sampler = client(url, max_retries=1)
+    with pytest.raises(SieveError, match=r"gave up after 2 attempts, last: ConnectError"):
+        sampler.sample(["a"], 1, SamplingParams())
+
+
+def test_requests_alternate_between_servers() -> None:
+    with running(FakeSampler()) as (one, url1), running(FakeSampler()) as (two, url2):
+        sampler = client([url1, url2], concurrency=2)
+        sampler.sample(["a", "b", "c"], 1, SamplingParams())
+        assert (one.requests, two.requests) == (2, 1)
+        sampler.sample(["d"], 1, SamplingParams())  # the turn carries over between calls
+        assert (one.requests, two.requests) == (2, 2)
+
+
+def test_n_below_one_is_rejected(fake: tuple[SamplerServer, str]) -> None:
+    server, url = fake
+    with pytest.raises(SieveError, match="n \\(samples per prompt\\)"):
+        client(url).sample(["a"], 0, SamplingParams())
+    assert server.requests == 0
+
+
+class WrongCount(FakeSampler):
+    def sample(
+        self, prompts: Sequence[str], n: int, params: SamplingParams
+    ) -> list[list[Completion]]:
+        return [group[:-1] for group in super().sample(prompts, n, params)]
+
+
+def test_malformed_answer_is_a_sieve_error() -> None:
+    with running(WrongCount()) as (_, url):
+        sampler = client(url)
+        with pytest.raises(SieveError, match="malformed completions answer: expected 2 choices"):
+            sampler.sample(["a"], 2, SamplingParams())
+
+
+def _tiny_model(tmp_path: Path) -> str:
+    model_module: Any = pytest.importorskip("pipeline.policy.model")
+    path = tmp_path / "tiny"
+    model_module.create_tiny_model(path, seed=0)
+    return str(path)
+
+
+def test_http_path_matches_hf_sampler_directly(tmp_path: Path) -> None:
+    hf: Any = pytest.importorskip("pipeline.sampling.hf")
+    direct = hf.HFSampler(_tiny_model(tmp_path), device="cpu")
+    prompts = ["12+7=", "What is 3*4? ", "9-2="]
+    params = SamplingParams(temperature=0.0, max_new_tokens=12, seed=3)
+    expected = direct.sample(prompts, 2, params)
+    with running(direct) as (_, url):
+        got = client(url, direct.model_name, concurrency=2).sample(prompts, 2, params)
+    for want_group, got_group in zip(expected, got, strict=True):
+        for want, have in zip(want_group, got_group, strict=True):
+            # the direct call pads prompts into one batch, HTTP sends one prompt per request,
+            # so the summed logprob may differ in the last float digits
+            assert (have.text, have.token_ids, have.finish_reason) == (
+                want.text,
+                want.token_ids,
+                want.finish_reason,
+            )
+            assert have.logprob == pytest.approx(want.logprob, abs=1e-4)
+
+
+def test_token_count_falls_back_to_the_logprob_tokens() -> None:
+    from pipeline.sampling.openai import parse_choices
+
+    choice = {
+        "index": 0,
+        "text": "42",
+        "finish_reason": "stop",
+        "logprobs": {"tokens": ["4", "2"], "token_logprobs": [-0.25, -0.5]},
+    }
+    [completion] = parse_choices({"choices": [choice]}, 1)
+    assert completion.token_ids == () and completion.n_tokens == 2
+    assert completion.logprob == -0.75
