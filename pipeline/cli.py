@@ -331,6 +331,10 @@ def _run_eval(sampler: object, folder: Path, revision: str, cfg: object, home: P
     assert isinstance(sampler, Sampler) and isinstance(cfg, EvalConfig)
     problems = heldout_set(cfg.per_level)
     tokenizer = getattr(sampler, "tokenizer", None)
+    if tokenizer is None and (folder / "tokenizer_config.json").exists():  # vllm / openai
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     fmt = prompt_format(folder, tokenizer) if tokenizer is not None else "raw"
     questions = problems["question"].to_list()
     prompts_of = dict(zip(questions, render(questions, fmt, tokenizer), strict=True))

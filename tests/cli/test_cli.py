@@ -15,7 +15,8 @@ from pipeline.store import Ledger
 
 def sieve(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     """Run `sieve ARGS`; commands that use the ledger get `--home HOME`."""
-    extra = ["--home", str(home)] if args[0] in {"generate", "ingest", "sql", "stats"} else []
+    uses_home = {"generate", "ingest", "sql", "stats", "eval", "bootstrap"}
+    extra = ["--home", str(home)] if args[0] in uses_home else []
     return subprocess.run(
         [sys.executable, "-m", "pipeline.cli", *args, *extra],
         capture_output=True,
@@ -77,6 +78,9 @@ def test_generate_writes_problems_and_prints_counts_by_level(tmp_path: Path) -> 
         (("sql", "SELECT * FROM no_such_table"), "query failed"),
         (("sql", "SELECT 1", "--format", "parquet"), "--output"),
         (("verify", "--answer", "1", "--completion", "1", "--verifier", "nope"), "nope"),
+        (("eval", "--model", "/nonexistent/model"), "does not exist"),
+        (("eval", "--samples", "0"), "--samples must be >= 1"),
+        (("bootstrap", "--max-minutes", "0"), "--max-minutes must be > 0"),
     ],
 )
 def test_bad_input_gives_one_clear_line(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
@@ -156,3 +160,31 @@ def test_stats_on_a_fresh_home(tmp_path: Path) -> None:
     result = sieve("stats", home=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "problems" in result.stdout and "none yet" in result.stdout
+
+
+def test_eval_rejects_unknown_backend_and_broken_folder(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    line = one_error_line(
+        sieve("eval", "--model", str(tiny_model_dir), "--backend", "nope", home=tmp_path)
+    )
+    assert "unknown backend 'nope'; valid: hf, vllm, openai" in line
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    assert "cannot load model" in one_error_line(
+        sieve("eval", "--model", str(broken), home=tmp_path)
+    )
+    no_url = sieve("eval", "--model", "served-name", "--backend", "openai", home=tmp_path)
+    assert "--base-url" in one_error_line(no_url)
+
+
+def test_eval_records_runs_for_a_model_folder(tmp_path: Path, tiny_model_dir: Path) -> None:
+    result = sieve(
+        "eval", "--model", str(tiny_model_dir), "--per-level", "2", "--samples", "2", home=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "held-out pass@1" in result.stdout
+    with Ledger.open(tmp_path, read_only=True) as led:
+        runs = led.sql("SELECT purpose, group_size FROM sampling_runs ORDER BY group_size").rows()
+    assert runs == [("eval", 1), ("eval", 2)]

@@ -1,0 +1,43 @@
+"""Selection: group statistics, the Beta posterior, the selection rules and the curriculum.
+
+Pure functions over Polars frames — the curate flow samples and writes the ledger; this package
+only decides. `stats` (Polars twins of the ledger views), `config` (`CurateConfig`), `rules`
+(prefilter, history prior, screen, per-prompt G), `curriculum` (the two-stage curriculum).
+Test: `.venv/bin/pytest tests/selection tests/grpo_core/test_zero_variance.py -q`.
+"""
+
+from pipeline.selection.config import CurateConfig, load_curate_config
+from pipeline.selection.curriculum import ITEM_SCHEMA, build_curriculum
+from pipeline.selection.rules import (
+    REASONS,
+    REJECTION_SCHEMA,
+    Screened,
+    group_size_for,
+    group_sizes_for,
+    history_prior,
+    prefilter,
+    screen_survivors,
+    stable_uniform,
+    stable_uniforms,
+)
+from pipeline.selection.stats import beta_quantile, group_stats, posterior
+
+__all__ = [
+    "ITEM_SCHEMA",
+    "REASONS",
+    "REJECTION_SCHEMA",
+    "CurateConfig",
+    "Screened",
+    "beta_quantile",
+    "build_curriculum",
+    "group_size_for",
+    "group_sizes_for",
+    "group_stats",
+    "history_prior",
+    "load_curate_config",
+    "posterior",
+    "prefilter",
+    "screen_survivors",
+    "stable_uniform",
+    "stable_uniforms",
+]

@@ -1,0 +1,218 @@
+"""The curation knobs (`CurateConfig`) and reading them from TOML (`load_curate_config`).
+
+Every field says what it trades off and where its default comes from. The file holds the fields
+as top-level keys and the problem mix as a `[mix]` table (family = level spec):
+
+```toml
+screen_g = 8
+refine_g = 32
+[mix]
+arith = "all"
+```
+An unknown key or a bad value is one `SieveError` line naming the file and the key.
+
+Test: `.venv/bin/pytest tests/selection/test_config.py -q`.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from pipeline.errors import SieveError
+from pipeline.problems import FAMILIES, parse_levels
+
+
+def _all_families() -> dict[str, str]:
+    return {name: "all" for name in FAMILIES}
+
+
+class CurateConfig(BaseModel):
+    """Knobs of one curation (generate → prior → screen → refine → select → curriculum)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n_candidates: int = Field(
+        default=2000,
+        ge=1,
+        description="Problems generated per curation: more finds more informative prompts but "
+        "costs screen_g rollouts each. Default: sized for one night on the CPU demo.",
+    )
+    mix: dict[str, str] = Field(
+        default_factory=_all_families,
+        description="family -> level spec ('all', '1-5', '1,3'): which problems are generated. "
+        "Default: every family at every level.",
+    )
+    seed: int = Field(
+        default=0,
+        description="Seed of generation and of every random choice (stable_uniform); vary it "
+        "per night so re-exploration picks different prompts. Default: 0.",
+    )
+    screen_g: int = Field(
+        default=8,
+        ge=2,
+        description="Group size of the cheap screen: smaller is cheaper but calls more prompts "
+        "all-wrong by chance. Default: open-r1 filters at G = 8.",
+    )
+    refine_g: int = Field(
+        default=32,
+        ge=2,
+        description="Group size of the refine pass on screen survivors: larger narrows the "
+        "posterior interval at more cost. Default: DESIGN.md (G = 32).",
+    )
+    uncertain_hard_share: float = Field(
+        default=0.25,
+        ge=0.0,
+        le=1.0,
+        description="Share of 0/G screened prompts still refined: 0/8 is weak evidence "
+        "(P(all wrong | p = 0.1, G = 8) = 0.43); higher recovers more hard prompts at more "
+        "cost. Default: DESIGN.md.",
+    )
+    history_revisions: int = Field(
+        default=3,
+        ge=1,
+        description="How many recent model revisions the history prior looks at: more "
+        "revisions trust older evidence longer. Default: DESIGN.md.",
+    )
+    history_skip_prob: float = Field(
+        default=0.8,
+        ge=0.0,
+        le=1.0,
+        description="Probability that a prompt zero-variance in every recent revision is "
+        "skipped; the rest are re-explored, since about a fifth of them turn informative again "
+        "as the policy changes. Default: DESIGN.md.",
+    )
+    band_low: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="Stage 1 needs the posterior 5 % quantile p_low >= band_low: higher keeps "
+        "fewer, more surely solvable prompts. Default: open-r1 keeps 0.1 < p < 0.9 at G = 8 "
+        "(Pilot-Commit: 0.125).",
+    )
+    band_high: float = Field(
+        default=0.9,
+        ge=0.0,
+        le=1.0,
+        description="Stage 1 needs the posterior 95 % quantile p_high <= band_high: lower drops "
+        "more near-solved prompts. Default: open-r1 0.9 (Pilot-Commit: 0.75).",
+    )
+    stage1_g: int = Field(
+        default=8,
+        ge=2,
+        description="Training group size of stage 1 (mid-band prompts, informative at small G). "
+        "Default: open-r1's G = 8.",
+    )
+    informative_target: float = Field(
+        default=0.9,
+        gt=0.0,
+        lt=1.0,
+        description="Stage-2 G per prompt is the smallest G with 1 - p^G - (1-p)^G >= target: "
+        "higher wastes fewer groups but samples more. Default: DESIGN.md (0.9).",
+    )
+    max_group_size: int = Field(
+        default=64,
+        ge=2,
+        description="Cap on a stage-2 group size; prompts needing more are out_of_band. "
+        "Default: 64, the cap in the brief (Pilot-Commit commits at 48).",
+    )
+    hard_max_p: float = Field(
+        default=0.2,
+        gt=0.0,
+        le=1.0,
+        description="Stage 2 takes prompts solved at least once whose posterior mean is below "
+        "this: higher admits more, costlier hard prompts. Default: 0.2, closes the gap below "
+        "stage 1 at n = 40 pooled samples (see benchmarks/selection.py).",
+    )
+    replay_share: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="All-correct prompts replayed in stage 1, as a share of its size: keeps "
+        "easy data for stability at some compute. Default: 0.1 (MiMo / Polaris keep easy data).",
+    )
+    replay_weight: float = Field(
+        default=0.1,
+        ge=0.0,
+        description="Weight of a replayed item (main items average 1): higher leans more on "
+        "easy data. Default: 0.1.",
+    )
+    max_error_share: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Screen groups with a larger share of verifier errors are rejected "
+        "verifier_error: lower trusts fewer broken problems. Default: 0.5 (a majority vote).",
+    )
+    chunk_size: int = Field(
+        default=256,
+        ge=1,
+        description="Prompts per sampling chunk, the unit of crash-resume: smaller loses less "
+        "work on a crash, larger batches better. Default: 256.",
+    )
+
+    @field_validator("mix")
+    @classmethod
+    def _check_mix(cls, mix: dict[str, str]) -> dict[str, str]:
+        if not mix:
+            raise ValueError(f"give at least one family; valid: {', '.join(FAMILIES)}")
+        for family, spec in mix.items():
+            try:
+                parse_levels(spec, family)
+            except SieveError as exc:
+                raise ValueError(str(exc)) from None
+        return mix
+
+    @field_validator("refine_g")
+    @classmethod
+    def _refine_not_smaller(cls, refine_g: int, info: ValidationInfo) -> int:
+        screen_g = info.data.get("screen_g")
+        if screen_g is not None and refine_g < screen_g:
+            raise ValueError(f"must be >= screen_g ({screen_g}); raise refine_g or lower screen_g")
+        return refine_g
+
+    @field_validator("band_high")
+    @classmethod
+    def _band_ordered(cls, band_high: float, info: ValidationInfo) -> float:
+        band_low = info.data.get("band_low")
+        if band_low is not None and band_high <= band_low:
+            raise ValueError(
+                f"must be greater than band_low ({band_low}); raise band_high or lower band_low"
+            )
+        return band_high
+
+    @field_validator("max_group_size")
+    @classmethod
+    def _cap_fits_stage1(cls, cap: int, info: ValidationInfo) -> int:
+        stage1_g = info.data.get("stage1_g")
+        if stage1_g is not None and cap < stage1_g:
+            raise ValueError(f"must be >= stage1_g ({stage1_g}); raise max_group_size")
+        return cap
+
+    def mix_levels(self) -> dict[str, list[int]]:
+        """family -> level list, as `pipeline.problems.generate_mix` takes it."""
+        return {family: parse_levels(spec, family) for family, spec in self.mix.items()}
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    msg = first["msg"].removeprefix("Value error, ")
+    return f"{where}: {msg[:1].lower()}{msg[1:]}"
+
+
+def load_curate_config(path: str | Path) -> CurateConfig:
+    """Read and validate a curate TOML file; any problem is one `SieveError` line."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SieveError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SieveError(f"{path}: invalid TOML ({exc})") from None
+    try:
+        return CurateConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise SieveError(f"{path}: {_first_error(exc)}") from None

@@ -1,0 +1,133 @@
+"""Build the two-stage curriculum from pooled posterior stats (DESIGN.md "Curation" steps 6–7).
+
+`build_curriculum(pooled, all_correct, cfg)` is pure and deterministic (output sorted; the only
+randomness is `stable_uniform`). Decisions, per refined prompt, on the Beta(1 + k, 1 + n − k)
+posterior of its pass rate pooled over screen + refine samples:
+
+- stage 1, reason `mid_band`: p_low ≥ band_low and p_high ≤ band_high; group size `stage1_g`;
+- stage 2, reason `hard`: otherwise, p_mean < hard_max_p and k ≥ 1; group size = smallest G with
+  1 − p^G − (1 − p)^G ≥ informative_target at p = p_mean (none within the cap → `out_of_band`);
+- k = 0 still → rejected `all_wrong`; anything else → `out_of_band`.
+
+Replay (MiMo / Polaris keep easy data for stability): round(replay_share × stage-1 size)
+all-correct screen prompts, those with the smallest stable_uniform(seed, id, "replay"), join
+stage 1 with reason `replay` and weight `replay_weight`; the rest are rejected `all_correct`.
+
+Weights: mid_band and hard items get learnability / (mean learnability of those items), so they
+average 1 — DESIGN.md says only "∝ learnability"; the mean-1 scale keeps replay_weight readable.
+Positions: 0, 1, ... over the whole curriculum, stage 1 first, then stage 2; inside a stage by
+learnability, highest first, ties by problem_id. Departure from Pilot-Commit (which commits
+every pilot survivor to one large G): stage 2 picks G per prompt.
+
+Test: `.venv/bin/pytest tests/selection/test_curriculum.py -q`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from pipeline.errors import SieveError
+from pipeline.selection.config import CurateConfig
+from pipeline.selection.rules import (
+    REJECTION_SCHEMA,
+    concat_rejections,
+    group_sizes_for,
+    stable_uniforms,
+)
+from pipeline.selection.stats import posterior, require_columns
+
+ITEM_SCHEMA: dict[str, pl.DataType] = {
+    "problem_id": pl.Utf8(),
+    "stage": pl.Int32(),
+    "position": pl.Int32(),
+    "group_size": pl.Int32(),
+    "weight": pl.Float64(),
+    "p_mean": pl.Float64(),
+    "p_low": pl.Float64(),
+    "p_high": pl.Float64(),
+    "reason": pl.Utf8(),
+}
+_COUNTS = ("problem_id", "n", "k")
+
+
+def _counts(frame: pl.DataFrame, what: str) -> pl.DataFrame:
+    require_columns(frame, _COUNTS, what)
+    cast = frame.select(pl.col("problem_id").cast(pl.Utf8), pl.col("n", "k").cast(pl.Int64))
+    return posterior(cast)
+
+
+def classify(post: pl.DataFrame, cfg: CurateConfig) -> pl.DataFrame:
+    """`post` plus `reason` (mid_band | hard | all_wrong | out_of_band), `stage`, `group_size`."""
+    mid = (pl.col("p_low") >= cfg.band_low) & (pl.col("p_high") <= cfg.band_high)
+    hard = (pl.col("p_mean") < cfg.hard_max_p) & (pl.col("k") >= 1)
+    hard_g = group_sizes_for(post["p_mean"], cfg.informative_target, cfg.max_group_size)
+    tagged = post.with_columns(hard_g.alias("_hard_g"))
+    reason = (
+        pl.when(mid).then(pl.lit("mid_band"))
+        .when(hard & pl.col("_hard_g").is_not_null()).then(pl.lit("hard"))
+        .when(pl.col("k") == 0).then(pl.lit("all_wrong"))
+        .otherwise(pl.lit("out_of_band"))
+    )  # fmt: skip
+    tagged = tagged.with_columns(reason.alias("reason"))
+    return tagged.with_columns(
+        pl.when(pl.col("reason") == "mid_band").then(1).otherwise(2).alias("stage"),
+        pl.when(pl.col("reason") == "mid_band")
+        .then(pl.lit(cfg.stage1_g, pl.Int64))
+        .otherwise(pl.col("_hard_g"))
+        .alias("group_size"),
+    ).drop("_hard_g")
+
+
+def pick_replay(
+    all_correct: pl.DataFrame, n_stage1: int, cfg: CurateConfig
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(replay rows, rejected ids): round(replay_share × n_stage1) picked by stable_uniform."""
+    count = math.floor(cfg.replay_share * n_stage1 + 0.5)  # round half up, not to even
+    u = stable_uniforms(cfg.seed, all_correct["problem_id"], "replay").alias("_u")
+    ranked = all_correct.with_columns(u).sort(["_u", "problem_id"]).drop("_u")
+    replay = ranked.head(count).with_columns(
+        pl.lit("replay").alias("reason"),
+        pl.lit(1).alias("stage"),
+        pl.lit(cfg.stage1_g, pl.Int64).alias("group_size"),
+    )
+    rest = ranked.slice(count).select(pl.col("problem_id"), pl.lit("all_correct").alias("reason"))
+    return replay, rest
+
+
+def _weighted(main: pl.DataFrame, replay: pl.DataFrame, cfg: CurateConfig) -> pl.DataFrame:
+    mean = main["learnability"].mean() if main.height else None
+    main = main.with_columns((pl.col("learnability") / pl.lit(mean)).alias("weight"))
+    replay = replay.with_columns(pl.lit(cfg.replay_weight, pl.Float64).alias("weight"))
+    return pl.concat([main, replay], how="diagonal_relaxed")
+
+
+def _ordered(items: pl.DataFrame) -> pl.DataFrame:
+    order = items.sort(["stage", "learnability", "problem_id"], descending=[False, True, False])
+    positioned = order.with_columns(pl.int_range(pl.len()).alias("position"))
+    return positioned.select([pl.col(c).cast(t) for c, t in ITEM_SCHEMA.items()])
+
+
+def build_curriculum(
+    pooled: pl.DataFrame, all_correct: pl.DataFrame, cfg: CurateConfig
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(items, rejections) from refined prompts' pooled counts and the screen's all-correct ones.
+
+    `pooled` and `all_correct` need problem_id, n, k (one row per problem; posterior columns are
+    recomputed). Items have the `curriculum_items` columns minus curriculum_id; rejections are
+    (problem_id, reason). No problem appears twice.
+    """
+    post, easy = _counts(pooled, "pooled stats"), _counts(all_correct, "all-correct frame")
+    for frame, what in ((post, "pooled stats"), (easy, "all-correct frame")):
+        if frame["problem_id"].is_duplicated().any():
+            raise SieveError(f"{what} has several rows for one problem_id; pool them first")
+    if easy["problem_id"].is_in(post["problem_id"].implode()).any():
+        raise SieveError("a problem is both in the pooled stats and all-correct at the screen")
+    tagged = classify(post, cfg)
+    main = tagged.filter(pl.col("reason").is_in(["mid_band", "hard"]))
+    n_stage1 = main.filter(pl.col("stage") == 1).height
+    replay, easy_rejected = pick_replay(easy, n_stage1, cfg)
+    dropped = tagged.filter(pl.col("reason").is_in(["all_wrong", "out_of_band"]))
+    rejected = concat_rejections([dropped.select(list(REJECTION_SCHEMA)), easy_rejected])
+    return _ordered(_weighted(main, replay, cfg)), rejected

@@ -1,0 +1,128 @@
+"""Polars twins of the ledger views `group_stats` and `prompt_stats`, for in-memory work.
+
+`group_stats(rollouts)` computes per problem (and per run, when the frame has `run_id`) what the
+SQL view computes; `posterior(frame)` adds the Beta(1 + k, 1 + n − k) posterior of the pass rate:
+mean, 90 % interval and learnability E[p(1 − p)]. `beta_quantile` is the SQL macro
+`sieve_beta_q` written once as a Polars expression: exact closed forms when a = 1 (k = 0) or
+b = 1 (k = n), otherwise Abramowitz & Stegun 26.5.22 (absolute error < 0.005 against an exact
+inversion). Zero variance uses `grpo_core.advantages.is_uninformative`, the trainer's definition.
+
+Departure from the SQL macro: the macro hard-codes the normal quantile for u = 0.05 / 0.95 (the
+90 % interval); here y = Φ⁻¹(1 − u) for any u, with the macro's constant at 0.05 / 0.95 so both
+give the same bits there.
+
+Test: `.venv/bin/pytest tests/selection/test_stats.py -q` (checked against the SQL views to 1e-9).
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+
+import polars as pl
+
+from grpo_core.advantages import is_uninformative
+from pipeline.errors import SieveError
+
+Z95 = 1.6448536269514722  # Φ⁻¹(0.95), the constant in sieve_beta_q
+INTERVAL = (0.05, 0.95)  # the 90 % posterior interval of prompt_stats
+PRIOR = 1.0  # uniform Beta(1, 1) prior on the pass rate
+
+GROUP_STATS_COLUMNS = (
+    "n_samples", "n", "k", "n_errors", "pass_rate",
+    "reward_mean", "reward_std", "reward_min", "reward_max", "zero_variance",
+)  # fmt: skip
+POSTERIOR_COLUMNS = ("alpha", "beta", "p_mean", "p_low", "p_high", "learnability")
+
+
+def require_columns(frame: pl.DataFrame, columns: tuple[str, ...] | list[str], what: str) -> None:
+    """Raise `SieveError` naming the missing columns, if any."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise SieveError(f"{what} lacks column(s) {', '.join(missing)}")
+
+
+def group_stats(rollouts: pl.DataFrame) -> pl.DataFrame:
+    """One row per problem (× run when `run_id` is present): the group GRPO would see.
+
+    n counts scored samples (reward not null), n_errors the verifier failures; reward_std is the
+    population std (ddof = 0, like SQL `stddev_pop`). Sorted by the key columns.
+    """
+    require_columns(rollouts, ("problem_id", "reward", "correct"), "rollouts frame")
+    keys = ["run_id", "problem_id"] if "run_id" in rollouts.columns else ["problem_id"]
+    reward = pl.col("reward").cast(pl.Float64)
+    stats = rollouts.group_by(keys).agg(
+        pl.len().cast(pl.Int64).alias("n_samples"),
+        reward.count().cast(pl.Int64).alias("n"),
+        pl.col("correct").fill_null(False).sum().cast(pl.Int64).alias("k"),
+        reward.mean().alias("reward_mean"),
+        reward.std(ddof=0).alias("reward_std"),
+        reward.min().alias("reward_min"),
+        reward.max().alias("reward_max"),
+    )
+    return (
+        stats.with_columns(
+            (pl.col("n_samples") - pl.col("n")).alias("n_errors"),
+            pl.when(pl.col("n") > 0).then(pl.col("k") / pl.col("n")).alias("pass_rate"),
+            is_uninformative(pl.col("reward_max"), pl.col("reward_min")).alias("zero_variance"),
+        )
+        .select(*keys, *GROUP_STATS_COLUMNS)
+        .sort(keys)
+    )
+
+
+def _upper_normal_quantile(u: float) -> float:
+    """y with P(Z > y) = u; the SQL macro's constant at u = 0.05 and 0.95."""
+    if u == INTERVAL[0]:
+        return Z95
+    if u == INTERVAL[1]:
+        return -Z95
+    return NormalDist().inv_cdf(1.0 - u)
+
+
+def beta_quantile(a: pl.Expr, b: pl.Expr, u: float) -> pl.Expr:
+    """Quantile u of Beta(a, b) for a, b ≥ 1, as `sieve_beta_q(a, b, u)` computes it.
+
+    a = 1: 1 − (1 − u)^(1/b); b = 1: u^(1/a) (both exact). Otherwise A&S 26.5.22:
+    x = a / (a + b·e^(2w)), w = y√(h + λ)/h − (1/(2b−1) − 1/(2a−1))(λ + 5/6 − 2/(3h)),
+    h = 2 / (1/(2a−1) + 1/(2b−1)), λ = (y² − 3)/6.
+    """
+    if not 0.0 < u < 1.0:
+        raise SieveError(f"quantile level must be in (0, 1), got {u}")
+    y = _upper_normal_quantile(u)
+    ia, ib = 1 / (2 * a - 1), 1 / (2 * b - 1)
+    h = 2 / (ia + ib)
+    lam = (y * y - 3) / 6
+    w = y * (h + lam).sqrt() / h - (ib - ia) * (lam + 5 / 6 - 2 / (3 * h))
+    approx = a / (a + b * (2 * w).exp())
+    return (
+        pl.when(a == 1)
+        .then(1 - (1 - u) ** (1 / b))
+        .when(b == 1)
+        .then(u ** (1 / a))
+        .otherwise(approx)
+    )
+
+
+def posterior(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` (with integer columns n, k) plus alpha, beta, p_mean, p_low, p_high, learnability.
+
+    Beta(1 + k, 1 + n − k) posterior of the pass rate; learnability = E[p(1 − p)] =
+    αβ / ((α + β)(α + β + 1)), the expected per-sample reward variance of a binary group.
+    """
+    require_columns(frame, ("n", "k"), "posterior input")
+    a, b = pl.col("alpha"), pl.col("beta")
+    with_ab = frame.with_columns(
+        (PRIOR + pl.col("k").cast(pl.Float64)).alias("alpha"),
+        (PRIOR + (pl.col("n") - pl.col("k")).cast(pl.Float64)).alias("beta"),
+    )
+    return with_ab.with_columns(
+        (a / (a + b)).alias("p_mean"),
+        beta_quantile(a, b, INTERVAL[0]).alias("p_low"),
+        beta_quantile(a, b, INTERVAL[1]).alias("p_high"),
+        (a * b / ((a + b) * (a + b + 1))).alias("learnability"),
+    )
+
+
+def beta_quantile_value(a: float, b: float, u: float) -> float:
+    """Scalar convenience over `beta_quantile` (tests, notebooks)."""
+    return float(pl.select(beta_quantile(pl.lit(float(a)), pl.lit(float(b)), u)).item())
