@@ -252,6 +252,9 @@ def _squash(text: str) -> str:
     return "".join(normalise(text).split())
 
 
+_HAS_DIGIT = re.compile(r"[0-9]")
+
+
 def fast_path(candidate_text: str, answer: str) -> bool | None:
     """Decide an extracted candidate against the gold answer; None means "ask math-verify"."""
     if len(candidate_text) <= 256 and _squash(candidate_text) == _squash(answer) != "":
@@ -262,4 +265,9 @@ def fast_path(candidate_text: str, answer: str) -> bool | None:
     cand = candidate_number(candidate_text)
     if cand is None:
         cand = last_number(candidate_text)
+    if cand is None and not _HAS_DIGIT.search(candidate_text):
+        # Neither a number nor a digit (a tiny model's "===", "no idea"): judged unequal to a
+        # numeric gold without math-verify. Digit-free symbolic forms equal to a number
+        # (\frac{\pi}{\pi}) are the price; the fast path stays fast on garbage.
+        return False
     return None if cand is None else same_number(cand, gold)

@@ -50,7 +50,9 @@ from pipeline.scoring.numeric import is_bare_number, last_number, parse_number
         ("1e3", "1000", True),
         ("twelve", "12", True),
         ("5/0", "5", None),
-        ("", "5", None),
+        ("", "5", False),
+        ("===", "5", False),
+        ("\\pi", "3.14", False),
     ],
 )
 def test_fast_path(candidate: str, gold: str, expected: bool | None) -> None:

@@ -1,0 +1,298 @@
+"""One curation: candidates -> history prior -> screen (small G) -> refine (large G) -> curriculum.
+
+Everything here is a plain function over the ledger and a sampler; `flows/curate.py` wraps the
+steps as Prefect tasks. Identifiers are derived from the inputs (config, model revision), and
+sampling is done in chunks of prompts sorted by id, each chunk seeded from (seed, run, chunk)
+and committed with its rollouts in one transaction. So a re-run after a crash skips the
+committed chunks and redraws the missing ones exactly, and a re-run of a finished curation adds
+nothing.
+
+Test: `pytest tests/test_curate.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.crash import crash_point
+from pipeline.problems import generate_mix
+from pipeline.rollouts import RunInfo, rollout_frame, run_row
+from pipeline.sampling.base import Sampler, SamplingParams
+from pipeline.selection import (
+    CurateConfig,
+    build_curriculum,
+    group_stats,
+    history_prior,
+    prefilter,
+    screen_survivors,
+)
+from pipeline.selection.rules import concat_rejections
+from pipeline.store import Ledger, load_query
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What is being curated for: the sampler, its revision and how prompts are rendered."""
+
+    sampler: Sampler
+    model_revision: str
+    render: Callable[[Sequence[str]], list[str]]
+    max_new_tokens: int = 16
+    temperature: float = 1.0
+
+
+@dataclass
+class CurateResult:
+    curriculum_id: str
+    screen_run: str
+    refine_run: str
+    candidates: int
+    items: pl.DataFrame
+    rejections: pl.DataFrame
+    rollouts: dict[str, int] = field(default_factory=dict)  # run purpose -> rollouts stored
+    screen_histogram: list[int] = field(default_factory=list)
+
+
+def curation_key(cfg: CurateConfig, model_revision: str) -> str:
+    """A short hash of everything that decides the curation's outcome."""
+    payload = json.dumps(
+        {"cfg": cfg.model_dump(mode="json"), "rev": model_revision}, sort_keys=True
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def candidates(ledger: Ledger, cfg: CurateConfig) -> pl.DataFrame:
+    frame = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
+    ledger.write("problems", frame)
+    return frame
+
+
+def prior(
+    ledger: Ledger, cands: pl.DataFrame, cfg: CurateConfig, exclude: list[str]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Prefilter (held-out, duplicates) then the history prior; returns (kept, rejections)."""
+    kept, pre_rejected = prefilter(cands, cfg)
+    history = ledger.query("history_prior", exclude=exclude)
+    kept, skipped = history_prior(kept, history, cfg)
+    return kept, concat_rejections([pre_rejected, skipped])
+
+
+def chunk_seed(seed: int, run_id: str, index: int) -> int:
+    digest = hashlib.sha256(f"{seed}|{run_id}|{index}".encode()).hexdigest()
+    return int(digest[:8], 16)
+
+
+def chunks(problems: pl.DataFrame, cfg: CurateConfig) -> list[pl.DataFrame]:
+    """Problems sorted by id, cut into fixed-size chunks (the unit of commit and resume)."""
+    ordered = problems.sort("problem_id")
+    return [ordered.slice(s, cfg.chunk_size) for s in range(0, ordered.height, cfg.chunk_size)]
+
+
+def pending_chunks(ledger: Ledger, info: RunInfo, parts: list[pl.DataFrame]) -> list[int]:
+    """Indices of chunks not yet committed for this run."""
+    done = ledger.query("done_problems", run_id=info.run_id, group_size=info.group_size)
+    stored = set(done["problem_id"])
+    return [i for i, c in enumerate(parts) if not set(c["problem_id"]) <= stored]
+
+
+def sample_chunk(
+    ledger: Ledger, policy: Policy, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int
+) -> int:
+    """Sample, score and commit one chunk (one transaction); returns rollouts written."""
+    params = SamplingParams(
+        temperature=policy.temperature,
+        max_new_tokens=policy.max_new_tokens,
+        seed=chunk_seed(seed, info.run_id, index),
+    )
+    prompts = policy.render(chunk["question"].to_list())
+    groups = policy.sampler.sample(prompts, info.group_size, params)
+    rows = rollout_frame(info.run_id, chunk, groups)
+    crash_point(f"curate.{info.purpose}.before_chunk_commit")
+    written = ledger.write("rollouts", rows)
+    crash_point(f"curate.{info.purpose}.after_chunk_commit")
+    return written
+
+
+def set_status(ledger: Ledger, info: RunInfo, status: str) -> None:
+    ledger.write("sampling_runs", run_row(info, datetime.now(UTC), status), on_conflict="replace")
+
+
+def sample_run(
+    ledger: Ledger,
+    policy: Policy,
+    problems: pl.DataFrame,
+    info: RunInfo,
+    cfg: CurateConfig,
+    progress: Progress | None = None,
+) -> int:
+    """Sample and store G completions per problem in committed chunks; skip stored chunks.
+
+    Returns the number of rollouts the run holds (all chunks, also those of an earlier try).
+    """
+    parts = chunks(problems, cfg)
+    todo = pending_chunks(ledger, info, parts)
+    if not todo and _finished(ledger, info.run_id):
+        return problems.height * info.group_size  # a finished re-run adds nothing
+    set_status(ledger, info, "running")
+    for done, index in enumerate(todo, start=1):
+        sample_chunk(ledger, policy, parts[index], info, cfg.seed, index)
+        if progress:
+            progress(info.purpose, done, len(todo))
+    set_status(ledger, info, "finished")
+    return problems.height * info.group_size
+
+
+def _finished(ledger: Ledger, run_id: str) -> bool:
+    rows = ledger.run("SELECT status FROM sampling_runs WHERE run_id = $r", {"r": run_id})
+    return bool(rows) and rows[0][0] == "finished"
+
+
+def run_info(policy: Policy, purpose: str, g: int, key: str) -> RunInfo:
+    params = SamplingParams(temperature=policy.temperature, max_new_tokens=policy.max_new_tokens)
+    sampler = policy.sampler
+    return RunInfo(
+        purpose,
+        sampler.model_name,
+        policy.model_revision,
+        sampler.backend,
+        g,
+        params,
+        run_id=f"{purpose}-{key}",
+    )
+
+
+def run_stats(ledger: Ledger, runs: list[str]) -> pl.DataFrame:
+    """Per-problem counts pooled over the given runs (Polars twin of the views)."""
+    rollouts = ledger.query("run_rollouts", runs=runs)
+    return group_stats(rollouts.drop("run_id"))
+
+
+def histogram(stats: pl.DataFrame, bins: int = 10) -> list[int]:
+    rates = stats.filter(pl.col("n") > 0)["pass_rate"]
+    index = (rates * bins).floor().clip(0, bins - 1).cast(pl.Int64)
+    counts = index.value_counts()
+    found = dict(zip(counts[counts.columns[0]], counts["count"], strict=True))
+    return [int(found.get(i, 0)) for i in range(bins)]
+
+
+def write_curriculum(
+    ledger: Ledger,
+    curriculum_id: str,
+    policy: Policy,
+    cfg: CurateConfig,
+    items: pl.DataFrame,
+    rejections: pl.DataFrame,
+) -> None:
+    """The curriculum row, its items and its rejections, in one transaction."""
+    head = pl.DataFrame(
+        {
+            "curriculum_id": [curriculum_id],
+            "created_at": [datetime.now(UTC)],
+            "model": [policy.sampler.model_name],
+            "model_revision": [policy.model_revision],
+            "config": [cfg.model_dump_json()],
+            "status": ["finished"],
+        }
+    )
+    tag = pl.lit(curriculum_id).alias("curriculum_id")
+    crash_point("curate.before_curriculum_commit")
+    ledger.write_batch(
+        {
+            "curricula": head,
+            "curriculum_items": items.with_columns(tag),
+            "rejections": rejections.with_columns(tag),
+        }
+    )
+
+
+def curate(
+    ledger: Ledger, policy: Policy, cfg: CurateConfig, progress: Progress | None = None
+) -> CurateResult:
+    """The whole curation, resumable; see the module docstring."""
+    ledger.run(load_query("reconcile_running"))
+    key = curation_key(cfg, policy.model_revision)
+    screen = run_info(policy, "screen", cfg.screen_g, key)
+    refine = run_info(policy, "refine", cfg.refine_g, key)
+    cands = candidates(ledger, cfg)
+    kept, rejected = prior(ledger, cands, cfg, [screen.run_id, refine.run_id])
+    sample_run(ledger, policy, kept, screen, cfg, progress)
+    screen_stats = run_stats(ledger, [screen.run_id])
+    screened = screen_survivors(screen_stats, cfg)
+    to_refine = kept.filter(pl.col("problem_id").is_in(screened.refine["problem_id"].implode()))
+    sample_run(ledger, policy, to_refine, refine, cfg, progress)
+    pooled = run_stats(ledger, [screen.run_id, refine.run_id]).filter(
+        pl.col("problem_id").is_in(screened.refine["problem_id"].implode())
+    )
+    items, dropped = build_curriculum(pooled, screened.all_correct, cfg)
+    rejections = concat_rejections([rejected, screened.rejections, dropped])
+    curriculum_id = f"cur-{key}"
+    write_curriculum(ledger, curriculum_id, policy, cfg, items, rejections)
+    spent = rollouts_spent(ledger, [screen.run_id, refine.run_id])
+    return CurateResult(
+        curriculum_id,
+        screen.run_id,
+        refine.run_id,
+        cands.height,
+        items,
+        rejections,
+        spent,
+        histogram(screen_stats),
+    )
+
+
+def policy_for(model: str | Path, backend: str = "hf", base_urls: Sequence[str] = ()) -> Policy:
+    """A `Policy` for a model folder: its sampler, its revision and its prompt format."""
+    from transformers import AutoTokenizer
+
+    from pipeline.policy.model import read_meta
+    from pipeline.policy.prompts import prompt_format, render
+    from pipeline.sampling import make_sampler
+
+    folder = Path(model)
+    sampler = make_sampler(backend, folder, base_urls=base_urls)
+    tokenizer = getattr(sampler, "tokenizer", None)
+    if tokenizer is None and (folder / "tokenizer_config.json").exists():
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    fmt = prompt_format(folder, tokenizer) if tokenizer is not None else "raw"
+    revision = read_meta(folder).get("model_revision") or f"unknown:{folder.name}"
+    return Policy(sampler, revision, lambda qs: render(qs, fmt, tokenizer))
+
+
+def rollouts_spent(ledger: Ledger, runs: list[str]) -> dict[str, int]:
+    """Rollouts stored per run purpose (what the curation cost)."""
+    frame = ledger.sql(
+        "SELECT split_part(run_id, '-', 1) AS purpose, count(*) AS n FROM rollouts "
+        "WHERE list_contains($runs, run_id) GROUP BY 1",
+        {"runs": runs},
+    )
+    return {p: int(n) for p, n in frame.iter_rows()}
+
+
+def summarise(
+    curriculum_id: str,
+    items: pl.DataFrame,
+    rejections: pl.DataFrame,
+    screen_histogram: list[int],
+    spent: dict[str, int],
+) -> dict[str, Any]:
+    """Kept per stage, rejected by reason, screen pass-rate histogram, rollouts spent."""
+    kept = items.group_by("stage").agg(pl.len(), pl.col("group_size").sum().alias("rollouts"))
+    reasons = rejections.group_by("reason").len()
+    return {
+        "curriculum_id": curriculum_id,
+        "kept": {f"stage{s}": int(n) for s, n, _ in kept.sort("stage").iter_rows()},
+        "replay": int(items.filter(pl.col("reason") == "replay").height),
+        "rejected": {r: int(n) for r, n in reasons.sort("reason").iter_rows()},
+        "screen_pass_rate_histogram": screen_histogram,
+        "rollouts_spent": spent,
+    }

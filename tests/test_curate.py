@@ -1,0 +1,84 @@
+"""One curation end to end on a simulated policy: stages, rejections, idempotent re-runs."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from pipeline.curate import Policy, curate
+from pipeline.problems import generate_mix
+from pipeline.sampling.simulated import SimulatedSampler
+from pipeline.selection import REASONS, CurateConfig
+from pipeline.store import Ledger
+
+TABLES = ("sampling_runs", "rollouts", "curricula", "curriculum_items", "rejections", "problems")
+
+
+def simulated_policy(cfg: CurateConfig) -> Policy:
+    """Pass rate by level: easy levels solved, hard ones never, the middle in between."""
+    problems = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
+    rates = {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.08, 6: 0.0}
+    answers = {f"{q}=": a for q, a in zip(problems["question"], problems["answer"], strict=True)}
+    p = {
+        f"{q}=": rates.get(lv, 0.0)
+        for q, lv in zip(problems["question"], problems["level"], strict=True)
+    }
+    sampler = SimulatedSampler(answers, p)
+    return Policy(sampler, "rev-sim", lambda qs: [f"{q}=" for q in qs])
+
+
+@pytest.fixture
+def cfg() -> CurateConfig:
+    return CurateConfig(
+        n_candidates=300, mix={"arith": "1-6"}, seed=3, chunk_size=40, history_skip_prob=0.8
+    )
+
+
+def test_curation_leaves_runs_two_stages_and_reasons(ledger: Ledger, cfg: CurateConfig) -> None:
+    result = curate(ledger, simulated_policy(cfg), cfg)
+    runs = ledger.sql("SELECT purpose, group_size, status FROM sampling_runs ORDER BY purpose")
+    assert runs.rows() == [("refine", 32, "finished"), ("screen", 8, "finished")]
+    items = ledger.sql("SELECT * FROM curriculum_items")
+    stages = items.group_by("stage").agg(pl.col("group_size").unique()).sort("stage")
+    assert stages["stage"].to_list() == [1, 2]
+    assert stages["group_size"][0].to_list() == [cfg.stage1_g]
+    assert max(stages["group_size"][1].to_list()) > cfg.stage1_g  # hard prompts get a larger G
+    reasons = set(ledger.sql("SELECT DISTINCT reason FROM rejections")["reason"])
+    assert {"heldout", "all_correct", "all_wrong"} <= reasons <= set(REASONS)
+    everything = items.height + ledger.checksum("rejections")[0]
+    assert everything == result.candidates  # every candidate is kept or rejected with a reason
+    assert (
+        result.rollouts["screen"]
+        == ledger.sql(f"SELECT count(*) AS n FROM rollouts WHERE run_id = '{result.screen_run}'")[
+            "n"
+        ][0]
+    )
+
+
+def test_running_again_with_the_same_seed_adds_nothing(ledger: Ledger, cfg: CurateConfig) -> None:
+    policy = simulated_policy(cfg)
+    curate(ledger, policy, cfg)
+    before = {t: ledger.checksum(t) for t in TABLES}
+    drawn = policy.sampler.calls  # type: ignore[attr-defined]
+    curate(ledger, policy, cfg)
+    assert {t: ledger.checksum(t) for t in TABLES} == before
+    assert policy.sampler.calls == drawn  # type: ignore[attr-defined]
+
+
+def test_history_prior_skips_flat_prompts_next_time(ledger: Ledger, cfg: CurateConfig) -> None:
+    policy = simulated_policy(cfg)
+    curate(ledger, policy, cfg)
+    again = curate(ledger, policy, cfg.model_copy(update={"refine_g": 40}))  # a new curation
+    skipped = again.rejections.filter(pl.col("reason") == "skipped_by_history")
+    assert skipped.height > 0
+    first_flat = ledger.sql(
+        "SELECT problem_id FROM group_stats WHERE purpose = 'screen' AND zero_variance"
+    )["problem_id"]
+    assert skipped["problem_id"].is_in(first_flat.implode()).all()
+
+
+def test_an_empty_or_flat_pool_gives_an_empty_curriculum(ledger: Ledger) -> None:
+    cfg = CurateConfig(n_candidates=60, mix={"arith": "1"}, seed=1, chunk_size=50)
+    result = curate(ledger, simulated_policy(cfg), cfg)  # level 1: always right
+    assert result.items.filter(pl.col("reason") != "replay").height == 0
+    assert set(result.rejections["reason"]) <= {"all_correct", "heldout", "duplicate"}
