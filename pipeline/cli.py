@@ -358,6 +358,114 @@ def _progress(label: str) -> Progress:
 
 
 @app.command()
+def curate(
+    config: Annotated[Path | None, typer.Option(help="CurateConfig TOML file.")] = None,
+    model: ModelOpt = None,
+    backend: BackendOpt = "hf",
+    base_url: BaseUrlOpt = None,
+    n: Annotated[int | None, typer.Option("--n", help="Candidates (overrides the config).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (overrides the config).")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Screen, refine and select a two-stage curriculum for the model (a Prefect flow)."""
+    from pipeline.selection import CurateConfig, load_curate_config
+
+    cfg = load_curate_config(config) if config is not None else CurateConfig()
+    overrides = {k: v for k, v in (("n_candidates", n), ("seed", seed)) if v is not None}
+    if overrides:
+        try:
+            cfg = CurateConfig.model_validate({**cfg.model_dump(), **overrides})
+        except Exception as exc:
+            raise SieveError(f"invalid override: {' '.join(str(exc).split())[:200]}") from exc
+    folder = _model_dir(model, home)
+    if backend != "openai" and not folder.exists():
+        raise SieveError(f"model folder {folder} does not exist (run `sieve bootstrap` first?)")
+    summary = _run_curate_flow(str(folder), backend, base_url or [], home, cfg)
+    _print_summary(summary)
+
+
+def _run_curate_flow(
+    model: str, backend: str, base_urls: list[str], home: Path | None, cfg: object
+) -> dict:
+    import logging
+    import os
+
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    logging.getLogger("prefect").setLevel(logging.WARNING)
+    from flows.curate import CurateParams, run
+
+    params = CurateParams(
+        model=model,
+        backend=backend,
+        base_urls=base_urls,
+        home=str(home) if home is not None else None,
+        config=cfg,  # type: ignore[arg-type]
+    )
+    with _progress("curate") as bar:
+        bar.add_task("screen -> refine -> curriculum (Prefect flow)", total=None)
+        return run(params)
+
+
+def _print_summary(summary: dict) -> None:
+    import polars as pl
+
+    out.print(f"curriculum [bold]{summary['curriculum_id']}[/bold]")
+    kept = summary["kept"]
+    out.print(
+        "kept: "
+        + ", ".join(f"{k} {v}" for k, v in kept.items())
+        + f" (of which replay {summary['replay']})"
+        if kept
+        else "kept: nothing (no informative prompts)"
+    )
+    rejected = pl.DataFrame(
+        {"reason": list(summary["rejected"]), "prompts": list(summary["rejected"].values())}
+    )
+    _show(rejected, "rejected by reason")
+    hist = summary["screen_pass_rate_histogram"]
+    bars = " ".join(f"{i / 10:.1f}:{c}" for i, c in enumerate(hist))
+    out.print(f"screen pass-rate histogram (bin start: prompts): {bars}")
+    spent = summary["rollouts_spent"]
+    out.print(f"rollouts spent: {sum(spent.values())} ({spent})")
+
+
+curriculum_app = typer.Typer(help="Inspect curricula.", no_args_is_help=True)
+app.add_typer(curriculum_app, name="curriculum")
+
+
+@curriculum_app.command("show")
+def curriculum_show(
+    curriculum: Annotated[str, typer.Argument(help="Curriculum id or 'latest'.")] = "latest",
+    limit: Annotated[int, typer.Option(help="Items to list.")] = 20,
+    home: HomeOpt = None,
+) -> None:
+    """Stages, group sizes and the top items of a curriculum."""
+    from pipeline.store import Ledger
+
+    with Ledger.open(home, read_only=True) as ledger:
+        cid = _resolve_curriculum(ledger, curriculum)
+        _show(ledger.query("curriculum_stages", curriculum_id=cid), f"curriculum {cid}")
+        _show(ledger.query("curriculum_rejections", curriculum_id=cid), "rejected by reason")
+        _show(ledger.query("curriculum_items_top", curriculum_id=cid, limit=limit), "items")
+
+
+def _resolve_curriculum(ledger: object, curriculum: str) -> str:
+    from pipeline.store import Ledger
+
+    assert isinstance(ledger, Ledger)
+    if curriculum == "latest":
+        rows = ledger.run("SELECT curriculum_id FROM curricula ORDER BY created_at DESC LIMIT 1")
+        if not rows:
+            raise SieveError("no curriculum yet: run `sieve curate` first")
+        return str(rows[0][0])
+    if not ledger.run("SELECT 1 FROM curricula WHERE curriculum_id = $c", {"c": curriculum}):
+        raise SieveError(
+            f'no curriculum {curriculum!r} (see `sieve sql "SELECT * FROM curricula"`)'
+        )
+    return curriculum
+
+
+@app.command()
 def demo(
     n: Annotated[int, typer.Option(help="Problems to generate over the default mix.")] = 2000,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,

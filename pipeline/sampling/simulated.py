@@ -1,8 +1,8 @@
 """A sampler with known pass rates, for tests and benchmarks of selection and curation.
 
 `SimulatedSampler(answers, pass_rate)` answers prompt p correctly with probability
-`pass_rate[p]` (its gold answer) and otherwise with a wrong number ("9" + the answer); draws are seeded from
-(params.seed, prompt, sample index), so they do not depend on batching or order.
+`pass_rate[p]` (its gold answer) and otherwise with a wrong number ("9" + the answer); draws
+are seeded from (params.seed, prompt, sample index), so they do not depend on batching or order.
 
 Test: used by `tests/test_curate.py`.
 """

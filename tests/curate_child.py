@@ -1,0 +1,32 @@
+"""Child process for crash tests: one curation on a simulated policy into the ledger at argv[1].
+
+Not a test module (no test_ prefix); `tests/test_curate_crash.py` runs it with SIEVE_CRASH_AT.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pipeline.curate import Policy, curate
+from pipeline.problems import generate_mix
+from pipeline.sampling.simulated import SimulatedSampler
+from pipeline.selection import CurateConfig
+from pipeline.store import Ledger
+
+CFG = CurateConfig(n_candidates=240, mix={"arith": "1-6"}, seed=5, chunk_size=30)
+RATES = {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.08, 6: 0.0}
+
+
+def simulated_policy(cfg: CurateConfig) -> Policy:
+    problems = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
+    prompts = [f"{q}=" for q in problems["question"]]
+    answers = dict(zip(prompts, problems["answer"], strict=True))
+    rates = {p: RATES.get(lv, 0.0) for p, lv in zip(prompts, problems["level"], strict=True)}
+    return Policy(SimulatedSampler(answers, rates), "rev-sim", lambda qs: [f"{q}=" for q in qs])
+
+
+if __name__ == "__main__":
+    with Ledger.open(path=Path(sys.argv[1])) as ledger:
+        curate(ledger, simulated_policy(CFG), CFG)
+    print("done")
