@@ -429,6 +429,45 @@ def _print_summary(summary: dict) -> None:
     out.print(f"rollouts spent: {sum(spent.values())} ({spent})")
 
 
+@app.command()
+def schedule(
+    cron: Annotated[str, typer.Option(help='Cron schedule, e.g. "0 2 * * *" (02:00 daily).')],
+    config: Annotated[Path | None, typer.Option(help="CurateConfig TOML file.")] = None,
+    model: ModelOpt = None,
+    backend: BackendOpt = "hf",
+    name: Annotated[str, typer.Option(help="Deployment name.")] = "nightly",
+    home: HomeOpt = None,
+) -> None:
+    """Serve the nightly flow as a Prefect deployment on a cron schedule (blocks)."""
+    import os
+
+    from pipeline.selection import CurateConfig, load_curate_config
+
+    if not os.environ.get("PREFECT_API_URL"):
+        raise SieveError(
+            "sieve schedule needs a Prefect server: run `prefect server start`, then "
+            "export PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
+    from prefect.client.schemas.schedules import CronSchedule
+
+    try:
+        CronSchedule(cron=cron)
+    except Exception as exc:
+        raise SieveError(f"invalid --cron {cron!r}: {' '.join(str(exc).split())[:160]}") from exc
+    from flows.nightly import NightlyParams, serve
+
+    cfg = load_curate_config(config) if config is not None else CurateConfig()
+    folder = _model_dir(model, home)
+    params = NightlyParams(
+        model=str(folder.resolve()),
+        backend=backend,
+        home=str(Path(home).resolve()) if home is not None else None,
+        config=cfg,
+    )
+    out.print(f"serving deployment sieve-nightly/{name} on cron {cron!r}; Ctrl-C stops it")
+    serve(cron, params, name)
+
+
 curriculum_app = typer.Typer(help="Inspect curricula.", no_args_is_help=True)
 app.add_typer(curriculum_app, name="curriculum")
 
