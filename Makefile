@@ -39,6 +39,7 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ledger.py
 	$(BIN)/python benchmarks/sampling.py
+	$(BIN)/python benchmarks/selection.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -66,8 +66,14 @@ def close_ledgers() -> None:
 
 
 def _chunk_key(context: Any, arguments: dict[str, Any]) -> str:
+    """Code version, the ledger's own id, run, chunk index and problem ids.
+
+    The ledger id matters: a chunk task's result means "committed to *that* ledger"; a fresh or
+    recreated ledger (new id) must not reuse it.
+    """
     ids = ",".join(arguments["chunk"]["problem_id"].to_list())
-    text = f"{CODE_VERSION}|{arguments['info'].run_id}|{arguments['index']}|{ids}"
+    ledger_id = ledger(arguments["params"].home).ledger_id
+    text = f"{CODE_VERSION}|{ledger_id}|{arguments['info'].run_id}|{arguments['index']}|{ids}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -391,6 +391,7 @@ def _run_curate_flow(
     import os
 
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # offline machines
     logging.getLogger("prefect").setLevel(logging.WARNING)
     from flows.curate import CurateParams, run
 

@@ -36,6 +36,7 @@ from pipeline.selection import (
 )
 from pipeline.selection.rules import concat_rejections
 from pipeline.store import Ledger, load_query
+from pipeline.timing import timed
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -115,10 +116,13 @@ def sample_chunk(
         seed=chunk_seed(seed, info.run_id, index),
     )
     prompts = policy.render(chunk["question"].to_list())
-    groups = policy.sampler.sample(prompts, info.group_size, params)
-    rows = rollout_frame(info.run_id, chunk, groups)
+    with timed("sampling"):
+        groups = policy.sampler.sample(prompts, info.group_size, params)
+    with timed("scoring"):
+        rows = rollout_frame(info.run_id, chunk, groups)
     crash_point(f"curate.{info.purpose}.before_chunk_commit")
-    written = ledger.write("rollouts", rows)
+    with timed("ledger_writes"):
+        written = ledger.write("rollouts", rows)
     crash_point(f"curate.{info.purpose}.after_chunk_commit")
     return written
 
@@ -173,8 +177,9 @@ def run_info(policy: Policy, purpose: str, g: int, key: str) -> RunInfo:
 
 def run_stats(ledger: Ledger, runs: list[str]) -> pl.DataFrame:
     """Per-problem counts pooled over the given runs (Polars twin of the views)."""
-    rollouts = ledger.query("run_rollouts", runs=runs)
-    return group_stats(rollouts.drop("run_id"))
+    with timed("stats"):
+        rollouts = ledger.query("run_rollouts", runs=runs)
+        return group_stats(rollouts.drop("run_id"))
 
 
 def histogram(stats: pl.DataFrame, bins: int = 10) -> list[int]:

@@ -253,6 +253,11 @@ class Ledger:
         return int(rows[0][0]) if rows else 0
 
     # -- reads -----------------------------------------------------------------------------
+    @property
+    def ledger_id(self) -> str:
+        """A random id given to this ledger file when it was created (migration 0002)."""
+        return str(self.run("SELECT value FROM sieve_meta WHERE key = 'ledger_id'")[0][0])
+
     def sql(self, query: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
         """Run one statement and return its result as a Polars frame."""
         return self.con.sql(query, params=dict(params or {})).pl()

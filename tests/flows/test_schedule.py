@@ -46,7 +46,12 @@ def test_schedule_registers_a_cron_deployment(
 ) -> None:
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_API_URL": api}
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "PREFECT_API_URL": api,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    }
     server = subprocess.Popen(
         [
             sys.executable,

@@ -58,8 +58,11 @@ def test_migrations_are_recorded_once(tmp_path: Path) -> None:
     with Ledger.open(path=path) as first:
         versions = [v for v, _, _ in migrations()]
         assert sorted(first.applied_migrations()) == versions
+        first_id = first.ledger_id
+    assert Ledger.memory().ledger_id != first_id
     with Ledger.open(path=path) as again:
         assert again.migrate() == []
+        assert again.ledger_id == first_id
         assert again.run("SELECT count(*) FROM schema_migrations")[0][0] == len(versions)
 
 
