@@ -15,7 +15,7 @@ from pipeline.store import Ledger
 
 def sieve(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     """Run `sieve ARGS`; commands that use the ledger get `--home HOME`."""
-    uses_home = {"generate", "ingest", "sql", "stats", "eval", "bootstrap"}
+    uses_home = {"generate", "ingest", "sql", "stats", "eval", "bootstrap", "curate", "curriculum"}
     extra = ["--home", str(home)] if args[0] in uses_home else []
     return subprocess.run(
         [sys.executable, "-m", "pipeline.cli", *args, *extra],
@@ -188,3 +188,26 @@ def test_eval_records_runs_for_a_model_folder(tmp_path: Path, tiny_model_dir: Pa
     with Ledger.open(tmp_path, read_only=True) as led:
         runs = led.sql("SELECT purpose, group_size FROM sampling_runs ORDER BY group_size").rows()
     assert runs == [("eval", 1), ("eval", 2)]
+
+
+def test_curate_config_errors_are_one_line(tmp_path: Path, tiny_model_dir: Path) -> None:
+    bad_key = tmp_path / "bad_key.toml"
+    bad_key.write_text("screen_gg = 8\n")
+    line = one_error_line(sieve("curate", "--config", str(bad_key), home=tmp_path))
+    assert "bad_key.toml" in line and "screen_gg" in line
+    bad_value = tmp_path / "bad_value.toml"
+    bad_value.write_text("band_low = 0.9\nband_high = 0.1\n")
+    assert "band" in one_error_line(sieve("curate", "--config", str(bad_value), home=tmp_path))
+    missing = one_error_line(sieve("curate", "--model", str(tmp_path / "none"), home=tmp_path))
+    assert "does not exist" in missing
+
+
+def test_curate_on_a_random_policy_prints_the_summary(tmp_path: Path, tiny_model_dir: Path) -> None:
+    args = ("curate", "--model", str(tiny_model_dir), "--n", "40", "--seed", "1")
+    result = sieve(*args, home=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for part in ("curriculum cur-", "kept:", "all_wrong", "histogram", "rollouts spent:"):
+        assert part in result.stdout
+    shown = sieve("curriculum", "show", "latest", home=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "all_wrong" in shown.stdout
