@@ -231,7 +231,10 @@ def stats(home: HomeOpt = None) -> None:
         out.print(f"ledger: {ledger.path}")
         _show(ledger.query("table_counts"), "tables")
         _show(ledger.query("problem_counts"), "problems by family x level")
-        _show(ledger.query("difficulty_latest"), "measured difficulty (latest revision)")
+        _show(
+            ledger.query("difficulty_latest"),
+            "measured pass rate by family x level, newest revisions",
+        )
         _show(ledger.query("runs_latest"), "latest sampling runs")
         _show(ledger.sql("SELECT * FROM curriculum_summary"), "curricula")
 
