@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sieve-installed
 
-.PHONY: install demo test test-all lint format bench clean
+.PHONY: install demo test test-all lint format bench bench-curate clean
 
 # `make test-vllm`: the vLLM mapping tests in a venv of their own (opt-in, several GB)
 include Makefile.vllm
@@ -40,6 +40,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ledger.py
 	$(BIN)/python benchmarks/sampling.py
 	$(BIN)/python benchmarks/selection.py
+
+# needs the bootstrapped tiny policy (8-10 minutes on 2 cores the first time)
+bench-curate: $(STAMP)
+	@test -f data/models/tiny/config.json || $(BIN)/sieve bootstrap --home data
+	$(BIN)/python benchmarks/curate_overhead.py --model data/models/tiny
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -48,3 +48,31 @@ def test_flow_with_nothing_informative_reports_an_empty_curriculum(tmp_path: Pat
     summary = curate_flow.run(p)
     assert summary["kept"].get("stage2", 0) == 0
     assert set(summary["rejected"]) <= {"all_correct", "heldout", "duplicate"}
+
+
+def test_flow_on_a_briefly_trained_tiny_policy(tmp_path: Path) -> None:
+    """The real hf path: a tiny policy trained for a few hundred steps is partly right."""
+    from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
+    from pipeline.problems.mix import MixConfig
+    from pipeline.selection import CurateConfig
+
+    cfg = BootstrapConfig(
+        max_steps=300,
+        mix=MixConfig(families={"arith": "2-3"}),
+        family_plan=(("arith", 1.0, 128),),
+        pool_size=6000,
+    )
+    model_dir = tmp_path / "tiny"
+    save_atomically(train_tiny(cfg), model_dir, cfg)
+    curate_cfg = CurateConfig(n_candidates=120, mix={"arith": "2-3"}, seed=2, chunk_size=64)
+    p = curate_flow.CurateParams(model=str(model_dir), home=str(tmp_path), config=curate_cfg)
+    summary = curate_flow.run(p)
+    assert summary["rollouts_spent"]["screen"] > 0 and summary["rollouts_spent"]["refine"] > 0
+    with Ledger.open(tmp_path, read_only=True) as led:
+        runs = led.sql("SELECT purpose, backend FROM sampling_runs ORDER BY 1").rows()
+        stages = led.sql("SELECT stage, min(group_size) AS g FROM curriculum_items GROUP BY 1")
+        reasons = set(led.sql("SELECT DISTINCT reason FROM rejections")["reason"])
+    assert runs == [("refine", "hf"), ("screen", "hf")]
+    g = dict(stages.iter_rows())  # the policy is partly right: both stages fill
+    assert set(g) == {1, 2} and g[1] == curate_cfg.stage1_g and g[2] > g[1]
+    assert "heldout" in reasons
