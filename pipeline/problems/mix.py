@@ -10,13 +10,13 @@ Test: `pytest tests/problems/test_mix.py`.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from pipeline.errors import SieveError
 from pipeline.problems import FAMILIES, parse_levels
+from pipeline.tomlconfig import load_toml
 
 
 class MixConfig(BaseModel):
@@ -36,18 +36,7 @@ DEFAULT_MIX = MixConfig(families={name: "all" for name in FAMILIES})
 
 def load_mix(path: Path) -> MixConfig:
     """Read and validate a mix file; every problem is reported as one line naming the file."""
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SieveError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SieveError(f"{path}: invalid TOML ({exc})") from None
-    try:
-        mix = MixConfig.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise SieveError(f"{path}: {where}: {first['msg']}") from None
+    mix = load_toml(path, MixConfig)
     try:
         mix.levels()
     except SieveError as exc:

@@ -16,13 +16,13 @@ Test: `.venv/bin/pytest tests/selection/test_config.py -q`.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from pipeline.errors import SieveError
 from pipeline.problems import FAMILIES, parse_levels
+from pipeline.tomlconfig import load_toml
 
 
 def _all_families() -> dict[str, str]:
@@ -196,23 +196,6 @@ class CurateConfig(BaseModel):
         return {family: parse_levels(spec, family) for family, spec in self.mix.items()}
 
 
-def _first_error(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    msg = first["msg"].removeprefix("Value error, ")
-    return f"{where}: {msg[:1].lower()}{msg[1:]}"
-
-
 def load_curate_config(path: str | Path) -> CurateConfig:
     """Read and validate a curate TOML file; any problem is one `SieveError` line."""
-    path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SieveError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SieveError(f"{path}: invalid TOML ({exc})") from None
-    try:
-        return CurateConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise SieveError(f"{path}: {_first_error(exc)}") from None
+    return load_toml(path, CurateConfig)

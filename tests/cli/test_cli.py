@@ -35,36 +35,15 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_generate_writes_problems_and_prints_counts_by_level(tmp_path: Path) -> None:
-    result = sieve(
-        "generate",
-        "--family",
-        "arith",
-        "--levels",
-        "2-4",
-        "--n",
-        "300",
-        "--seed",
-        "0",
-        home=tmp_path,
-    )
+    args = ("generate", "--family", "arith", "--levels", "2-4", "--n", "300", "--seed", "0")
+    result = sieve(*args, home=tmp_path)
     assert result.returncode == 0, result.stderr
     for level in ("2", "3", "4"):
         assert f"│ arith  │ {level}" in result.stdout
     with Ledger.open(tmp_path, read_only=True) as led:
         counts = led.sql("SELECT level, count(*) AS n FROM problems GROUP BY 1 ORDER BY 1")
     assert counts.rows() == [(2, 100), (3, 100), (4, 100)]
-    again = sieve(
-        "generate",
-        "--family",
-        "arith",
-        "--levels",
-        "2-4",
-        "--n",
-        "300",
-        "--seed",
-        "0",
-        home=tmp_path,
-    )
+    again = sieve(*args, home=tmp_path)
     assert "(0 new)" in again.stdout
 
 
