@@ -1,28 +1,151 @@
-"""Group advantages for GRPO — for now only the one definition of an uninformative group.
+"""Group advantages for GRPO, and the one definition of an uninformative group.
 
 A group is uninformative when max(r) − min(r) ≤ tol (`ZERO_VAR_TOL`). This is the ONE definition
 that the selection step (`pipeline.selection`) and the trainer share, and the ledger's SQL macro
 `sieve_zero_var_tol()` holds the same number (migration 0001). It is never `advantage == 0` or
 `std == 0`: after the mean rounds, a constant group's spread comes out near 1e-9 rather than 0,
-so an exact-zero test misclassifies it.
+so an exact-zero test misclassifies it. `is_uninformative` is duck-typed: it works on floats,
+numpy arrays, Polars expressions and torch tensors alike.
 
-The estimators themselves (grpo, rloo, dr_grpo, batch std) are added here by the trainer work.
-Torch-free: works on floats, numpy arrays and Polars expressions/Series alike.
+Estimators, registered by name in `ESTIMATORS` (one flat batch, groups of any size, `group` holds
+each sample's group id; vectorised with index_add/scatter_reduce, no loop over groups):
 
-Test: `.venv/bin/pytest tests/grpo_core/test_zero_variance.py -q`.
+- `grpo`:    (r − mean_g) / (std_g + eps)                          (DeepSeekMath GRPO)
+- `rloo`:    r − mean of the *other* samples of the group, no std  (RLOO, Ahmadian et al. 2024)
+- `dr_grpo`: r − mean_g, no std                                     (Dr. GRPO, Liu et al. 2025)
+- `batch`:   (r − mean_g) / (std over the whole batch + eps)        (group mean, batch std)
+
+The std convention is explicit: `ddof=0` (population, the default) or `ddof=1` (Bessel); papers
+and minimal repos differ here. Statistics are computed in float64 and cast back. Uninformative
+groups get advantage exactly 0.0 and `informative=False`, so the loss leaves them out of its
+denominator. `length_penalty` runs *after* normalisation (seed article 000): adv −= c · z(len).
+
+Departures: `batch` takes its std over all rewards of the batch, uninformative groups included
+(the batch's reward spread). A size-1 group is always uninformative (its spread is 0).
+
+Test: `.venv/bin/pytest tests/grpo_core -q`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from torch import Tensor
 
 ZERO_VAR_TOL = 1e-6  # same number as the ledger macro sieve_zero_var_tol()
+
+EstimatorName = Literal["grpo", "rloo", "dr_grpo", "batch"]
 
 
 def is_uninformative(reward_max: Any, reward_min: Any, tol: float = ZERO_VAR_TOL) -> Any:
     """True where a group's reward spread max − min is at most `tol` (element-wise).
 
-    Takes floats (→ bool), numpy arrays (→ bool array) or Polars expressions/Series (→ Boolean;
-    null where the group has no reward, as in SQL).
+    Takes floats (→ bool), numpy arrays / torch tensors (→ bool array) or Polars
+    expressions/Series (→ Boolean; null where the group has no reward, as in SQL).
     """
     return (reward_max - reward_min) <= tol
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """Per-sample view of per-group statistics (every tensor is (N,), float64)."""
+
+    count: Tensor  # size of the sample's group
+    mean: Tensor
+    std: Tensor  # with the caller's ddof; 0 where count ≤ ddof
+    spread: Tensor  # max − min of the group
+
+
+def _segment_stats(x: Tensor, group: Tensor, ddof: int) -> GroupStats:
+    """Group statistics of `x` (N,) float64, broadcast back to samples; ids need not be dense."""
+    _, idx = torch.unique(group, return_inverse=True)  # (N,) dense ids 0..K-1
+    k = int(idx.max()) + 1 if idx.numel() else 0
+    zeros = x.new_zeros(k)  # (K,)
+    count = zeros.index_add(0, idx, torch.ones_like(x))  # (K,)
+    mean = zeros.index_add(0, idx, x) / count  # (K,)
+    sq = zeros.index_add(0, idx, (x - mean[idx]) ** 2)  # (K,)
+    var = sq / (count - ddof).clamp(min=1)  # (K,)
+    var = torch.where(count > ddof, var, zeros)  # (K,)
+    gmax = zeros.scatter_reduce(0, idx, x, reduce="amax", include_self=False)  # (K,)
+    gmin = zeros.scatter_reduce(0, idx, x, reduce="amin", include_self=False)  # (K,)
+    return GroupStats(count[idx], mean[idx], var.sqrt()[idx], (gmax - gmin)[idx])
+
+
+def _grpo(r: Tensor, s: GroupStats, ddof: int, eps: float) -> Tensor:
+    return (r - s.mean) / (s.std + eps)  # (N,)
+
+
+def _rloo(r: Tensor, s: GroupStats, ddof: int, eps: float) -> Tensor:
+    # r − (sum − r)/(n − 1) == n/(n − 1) · (r − mean); n = 1 is uninformative and masked later
+    n = s.count
+    return n / (n - 1).clamp(min=1) * (r - s.mean)  # (N,)
+
+
+def _dr_grpo(r: Tensor, s: GroupStats, ddof: int, eps: float) -> Tensor:
+    return r - s.mean  # (N,)
+
+
+def _batch(r: Tensor, s: GroupStats, ddof: int, eps: float) -> Tensor:
+    batch_std = r.std(correction=ddof) if r.numel() > ddof else r.new_zeros(())  # ()
+    return (r - s.mean) / (batch_std + eps)  # (N,)
+
+
+Estimator = Callable[[Tensor, GroupStats, int, float], Tensor]
+ESTIMATORS: dict[str, Estimator] = {
+    "grpo": _grpo,
+    "rloo": _rloo,
+    "dr_grpo": _dr_grpo,
+    "batch": _batch,
+}
+
+
+def advantages(
+    rewards: Tensor,
+    group: Tensor,
+    estimator: EstimatorName = "grpo",
+    ddof: int = 0,
+    eps: float = 1e-6,
+    tol: float = ZERO_VAR_TOL,
+) -> tuple[Tensor, Tensor]:
+    """Advantages (N,) and an `informative` mask (N,) bool for a flat batch of groups.
+
+    `rewards` (N,) float; `group` (N,) long group id of each sample (any ids, any group sizes).
+    Uninformative groups (max − min ≤ tol) get exactly 0 and informative=False.
+    """
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {estimator!r}; choose one of {sorted(ESTIMATORS)}")
+    if rewards.shape != group.shape or rewards.dim() != 1:
+        raise ValueError(f"rewards {tuple(rewards.shape)} and group {tuple(group.shape)} must be (N,)")
+    r = rewards.double()  # (N,)
+    stats = _segment_stats(r, group, ddof)
+    informative = ~is_uninformative(stats.spread, 0.0, tol)  # (N,) bool
+    adv = ESTIMATORS[estimator](r, stats, ddof, eps)  # (N,)
+    adv = torch.where(informative, adv, torch.zeros_like(adv))  # (N,) exact zeros
+    out_dtype = rewards.dtype if rewards.is_floating_point() else torch.get_default_dtype()
+    return adv.to(out_dtype), informative
+
+
+def length_penalty(
+    adv: Tensor,
+    lengths: Tensor,
+    group: Tensor,
+    coef: float,
+    informative: Tensor,
+    ddof: int = 0,
+    eps: float = 1e-6,
+) -> Tensor:
+    """adv − coef · (within-group z-score of length), on informative groups only. (N,)
+
+    Applied after normalisation, so longer-than-its-group completions lose a little advantage
+    and shorter ones gain it (seed article 000; coef 0.05–0.2). Uninformative groups stay 0.
+    """
+    if coef == 0.0:
+        return adv
+    x = lengths.double()  # (N,)
+    stats = _segment_stats(x, group, ddof)
+    z = (x - stats.mean) / (stats.std + eps)  # (N,)
+    penalised = adv.double() - coef * z  # (N,)
+    return torch.where(informative, penalised, adv.double()).to(adv.dtype)  # (N,)

@@ -1,6 +1,7 @@
 """The `hf` backend: batched sampling with `transformers` on CPU (or CUDA when present).
 
-Each prompt is encoded once and expanded to its n samples; rows are sorted by prompt length and
+Each prompt is encoded once and its prefill (KV cache) computed once, then expanded to its n
+samples; rows are sorted by prompt length and
 cut into micro-batches whose padded size (rows x (prompt + max_new_tokens)) fits a token budget;
 prompts are left-padded and decoded with the KV cache. A micro-batch's random stream is seeded
 from (params.seed, micro-batch index), so the same call with the same seed gives the same
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
 from pipeline.errors import SieveError
 from pipeline.policy.model import load_policy
@@ -47,6 +48,7 @@ class HFSampler:
         device: str | torch.device | None = None,
         token_budget: int = 32_768,
         model_name: str | None = None,
+        share_prefill: bool = True,
     ):
         self.device = torch.device(device) if device is not None else default_device()
         if model is None:
@@ -57,6 +59,7 @@ class HFSampler:
             raise ValueError("an in-memory model needs its tokenizer")
         self.model, self.tokenizer = model, tokenizer
         self.token_budget = token_budget
+        self.share_prefill = share_prefill
         self.model_name = model_name or str(model_path or "in-memory")
         self.context = int(getattr(model.config, "max_position_embeddings", 1 << 30))
 
@@ -109,12 +112,15 @@ class HFSampler:
         for row, prompt in enumerate(prompts):
             ids[row, width - len(prompt) :] = torch.tensor(prompt)
             mask[row, width - len(prompt) :] = 1
-        ids = ids.repeat_interleave(n, dim=0).to(self.device)  # (P*n, T)
-        mask = mask.repeat_interleave(n, dim=0).to(self.device)
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        cache = self._shared_prefill(ids, mask, n)
+        ids = ids.repeat_interleave(n, dim=0)  # (P*n, T)
+        mask = mask.repeat_interleave(n, dim=0)
         torch.manual_seed(params.seed * 1_000_003 + index)
         out = self.model.generate(  # type: ignore[operator]
             input_ids=ids,
             attention_mask=mask,
+            **cache,
             max_new_tokens=params.max_new_tokens,
             eos_token_id=self.tokenizer.eos_token_id,
             pad_token_id=pad,
@@ -126,6 +132,26 @@ class HFSampler:
         logits = torch.stack(out.logits, dim=1).float()  # (P*n, L, V)
         token_lp = torch.log_softmax(logits, -1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
         return [self._completion(new[r], token_lp[r], params) for r in range(new.shape[0])]
+
+    def _shared_prefill(self, ids: torch.Tensor, mask: torch.Tensor, n: int) -> dict[str, object]:
+        """Run each prompt (all but its last token) once and copy its KV cache to its n rows.
+
+        Without this every one of a prompt's n rows recomputes the same prefill; with it the
+        prompt is computed once. Greedy outputs are identical either way (tests/sampling).
+        """
+        if n == 1 or ids.shape[1] < 2 or not self.share_prefill:
+            return {}
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # (P, T) left padding
+        cache = DynamicCache(config=self.model.config)
+        self.model(
+            input_ids=ids[:, :-1],
+            attention_mask=mask[:, :-1],
+            position_ids=positions[:, :-1],
+            cache=cache,  # filled in place
+            use_cache=True,
+        )
+        cache.batch_repeat_interleave(n)  # (P*n, ...) per layer
+        return {"cache": cache}
 
     def _completion(
         self, tokens: torch.Tensor, token_lp: torch.Tensor, params: SamplingParams

@@ -79,3 +79,18 @@ def test_bad_input(sampler: HFSampler) -> None:
         sampler.sample(["9" * 400], 1, SamplingParams())
     with pytest.raises(SieveError, match="max_new_tokens"):
         SamplingParams(max_new_tokens=0)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_shared_prefill_gives_the_same_completions(
+    tiny_model_dir: Path, temperature: float
+) -> None:
+    shared = HFSampler(tiny_model_dir, device="cpu")
+    plain = HFSampler(tiny_model_dir, device="cpu", share_prefill=False)
+    params = SamplingParams(temperature=temperature, max_new_tokens=6, seed=11)
+    a, b = shared.sample(PROMPTS, 5, params), plain.sample(PROMPTS, 5, params)
+    assert texts(a) == texts(b)
+    for ga, gb in zip(a, b, strict=True):
+        for x, y in zip(ga, gb, strict=True):
+            assert x.token_ids == y.token_ids and x.finish_reason == y.finish_reason
+            assert x.logprob == pytest.approx(y.logprob, abs=1e-3)
