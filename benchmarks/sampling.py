@@ -5,7 +5,8 @@ temperature 1, 12 new tokens, through `HFSampler.sample` (prompts encoded once, 
 rows, length-sorted micro-batches, KV cache) and through a plain loop that calls
 `model.generate` once per completion. Two random-init models: the tiny policy (~0.9 M
 parameters) and a larger Llama (~10 M) so the trend with model size is visible. Random weights
-rarely emit <eos>, so almost every completion runs to the token limit in both arms.
+rarely emit <eos>, so almost every completion runs to the token limit in both arms. Each arm
+makes one small untimed warm-up call first.
 
 Run: `python benchmarks/sampling.py [--prompts 24]`
 Writes benchmarks/results/sampling.json and sampling.png.
@@ -48,6 +49,8 @@ def prompts(count: int) -> list[str]:
 def loop_baseline(folder: Path, texts: list[str], g: int) -> tuple[int, int, float]:
     """One `generate` call per completion: (completions, new tokens, seconds)."""
     model, tokenizer = load_policy(folder)
+    warm = tokenizer(texts[0], return_tensors="pt")["input_ids"]
+    model.generate(warm, max_new_tokens=2, pad_token_id=tokenizer.pad_token_id)  # not timed
     torch.manual_seed(0)
     tokens, start = 0, time.perf_counter()
     for text in texts:
@@ -68,6 +71,7 @@ def loop_baseline(folder: Path, texts: list[str], g: int) -> tuple[int, int, flo
 def grouped(folder: Path, texts: list[str], g: int) -> tuple[int, int, float]:
     sampler = HFSampler(folder, device="cpu")
     params = SamplingParams(temperature=1.0, max_new_tokens=NEW_TOKENS, seed=0)
+    sampler.sample(texts[:2], 2, SamplingParams(max_new_tokens=2))  # warm-up, not timed
     start = time.perf_counter()
     groups = sampler.sample(texts, g, params)
     seconds = time.perf_counter() - start

@@ -118,7 +118,9 @@ def advantages(
     if estimator not in ESTIMATORS:
         raise ValueError(f"unknown estimator {estimator!r}; choose one of {sorted(ESTIMATORS)}")
     if rewards.shape != group.shape or rewards.dim() != 1:
-        raise ValueError(f"rewards {tuple(rewards.shape)} and group {tuple(group.shape)} must be (N,)")
+        raise ValueError(
+            f"rewards {tuple(rewards.shape)} and group {tuple(group.shape)} must be (N,)"
+        )
     r = rewards.double()  # (N,)
     stats = _segment_stats(r, group, ddof)
     informative = ~is_uninformative(stats.spread, 0.0, tol)  # (N,) bool

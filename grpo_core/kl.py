@@ -1,0 +1,104 @@
+"""Per-token KL estimators to the reference policy, and schedules for their weight β.
+
+Estimators (Schulman, "Approximating KL divergence", 2020), with d = ref_logp − logp on tokens
+sampled from the current policy:
+
+- `k1 = logp − ref_logp` = −d: unbiased, but single tokens can be negative;
+- `k3 = exp(d) − d − 1`: unbiased and ≥ 0 per token (the DeepSeekMath GRPO term).
+
+β schedules (all have `value(step) -> float` and `update(measured_kl)`):
+
+- `FixedBeta(beta)`;
+- `WarmupBeta(start, end, steps)`: linear from `start` to `end` over `steps`, then `end`. Tight
+  then loose (e.g. 0.05 → 0.02): seed article 002 starts with a tighter KL and relaxes it once
+  the reward starts to rise;
+- `AdaptiveBeta(target, horizon, init)`: the proportional controller of Ziegler et al. 2019
+  (used by PPO-RLHF): error = clip(KL/target − 1, −0.2, 0.2); β ← β · (1 + error · n/horizon).
+
+Departure: `k3` clamps d to ±`K3_CLAMP` before the exponential so one far-off token cannot
+overflow to inf; inside that range it is exact.
+
+Test: `.venv/bin/pytest tests/grpo_core/test_kl.py -q`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import torch
+from torch import Tensor
+
+KLEstimatorName = Literal["k1", "k3"]
+K3_CLAMP = 20.0  # |ref_logp − logp| above this is clamped inside k3 (exp(20) ≈ 5e8)
+
+
+def k1(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    """Per-token k1 estimate of KL(π ‖ π_ref): logp − ref_logp. (B, T)"""
+    return logp - ref_logp  # (B, T)
+
+
+def k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    """Per-token k3 estimate of KL(π ‖ π_ref): exp(d) − d − 1 ≥ 0, d = ref_logp − logp. (B, T)"""
+    d = (ref_logp - logp).clamp(-K3_CLAMP, K3_CLAMP)  # (B, T)
+    return torch.expm1(d) - d  # (B, T); expm1 keeps precision near d = 0
+
+
+KL_ESTIMATORS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"k1": k1, "k3": k3}
+
+
+class BetaSchedule(Protocol):
+    """β as a function of the optimiser step; `update` feeds back the measured KL."""
+
+    def value(self, step: int) -> float: ...
+
+    def update(self, measured_kl: float, n_steps: int = 1) -> None: ...
+
+
+@dataclass
+class FixedBeta:
+    beta: float
+
+    def value(self, step: int) -> float:
+        return self.beta
+
+    def update(self, measured_kl: float, n_steps: int = 1) -> None:
+        """Fixed: ignores the measured KL."""
+
+
+@dataclass
+class WarmupBeta:
+    start: float  # tight β at step 0 (e.g. 0.05)
+    end: float  # loose β after warm-up (e.g. 0.02)
+    steps: int  # length of the linear ramp in optimiser steps
+
+    def value(self, step: int) -> float:
+        if self.steps <= 0 or step >= self.steps:
+            return self.end
+        frac = max(step, 0) / self.steps
+        return self.start + (self.end - self.start) * frac
+
+    def update(self, measured_kl: float, n_steps: int = 1) -> None:
+        """Open-loop: ignores the measured KL."""
+
+
+@dataclass
+class AdaptiveBeta:
+    target: float  # KL per token the controller steers toward
+    horizon: int  # steps over which a full (clipped) error changes β by ~±20 %
+    init: float  # starting β
+    max_error: float = 0.2  # proportional error clip, as in Ziegler et al. 2019
+
+    def __post_init__(self) -> None:
+        self.beta = self.init
+
+    def value(self, step: int) -> float:
+        return self.beta
+
+    def update(self, measured_kl: float, n_steps: int = 1) -> None:
+        """β rises when KL > target, falls when KL < target; ignores non-finite KL."""
+        if not torch.isfinite(torch.tensor(measured_kl)):
+            return
+        error = min(max(measured_kl / self.target - 1.0, -self.max_error), self.max_error)
+        self.beta *= 1.0 + error * n_steps / self.horizon

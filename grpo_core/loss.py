@@ -1,0 +1,168 @@
+"""The GRPO policy loss: clipped surrogate, KL penalty, aggregation, and step metrics.
+
+Per token, with ratio = exp(logp − old_logp) and the sequence's advantage A:
+
+    loss = −min(ratio · A, clip(ratio, 1 − eps_low, 1 + eps_high) · A) + β · k3(logp, ref_logp)
+
+Separate `eps_low` / `eps_high` are DAPO's clip-higher (Yu et al. 2025; eps_high = 0.28 there).
+With `num_iterations` = 1 old_logp is logp detached and ratio is 1 (the clip is then inactive).
+
+Valid tokens: `mask` (padding off) ∧ the sequence's group is informative ∧ (optionally) the
+completion was not truncated. Uninformative groups therefore contribute nothing and are out of
+every denominator. Aggregations, registered by name in `AGGREGATIONS`:
+
+- `token_mean`: Σ loss / Σ valid tokens (DAPO's token-level mean);
+- `seq_mean`:   mean over valid sequences of each sequence's token mean (original GRPO);
+- `dr_grpo`:    Σ loss / (max_tokens · valid sequences), a constant per sequence (Dr. GRPO).
+
+Departure: Dr. GRPO divides by a fixed constant; we count only valid sequences in it, so that
+uninformative groups do not dilute the gradient (consistent with the other two aggregations).
+
+Test: `.venv/bin/pytest tests/grpo_core/test_loss.py -q`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from grpo_core.kl import KL_ESTIMATORS, KLEstimatorName
+
+AggregationName = Literal["token_mean", "seq_mean", "dr_grpo"]
+
+
+def _masked(loss: Tensor, valid: Tensor) -> Tensor:
+    return torch.where(valid, loss, torch.zeros_like(loss))  # (B, T); not loss·mask: inf·0 = NaN
+
+
+def _token_mean(loss: Tensor, valid: Tensor, max_tokens: int) -> Tensor:
+    return _masked(loss, valid).sum() / valid.sum().clamp(min=1)  # ()
+
+
+def _seq_mean(loss: Tensor, valid: Tensor, max_tokens: int) -> Tensor:
+    n_tok = valid.sum(dim=1)  # (B,)
+    per_seq = _masked(loss, valid).sum(dim=1) / n_tok.clamp(min=1)  # (B,)
+    has_tok = (n_tok > 0).to(loss.dtype)  # (B,)
+    return (per_seq * has_tok).sum() / has_tok.sum().clamp(min=1)  # ()
+
+
+def _dr_grpo(loss: Tensor, valid: Tensor, max_tokens: int) -> Tensor:
+    n_seq = valid.any(dim=1).sum().clamp(min=1)  # ()
+    return _masked(loss, valid).sum() / (max_tokens * n_seq)  # ()
+
+
+Aggregation = Callable[[Tensor, Tensor, int], Tensor]
+AGGREGATIONS: dict[str, Aggregation] = {
+    "token_mean": _token_mean,
+    "seq_mean": _seq_mean,
+    "dr_grpo": _dr_grpo,
+}
+
+
+def entropy_from_logits(logits: Tensor) -> Tensor:
+    """Per-token entropy of the softmax over the vocabulary. (B, T, V) → (B, T)"""
+    logp = torch.log_softmax(logits.float(), dim=-1)  # (B, T, V)
+    return -(logp.exp() * logp).sum(dim=-1)  # (B, T)
+
+
+def valid_tokens(mask: Tensor, informative: Tensor, truncated: Tensor | None = None) -> Tensor:
+    """Tokens that enter the loss: real (not padding), informative group, not truncated. (B, T)"""
+    keep = informative.bool()  # (B,)
+    if truncated is not None:
+        keep = keep & ~truncated.bool()  # (B,)
+    return mask.bool() & keep[:, None]  # (B, T)
+
+
+def clipped_surrogate(
+    logp: Tensor,
+    old_logp: Tensor,
+    adv: Tensor,
+    eps_low: float,
+    eps_high: float,
+    valid: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Per-token −min(ratio·A, clip(ratio)·A) (B, T), and the ratio (B, T).
+
+    Where `valid` is False the log-ratio is set to 0 before exp, so padding holding any value
+    (even ±inf) yields no inf/NaN in the forward or backward pass.
+    """
+    log_ratio = logp - old_logp  # (B, T)
+    if valid is not None:
+        log_ratio = torch.where(valid, log_ratio, torch.zeros_like(log_ratio))  # (B, T)
+    ratio = torch.exp(log_ratio)  # (B, T)
+    a = adv[:, None].to(logp.dtype)  # (B, 1)
+    unclipped = ratio * a  # (B, T)
+    clipped = ratio.clamp(1.0 - eps_low, 1.0 + eps_high) * a  # (B, T)
+    return -torch.minimum(unclipped, clipped), ratio
+
+
+def _masked_mean(x: Tensor, valid: Tensor) -> float:
+    return float(_masked(x.detach(), valid).sum() / valid.sum().clamp(min=1))
+
+
+def _metrics(
+    ratio: Tensor, adv: Tensor, valid: Tensor, eps_low: float, eps_high: float
+) -> dict[str, float]:
+    a = adv[:, None]  # (B, 1)
+    low = (ratio < 1.0 - eps_low) & (a < 0)  # (B, T): clip binds from below
+    high = (ratio > 1.0 + eps_high) & (a > 0)  # (B, T): clip binds from above
+    log_r = ratio.detach().log()  # (B, T)
+    return {
+        "clip_frac_low": _masked_mean(low.float(), valid),
+        "clip_frac_high": _masked_mean(high.float(), valid),
+        "approx_kl_old": _masked_mean(torch.expm1(-log_r) + log_r, valid),  # k3(new ‖ old)
+        "valid_tokens": float(valid.sum()),
+    }
+
+
+def grpo_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    adv: Tensor,
+    mask: Tensor,
+    informative: Tensor,
+    *,
+    eps_low: float = 0.2,
+    eps_high: float = 0.2,
+    aggregation: AggregationName = "token_mean",
+    max_tokens: int | None = None,
+    ref_logp: Tensor | None = None,
+    beta: float = 0.0,
+    kl_estimator: KLEstimatorName = "k3",
+    truncated: Tensor | None = None,
+    logits: Tensor | None = None,
+) -> tuple[Tensor, dict[str, float]]:
+    """Scalar loss and metrics for one micro-batch of B completions of T tokens.
+
+    logp/old_logp/ref_logp (B, T) log-probs of the sampled tokens; adv (B,); mask (B, T) real
+    tokens; informative (B,) from `advantages`; truncated (B,) to leave truncated completions
+    out (None keeps them); kl_estimator picks the KL term (k3 default); max_tokens is the
+    `dr_grpo` constant (default T); logits (B, T, V) only for the entropy metric.
+    """
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(
+            f"unknown aggregation {aggregation!r}; choose one of {sorted(AGGREGATIONS)}"
+        )
+    if beta > 0 and ref_logp is None:
+        raise ValueError("beta > 0 needs ref_logp; pass reference log-probs or set beta = 0")
+    valid = valid_tokens(mask, informative, truncated)  # (B, T)
+    per_token, ratio = clipped_surrogate(logp, old_logp, adv, eps_low, eps_high, valid)
+    metrics = _metrics(ratio, adv, valid, eps_low, eps_high)
+    metrics["pg_loss"] = _masked_mean(per_token, valid)
+    if ref_logp is not None:
+        zero = torch.zeros_like(logp)  # (B, T)
+        kl = KL_ESTIMATORS[kl_estimator](
+            torch.where(valid, logp, zero), torch.where(valid, ref_logp, zero)
+        )  # (B, T)
+        metrics["kl_ref"] = _masked_mean(kl, valid)
+        if beta > 0:
+            per_token = per_token + beta * kl  # (B, T)
+    if logits is not None:
+        with torch.no_grad():
+            metrics["entropy"] = _masked_mean(entropy_from_logits(logits), mask.bool())
+    loss = AGGREGATIONS[aggregation](per_token, valid, max_tokens or logp.shape[1])  # ()
+    metrics["loss"] = float(loss.detach())
+    return loss, metrics

@@ -1,0 +1,57 @@
+"""GRPOConfig defaults, frozenness, cross-field checks and the β schedule it builds."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import pytest
+
+from grpo_core.config import GRPOConfig
+from grpo_core.kl import AdaptiveBeta, FixedBeta, WarmupBeta
+
+
+def test_defaults_are_valid_and_frozen() -> None:
+    cfg = GRPOConfig()
+    assert (cfg.group_size, cfg.clip_eps_low, cfg.beta, cfg.beta_start) == (8, 0.2, 0.02, 0.05)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.lr = 1.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "hint"),
+    [
+        ({"clip_eps_low": 0.2, "clip_eps_high": 0.1}, "set clip_eps_high ≥ clip_eps_low"),
+        ({"num_iterations": 0}, "set it to 1 or more"),
+        ({"reference": "none"}, "set beta=0"),
+        ({"reference": "none", "beta": 0.0, "beta_schedule": "fixed"}, None),
+        ({"beta_start": 0.01, "beta": 0.02}, "set beta_start ≥ beta"),
+        ({"beta_warmup_steps": 0}, "beta_warmup_steps must be ≥ 1"),
+        ({"beta_schedule": "adaptive", "kl_target": 0.0}, "kl_target > 0"),
+        ({"beta_schedule": "adaptive", "beta": 0.0}, "needs beta > 0"),
+        ({"estimator": "ppo"}, "use one of"),
+        ({"aggregation": "sum"}, "use one of"),
+        ({"group_size": 1}, "G ≥ 2"),
+        ({"std_ddof": 2}, "use 0 (population) or 1"),
+        ({"lr": 0.0}, "lr must be > 0"),
+        ({"clip_eps_low": 1.5, "clip_eps_high": 2.0}, "in (0, 1)"),
+        ({"length_penalty_coef": -0.1}, "must be ≥ 0"),
+    ],
+)
+def test_cross_field_checks_say_how_to_fix(kwargs: dict[str, Any], hint: str | None) -> None:
+    if hint is None:
+        GRPOConfig(**kwargs)
+        return
+    with pytest.raises(ValueError, match=re.escape(hint)):
+        GRPOConfig(**kwargs)
+
+
+def test_make_beta_schedule() -> None:
+    warm = GRPOConfig().make_beta_schedule()
+    assert isinstance(warm, WarmupBeta)
+    assert warm.value(0) == pytest.approx(0.05) and warm.value(10_000) == 0.02
+    fixed = GRPOConfig(beta_schedule="fixed", beta=0.0, reference="none").make_beta_schedule()
+    assert isinstance(fixed, FixedBeta) and fixed.value(3) == 0.0
+    adaptive = GRPOConfig(beta_schedule="adaptive").make_beta_schedule()
+    assert isinstance(adaptive, AdaptiveBeta) and adaptive.value(0) == 0.02
