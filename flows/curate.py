@@ -98,7 +98,7 @@ def sample_stage(params: CurateParams, problems: pl.DataFrame, info: core.RunInf
     led = ledger(params.home)
     parts = core.chunks(problems, params.config)
     todo = core.pending_chunks(led, info, parts)
-    if not todo and core._finished(led, info.run_id):
+    if not todo and core.is_finished(led, info.run_id):
         return
     core.set_status(led, info, "running")
     for index in todo:

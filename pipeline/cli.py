@@ -237,6 +237,7 @@ def stats(home: HomeOpt = None) -> None:
         )
         _show(ledger.query("runs_latest"), "latest sampling runs")
         _show(ledger.sql("SELECT * FROM curriculum_summary"), "curricula")
+        _show(ledger.sql("SELECT * FROM rejection_summary ORDER BY ALL"), "rejections by reason")
 
 
 def _show(frame: object, title: str) -> None:

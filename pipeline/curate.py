@@ -145,7 +145,7 @@ def sample_run(
     """
     parts = chunks(problems, cfg)
     todo = pending_chunks(ledger, info, parts)
-    if not todo and _finished(ledger, info.run_id):
+    if not todo and is_finished(ledger, info.run_id):
         return problems.height * info.group_size  # a finished re-run adds nothing
     set_status(ledger, info, "running")
     for done, index in enumerate(todo, start=1):
@@ -156,7 +156,7 @@ def sample_run(
     return problems.height * info.group_size
 
 
-def _finished(ledger: Ledger, run_id: str) -> bool:
+def is_finished(ledger: Ledger, run_id: str) -> bool:
     rows = ledger.run("SELECT status FROM sampling_runs WHERE run_id = $r", {"r": run_id})
     return bool(rows) and rows[0][0] == "finished"
 

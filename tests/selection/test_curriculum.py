@@ -131,3 +131,5 @@ def test_frames_write_to_the_ledger_tables(ledger: Ledger) -> None:
     assert written == {"curriculum_items": items.height, "rejections": rejected.height}
     summary = ledger.sql("SELECT stage, n_items FROM curriculum_summary ORDER BY stage")
     assert summary.rows() == [(1, 3), (2, 1)]
+    by_reason = ledger.sql("SELECT reason, n_prompts FROM rejection_summary ORDER BY reason")
+    assert sum(by_reason["n_prompts"]) == rejected.height

@@ -26,7 +26,14 @@ TABLES = {
     "train_metrics",
     "checkpoints",
 }
-VIEWS = {"group_stats", "prompt_stats", "difficulty_by_family", "run_summary", "curriculum_summary"}
+VIEWS = {
+    "group_stats",
+    "prompt_stats",
+    "difficulty_by_family",
+    "run_summary",
+    "curriculum_summary",
+    "rejection_summary",
+}
 
 
 def rollouts(n: int, run_id: str = "r1", reward: float = 1.0) -> pl.DataFrame:
