@@ -95,15 +95,15 @@ def sample_chunk(params: CurateParams, chunk: pl.DataFrame, info: core.RunInfo, 
 
 
 def sample_stage(params: CurateParams, problems: pl.DataFrame, info: core.RunInfo) -> None:
-    led = ledger(params.home)
-    parts = core.chunks(problems, params.config)
-    todo = core.pending_chunks(led, info, parts)
-    if not todo and core.is_finished(led, info.run_id):
-        return
-    core.set_status(led, info, "running")
-    for index in todo:
-        sample_chunk(params, parts[index], info, index)
-    core.set_status(led, info, "finished")
+    """The plain chunk loop of `pipeline.curate`, with each chunk run as a cached task."""
+    core.sample_run(
+        ledger(params.home),
+        policy(params),
+        problems,
+        info,
+        params.config,
+        run_chunk=lambda chunk, index: sample_chunk(params, chunk, info, index),
+    )
 
 
 @task(cache_policy=NO_CACHE)

@@ -278,9 +278,9 @@ def bootstrap(
     home: HomeOpt = None,
 ) -> None:
     """Train the built-in tiny policy from scratch, save it, evaluate it on held-out problems."""
+    from pipeline.curate import policy_for
     from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
     from pipeline.policy.evaluate import EvalConfig
-    from pipeline.sampling.hf import HFSampler
 
     if max_minutes <= 0 or (max_steps is not None and max_steps < 1):
         raise SieveError("--max-minutes must be > 0 and --max-steps >= 1")
@@ -299,8 +299,7 @@ def bootstrap(
         f"trained {result.steps} steps in {result.seconds / 60:.1f} min "
         f"(loss {result.final_loss:.3f}); saved {folder} (revision {revision})"
     )
-    sampler = HFSampler(folder, model_name=str(folder))
-    _run_eval(sampler, folder, revision, EvalConfig(per_level=per_level, seed=seed), home)
+    _run_eval(policy_for(folder), EvalConfig(per_level=per_level, seed=seed), home)
 
 
 @app.command("eval")
@@ -314,37 +313,28 @@ def eval_cmd(
     home: HomeOpt = None,
 ) -> None:
     """Held-out pass@1 by family x level (greedy and sampled), recorded in the ledger."""
+    from pipeline.curate import policy_for
     from pipeline.policy.evaluate import EvalConfig
-    from pipeline.policy.model import read_meta
-    from pipeline.sampling import make_sampler
 
     folder = _model_dir(model, home)
     if samples < 1:
         raise SieveError("--samples must be >= 1")
-    sampler = make_sampler(backend, folder, base_urls=base_url or ())
-    revision = read_meta(folder).get("model_revision") or f"unknown:{folder.name}"
-    _run_eval(sampler, folder, revision, EvalConfig(per_level, samples, seed=seed), home)
+    policy = policy_for(folder, backend, base_url or ())
+    _run_eval(policy, EvalConfig(per_level, samples, seed=seed), home)
 
 
-def _run_eval(sampler: object, folder: Path, revision: str, cfg: object, home: Path | None) -> None:
+def _run_eval(policy: object, cfg: object, home: Path | None) -> None:
+    from pipeline.curate import Policy
     from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
-    from pipeline.policy.prompts import prompt_format, render
-    from pipeline.sampling.base import Sampler
     from pipeline.store import Ledger
 
-    assert isinstance(sampler, Sampler) and isinstance(cfg, EvalConfig)
+    assert isinstance(policy, Policy) and isinstance(cfg, EvalConfig)
     problems = heldout_set(cfg.per_level)
-    tokenizer = getattr(sampler, "tokenizer", None)
-    if tokenizer is None and (folder / "tokenizer_config.json").exists():  # vllm / openai
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    fmt = prompt_format(folder, tokenizer) if tokenizer is not None else "raw"
     questions = problems["question"].to_list()
-    prompts_of = dict(zip(questions, render(questions, fmt, tokenizer), strict=True))
+    prompts_of = dict(zip(questions, policy.render(questions), strict=True))
     with Ledger.open(home) as ledger, _progress("evaluating") as bar:
         bar.add_task(f"eval on {problems.height} held-out problems", total=None)
-        table = evaluate(sampler, ledger, revision, prompts_of, cfg, problems)
+        table = evaluate(policy.sampler, ledger, policy.model_revision, prompts_of, cfg, problems)
     _show(table, f"held-out pass@1 by family x level (greedy; mean of {cfg.samples} samples)")
 
 

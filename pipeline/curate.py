@@ -138,18 +138,26 @@ def sample_run(
     info: RunInfo,
     cfg: CurateConfig,
     progress: Progress | None = None,
+    run_chunk: Callable[[pl.DataFrame, int], object] | None = None,
 ) -> int:
     """Sample and store G completions per problem in committed chunks; skip stored chunks.
 
-    Returns the number of rollouts the run holds (all chunks, also those of an earlier try).
+    `run_chunk(chunk, index)` samples and commits one chunk (default: `sample_chunk`; the
+    Prefect flow passes its cached task). Returns the number of rollouts the run holds (all
+    chunks, also those of an earlier try).
     """
     parts = chunks(problems, cfg)
     todo = pending_chunks(ledger, info, parts)
     if not todo and is_finished(ledger, info.run_id):
         return problems.height * info.group_size  # a finished re-run adds nothing
+    if run_chunk is None:
+
+        def run_chunk(chunk: pl.DataFrame, index: int) -> int:
+            return sample_chunk(ledger, policy, chunk, info, cfg.seed, index)
+
     set_status(ledger, info, "running")
     for done, index in enumerate(todo, start=1):
-        sample_chunk(ledger, policy, parts[index], info, cfg.seed, index)
+        run_chunk(parts[index], index)
         if progress:
             progress(info.purpose, done, len(todo))
     set_status(ledger, info, "finished")
@@ -275,11 +283,7 @@ def policy_for(model: str | Path, backend: str = "hf", base_urls: Sequence[str] 
 
 def rollouts_spent(ledger: Ledger, runs: list[str]) -> dict[str, int]:
     """Rollouts stored per run purpose (what the curation cost)."""
-    frame = ledger.sql(
-        "SELECT split_part(run_id, '-', 1) AS purpose, count(*) AS n FROM rollouts "
-        "WHERE list_contains($runs, run_id) GROUP BY 1",
-        {"runs": runs},
-    )
+    frame = ledger.query("rollouts_by_purpose", runs=runs)
     return {p: int(n) for p, n in frame.iter_rows()}
 
 
