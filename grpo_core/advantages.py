@@ -74,6 +74,9 @@ def _segment_stats(x: Tensor, group: Tensor, ddof: int) -> GroupStats:
     return GroupStats(count[idx], mean[idx], var.sqrt()[idx], (gmax - gmin)[idx])
 
 
+segment_stats = _segment_stats  # public name for other grpo_core modules
+
+
 def _grpo(r: Tensor, s: GroupStats, ddof: int, eps: float) -> Tensor:
     return (r - s.mean) / (s.std + eps)  # (N,)
 

@@ -57,6 +57,20 @@ class GRPOConfig:
     beta_warmup_steps: int = 50  # linear ramp beta_start → beta over these steps
     kl_target: float = 0.05  # adaptive: per-token KL the controller steers toward
     kl_horizon: int = 100  # adaptive: steps for a full clipped error to move β by ~20 %
+    # rewards (grpo_core.rewards)
+    reward_clip: float = 5.0  # each component clipped to ±this; seed 002 §3.2 clips to [−5, 5]
+    repetition_coef: float = 0.0  # weight of the n-gram repetition penalty; 0 switches it off
+    repetition_ngram: int = 3  # n of the repeated n-grams counted by the penalty
+    repetition_start_step: int = 0  # the penalty is off before this step (scheduled component)
+    # optimiser details, checkpoints, reproducibility
+    lr_warmup_steps: int = 0  # linear lr warm-up from 0; constant afterwards
+    weight_decay: float = 0.0  # AdamW decay; 0 as in TRL's GRPO default
+    micro_batch_size: int = 0  # sequences per forward/backward; 0 = the whole batch at once
+    checkpoint_every: int = 50  # seed 002 saves every 50 steps; 0 = only at the end
+    keep_checkpoints: int = 3  # keep the newest K checkpoints, delete older ones
+    deterministic: bool = True  # torch deterministic algorithms: bitwise resume on CPU
+    lora_rank: int = 8  # reference="lora_base": rank of the LoRA adapters trained
+    lora_alpha: int = 16  # reference="lora_base": LoRA scale numerator
 
     def __post_init__(self) -> None:
         self._check_modes()
@@ -97,6 +111,20 @@ class GRPOConfig:
             )
         if self.length_penalty_coef < 0 or self.adv_eps < 0 or self.zero_var_tol < 0:
             raise ValueError("length_penalty_coef, adv_eps and zero_var_tol must be ≥ 0")
+        if not self.reward_clip > 0:
+            raise ValueError(f"reward_clip={self.reward_clip}; use a positive bound, e.g. 5")
+        if self.repetition_coef < 0 or self.repetition_ngram < 1:
+            raise ValueError("repetition_coef must be ≥ 0 and repetition_ngram ≥ 1")
+        counts = ("repetition_start_step", "lr_warmup_steps", "micro_batch_size")
+        for name in (*counts, "checkpoint_every", "total_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)}")
+        if self.keep_checkpoints < 1:
+            raise ValueError(f"keep_checkpoints={self.keep_checkpoints}; keep at least 1")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay={self.weight_decay}; use a value ≥ 0")
+        if self.reference == "lora_base" and (self.lora_rank < 1 or self.lora_alpha <= 0):
+            raise ValueError("lora_base needs lora_rank ≥ 1 and lora_alpha > 0")
 
     def _check_beta(self) -> None:
         if self.beta < 0 or self.beta_start < 0:

@@ -1,0 +1,147 @@
+"""Atomic, verifiable training checkpoints: write to a temp folder, fsync, rename; keep the last K.
+
+A checkpoint is a folder `step-000050/` holding a normal Hugging Face model folder (so samplers
+and `sieve eval` can load it directly), `trainer_state.pt` (optimizer, scheduler, β schedule, RNG
+states, counters, LoRA adapters when used) and `manifest.json` (size and SHA-256 of every other
+file). The folder becomes visible under its final name only by `rename`, after every file and
+the folder itself were fsynced, so a process killed mid-write leaves at most a `.tmp-*` folder
+that loading ignores and the next save removes. Loading checks the manifest: a truncated or
+corrupt checkpoint is refused with one line naming the file, and `latest_valid` falls back to
+the next older one.
+
+Test: `.venv/bin/pytest tests/grpo_core/test_checkpoint.py -q`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+MANIFEST = "manifest.json"
+STATE = "trainer_state.pt"
+PREFIX = "step-"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message is one line naming the problem."""
+
+
+def step_dir(root: Path, step: int) -> Path:
+    return root / f"{PREFIX}{step:06d}"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+
+
+def save(
+    root: Path,
+    step: int,
+    write_model: Callable[[Path], None],
+    state: dict[str, Any],
+    keep: int,
+    crash_point: Callable[[str], None] = lambda name: None,
+) -> Path:
+    """Write checkpoint `step` under `root` atomically; prune to the newest `keep`. Returns it."""
+    root.mkdir(parents=True, exist_ok=True)
+    final = step_dir(root, step)
+    tmp = root / f".tmp-{final.name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    write_model(tmp)
+    torch.save(state, tmp / STATE)
+    crash_point("train.checkpoint.mid_write")
+    manifest = {str(p.relative_to(tmp)): [p.stat().st_size, _sha256(p)] for p in _files(tmp)}
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    for p in [*_files(tmp), tmp / MANIFEST]:
+        with p.open("rb") as f:
+            os.fsync(f.fileno())
+    _fsync_dir(tmp)
+    if final.exists():  # a re-run of the same step after a crash: replace it whole
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+    _fsync_dir(root)
+    crash_point("train.checkpoint.after_rename")
+    prune(root, keep)
+    return final
+
+
+def prune(root: Path, keep: int) -> None:
+    """Delete all but the newest `keep` checkpoints and any leftover temp folders."""
+    for leftover in root.glob(".tmp-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    for _, path in list_steps(root)[:-keep]:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def list_steps(root: Path) -> list[tuple[int, Path]]:
+    """(step, folder) of every finished checkpoint under `root`, oldest first."""
+    if not root.is_dir():
+        return []
+    found = []
+    for path in root.glob(f"{PREFIX}*"):
+        suffix = path.name.removeprefix(PREFIX)
+        if path.is_dir() and suffix.isdigit():
+            found.append((int(suffix), path))
+    return sorted(found)
+
+
+def verify(path: Path) -> None:
+    """Raise CheckpointError unless every file listed in the manifest is present and intact."""
+    manifest_path = path / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint {path}: unreadable {MANIFEST} ({exc})") from None
+    for name, (size, digest) in manifest.items():
+        file = path / name
+        if not file.is_file():
+            raise CheckpointError(f"checkpoint {path}: {name} is missing")
+        if file.stat().st_size != size:
+            raise CheckpointError(
+                f"checkpoint {path}: {name} is truncated ({file.stat().st_size} of {size} bytes)"
+            )
+        if _sha256(file) != digest:
+            raise CheckpointError(f"checkpoint {path}: {name} is corrupt (checksum mismatch)")
+    if STATE not in manifest:
+        raise CheckpointError(f"checkpoint {path}: {STATE} is not in the manifest")
+
+
+def load_state(path: Path) -> dict[str, Any]:
+    """The verified trainer state of one checkpoint folder."""
+    verify(path)
+    state: dict[str, Any] = torch.load(path / STATE, map_location="cpu", weights_only=False)
+    return state
+
+
+def latest_valid(root: Path, warn: Callable[[str], None] = print) -> tuple[Path, dict] | None:
+    """Newest checkpoint that verifies, with its state; older ones are tried in turn."""
+    for _, path in reversed(list_steps(root)):
+        try:
+            return path, load_state(path)
+        except CheckpointError as exc:
+            warn(f"{exc}; trying an older checkpoint")
+    return None
