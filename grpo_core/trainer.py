@@ -139,6 +139,30 @@ class _Batch:
 
 
 @dataclass
+class Collected:
+    """What a step trains on: items, their groups (aligned), flat scores, rollouts spent."""
+
+    items: list[Item]
+    groups: list[list[Sample]]
+    scores: Scores
+    rollouts: int  # every completion sampled for this step, including ones not trained on
+    time_sample: float = 0.0
+    time_score: float = 0.0
+
+
+Collector = Callable[["Trainer", int], Collected]
+
+
+def collect(trainer: Trainer, step: int) -> Collected:
+    """The plain strategy: the batch source's items, each sampled with its own G."""
+    items = list(trainer.batches(step))
+    if not items:
+        raise TrainerError(f"the batch source returned no items for step {step}")
+    groups, scores, ts, tr = trainer.sample_and_score(items, trainer.step_seed(step))
+    return Collected(items, groups, scores, sum(len(g) for g in groups), ts, tr)
+
+
+@dataclass
 class StepOutput:
     metrics: dict[str, float] = field(default_factory=dict)
     skipped: bool = False
@@ -166,12 +190,14 @@ class Trainer:
         write_extra: Callable[[Path, torch.nn.Module], None] | None = None,
         crash_point: Callable[[str], None] = lambda name: None,
         warn: Callable[[str], None] = print,
+        collector: Collector | None = None,
     ):
         self.cfg = cfg
         self.tokenizer, self.sampler, self.reward_fn = tokenizer, sampler, reward_fn
         self.batches, self.checkpoint_dir = batches, checkpoint_dir
         self.on_metrics, self.on_checkpoint = on_metrics, on_checkpoint
         self.write_extra = write_extra
+        self.collector = collector
         self.crash_point, self.warn = crash_point, warn
         if cfg.deterministic:
             torch.use_deterministic_algorithms(True, warn_only=True)
@@ -222,31 +248,17 @@ class Trainer:
         return history
 
     def run_step(self, step: int) -> StepOutput:
-        cfg = self.cfg
-        items = list(self.batches(step))
-        if not items:
-            raise TrainerError(f"the batch source returned no items for step {step}")
-        t0 = time.perf_counter()
-        groups = self.sampler.sample_groups(
-            [it.prompt for it in items],
-            [it.group_size for it in items],
-            temperature=cfg.temperature,
-            max_new_tokens=cfg.max_new_tokens,
-            seed=cfg.seed * 1_000_003 + step,
-        )
-        t1 = time.perf_counter()
-        flat = [s for g in groups for s in g]
-        owners = [items[i] for i, g in enumerate(groups) for _ in g]
-        scores = self.reward_fn(owners, flat)
+        c = self.collector(self, step) if self.collector is not None else collect(self, step)
+        flat = [s for g in c.groups for s in g]
+        self.counters.rollouts += c.rollouts
+        group = torch.tensor([i for i, g in enumerate(c.groups) for _ in g], dtype=torch.long)
         t2 = time.perf_counter()
-        self.counters.rollouts += len(flat)
-        group = torch.tensor([i for i, g in enumerate(groups) for _ in g], dtype=torch.long)
-        out, m = self._update(step, items, flat, group, scores)
-        t3 = time.perf_counter()
-        m.update(time_sample=t1 - t0, time_score=t2 - t1, time_update=t3 - t2)
+        out, m = self._update(step, c.items, flat, group, c.scores)
+        m.update(time_sample=c.time_sample, time_score=c.time_score)
         m.update(
+            time_update=time.perf_counter() - t2,
             skipped_steps=float(self.counters.skipped_steps),
-            rollouts=float(len(flat)),
+            rollouts=float(c.rollouts),
             rollouts_total=float(self.counters.rollouts),
             lr=float(self.scheduler.get_last_lr()[0]),
         )
@@ -255,6 +267,27 @@ class Trainer:
             self.scheduler.step()
         out.metrics = m
         return out
+
+    def sample_and_score(
+        self, items: Sequence[Item], seed: int, sizes: Sequence[int] | None = None
+    ) -> tuple[list[list[Sample]], Scores, float, float]:
+        """Groups for `items` (G from each item unless `sizes`), their scores, and timings."""
+        t0 = time.perf_counter()
+        groups = self.sampler.sample_groups(
+            [it.prompt for it in items],
+            list(sizes) if sizes is not None else [it.group_size for it in items],
+            temperature=self.cfg.temperature,
+            max_new_tokens=self.cfg.max_new_tokens,
+            seed=seed,
+        )
+        t1 = time.perf_counter()
+        owners = [items[i] for i, g in enumerate(groups) for _ in g]
+        scores = self.reward_fn(owners, [s for g in groups for s in g])
+        return groups, scores, t1 - t0, time.perf_counter() - t1
+
+    def step_seed(self, step: int, round_: int = 0) -> int:
+        """The sampling seed of (step, round): a pure function, so resume is exact."""
+        return self.cfg.seed * 1_000_003 + step + round_ * 7_919_000
 
     # ---------------------------------------------------------------- the update
 
@@ -268,6 +301,12 @@ class Trainer:
     ) -> tuple[StepOutput, dict[str, float]]:
         cfg = self.cfg
         n = len(flat)
+        if n == 0:  # a collector that found nothing worth training on
+            self.counters.empty_steps += 1
+            m0 = {"zero_var_share": 1.0, "adv_std": 0.0, "beta": self.beta_schedule.value(step)}
+            nan = {k: math.nan for k in ("reward_mean", "reward_std", "pass_rate")}
+            zero = {k: 0.0 for k in ("completion_len", "truncated_share", "verifier_errors")}
+            return StepOutput(), {**m0, **nan, **zero, **_empty_update_metrics()}
         known = torch.tensor([r is not None for r in scores.rewards])  # (N,)
         raw = torch.tensor([math.nan if r is None else float(r) for r in scores.rewards])
         lengths = torch.tensor([len(s.token_ids) for s in flat], dtype=torch.float64)  # (N,)
