@@ -2,6 +2,8 @@
 
 `FAMILIES` maps a family name to a module with `NAME`, `LEVELS` and `make(level, rng)` (and an
 optional `VERIFIER`, default "math"); add a family by importing its module and listing it there.
+`OPT_IN_FAMILIES` ("code") are generated only when named (`--family code`, a mix file): they stay
+out of every default mix, curation and evaluation, which iterate over `FAMILIES`.
 `generate` makes n problems of one family spread over levels, `generate_mix` over several
 families; both are deterministic for a seed (except `created_at`) and return `PROBLEM_SCHEMA`
 frames. Each (seed, family, level) has its own random stream, so the first k problems of a level
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from pipeline.errors import SieveError
-from pipeline.problems import arith, linear, modular, word
+from pipeline.problems import arith, code, linear, modular, word
 from pipeline.problems.base import (
     PROBLEM_SCHEMA,
     Family,
@@ -34,6 +36,7 @@ from pipeline.problems.base import (
 
 __all__ = [
     "FAMILIES",
+    "OPT_IN_FAMILIES",
     "PROBLEM_SCHEMA",
     "family_levels",
     "generate",
@@ -44,6 +47,8 @@ __all__ = [
 ]
 
 FAMILIES: dict[str, Family] = {m.NAME: m for m in (arith, linear, modular, word)}
+# The tiny character model cannot write code: the code family is never in a default.
+OPT_IN_FAMILIES: dict[str, Family] = {code.NAME: code}
 
 # Give up on a level after this many duplicates in a row (its space is nearly exhausted) ...
 MAX_MISSES_IN_A_ROW = 1000
@@ -53,10 +58,10 @@ MAX_DRAWS_PER_PROBLEM = 20
 
 def get_family(family: str) -> Family:
     """The family registered as `family`; `SieveError` listing the valid names otherwise."""
-    try:
-        return FAMILIES[family]
-    except KeyError:
-        raise SieveError(f"unknown family {family!r}; valid: {', '.join(FAMILIES)}") from None
+    found = FAMILIES.get(family) or OPT_IN_FAMILIES.get(family)
+    if found is None:  # opt-in families are accepted but not advertised
+        raise SieveError(f"unknown family {family!r}; valid: {', '.join(FAMILIES)}")
+    return found
 
 
 def family_levels(family: str) -> list[int]:

@@ -1,6 +1,7 @@
 """Verifiers: turn a completion and a gold answer into a `Verdict` (reward, correctness, reason).
 
-`verify` / `verify_batch` are the entry points; `VERIFIERS` is the registry ("math", "exact");
+`verify` / `verify_batch` are the entry points; `VERIFIERS` is the registry ("math", "exact",
+"code": model-written Python run on hidden tests in a bubblewrap sandbox, see code.py);
 `RewardSpec` weights the reward components. math-verify only ever runs in a killable child process
 under a deadline (see worker.py), so callers on any thread get an answer or a "verifier_error"
 within the deadline, never a hang or an exception.
@@ -8,6 +9,7 @@ within the deadline, never a hang or an exception.
 Test: `.venv/bin/pytest tests/scoring -q`
 """
 
+from pipeline.scoring import code as _code  # noqa: F401  (registers the "code" verifier)
 from pipeline.scoring.extract import extract_answer
 from pipeline.scoring.numeric import fast_path
 from pipeline.scoring.verdict import RewardSpec, Verdict
