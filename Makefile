@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sieve-installed
 
-.PHONY: install demo test test-all lint format bench bench-curate clean
+.PHONY: install demo test test-all lint format bench bench-curate clean report-deps sandbox-deps
 
 # `make test-vllm`: the vLLM mapping tests in a venv of their own (opt-in, several GB)
 include Makefile.vllm
@@ -18,13 +18,21 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(STAMP) sandbox-deps
 	$(BIN)/sieve demo
 
-test: $(STAMP)
+# bubblewrap for the code verifier's sandbox (its tests skip without it); idempotent
+sandbox-deps:
+	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
+
+# headless Chromium for the report test (tests/test_report.py skips without it); idempotent
+report-deps:
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+
+test: $(STAMP) report-deps sandbox-deps
 	$(BIN)/pytest -q -m "not slow and not gpu"
 
-test-all: $(STAMP)
+test-all: $(STAMP) report-deps sandbox-deps
 	$(BIN)/pytest -q -m "not gpu"
 
 lint: $(STAMP)

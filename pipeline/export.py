@@ -1,0 +1,276 @@
+"""Export a curriculum for other GRPO trainers: TRL, verl, OpenRLHF, or plain JSONL.
+
+Why: `sieve train` is one consumer of a curriculum; teams already running TRL, verl or OpenRLHF
+should get the same curated prompts *and* what Sieve learned about them (stage, per-prompt group
+size, weight, posterior pass rate), in the layout each trainer reads without glue code:
+
+* `trl` — Parquet for `datasets.load_dataset("parquet", ...)`: `prompt` (a plain string for the
+  raw format, a list of {role, content} messages for chat models, both as TRL's GRPOTrainer
+  expects), `answer` (what `pipeline.integrations.trl.reward_function` reads), `verifier`, and the
+  Sieve columns.
+* `verl` — Parquet in verl's RL data layout (its examples/data_preprocess scripts): `data_source`,
+  chat-format `prompt`, `ability`, `reward_model` {style: "rule", ground_truth}, `extra_info`
+  {split, index, ...Sieve stats}. verl always applies the chat template, so a raw-format model's
+  prompt is one user message holding the raw prompt.
+* `openrlhf` — JSONL with `--input_key` / `--label_key` fields (defaults `input` / `label`); the
+  input is a string (chat models: the user message, for `--apply_chat_template`).
+* `jsonl` — every column, one JSON object a line.
+
+Rows keep the curriculum's training order (`position`; stage 1 before stage 2). Columns are built
+with Arrow compute in bulk, and each file is written to a temporary name and renamed, so a reader
+never sees half a file and a failed export leaves nothing behind.
+
+Test: `.venv/bin/pytest tests/test_export.py -q`.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, get_args
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.errors import SieveError
+from pipeline.store import Ledger, load_query
+
+if TYPE_CHECKING:  # pipeline.policy imports torch and transformers (seconds): load on use
+    from pipeline.policy.prompts import PromptFormat
+
+ExportFormat = Literal["trl", "verl", "openrlhf", "jsonl"]
+FORMATS: tuple[str, ...] = get_args(ExportFormat)
+# The Sieve columns every format carries (verl nests them in `extra_info`).
+SIEVE_COLUMNS = (
+    "stage", "group_size", "weight", "p_mean", "p_low", "p_high",
+    "family", "level", "problem_id", "position",
+)  # fmt: skip
+_SUFFIX = {"trl": ".trl.parquet", "verl": ".verl.parquet", "openrlhf": ".openrlhf.jsonl"}
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path
+    rows: int
+    stages: dict[int, int]  # stage -> items
+    prompt_format: PromptFormat
+
+
+def check_format(fmt: str) -> ExportFormat:
+    """`fmt` as an ExportFormat, or a SieveError naming the valid ones."""
+    if fmt not in FORMATS:
+        raise SieveError(f"unknown export format {fmt!r}; valid formats: {', '.join(FORMATS)}")
+    return fmt  # type: ignore[return-value]
+
+
+def resolve_curriculum(ledger: Ledger, curriculum: str) -> str:
+    """A curriculum id, `latest` meaning the newest; SieveError when there is none."""
+    if curriculum == "latest":
+        rows = ledger.run(load_query("export_latest_curriculum"))
+        if not rows:
+            raise SieveError("no curriculum yet: run `sieve curate` first")
+        return str(rows[0][0])
+    if not ledger.run("SELECT 1 FROM curricula WHERE curriculum_id = $c", {"c": curriculum}):
+        raise SieveError(
+            f'no curriculum {curriculum!r} (see `sieve sql "SELECT * FROM curricula"`)'
+        )
+    return curriculum
+
+
+def curriculum_prompt_format(ledger: Ledger, curriculum_id: str) -> PromptFormat:
+    """The prompt format of the model the curriculum was curated for (raw when unknown)."""
+    rows = ledger.run("SELECT model FROM curricula WHERE curriculum_id = $c", {"c": curriculum_id})
+    folder = Path(str(rows[0][0])) if rows and rows[0][0] else None
+    if folder is None or not (folder / "tokenizer_config.json").is_file():
+        return "raw"
+    from transformers import AutoTokenizer
+
+    from pipeline.policy.prompts import prompt_format
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    except Exception:  # an unreadable folder: fall back to the tiny model's format
+        return "raw"
+    return prompt_format(folder, tokenizer)
+
+
+def curriculum_table(ledger: Ledger, curriculum_id: str) -> pa.Table:
+    """The curriculum's items joined with their problems, in training order (standard Arrow)."""
+    query = load_query("export_curriculum_items")
+    return ledger.con.sql(query, params={"curriculum_id": curriculum_id}).to_arrow_table()
+
+
+# -- prompt columns ----------------------------------------------------------------------------
+def _concat(*parts: pa.Array | str) -> pa.Array:
+    """Element-wise string concatenation of arrays and constant strings."""
+    return pc.binary_join_element_wise(*parts, "")
+
+
+def raw_prompts(questions: pa.Array) -> pa.Array:
+    """`render_raw` for every question, vectorised (its text around a placeholder)."""
+    from pipeline.policy.prompts import render_raw
+
+    before, after = render_raw("\x00").split("\x00")
+    return _concat(before, questions, after)
+
+
+def chat_contents(questions: pa.Array) -> pa.Array:
+    """The user message `render_chat` sends: the instruction, a blank line, the question."""
+    from pipeline.policy.prompts import INSTRUCTION
+
+    return _concat(INSTRUCTION + "\n\n", questions)
+
+
+def user_messages(contents: pa.Array) -> pa.Array:
+    """One single-message conversation [{role: user, content}] per row."""
+    roles = pa.repeat(pa.scalar("user"), len(contents))
+    messages = pa.StructArray.from_arrays([roles, contents], names=["role", "content"])
+    offsets = pa.array(range(len(contents) + 1), type=pa.int32())
+    return pa.ListArray.from_arrays(offsets, messages)
+
+
+def prompt_text(table: pa.Table, fmt: PromptFormat) -> pa.Array:
+    """The prompt as one string: the raw prompt, or the chat user message."""
+    questions = table["question"].combine_chunks()
+    return raw_prompts(questions) if fmt == "raw" else chat_contents(questions)
+
+
+# -- per-format tables -------------------------------------------------------------------------
+def trl_table(table: pa.Table, fmt: PromptFormat) -> pa.Table:
+    text = prompt_text(table, fmt)
+    prompt = text if fmt == "raw" else user_messages(text)
+    extra = ("answer", "verifier", *SIEVE_COLUMNS)
+    return pa.table({"prompt": prompt, **{c: table[c] for c in extra}})
+
+
+def verl_table(table: pa.Table, fmt: PromptFormat, data_source: str) -> pa.Table:
+    n = table.num_rows
+    reward_model = pa.StructArray.from_arrays(
+        [pa.repeat(pa.scalar("rule"), n), table["answer"].combine_chunks()],
+        names=["style", "ground_truth"],
+    )
+    stats = [c for c in SIEVE_COLUMNS if c != "position"]
+    extra_info = pa.StructArray.from_arrays(
+        [
+            table["split"].combine_chunks(),
+            table["position"].combine_chunks().cast(pa.int64()),
+            *(table[c].combine_chunks() for c in stats),
+        ],
+        names=["split", "index", *stats],
+    )
+    families = table["family"].combine_chunks()
+    return pa.table(
+        {
+            "data_source": _concat(data_source + "/", families),
+            "prompt": user_messages(prompt_text(table, fmt)),
+            "ability": table["verifier"],  # the task category: math, exact, ...
+            "reward_model": reward_model,
+            "extra_info": extra_info,
+        }
+    )
+
+
+def openrlhf_table(table: pa.Table, fmt: PromptFormat, input_key: str, label_key: str) -> pa.Table:
+    if input_key == label_key or {input_key, label_key} & set(SIEVE_COLUMNS):
+        raise SieveError(
+            f"--input-key {input_key!r} and --label-key {label_key!r} must differ from each "
+            f"other and from the Sieve columns ({', '.join(SIEVE_COLUMNS)})"
+        )
+    columns = {input_key: prompt_text(table, fmt), label_key: table["answer"]}
+    return pa.table({**columns, **{c: table[c] for c in SIEVE_COLUMNS}})
+
+
+def jsonl_table(table: pa.Table, fmt: PromptFormat) -> pa.Table:
+    return table.append_column("prompt", prompt_text(table, fmt))
+
+
+# -- writing -----------------------------------------------------------------------------------
+def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """Call `write(tmp)` on a temporary name beside `path`, then rename it onto `path`."""
+    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        write(tmp)
+        with tmp.open("rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise SieveError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def check_output_dir(output_dir: Path) -> None:
+    """SieveError unless `output_dir` is, or could be created as, a writable directory.
+
+    Creates nothing, so a command can check its output before doing the work.
+    """
+    if output_dir.exists() and not output_dir.is_dir():
+        raise SieveError(f"cannot write to {output_dir}: it is not a directory")
+    existing = next(p for p in (output_dir, *output_dir.parents) if p.exists())
+    if not existing.is_dir():
+        raise SieveError(f"cannot create {output_dir}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise SieveError(f"cannot write to {existing}: permission denied")
+
+
+def prepare_output_dir(output_dir: Path) -> Path:
+    """Check, then create `output_dir` if needed; SieveError when it cannot hold new files."""
+    output_dir = Path(output_dir)
+    check_output_dir(output_dir)
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SieveError(f"cannot create {output_dir}: {exc.strerror or exc}") from exc
+    return output_dir
+
+
+def _write_parquet(table: pa.Table) -> Callable[[Path], object]:
+    return lambda tmp: pq.write_table(table, tmp)
+
+
+def _write_jsonl(table: pa.Table) -> Callable[[Path], object]:
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return lambda tmp: frame.write_ndjson(tmp)
+
+
+def export_curriculum(
+    ledger: Ledger,
+    curriculum_id: str,
+    fmt: str,
+    output_dir: str | Path,
+    *,
+    prompt_format: PromptFormat | None = None,
+    input_key: str = "input",
+    label_key: str = "label",
+    data_source: str = "sieve",
+) -> ExportResult:
+    """Write one curriculum in format `fmt` under `output_dir`; returns where and how much.
+
+    `curriculum_id` may be `latest`. `prompt_format` defaults to the curated model's format
+    (raw when its folder is not available). `input_key` / `label_key` name the OpenRLHF fields;
+    `data_source` prefixes verl's `data_source` column (`sieve/<family>`).
+    """
+    kind = check_format(fmt)
+    cid = resolve_curriculum(ledger, curriculum_id)
+    check_output_dir(Path(output_dir))
+    chosen = prompt_format or curriculum_prompt_format(ledger, cid)
+    table = curriculum_table(ledger, cid)
+    if kind == "trl":
+        out, write = trl_table(table, chosen), _write_parquet
+    elif kind == "verl":
+        out, write = verl_table(table, chosen, data_source), _write_parquet
+    elif kind == "openrlhf":
+        out, write = openrlhf_table(table, chosen, input_key, label_key), _write_jsonl
+    else:
+        out, write = jsonl_table(table, chosen), _write_jsonl
+    path = prepare_output_dir(Path(output_dir)) / f"{cid}{_SUFFIX.get(kind, '.jsonl')}"
+    write_atomically(path, write(out))
+    stages = pc.value_counts(table["stage"]).to_pylist()
+    counts = {int(s["values"]): int(s["counts"]) for s in stages}
+    return ExportResult(path, table.num_rows, dict(sorted(counts.items())), chosen)

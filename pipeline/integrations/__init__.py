@@ -1,0 +1,7 @@
+"""Adapters that let other trainers use Sieve's pieces (today: TRL reward functions).
+
+Why a separate package: `pipeline` must not depend on TRL; these modules only import what the
+caller's trainer already has, and only when used.
+
+Test: `.venv/bin/pytest tests/integrations -q`.
+"""

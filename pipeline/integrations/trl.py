@@ -1,0 +1,135 @@
+"""Sieve's verifiers as a TRL reward function, so TRL's GRPOTrainer scores exactly like Sieve.
+
+`reward_function()` returns a callable with TRL's reward signature,
+`(prompts, completions, **kwargs) -> list[float | None]`: TRL passes every dataset column as a
+keyword list (one entry per completion), so the gold answer comes from the `answer` column of a
+`sieve export --format trl` dataset and, unless a verifier is fixed, the verifier from its
+`verifier` column. Completions may be plain strings or conversations ([{role, content}]; the
+assistant turns are scored). Scoring goes through `pipeline.scoring.verify_batch`, so a verifier
+that fails gives `None` (TRL turns it into NaN and leaves it out of the mean), never a silent 0.
+
+It is a small class rather than a closure so it pickles (TRL and accelerate may copy reward
+functions to workers) and carries a `__name__`, which TRL uses in its `rewards/<name>/mean` logs.
+
+    from pipeline.integrations.trl import reward_function
+    trainer = GRPOTrainer(model=..., reward_funcs=[reward_function()], train_dataset=ds, ...)
+
+Test: `.venv/bin/pytest tests/integrations/test_trl.py -q`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pipeline.scoring import RewardSpec, verify_batch
+from pipeline.scoring.verifiers import get_verifier
+
+
+def completion_text(completion: Any) -> str:
+    """The text to score: a plain string, or the assistant turns of a conversation."""
+    if isinstance(completion, str):
+        return completion
+    turns = [m for m in completion if m.get("role", "assistant") == "assistant"]
+    return "".join(_content_text(m.get("content")) for m in turns)
+
+
+def _content_text(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a list of content blocks."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+
+
+class SieveReward:
+    """A TRL reward function backed by `verify_batch` (see the module docstring)."""
+
+    def __init__(
+        self,
+        verifier: str | None = None,
+        *,
+        answer_key: str = "answer",
+        verifier_key: str = "verifier",
+        spec: RewardSpec | None = None,
+        timeout: float | None = None,
+        name: str = "sieve_reward",
+    ):
+        if verifier is not None:
+            get_verifier(verifier)  # an unknown name fails here, not mid-training
+        self.verifier = verifier
+        self.answer_key = answer_key
+        self.verifier_key = verifier_key
+        self.spec = spec
+        self.timeout = timeout
+        self.__name__ = name
+        self.verifier_errors = 0  # completions whose verifier failed (reward None), all calls
+
+    def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
+    ) -> list[float | None]:
+        answers = self._answers(kwargs, len(completions))
+        verdicts = verify_batch(
+            [completion_text(c) for c in completions],
+            answers,
+            self._verifiers(kwargs, len(completions)),
+            spec=self.spec,
+            timeout=self.timeout,
+        )
+        rewards = [v.reward for v in verdicts]
+        errors = sum(r is None for r in rewards)
+        self.verifier_errors += errors
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric) and rewards:
+            log_metric(f"{self.__name__}/verifier_error_share", errors / len(rewards))
+        return rewards
+
+    def _answers(self, kwargs: dict[str, Any], n: int) -> list[str]:
+        if self.answer_key not in kwargs:
+            columns = sorted(k for k, v in kwargs.items() if isinstance(v, list))
+            raise KeyError(
+                f"{self.__name__}: no {self.answer_key!r} column in the dataset (columns: "
+                f"{', '.join(columns) or 'none'}); pass answer_key= or export with "
+                "`sieve export --format trl`"
+            )
+        answers = [str(a) for a in kwargs[self.answer_key]]
+        if len(answers) != n:
+            raise ValueError(f"{self.__name__}: {len(answers)} answers for {n} completions")
+        return answers
+
+    def _verifiers(self, kwargs: dict[str, Any], n: int) -> str | list[str]:
+        if self.verifier is not None:
+            return self.verifier
+        column = kwargs.get(self.verifier_key)
+        if column is None:
+            return "math"
+        return [str(v) if v else "math" for v in column]
+
+    def __repr__(self) -> str:
+        return f"SieveReward(verifier={self.verifier!r}, answer_key={self.answer_key!r})"
+
+
+def reward_function(
+    verifier: str | None = None,
+    *,
+    answer_key: str = "answer",
+    verifier_key: str = "verifier",
+    spec: RewardSpec | None = None,
+    timeout: float | None = None,
+    name: str = "sieve_reward",
+) -> SieveReward:
+    """A TRL reward function scoring completions with Sieve's verifiers.
+
+    `verifier` fixes the verifier for every row; by default each row's `verifier_key` column is
+    used (falling back to "math"). `answer_key` names the gold-answer column; `spec` weights the
+    reward components and `timeout` bounds each verification (seconds), as in `verify_batch`.
+    """
+    return SieveReward(
+        verifier,
+        answer_key=answer_key,
+        verifier_key=verifier_key,
+        spec=spec,
+        timeout=timeout,
+        name=name,
+    )

@@ -1,0 +1,127 @@
+"""Assemble the report's sections into one HTML page and write it with its PNG files.
+
+Every file is written to a temporary name and renamed, the page last, so an open report is
+never half-written; figure files of an earlier report that this one no longer draws are removed.
+
+Test: `.venv/bin/pytest tests/test_report.py -q`.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.export import check_output_dir, prepare_output_dir, write_atomically
+from pipeline.report.sections import SECTIONS, Section
+from pipeline.store import Ledger
+
+PAGE = "report.html"
+FIGURE_GLOB = "fig_*.png"
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: 0.2em; }
+nav a { margin-right: 1em; } .note { color: #777; font-style: italic; }
+figure { margin: 1em 0; } figure img { max-width: 100%; } figcaption { color: #555; }
+table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.9em; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f4f4f4; } caption { text-align: left; color: #555; padding-bottom: 0.3em; }
+"""
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    path: Path  # the HTML page
+    figures: list[Path]  # the PNG files written beside it
+    empty_sections: list[str]  # titles of sections that had no data yet
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, list):
+        return ", ".join(_cell(v) for v in value)
+    return str(value)
+
+
+def _td(value: object) -> str:
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    opening = '<td class="num">' if numeric else "<td>"
+    return f"{opening}{html.escape(_cell(value))}</td>"
+
+
+def table_html(caption: str, frame: pl.DataFrame, max_rows: int = 200) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    body = "".join(
+        "<tr>" + "".join(_td(v) for v in row) + "</tr>" for row in frame.head(max_rows).iter_rows()
+    )
+    more = f" (first {max_rows} of {frame.height} rows)" if frame.height > max_rows else ""
+    return (
+        f"<table><caption>{html.escape(caption + more)}</caption>"
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+def figure_html(caption: str, png: bytes) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    alt = html.escape(caption)
+    return (
+        f'<figure><img src="data:image/png;base64,{data}" alt="{alt}">'
+        f"<figcaption>{alt}</figcaption></figure>"
+    )
+
+
+def section_html(section: Section) -> str:
+    parts = [f'<section id="{section.key}"><h2>{html.escape(section.title)}</h2>']
+    if section.intro:
+        parts.append(f"<p>{html.escape(section.intro)}</p>")
+    if section.note:
+        parts.append(f'<p class="note">{html.escape(section.note)}</p>')
+    else:
+        parts += [figure_html(c, png) for c, png in section.figures]
+    parts += [table_html(c, t) for c, t in section.tables if t.height]
+    return "\n".join([*parts, "</section>"])
+
+
+def page_html(sections: list[Section], generated: datetime) -> str:
+    nav = " ".join(f'<a href="#{s.key}">{html.escape(s.title)}</a>' for s in sections)
+    body = "\n".join(section_html(s) for s in sections)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<title>Sieve report</title>"
+        f"<style>{STYLE}</style></head><body>"
+        f"<h1>Sieve report</h1><p>Generated {generated:%Y-%m-%d %H:%M} UTC.</p>"
+        f"<nav>{nav}</nav>\n{body}\n</body></html>\n"
+    )
+
+
+def _write_figures(output_dir: Path, sections: list[Section]) -> list[Path]:
+    written = []
+    for section in sections:
+        for i, (_, png) in enumerate(section.figures if not section.note else []):
+            path = output_dir / f"fig_{section.key}_{i}.png"
+            write_atomically(path, partial(Path.write_bytes, data=png))
+            written.append(path)
+    for stale in set(output_dir.glob(FIGURE_GLOB)) - set(written):
+        stale.unlink(missing_ok=True)
+    return written
+
+
+def build_report(ledger: Ledger, output_dir: str | Path) -> ReportResult:
+    """Write `report.html` (figures embedded) and its `fig_*.png` files under `output_dir`."""
+    check_output_dir(Path(output_dir))  # before the work, not after it
+    sections = [make(ledger) for make in SECTIONS]
+    folder = prepare_output_dir(Path(output_dir))
+    figures = _write_figures(folder, sections)
+    page = folder / PAGE
+    text = page_html(sections, datetime.now(UTC))
+    write_atomically(page, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return ReportResult(page, figures, [s.title for s in sections if s.note])

@@ -1,0 +1,131 @@
+"""Sieve's TRL reward function: TRL's call signature, both completion shapes, and a real
+GRPOTrainer run (slow) on an exported curriculum with the tiny policy."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from pipeline.curate import Policy, curate
+from pipeline.export import export_curriculum
+from pipeline.integrations.trl import SieveReward, completion_text, reward_function
+from pipeline.problems import generate_mix
+from pipeline.sampling.simulated import SimulatedSampler
+from pipeline.scoring import Check, register_verifier
+from pipeline.selection import CurateConfig
+from pipeline.store import Ledger
+
+
+@register_verifier("test_trl_raises")
+def _raises(completion: str, answer: str, timeout: float) -> Check:
+    raise RuntimeError("broken verifier")
+
+
+def test_plain_completions_are_scored_against_the_answer_column() -> None:
+    reward = reward_function()
+    got = reward(["1+1=", "2+2=", "3+3="], ["2", "5", "\\boxed{6}"], answer=["2", "4", "6"])
+    assert got == [1.0, 0.0, 1.0]
+    assert reward.__name__ == "sieve_reward"
+
+
+def test_conversational_completions_score_the_assistant_turns() -> None:
+    completions = [
+        [{"role": "assistant", "content": "so the answer is \\boxed{12}"}],
+        [{"role": "assistant", "content": [{"type": "text", "text": "\\boxed{7}"}]}],
+    ]
+    prompts = [[{"role": "user", "content": "q"}]] * 2
+    assert reward_function()(prompts, completions, answer=["12", "8"]) == [1.0, 0.0]
+    assert completion_text(completions[1]) == "\\boxed{7}"
+
+
+def test_the_verifier_column_is_used_per_row_unless_one_is_fixed() -> None:
+    kwargs = {"answer": ["x1", "x1"], "verifier": ["exact", "test_trl_raises"]}
+    assert reward_function()(["a", "b"], ["x1", "x1"], **kwargs) == [1.0, None]
+    assert reward_function("exact")(["a", "b"], ["x1", "x1"], **kwargs) == [1.0, 1.0]
+
+
+def test_a_failing_verifier_gives_none_and_is_counted_and_logged() -> None:
+    logged: dict[str, float] = {}
+    reward = reward_function("test_trl_raises", name="strict")
+    got = reward(["p"] * 4, ["1"] * 4, answer=["1"] * 4, log_metric=logged.__setitem__)
+    assert got == [None] * 4
+    assert reward.verifier_errors == 4 and logged == {"strict/verifier_error_share": 1.0}
+
+
+def test_bad_setup_fails_early_with_a_clear_message() -> None:
+    with pytest.raises(ValueError, match="unknown verifier 'nope'"):
+        reward_function("nope")
+    with pytest.raises(KeyError, match=r"no 'answer' column.*solution"):
+        reward_function()(["p"], ["1"], solution=["1"])
+
+
+def test_it_pickles_and_keeps_its_name() -> None:
+    copy = pickle.loads(pickle.dumps(reward_function(answer_key="gold", name="sieve_math")))
+    assert isinstance(copy, SieveReward) and copy.__name__ == "sieve_math"
+    assert copy(["p"], ["3"], gold=["3"]) == [1.0]
+
+
+def _exported_curriculum(tmp_path: Path) -> Path:
+    cfg = CurateConfig(n_candidates=120, mix={"arith": "1-6"}, seed=3, chunk_size=40)
+    problems = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
+    rates = {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.08, 6: 0.0}
+    answers = {f"{q}=": a for q, a in zip(problems["question"], problems["answer"], strict=True)}
+    p = {f"{q}=": rates[lv] for q, lv in zip(problems["question"], problems["level"], strict=True)}
+    policy = Policy(SimulatedSampler(answers, p), "rev-sim", lambda qs: [f"{q}=" for q in qs])
+    with Ledger.memory() as ledger:
+        curate(ledger, policy, cfg)
+        return export_curriculum(ledger, "latest", "trl", tmp_path).path
+
+
+class Recording(SieveReward):
+    """The reward function, remembering which dataset columns TRL passed to it."""
+
+    seen: list[dict]
+
+    def __call__(self, prompts, completions, **kwargs):  # type: ignore[no-untyped-def]
+        self.seen = [*getattr(self, "seen", []), kwargs]
+        return super().__call__(prompts, completions, **kwargs)
+
+
+@pytest.mark.slow
+def test_grpo_trainer_runs_two_steps_on_an_export_with_sieve_rewards(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    datasets = pytest.importorskip("datasets")
+    trl = pytest.importorskip("trl")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    data = datasets.load_dataset(
+        "parquet", data_files=str(_exported_curriculum(tmp_path)), split="train"
+    )
+    reward = Recording(name="sieve_math")
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        report_to=[],
+        max_steps=2,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=16,
+        logging_steps=1,
+        save_strategy="no",
+        shuffle_dataset=False,  # stage 1 first, as the curriculum orders it
+        gradient_checkpointing=False,  # a 1 M-parameter model needs no memory saving
+        seed=0,
+    )
+    trainer = trl.GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(tiny_model_dir, local_files_only=True),
+        processing_class=AutoTokenizer.from_pretrained(tiny_model_dir, local_files_only=True),
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=data,
+    )
+    trainer.train()
+    steps = [h for h in trainer.state.log_history if "rewards/sieve_math/mean" in h]
+    assert len(steps) == 2 and all("reward" in h for h in steps)
+    assert len(reward.seen) == 2
+    batch = reward.seen[0]
+    assert len(batch["answer"]) == 4 and {"stage", "group_size", "problem_id"} <= set(batch)
+    assert batch["stage"] == [1] * 4  # unshuffled: the first prompts are stage 1

@@ -1,0 +1,191 @@
+"""The HTML report on an empty and on a busy ledger (opened in headless Chromium), and the SQL
+examples of docs/user_guide.md run against a small ledger."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+from PIL import Image
+
+from pipeline.curate import Policy, curate
+from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.problems import generate_mix
+from pipeline.report import build_report
+from pipeline.report.sections import CURVES
+from pipeline.sampling.simulated import SimulatedSampler
+from pipeline.selection import CurateConfig
+from pipeline.store import Ledger, check_read_only
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user_guide.md"
+IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def policy_for(problems: pl.DataFrame, revision: str, rates: dict[int, float]) -> Policy:
+    answers, p = {}, {}
+    for q, a, level in zip(
+        problems["question"], problems["answer"], problems["level"], strict=True
+    ):
+        answers[f"{q}="], p[f"{q}="] = a, rates.get(level, 0.0)
+    return Policy(SimulatedSampler(answers, p), revision, lambda qs: [f"{q}=" for q in qs])
+
+
+def train_metrics() -> pl.DataFrame:
+    steps = list(range(6))
+    rows = {
+        "reward_mean": [0.1, 0.2, 0.25, 0.3, 0.4, 0.45],
+        "pass_rate": [0.1, 0.2, 0.25, 0.3, 0.4, 0.45],
+        "kl": [0.0, 0.01, float("nan"), 0.02, 0.03, 0.03],  # a skipped step's NaN is left out
+        "zero_var_share": [0.6, 0.5, 0.5, 0.4, 0.4, 0.3],
+        "completion_len": [9.0, 9.5, 10.0, 10.0, 11.0, 11.0],
+        "grad_norm": [1.0] * 6,  # not plotted
+    }
+    return pl.DataFrame(
+        {
+            "train_id": "train-1",
+            "step": steps * len(rows),
+            "name": [n for n in rows for _ in steps],
+            "value": [v for values in rows.values() for v in values],
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def busy() -> Iterator[Ledger]:
+    """Two revisions curated and evaluated (before: never right, after: always), and metrics."""
+    ledger = Ledger.memory()
+    cfg = CurateConfig(n_candidates=120, mix={"arith": "1-6"}, seed=3, chunk_size=40)
+    problems = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
+    curate(ledger, policy_for(problems, "rev-a", {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.1}), cfg)
+    cfg2 = cfg.model_copy(update={"refine_g": 24})
+    curate(ledger, policy_for(problems, "rev-b", {1: 1.0, 2: 1.0, 3: 0.8, 4: 0.5, 5: 0.3}), cfg2)
+    held = heldout_set(2, ["arith"])
+    prompts_of = {q: f"{q}=" for q in held["question"]}
+    for revision, rate in (("rev-a", 0.0), ("rev-b", 1.0)):
+        policy = policy_for(held, revision, dict.fromkeys(range(1, 11), rate))
+        evaluate(policy.sampler, ledger, revision, prompts_of, EvalConfig(2, 4), held)
+    ledger.write("train_metrics", train_metrics())
+    yield ledger
+    ledger.close()
+
+
+def images(page: Path) -> list[bytes]:
+    return [base64.b64decode(data) for data in IMG.findall(page.read_text())]
+
+
+def assert_png(data: bytes) -> None:
+    assert data.startswith(PNG_MAGIC)
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()
+        assert image.width > 0 and image.height > 0
+
+
+def test_an_empty_ledger_gives_a_page_of_no_data_notes(ledger: Ledger, tmp_path: Path) -> None:
+    result = build_report(ledger, tmp_path)
+    text = result.path.read_text()
+    assert result.figures == [] and images(result.path) == []
+    assert len(result.empty_sections) == 6 and text.count("No data yet") == 6
+    assert "Ledger overview" not in result.empty_sections
+
+
+def test_a_busy_ledger_gets_every_figure_embedded_and_on_disk(busy: Ledger, tmp_path: Path) -> None:
+    result = build_report(busy, tmp_path)
+    assert result.empty_sections == []
+    keys = {p.name for p in result.figures}
+    assert keys == {f"fig_{k}_0.png" for k in ("histograms", "difficulty", "curriculum",
+                                                  "rejections", "training")}  # fmt: skip
+    embedded = images(result.path)
+    assert len(embedded) == len(result.figures)
+    for data, path in zip(embedded, result.figures, strict=True):
+        assert_png(data)
+        assert path.read_bytes() == data
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_the_heldout_table_compares_the_first_and_last_revision(
+    busy: Ledger, tmp_path: Path
+) -> None:
+    frame = busy.query("report_heldout")
+    assert set(frame["before_revision"]) == {"rev-a"} and set(frame["after_revision"]) == {"rev-b"}
+    assert set(frame["mode"]) == {"greedy", "sampled"}
+    assert frame["before"].to_list() == [0.0] * frame.height
+    assert frame["after"].to_list() == [1.0] * frame.height
+    text = build_report(busy, tmp_path).path.read_text()
+    assert "Before: rev-a; after: rev-b." in text
+
+
+def test_training_curves_skip_missing_and_non_finite_values(busy: Ledger) -> None:
+    names = [name for _, name in CURVES]
+    frame = busy.query("report_train_metrics", names=names, limit=5)
+    assert set(frame["name"]) == set(names)  # grad_norm is not asked for
+    assert frame.filter(pl.col("name") == "kl").height == 5  # the NaN step is left out
+
+
+def test_figures_of_an_earlier_report_are_removed_when_no_longer_drawn(
+    busy: Ledger, ledger: Ledger, tmp_path: Path
+) -> None:
+    build_report(busy, tmp_path)
+    assert list(tmp_path.glob("fig_*.png"))
+    build_report(ledger, tmp_path)
+    assert list(tmp_path.glob("fig_*.png")) == []
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def open_in_chromium(page: Path, shot: Path, profile: Path) -> list[str]:
+    """Render `page` headless, save a screenshot; returns the page's console messages."""
+    browser = chromium()
+    assert browser is not None
+    run = subprocess.run(
+        [
+            browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            f"--user-data-dir={profile}", f"--screenshot={shot}", "--window-size=1200,4000",
+            "--enable-logging=stderr", "--v=0", page.resolve().as_uri(),
+        ],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    return [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (make report-deps)")
+def test_the_page_renders_in_headless_chromium_without_console_errors(
+    busy: Ledger, tmp_path: Path
+) -> None:
+    result = build_report(busy, tmp_path / "report")
+    shot = tmp_path / "screenshot.png"
+    assert open_in_chromium(result.path, shot, tmp_path / "profile") == []
+    assert shot.stat().st_size > 0
+    assert_png(shot.read_bytes())
+    broken = tmp_path / "broken.html"  # the console check itself catches a failing page
+    broken.write_text("<html><body><script>throw new Error('boom')</script></body></html>")
+    messages = open_in_chromium(broken, tmp_path / "broken.png", tmp_path / "profile2")
+    assert any("Uncaught Error: boom" in m for m in messages)
+
+
+def guide_queries() -> list[str]:
+    return re.findall(r"```sql\n(.*?)```", GUIDE.read_text(), flags=re.DOTALL)
+
+
+def test_the_user_guide_has_at_least_five_queries_over_the_views() -> None:
+    text = "\n".join(guide_queries())
+    assert len(guide_queries()) >= 5
+    for view in ("group_stats", "prompt_stats", "difficulty_by_family", "run_summary",
+                 "curriculum_summary", "rejection_summary"):  # fmt: skip
+        assert view in text
+
+
+@pytest.mark.parametrize("query", guide_queries(), ids=lambda q: q.split("\n")[0][:40])
+def test_each_user_guide_query_runs_and_finds_rows(busy: Ledger, query: str) -> None:
+    check_read_only(query)  # `sieve sql` accepts it
+    assert busy.sql(query).height > 0
