@@ -1,4 +1,9 @@
-"""The nightly flow: curate with the newest checkpoint (the trainer issue adds train -> eval).
+"""The nightly flow: curate with the newest checkpoint -> train on that curriculum -> eval.
+
+The model is the newest checkpoint registered in the ledger (else the bootstrapped tiny policy),
+so each night samples from what the previous night trained; curation reads the ledger's history
+(prompt_stats of recent revisions) for its prior. Training evaluates the held-out set before and
+after and registers the new checkpoint, which the next night picks up.
 
 Each night draws fresh candidates: the curation seed is the configured seed plus the date
 (YYYYMMDD), so re-exploration by the history prior rotates instead of revisiting the same
@@ -13,13 +18,18 @@ Test: `pytest tests/flows/test_schedule.py`.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
 from flows.curate import CurateParams, curate_flow
+from flows.train import TrainParams, train_flow
+from pipeline.home import ledger_path, resolve_home
 from pipeline.selection import CurateConfig
+from pipeline.store import Ledger
+from pipeline.train import TrainSettings, latest_model
 
 DEPLOYMENT = "nightly"
 
@@ -27,11 +37,15 @@ DEPLOYMENT = "nightly"
 class NightlyParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(description="Model folder (the newest checkpoint once training lands).")
+    model: str | None = Field(
+        default=None, description="Model folder; default the newest registered checkpoint."
+    )
     backend: str = "hf"
     base_urls: list[str] = Field(default_factory=list)
     home: str | None = None
     config: CurateConfig = Field(default_factory=CurateConfig)
+    train: TrainSettings = Field(default_factory=TrainSettings)
+    skip_train: bool = Field(default=False, description="Curate only (the pre-trainer flow).")
     night: str | None = Field(default=None, description="YYYY-MM-DD; default today (UTC).")
 
 
@@ -43,8 +57,9 @@ def night_seed(config: CurateConfig, night: date) -> int:
 def nightly_flow(params: NightlyParams) -> dict[str, Any]:
     night = date.fromisoformat(params.night) if params.night else datetime.now(UTC).date()
     config = params.config.model_copy(update={"seed": night_seed(params.config, night)})
+    model = params.model or str(current_model(params.home))
     curate = CurateParams(
-        model=params.model,
+        model=model,
         backend=params.backend,
         base_urls=params.base_urls,
         home=params.home,
@@ -52,7 +67,27 @@ def nightly_flow(params: NightlyParams) -> dict[str, Any]:
     )
     summary = curate_flow(curate)
     print(f"night {night}: curriculum {summary['curriculum_id']} kept {summary['kept']}")
-    return {"night": night.isoformat(), "curate": summary}
+    result: dict[str, Any] = {"night": night.isoformat(), "model": model, "curate": summary}
+    if params.skip_train or not summary["kept"]:
+        return result
+    trained = train_flow(
+        TrainParams(
+            curriculum=summary["curriculum_id"],
+            model=model,
+            home=params.home,
+            settings=params.train,
+            resume=True,  # a re-run of the same night continues its own checkpoints
+        )
+    )
+    return {**result, "train": trained}
+
+
+def current_model(home: str | None) -> Path:
+    """The newest registered checkpoint, else the bootstrapped tiny policy."""
+    if not ledger_path(home).exists():
+        return resolve_home(home) / "models" / "tiny"
+    with Ledger.open(home, read_only=True) as ledger:
+        return latest_model(ledger, home)
 
 
 def serve(cron: str, params: NightlyParams, name: str = DEPLOYMENT) -> None:
@@ -61,6 +96,6 @@ def serve(cron: str, params: NightlyParams, name: str = DEPLOYMENT) -> None:
         name=name,
         cron=cron,
         parameters={"params": params.model_dump(mode="json")},
-        description="Sieve: curate (then train, eval) every night",
+        description="Sieve: curate -> train -> eval every night",
         print_starting_message=True,
     )

@@ -424,11 +424,132 @@ def _print_summary(summary: dict) -> None:
     out.print(f"rollouts spent: {sum(spent.values())} ({spent})")
 
 
+def _quiet_prefect() -> None:
+    import logging
+    import os
+
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # offline machines
+    logging.getLogger("prefect").setLevel(logging.WARNING)
+
+
+def _train_progress(bar: Progress, total: int) -> object:
+    task = bar.add_task("starting", total=total)
+
+    def update(step: int, total: int, m: dict[str, float]) -> None:
+        bar.update(
+            task,
+            completed=step,
+            description=(
+                f"step {step}/{total} reward {m['reward_mean']:.2f} pass {m['pass_rate']:.2f} "
+                f"KL {m['kl']:.3f} zero-var {m['zero_var_share']:.2f}"
+            ),
+        )
+
+    return update
+
+
+def _load_train_settings(config: Path | None, total_steps: int | None = None) -> object:
+    from pipeline.train import TrainSettings, load_settings
+
+    settings = load_settings(config) if config is not None else TrainSettings()
+    if total_steps is not None:
+        if total_steps < 1:
+            raise SieveError(f"--steps must be >= 1, got {total_steps}")
+        settings = settings.model_copy(
+            update={"grpo": {**settings.grpo, "total_steps": total_steps}}
+        )
+    settings.grpo_config()
+    return settings
+
+
+def _run_train_flow(params: object) -> dict:
+    _quiet_prefect()
+    from flows.train import TrainParams, set_progress, train_flow
+
+    assert isinstance(params, TrainParams)
+    total = params.settings.grpo_config().total_steps
+    with _progress("train") as bar:
+        set_progress(_train_progress(bar, total))  # type: ignore[arg-type]
+        try:
+            return train_flow(params)
+        finally:
+            set_progress(None)
+
+
+def _print_train(summary: dict) -> None:
+    import polars as pl
+
+    before = pl.DataFrame(summary["before"])
+    after = pl.DataFrame(summary["after"])
+    if not before.is_empty() and not after.is_empty():
+        table = before.rename({"greedy": "greedy_before", "sampled": "sampled_before"}).join(
+            after.select("family", "level", "greedy", "sampled"), on=["family", "level"]
+        )
+        _show(table.sort("family", "level"), "held-out pass@1 before -> after")
+    b, a = summary["heldout_before"], summary["heldout_after"]
+    out.print(
+        f"train {summary['train_id']}: {summary['steps']} steps, {summary['rollouts']} rollouts, "
+        f"{summary['seconds']} s; held-out sampled {_pct(b['sampled'])} -> {_pct(a['sampled'])}, "
+        f"greedy {_pct(b['greedy'])} -> {_pct(a['greedy'])}"
+    )
+    out.print(f"checkpoint {summary['checkpoint']} (revision {summary['final_revision']})")
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+@app.command()
+def train(
+    curriculum: Annotated[str, typer.Option(help="Curriculum id or 'latest'.")] = "latest",
+    config: Annotated[Path | None, typer.Option(help="TrainSettings TOML file.")] = None,
+    model: Annotated[
+        Path | None, typer.Option(help="Starting model folder; default the newest checkpoint.")
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option(help="Stop after this many steps (resume later).")
+    ] = None,
+    steps: Annotated[int | None, typer.Option(help="Total steps (overrides the config).")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue from the newest checkpoint.")] = False,
+    home: HomeOpt = None,
+) -> None:
+    """GRPO on a curated curriculum; checkpoints are registered for the next curation."""
+    from flows.train import TrainParams
+    from pipeline.export import resolve_curriculum
+    from pipeline.home import ledger_path
+    from pipeline.store import Ledger
+
+    if max_steps is not None and max_steps < 1:
+        raise SieveError(f"--max-steps must be >= 1, got {max_steps}")
+    settings = _load_train_settings(config, steps)
+    if model is not None and not (model / "config.json").is_file():
+        raise SieveError(f"model folder {model} has no config.json")
+    if not ledger_path(home).exists():
+        raise SieveError(f"no ledger at {ledger_path(home)}: run `sieve curate` first")
+    with Ledger.open(home, read_only=True) as ledger:
+        resolve_curriculum(ledger, curriculum)  # fail early, one line
+    params = TrainParams(
+        curriculum=curriculum,
+        model=str(model) if model is not None else None,
+        home=str(home) if home is not None else None,
+        settings=settings,  # type: ignore[arg-type]
+        max_steps=max_steps,
+        resume=resume,
+    )
+    _print_train(_run_train_flow(params))
+
+
 @app.command()
 def schedule(
     cron: Annotated[str, typer.Option(help='Cron schedule, e.g. "0 2 * * *" (02:00 daily).')],
     config: Annotated[Path | None, typer.Option(help="CurateConfig TOML file.")] = None,
-    model: ModelOpt = None,
+    train_config: Annotated[
+        Path | None, typer.Option(help="TrainSettings TOML file (sieve train --config).")
+    ] = None,
+    model: Annotated[
+        Path | None, typer.Option(help="Model folder; default the newest checkpoint each night.")
+    ] = None,
     backend: BackendOpt = "hf",
     name: Annotated[str, typer.Option(help="Deployment name.")] = "nightly",
     home: HomeOpt = None,
@@ -450,14 +571,16 @@ def schedule(
     except Exception as exc:
         raise SieveError(f"invalid --cron {cron!r}: {' '.join(str(exc).split())[:160]}") from exc
     from flows.nightly import NightlyParams, serve
+    from pipeline.train import TrainSettings, load_settings
 
     cfg = load_curate_config(config) if config is not None else CurateConfig()
-    folder = _model_dir(model, home)
+    settings = load_settings(train_config) if train_config is not None else TrainSettings()
     params = NightlyParams(
-        model=str(folder.resolve()),
+        model=str(model.resolve()) if model is not None else None,
         backend=backend,
         home=str(Path(home).resolve()) if home is not None else None,
         config=cfg,
+        train=settings,
     )
     out.print(f"serving deployment sieve-nightly/{name} on cron {cron!r}; Ctrl-C stops it")
     serve(cron, params, name)
@@ -484,19 +607,11 @@ def curriculum_show(
 
 
 def _resolve_curriculum(ledger: object, curriculum: str) -> str:
+    from pipeline.export import resolve_curriculum
     from pipeline.store import Ledger
 
     assert isinstance(ledger, Ledger)
-    if curriculum == "latest":
-        rows = ledger.run("SELECT curriculum_id FROM curricula ORDER BY created_at DESC LIMIT 1")
-        if not rows:
-            raise SieveError("no curriculum yet: run `sieve curate` first")
-        return str(rows[0][0])
-    if not ledger.run("SELECT 1 FROM curricula WHERE curriculum_id = $c", {"c": curriculum}):
-        raise SieveError(
-            f'no curriculum {curriculum!r} (see `sieve sql "SELECT * FROM curricula"`)'
-        )
-    return curriculum
+    return resolve_curriculum(ledger, curriculum)
 
 
 @app.command()
@@ -528,6 +643,68 @@ def demo(
     )
     if c.own_correct != c.problems or c.perturbed_rejected != c.problems:
         raise SieveError("verifier self-check failed: see the counts above")
+
+
+@app.command()
+def export(
+    output: Annotated[Path, typer.Option(help="Directory to write the export into.")],
+    curriculum: Annotated[str, typer.Option(help="Curriculum id or 'latest'.")] = "latest",
+    format: Annotated[str, typer.Option("--format", help="trl, verl, openrlhf or jsonl.")] = "trl",
+    prompt_format: Annotated[
+        str, typer.Option(help="auto (the curated model's), raw or chat.")
+    ] = "auto",
+    input_key: Annotated[str, typer.Option(help="OpenRLHF --input_key field.")] = "input",
+    label_key: Annotated[str, typer.Option(help="OpenRLHF --label_key field.")] = "label",
+    home: HomeOpt = None,
+) -> None:
+    """Export a curriculum (with stages and group sizes) for TRL, verl or OpenRLHF."""
+    from pipeline.export import check_format, export_curriculum
+    from pipeline.store import Ledger
+
+    check_format(format)
+    if prompt_format not in ("auto", "raw", "chat"):
+        raise SieveError(f"unknown --prompt-format {prompt_format!r}; valid: auto, raw, chat")
+    chosen = None if prompt_format == "auto" else prompt_format
+    with Ledger.open(home, read_only=True) as ledger:
+        result = export_curriculum(
+            ledger,
+            curriculum,
+            format,
+            output,
+            prompt_format=chosen,  # type: ignore[arg-type]
+            input_key=input_key,
+            label_key=label_key,
+        )
+    stages = ", ".join(f"stage {s}: {n}" for s, n in result.stages.items()) or "no items"
+    out.print(
+        f"exported {result.rows} prompts ({stages}; {result.prompt_format} prompts) "
+        f"as {format} -> {result.path}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@app.command()
+def report(
+    output: Annotated[
+        Path | None, typer.Option(help="Directory for report.html (default <home>/report).")
+    ] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Write an HTML report: pass rates, difficulty, curricula, training, held-out results."""
+    from pipeline.home import resolve_home
+    from pipeline.report import build_report
+    from pipeline.store import Ledger
+
+    folder = output if output is not None else resolve_home(home) / "report"
+    with Ledger.open(home, read_only=True) as ledger:
+        result = build_report(ledger, folder)
+    out.print(
+        f"report: {result.path} ({len(result.figures)} figures)", markup=False, soft_wrap=True
+    )
+    if result.empty_sections:
+        out.print("no data yet for: " + "; ".join(result.empty_sections), soft_wrap=True)
 
 
 def main() -> None:

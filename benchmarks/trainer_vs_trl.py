@@ -1,0 +1,194 @@
+"""Seconds per GRPO step: Sieve's trainer vs TRL's `GRPOTrainer`, same model, prompts, G, tokens.
+
+Both train the same starting policy (the bootstrapped tiny model by default) for the same number
+of steps on the same prompts (train-split problems from the levels where that policy is neither
+hopeless nor perfect), 16 prompts × G = 4 = 64 completions per step, at most 16 new tokens,
+temperature 1, the same learning rate, clip ε and β, one update per batch, rewards from Sieve's
+verifiers (TRL gets them through `pipeline.integrations.trl.reward_function`). Then both final
+models are evaluated on the same held-out problems of those levels: pass@1 as the mean over 8
+samples at temperature 1, and greedy.
+
+Time per step is the wall time of the training loop divided by its steps (TRL: from the first to
+the last `on_step_end`, so model loading and the first-step warm-up are left out on both sides:
+Sieve's first step is also excluded). TRL is a benchmark-only dependency (`pip install .[trl]`).
+
+Run: `python benchmarks/trainer_vs_trl.py [--model data/models/tiny] [--steps 30]`
+→ benchmarks/results/trainer_vs_trl.json + .png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import torch
+
+RESULTS = Path(__file__).parent / "results"
+LEVELS = {"arith": [2, 3], "linear": [2, 3], "modular": [1, 2]}
+PROMPTS, G, MAX_NEW = 16, 4, 16
+
+
+def problems(seed: int, n: int) -> pl.DataFrame:
+    from pipeline.problems import generate_mix
+
+    return generate_mix(LEVELS, n * 2, seed).filter(pl.col("split") == "train").head(n)
+
+
+def heldout(model: Any, tokenizer: Any, per_level: int) -> dict[str, float]:
+    from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+    from pipeline.sampling.hf import HFSampler
+    from pipeline.store import Ledger
+
+    probs = pl.concat(
+        [heldout_set(per_level, [f]).filter(pl.col("level").is_in(lv)) for f, lv in LEVELS.items()]
+    )
+    sampler = HFSampler(model=model, tokenizer=tokenizer, model_name="bench")
+    prompts_of = {q: f"{q}=" for q in probs["question"]}
+    with Ledger.memory() as ledger:
+        table = evaluate(
+            sampler, ledger, "bench", prompts_of, EvalConfig(per_level, 8, 1.0, MAX_NEW), probs
+        )
+    n = table["problems"].cast(float)
+    return {k: float((table[k] * n).sum()) / float(n.sum()) for k in ("greedy", "sampled")}
+
+
+def run_sieve(model_dir: Path, data: pl.DataFrame, steps: int, lr: float, beta: float) -> dict:
+    from grpo_core.config import GRPOConfig
+    from grpo_core.trainer import Item, Trainer
+    from pipeline.policy.model import load_policy
+    from pipeline.sampling.hf import HFSampler
+    from pipeline.train import HFGroupSampler, verifier_reward
+
+    model, tok = load_policy(model_dir)
+    items = [
+        Item(f"{q}=", a, G, verifier=v)
+        for q, a, v in zip(data["question"], data["answer"], data["verifier"], strict=True)
+    ]
+
+    def batch(step: int) -> list[Item]:
+        start = (step * PROMPTS) % len(items)
+        return [items[(start + i) % len(items)] for i in range(PROMPTS)]
+
+    cfg = GRPOConfig(
+        lr=lr, total_steps=steps, group_size=G, max_new_tokens=MAX_NEW, beta=beta,
+        beta_schedule="fixed", checkpoint_every=0, aggregation="token_mean",
+    )  # fmt: skip
+    sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
+    trainer = Trainer(model, tok, sampler, verifier_reward, batch, cfg, warn=lambda m: None)
+    stamps = []
+    trainer.on_metrics = lambda step, m: stamps.append(time.perf_counter())
+    trainer.train()
+    per_step = (stamps[-1] - stamps[0]) / (len(stamps) - 1)
+    return {"seconds_per_step": per_step, "heldout": heldout(trainer.model, tok, 40)}
+
+
+def run_trl(model_dir: Path, data: pl.DataFrame, steps: int, lr: float, beta: float) -> dict:
+    import datasets
+    import trl
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+
+    from pipeline.integrations.trl import reward_function
+
+    class Stamps(TrainerCallback):
+        def __init__(self) -> None:
+            self.times: list[float] = []
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.times.append(time.perf_counter())
+
+    rows = data.select(
+        pl.format("{}=", "question").alias("prompt"), "answer", "verifier"
+    ).to_dicts()
+    ds = datasets.Dataset.from_list(rows)
+    tok = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
+    out = RESULTS / "_trl_tmp"
+    args = trl.GRPOConfig(
+        output_dir=str(out), use_cpu=True, report_to=[], max_steps=steps, logging_steps=1,
+        per_device_train_batch_size=PROMPTS * G, num_generations=G,
+        max_completion_length=MAX_NEW, temperature=1.0, learning_rate=lr, beta=beta,
+        epsilon=0.2, num_iterations=1, loss_type="dapo", save_strategy="no",
+        gradient_checkpointing=False, shuffle_dataset=False, seed=0, lr_scheduler_type="constant",
+        warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0,
+    )  # fmt: skip
+    stamps = Stamps()
+    trainer = trl.GRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[reward_function(name="sieve")],
+        args=args,
+        train_dataset=ds,
+        callbacks=[stamps],
+    )
+    trainer.train()
+    per_step = (stamps.times[-1] - stamps.times[0]) / (len(stamps.times) - 1)
+    return {"seconds_per_step": per_step, "heldout": heldout(trainer.model, tok, 40)}
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    names = ["sieve", "trl"]
+    a.bar(names, [result[n]["seconds_per_step"] for n in names], color=["tab:green", "tab:gray"])
+    a.set_ylabel("seconds per step (64 completions)")
+    a.set_title(f"speed: Sieve {result['speedup']:.1f}x faster per step")
+    start = result["start"]["sampled"]
+    gains = [100 * (result[n]["heldout"]["sampled"] - start) for n in names]
+    b.bar(names, gains, color=["tab:green", "tab:gray"])
+    b.axhline(0, color="black", lw=0.5)
+    b.set_ylabel("held-out pass@1 gain (points, mean of 8 samples)")
+    b.set_title(f"after {result['steps']} steps on the same prompts")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=Path("data/models/tiny"))
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--beta", type=float, default=0.02)
+    args = ap.parse_args()
+    if not (args.model / "config.json").is_file():
+        raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
+    torch.set_num_threads(torch.get_num_threads())
+    data = problems(0, 400)
+    from pipeline.policy.model import load_policy
+
+    start_model, tok = load_policy(args.model)
+    start = heldout(start_model, tok, 40)
+    sieve = run_sieve(args.model, data, args.steps, args.lr, args.beta)
+    trl_res = run_trl(args.model, data, args.steps, args.lr, args.beta)
+    result = {
+        "benchmark": "trainer_vs_trl",
+        "machine": {"cpus": torch.get_num_threads(), "platform": platform.platform()},
+        "model": str(args.model),
+        "steps": args.steps,
+        "prompts_per_step": PROMPTS,
+        "group_size": G,
+        "max_new_tokens": MAX_NEW,
+        "lr": args.lr,
+        "beta": args.beta,
+        "levels": LEVELS,
+        "start": start,
+        "sieve": sieve,
+        "trl": trl_res,
+        "speedup": trl_res["seconds_per_step"] / sieve["seconds_per_step"],
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "trainer_vs_trl.json").write_text(json.dumps(result, indent=1))
+    plot(result, RESULTS / "trainer_vs_trl.png")
+    print(json.dumps({k: result[k] for k in ("start", "sieve", "trl", "speedup")}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The Prefect training flow: a thin task over `pipeline.train.train`.
+
+One task trains (stages in order, evaluation, checkpoints registered in the ledger); the task is
+not cached — the trainer's own checkpoints are the resume mechanism, and `resume=True` continues
+from the newest valid one. The task's result is a small summary (ids, revisions, before/after).
+
+Run: `sieve train` (Prefect's ephemeral local API; nothing to start).
+Test: `pytest tests/flows/test_train_flow.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.store import Ledger
+from pipeline.train import Progress, TrainResult, TrainSettings, latest_model, train
+
+
+class TrainParams(BaseModel):
+    """Flow parameters (validated; unknown keys rejected)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    curriculum: str = Field(default="latest", description="Curriculum id or 'latest'.")
+    model: str | None = Field(
+        default=None, description="Starting model folder; default the newest checkpoint."
+    )
+    home: str | None = None
+    settings: TrainSettings = Field(default_factory=TrainSettings)
+    max_steps: int | None = Field(default=None, ge=1)
+    resume: bool = False
+
+
+def summary(result: TrainResult) -> dict[str, Any]:
+    def overall(frame: Any, name: str) -> float | None:
+        if frame.is_empty():
+            return None
+        n = frame["problems"].cast(float)
+        return float((frame[name].fill_null(0.0) * n).sum()) / float(n.sum())
+
+    return {
+        "train_id": result.train_id,
+        "curriculum_id": result.curriculum_id,
+        "base_revision": result.base_revision,
+        "final_revision": result.final_revision,
+        "checkpoint": str(result.final_checkpoint),
+        "steps": result.steps,
+        "rollouts": result.rollouts,
+        "seconds": round(result.seconds, 1),
+        "heldout_before": {k: overall(result.before, k) for k in ("greedy", "sampled")},
+        "heldout_after": {k: overall(result.after, k) for k in ("greedy", "sampled")},
+    }
+
+
+_PROGRESS: list[Progress] = []  # set by the CLI in this process; not a flow parameter
+
+
+def set_progress(callback: Progress | None) -> None:
+    """Show per-step progress (reward, pass rate, KL, zero-variance share) from the task."""
+    _PROGRESS.clear()
+    if callback is not None:
+        _PROGRESS.append(callback)
+
+
+@task(cache_policy=NO_CACHE)
+def train_task(params: TrainParams) -> dict[str, Any]:
+    from pipeline.export import resolve_curriculum
+
+    with Ledger.open(params.home) as ledger:
+        curriculum_id = resolve_curriculum(ledger, params.curriculum)
+        model = Path(params.model) if params.model else latest_model(ledger, params.home)
+        result = train(
+            ledger,
+            curriculum_id,
+            model,
+            params.settings,
+            params.home,
+            resume=params.resume,
+            max_steps=params.max_steps,
+            progress=_PROGRESS[0] if _PROGRESS else None,
+        )
+    return {**summary(result), "before": result.before.to_dicts(), "after": result.after.to_dicts()}
+
+
+@flow(name="sieve-train", log_prints=True)
+def train_flow(params: TrainParams) -> dict[str, Any]:
+    """Train on a curriculum; returns a summary with the before/after held-out tables."""
+    out = train_task(params)
+    print(
+        f"trained {out['train_id']} for {out['steps']} steps ({out['rollouts']} rollouts): "
+        f"held-out sampled {out['heldout_before']['sampled']} -> {out['heldout_after']['sampled']}"
+    )
+    return out
+
+
+__all__ = ["TrainParams", "set_progress", "summary", "train_flow"]
