@@ -7,8 +7,10 @@ after and registers the new checkpoint, which the next night picks up.
 
 Each night draws fresh candidates: the curation seed is the configured seed plus the date
 (YYYYMMDD), so re-exploration by the history prior rotates instead of revisiting the same
-prompts (a fixed seed re-explores the same ones every night). A re-run on the same night is a
-no-op, because curation ids follow from the inputs.
+prompts (a fixed seed re-explores the same ones every night). A night that crashed and is re-run
+continues where it stopped: curation ids follow from the inputs (committed chunks are skipped)
+and training resumes from its newest checkpoint. (Once a night has finished, its checkpoint is
+the newest model, so running the same date again is a new night on a new model.)
 
 Serve it on a schedule with `sieve schedule --cron "0 2 * * *"` (needs a Prefect server:
 `prefect server start`, then `PREFECT_API_URL=http://127.0.0.1:4200/api`).

@@ -238,6 +238,9 @@ def stats(home: HomeOpt = None) -> None:
         _show(ledger.query("runs_latest"), "latest sampling runs")
         _show(ledger.sql("SELECT * FROM curriculum_summary"), "curricula")
         _show(ledger.sql("SELECT * FROM rejection_summary ORDER BY ALL"), "rejections by reason")
+        from pipeline.loop import heldout_by_revision
+
+        _show(heldout_by_revision(ledger), "held-out sampled pass@1 by revision (oldest first)")
 
 
 def _show(frame: object, title: str) -> None:
@@ -616,33 +619,98 @@ def _resolve_curriculum(ledger: object, curriculum: str) -> str:
 
 @app.command()
 def demo(
-    n: Annotated[int, typer.Option(help="Problems to generate over the default mix.")] = 2000,
-    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    bootstrap_minutes: Annotated[
+        float, typer.Option(help="Bootstrap budget when the tiny policy is missing.")
+    ] = 4.0,
+    n: Annotated[int, typer.Option(help="Candidates to curate.")] = 1000,
+    steps: Annotated[
+        int | None, typer.Option(help="Training steps (default: the config's).")
+    ] = None,
     home: HomeOpt = None,
 ) -> None:
-    """The main job end to end on the embedded default (as far as it is built)."""
-    from pipeline.demo import EXAMPLE_SQL, run_demo
+    """The main job end to end: bootstrap if missing -> curate -> train -> eval -> summary."""
+    import time
 
+    from pipeline.demo import EXAMPLE_SQL, run_demo
+    from pipeline.loop import DEMO_CURATE, DEMO_TRAIN
+    from pipeline.loop import demo as run_loop_demo
+
+    if n < 10 or bootstrap_minutes <= 0:
+        raise SieveError("--n must be >= 10 and --bootstrap-minutes > 0")
+    started = time.perf_counter()
     out.rule("Sieve demo")
-    result = run_demo(home, n=n, seed=seed)
-    _show(result.counts, f"problems in the ledger ({result.new_problems} new)")
-    c = result.check
+    found = run_demo(home, n=2000, seed=0)
+    c = found.check
     out.print(
-        f"verifier self-check on {c.problems} problems in {c.seconds:.2f}s: "
-        f"own answer accepted {c.own_correct}/{c.problems}, "
-        f"perturbed answer rejected {c.perturbed_rejected}/{c.problems}, "
-        f"verifier errors {c.verifier_errors}"
-    )
-    out.print(f"ledger: {result.ledger}")
-    out.print("try (after `source .venv/bin/activate`):")
-    for query in EXAMPLE_SQL:
-        out.print(f'  sieve sql "{query}"', markup=False, highlight=False, soft_wrap=True)
-    out.print(
-        "not built yet: the tiny policy (bootstrap), curation and training "
-        "join this demo as their issues land."
+        f"1. problems: {int(found.counts['problems'].sum())} in the ledger ({found.new_problems} "
+        f"new); verifier self-check {c.own_correct}/{c.problems} own answers accepted, "
+        f"{c.perturbed_rejected}/{c.problems} perturbed rejected"
     )
     if c.own_correct != c.problems or c.perturbed_rejected != c.problems:
         raise SieveError("verifier self-check failed: see the counts above")
+    settings = _load_train_settings(None, steps) if steps is not None else DEMO_TRAIN
+    config = DEMO_CURATE.model_copy(update={"n_candidates": n})
+    out.print("2. policy -> curate -> train -> eval (one night of the nightly flow)")
+    run = run_loop_demo(home, bootstrap_minutes, config, settings, say=out.print)  # type: ignore[arg-type]
+    if not run.table.is_empty():
+        _show(run.table, "held-out pass@1 before -> after (mean over samples at T=1; greedy)")
+    cur = run.night["curate"]
+    train = run.night.get("train") or {}
+    out.print(
+        f"rollouts spent: curation {sum(cur['rollouts_spent'].values())}, "
+        f"training {train.get('rollouts', 0)}; "
+        f"wall time {(time.perf_counter() - started) / 60:.1f} min"
+    )
+    out.print(f"ledger: {found.ledger}")
+    if run.report is not None:
+        out.print(f"report: {run.report}")
+    out.print("try (after `source .venv/bin/activate`):")
+    for query in [*EXAMPLE_SQL, *LOOP_SQL]:
+        out.print(f'  sieve sql "{query}"', markup=False, highlight=False, soft_wrap=True)
+
+
+LOOP_SQL = [
+    "SELECT stage, count(*), avg(group_size) FROM curriculum_items GROUP BY stage",
+    "SELECT step, value FROM train_metrics WHERE name = 'pass_rate' ORDER BY step",
+]
+
+
+@app.command()
+def loop(
+    nights: Annotated[int, typer.Option(help="Nights to run back to back.")] = 2,
+    config: Annotated[Path | None, typer.Option(help="CurateConfig TOML file.")] = None,
+    train_config: Annotated[Path | None, typer.Option(help="TrainSettings TOML file.")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Candidates per night.")] = None,
+    steps: Annotated[int | None, typer.Option(help="Training steps per night.")] = None,
+    start: Annotated[
+        str | None, typer.Option(help="First night, YYYY-MM-DD (default today, UTC).")
+    ] = None,
+    home: HomeOpt = None,
+) -> None:
+    """N nights of curate -> train -> eval, each starting from the previous night's checkpoint."""
+    from datetime import date
+
+    from pipeline.loop import heldout_by_revision
+    from pipeline.loop import loop as run_loop
+    from pipeline.selection import CurateConfig, load_curate_config
+    from pipeline.store import Ledger
+
+    cfg = load_curate_config(config) if config is not None else CurateConfig()
+    if n is not None:
+        if n < 1:
+            raise SieveError(f"--n must be >= 1, got {n}")
+        cfg = cfg.model_copy(update={"n_candidates": n})
+    settings = _load_train_settings(train_config, steps)
+    try:
+        first = date.fromisoformat(start) if start else None
+    except ValueError:
+        raise SieveError(f"--start {start!r} is not a YYYY-MM-DD date") from None
+    model = _model_dir(None, home)
+    if not (model / "config.json").is_file():
+        raise SieveError(f"no tiny policy at {model}: run `sieve bootstrap` first")
+    run_loop(home, nights, cfg, settings, first, say=out.print)  # type: ignore[arg-type]
+    with Ledger.open(home, read_only=True) as ledger:
+        _show(heldout_by_revision(ledger), "held-out sampled pass@1 by revision (oldest first)")
 
 
 @app.command()

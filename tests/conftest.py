@@ -60,3 +60,21 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("models") / "tiny"
     create_tiny_model(path, seed=0)
     return path
+
+
+@pytest.fixture(scope="session")
+def partly_trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny policy trained for 300 supervised steps on arith 2-3: partly right, so curation
+    keeps prompts and GRPO has informative groups (built once per test session, ~30 s)."""
+    from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
+    from pipeline.problems.mix import MixConfig
+
+    cfg = BootstrapConfig(
+        max_steps=300,
+        mix=MixConfig(families={"arith": "2-3"}),
+        family_plan=(("arith", 1.0, 128),),
+        pool_size=6000,
+    )
+    path = tmp_path_factory.mktemp("models") / "partly"
+    save_atomically(train_tiny(cfg), path, cfg)
+    return path
