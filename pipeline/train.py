@@ -310,13 +310,18 @@ def train(
     try:
         if resume and ckpt.list_steps(root):
             resumed_from = trainer.resume()
+            run.register_missing(root)  # killed between a checkpoint's rename and its row
         run.start(str(model_dir), dataclasses.asdict(cfg))
         before = run.evaluate_base(resumed_from)
         started = time.perf_counter()
 
+        every = cfg.checkpoint_every
+
         def on_metrics(step: int, m: dict[str, float]) -> None:
             m["stage"] = float(batches.stage_of(step))
             run.record(step, m)
+            if (every and (step + 1) % every == 0) or step + 1 == cfg.total_steps:
+                run.flush()  # metrics land before the checkpoint that follows them
             if settings.eval_every and (step + 1) % settings.eval_every == 0:
                 run.evaluate_live(step + 1)
             if progress is not None:
@@ -448,6 +453,14 @@ class _Run:
             "model_revision": model_revision(model),
         }
         (folder / SIEVE_META).write_text(json.dumps(meta, indent=1))
+
+    def register_missing(self, root: Path) -> None:
+        known = {s for (s,) in self.ledger.run(
+            "SELECT step FROM checkpoints WHERE train_id = $t", {"t": self.train_id}
+        )}  # fmt: skip
+        for step, path in ckpt.list_steps(root):
+            if step not in known:
+                self.checkpointed(step, path)
 
     def checkpointed(self, step: int, path: Path) -> None:
         self.flush()

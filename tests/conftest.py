@@ -6,8 +6,10 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from pipeline.store import Ledger
@@ -78,3 +80,43 @@ def partly_trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("models") / "partly"
     save_atomically(train_tiny(cfg), path, cfg)
     return path
+
+
+@pytest.fixture(scope="session")
+def write_curriculum() -> Callable[..., pl.DataFrame]:
+    """Writes a small two-stage curriculum `cur-test` over arith 1-2 problems into a ledger."""
+    return _write_curriculum
+
+
+def _write_curriculum(ledger: Ledger, cid: str = "cur-test") -> pl.DataFrame:
+    from pipeline.problems import generate
+
+    problems = generate("arith", [1, 2], 12, seed=3).filter(pl.col("split") == "train")
+    ledger.write("problems", problems)
+    n = problems.height
+    items = pl.DataFrame(
+        {
+            "curriculum_id": cid,
+            "problem_id": problems["problem_id"],
+            "stage": [1 if i < n // 2 else 2 for i in range(n)],
+            "position": list(range(n)),
+            "group_size": [4 if i < n // 2 else 8 for i in range(n)],
+            "weight": 1.0,
+            "p_mean": 0.5,
+            "p_low": 0.2,
+            "p_high": 0.8,
+            "reason": "mid_band",
+        }
+    )
+    head = pl.DataFrame(
+        {
+            "curriculum_id": [cid],
+            "created_at": [datetime.now(UTC)],
+            "model": ["m"],
+            "model_revision": ["r"],
+            "config": ["{}"],
+            "status": ["finished"],
+        }
+    )
+    ledger.write_batch({"curricula": head, "curriculum_items": items})
+    return items

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -12,7 +11,6 @@ import pytest
 
 from grpo_core.trainer import Item, Sample, Scores
 from pipeline.errors import SieveError
-from pipeline.problems import generate
 from pipeline.store import Ledger
 from pipeline.train import (
     CurriculumBatches,
@@ -42,40 +40,10 @@ def even_length(items: Sequence[Item], samples: Sequence[Sample]) -> Scores:
     return Scores([float(x) for x in ok], list(ok))
 
 
-def write_curriculum(ledger: Ledger, cid: str = "cur-test") -> pl.DataFrame:
-    problems = generate("arith", [1, 2], 12, seed=3).filter(pl.col("split") == "train")
-    ledger.write("problems", problems)
-    n = problems.height
-    items = pl.DataFrame(
-        {
-            "curriculum_id": cid,
-            "problem_id": problems["problem_id"],
-            "stage": [1 if i < n // 2 else 2 for i in range(n)],
-            "position": list(range(n)),
-            "group_size": [4 if i < n // 2 else 8 for i in range(n)],
-            "weight": 1.0,
-            "p_mean": 0.5,
-            "p_low": 0.2,
-            "p_high": 0.8,
-            "reason": "mid_band",
-        }
-    )
-    head = pl.DataFrame(
-        {
-            "curriculum_id": [cid],
-            "created_at": [datetime.now(UTC)],
-            "model": ["m"],
-            "model_revision": ["r"],
-            "config": ["{}"],
-            "status": ["finished"],
-        }
-    )
-    ledger.write_batch({"curricula": head, "curriculum_items": items})
-    return items
-
-
 @pytest.fixture
-def setup(tmp_path: Path, tiny_model_dir: Path) -> tuple[Path, Path]:
+def setup(
+    tmp_path: Path, tiny_model_dir: Path, write_curriculum: Callable[[Ledger], object]
+) -> tuple[Path, Path]:
     home = tmp_path / "home"
     model = home / "models" / "tiny"
     shutil.copytree(tiny_model_dir, model)
