@@ -785,13 +785,12 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)
-    except Exception as exc:  # click's usage errors and aborts
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
+    except Exception as exc:  # click's usage errors and aborts (typer may vendor its own click)
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # usage error: one line
+            message = " ".join(str(exc.format_message()).split())
+            err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
             sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Exit):
+        if type(exc).__name__ == "Exit" and hasattr(exc, "exit_code"):
             sys.exit(exc.exit_code)
         raise
 
