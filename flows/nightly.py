@@ -81,7 +81,26 @@ def nightly_flow(params: NightlyParams) -> dict[str, Any]:
             resume=True,  # a re-run of the same night continues its own checkpoints
         )
     )
-    return {**result, "train": trained}
+    result["train"] = trained
+    result["report"] = write_report(params.home, night)
+    return result
+
+
+def write_report(home: str | None, night: date) -> str | None:
+    """The HTML report of the ledger, linked from the flow run as a Prefect artifact."""
+    from prefect.artifacts import create_link_artifact
+
+    from pipeline.report import build_report
+
+    with Ledger.open(home) as ledger:
+        path = build_report(ledger, resolve_home(home) / "report").path.resolve()
+    create_link_artifact(
+        key="sieve-report",
+        link=path.as_uri(),
+        link_text=f"Sieve report after night {night}",
+        description="Pass-rate histograms, difficulty heat map, curriculum, training curves.",
+    )
+    return str(path)
 
 
 def current_model(home: str | None) -> Path:

@@ -33,6 +33,8 @@ def test_two_nights_chain_checkpoints_and_history(tmp_path: Path, partly_trained
     assert nights[1]["model"] == first["checkpoint"]
     assert second["base_revision"] == first["final_revision"]
     assert nights[0]["curate"]["curriculum_id"] != nights[1]["curate"]["curriculum_id"]
+    report = Path(nights[1]["report"])
+    assert report.is_file() and "<img" in report.read_text()
     with Ledger.open(home, read_only=True) as ledger:
         curricula = ledger.sql("SELECT model_revision FROM curricula ORDER BY created_at")
         assert curricula["model_revision"].to_list()[1] == first["final_revision"]
