@@ -621,7 +621,7 @@ def _resolve_curriculum(ledger: object, curriculum: str) -> str:
 def demo(
     bootstrap_minutes: Annotated[
         float, typer.Option(help="Bootstrap budget when the tiny policy is missing.")
-    ] = 4.0,
+    ] = 6.0,
     n: Annotated[int, typer.Option(help="Candidates to curate.")] = 1000,
     steps: Annotated[
         int | None, typer.Option(help="Training steps (default: the config's).")

@@ -125,7 +125,7 @@ DEMO_TRAIN = TrainSettings(rollouts_per_step=128, eval_per_level=20, eval_sample
 
 def demo(
     home: str | Path | None,
-    bootstrap_minutes: float = 4.0,
+    bootstrap_minutes: float = 6.0,
     config: CurateConfig = DEMO_CURATE,
     settings: TrainSettings = DEMO_TRAIN,
     say: Say = print,

@@ -1,0 +1,358 @@
+"""The headline benchmark: held-out accuracy per rollout spent — Sieve vs the usual ways.
+
+Same starting policy (the bootstrapped tiny model), same trainer settings, same total rollout
+budget per arm *including every rollout spent on curation or on filtering*, several seeds, and
+held-out problems (a fixed hash split, never used for curation or training) over the *whole*
+generator mix — every family and level — so a method that gains on middle levels and forgets the
+easy ones shows that loss. Arms:
+
+- `uniform`: GRPO on prompts drawn uniformly from the generator mix (G = 8);
+- `dapo`: DAPO dynamic sampling — sample groups of uniformly drawn prompts online, drop the
+  zero-variance ones, refill until the batch is full (Yu et al. 2025);
+- `pilot_commit`: pilot each drawn prompt with G = 16, keep 0.125 ≤ p ≤ 0.75, commit to 48
+  samples in total for the kept ones (the Pilot-Commit recipe);
+- `sieve`: per night, offline two-stage curation (screen G = 8 → refine G = 32, history prior
+  from the ledger) with the current weights, then GRPO on the two-stage curriculum; nights repeat
+  while the budget lasts.
+
+Each arm trains with 128 rollouts per optimiser step (DAPO and pilot-commit spend more per step
+because they discard groups; their discarded rollouts count). Held-out pass@1 — the mean over
+samples at the training temperature, with greedy beside it — is measured at regular rollout
+marks. Output: `benchmarks/results/curriculum.json` + `.png` (held-out pass@1 against cumulative
+rollouts per arm, mean and spread over seeds; `rollouts_to_uniform_final` per arm; final
+accuracies; zero-variance share over training; wall time).
+
+Run: `python benchmarks/curriculum.py --quick` (~15 min) or `python benchmarks/curriculum.py`
+(the committed figures). Needs the bootstrapped tiny policy (`sieve bootstrap`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import torch
+
+from grpo_core.collect import dynamic_sampling, pilot_commit
+from grpo_core.config import GRPOConfig
+from grpo_core.trainer import Item, Trainer
+from pipeline.curate import Policy, curate
+from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.policy.model import load_policy, model_revision
+from pipeline.problems import FAMILIES, family_levels, generate_mix
+from pipeline.sampling.hf import HFSampler
+from pipeline.selection import CurateConfig
+from pipeline.store import Ledger
+from pipeline.train import TINY_GRPO, CurriculumBatches, HFGroupSampler, verifier_reward
+
+RESULTS = Path(__file__).parent / "results"
+ARMS = ("uniform", "dapo", "pilot_commit", "sieve")
+MIX = {f: list(family_levels(f)) for f in FAMILIES}  # the whole generator mix
+ROLLOUTS_PER_STEP = 128
+
+
+@dataclass(frozen=True)
+class Setup:
+    budget: int  # rollouts per arm, curation included
+    evals: int  # held-out evaluations along the way (plus one at 0)
+    per_level: int  # held-out problems per family × level
+    samples: int  # samples per held-out problem (mean = sampled pass@1)
+    seeds: tuple[int, ...]
+    candidates: int  # sieve: candidates curated per night
+    grpo: dict[str, Any] = field(default_factory=dict)
+
+
+QUICK = Setup(budget=24_000, evals=3, per_level=10, samples=4, seeds=(0,), candidates=600)
+FULL = Setup(budget=30_000, evals=3, per_level=10, samples=4, seeds=(0, 1, 2), candidates=600)
+
+
+def prompt(q: str) -> str:
+    return f"{q}="
+
+
+def uniform_pool(seed: int, n: int) -> list[Item]:
+    """Train-split problems drawn uniformly over the whole mix, as G = 8 items."""
+    frame = generate_mix(MIX, n, 10_000 + seed).filter(pl.col("split") == "train")
+    frame = frame.sample(fraction=1.0, shuffle=True, seed=seed)
+    return [
+        Item(prompt(q), a, 8, key=p, verifier=v)
+        for q, a, p, v in zip(
+            frame["question"], frame["answer"], frame["problem_id"], frame["verifier"], strict=True
+        )
+    ]
+
+
+class Tracker:
+    """Held-out evaluations at rollout marks; the curve of one arm × seed."""
+
+    def __init__(self, setup: Setup, heldout: pl.DataFrame, tokenizer: Any):
+        self.setup, self.heldout, self.tokenizer = setup, heldout, tokenizer
+        self.marks = [round(setup.budget * (i + 1) / setup.evals) for i in range(setup.evals)]
+        self.curve: list[dict[str, Any]] = []
+
+    def due(self, spent: int) -> bool:
+        return bool(self.marks) and spent >= self.marks[0]
+
+    def evaluate(self, model: torch.nn.Module, spent: int) -> None:
+        while self.marks and spent >= self.marks[0]:
+            self.marks.pop(0)
+        s = self.setup
+        sampler = HFSampler(model=model, tokenizer=self.tokenizer, model_name="bench")
+        prompts_of = {q: prompt(q) for q in self.heldout["question"]}
+        cfg = EvalConfig(s.per_level, s.samples, 1.0, 16)
+        with Ledger.memory() as ledger:
+            table = evaluate(sampler, ledger, "bench", prompts_of, cfg, self.heldout)
+        n = table["problems"].cast(float)
+        point = {
+            "rollouts": spent,
+            "sampled": float((table["sampled"] * n).sum()) / float(n.sum()),
+            "greedy": float((table["greedy"] * n).sum()) / float(n.sum()),
+            "by_level": table.select("family", "level", "sampled", "greedy").to_dicts(),
+        }
+        self.curve.append(point)
+        print(
+            f"    {spent:>7} rollouts: sampled {point['sampled']:.4f} greedy {point['greedy']:.4f}"
+        )
+
+
+def grpo_config(setup: Setup, seed: int, steps: int) -> GRPOConfig:
+    values = {**TINY_GRPO, **setup.grpo, "total_steps": steps, "seed": seed, "checkpoint_every": 0}
+    return GRPOConfig(**values)
+
+
+def train_until(
+    trainer: Trainer, tracker: Tracker, spent0: int, budget: int, zero_var: list[float]
+) -> int:
+    """Run steps until the arm's budget is spent (evaluating at marks); returns rollouts spent."""
+    spent = spent0
+    while spent < budget:
+        out = trainer.run_step(trainer.step)
+        trainer.step += 1
+        spent += int(out.metrics["rollouts"])
+        zero_var.append(out.metrics["zero_var_share"])
+        if tracker.due(spent):
+            tracker.evaluate(trainer.model, spent)
+    return spent
+
+
+def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.DataFrame) -> dict:
+    torch.manual_seed(seed)
+    model, tok = load_policy(model_dir)
+    tracker = Tracker(setup, heldout, tok)
+    tracker.evaluate(model, 0)
+    sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
+    zero_var: list[float] = []
+    started = time.perf_counter()
+    steps = setup.budget // 64 + 10  # an upper bound; the budget stops the loop
+    pool = uniform_pool(seed, setup.budget)
+
+    def draw(step: int, round_: int, k: int = 16) -> list[Item]:
+        rng = np.random.default_rng([seed, step, round_])
+        return [pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False)]
+
+    curation = 0
+    if arm in ("uniform", "dapo", "pilot_commit"):
+        collector = {
+            "uniform": None,
+            "dapo": dynamic_sampling(draw, target=16, max_rounds=8),
+            "pilot_commit": pilot_commit(
+                lambda s, r: draw(s, r, 8), target=3, pilot_g=16, total_g=48, max_rounds=4
+            ),
+        }[arm]
+        trainer = Trainer(
+            model, tok, sampler, verifier_reward, lambda s: draw(s, 0),
+            grpo_config(setup, seed, steps), collector=collector, warn=lambda m: None,
+        )  # fmt: skip
+        spent = train_until(trainer, tracker, 0, setup.budget, zero_var)
+    else:
+        spent, curation = sieve_nights(setup, seed, model, tok, sampler, tracker, zero_var)
+    if not tracker.curve or tracker.curve[-1]["rollouts"] != spent:
+        tracker.evaluate(model, spent)
+    return {
+        "arm": arm,
+        "seed": seed,
+        "curve": tracker.curve,
+        "rollouts": spent,
+        "curation_rollouts": curation,
+        "zero_var_share": float(np.nanmean(zero_var)) if zero_var else math.nan,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def sieve_nights(
+    setup: Setup,
+    seed: int,
+    model: torch.nn.Module,
+    tok: Any,
+    sampler: HFGroupSampler,
+    tracker: Tracker,
+    zero_var: list[float],
+) -> tuple[int, int]:
+    """Nights of curate (ledger history carried over) → train, until the budget is spent."""
+    spent = curation = 0
+    night = 0
+    trainer: Trainer | None = None
+    with Ledger.memory() as ledger:
+        while spent < setup.budget:
+            cfg = CurateConfig(
+                n_candidates=setup.candidates,
+                mix={f: "all" for f in FAMILIES},
+                seed=1_000 * seed + night,
+                chunk_size=512,
+            )
+            hf = HFSampler(model=model, tokenizer=tok, model_name="bench")
+            policy = Policy(hf, model_revision(model), lambda qs: [prompt(q) for q in qs])
+            result = curate(ledger, policy, cfg)
+            cost = sum(result.rollouts.values())
+            spent += cost
+            curation += cost
+            print(
+                f"    night {night}: curation {cost} rollouts, kept {result.items.height} "
+                f"(stages {result.items['stage'].value_counts().sort('stage').rows()})"
+            )
+            if tracker.due(spent):
+                tracker.evaluate(model, spent)
+            if result.items.is_empty() or spent >= setup.budget:
+                night += 1
+                continue
+            frame = ledger.sql(
+                "SELECT i.*, p.question, p.answer, p.verifier FROM curriculum_items i "
+                "JOIN problems p USING (problem_id) WHERE curriculum_id = $c "
+                "ORDER BY stage, position",
+                {"c": result.curriculum_id},
+            )
+            # a night trains for as many rollouts as its curation cost, at least one pass
+            night_budget = min(setup.budget, spent + max(cost, int(frame["group_size"].sum())))
+            steps = max(1, (night_budget - spent) // ROLLOUTS_PER_STEP)
+            batches = CurriculumBatches(
+                frame, [prompt(q) for q in frame["question"]], ROLLOUTS_PER_STEP, steps, seed
+            )
+            step0 = trainer.step if trainer is not None else 0
+            trainer = Trainer(
+                model, tok, sampler, verifier_reward, lambda s, b=batches, s0=step0: b(s - s0),
+                grpo_config(setup, seed + night, step0 + steps), warn=lambda m: None,
+            )  # fmt: skip
+            trainer.step = step0
+            spent = train_until(trainer, tracker, spent, night_budget, zero_var)
+            model = trainer.model
+            night += 1
+    return spent, curation
+
+
+def rollouts_to(curve: Sequence[dict], target: float, key: str = "sampled") -> float | None:
+    """Rollouts at which the curve first reaches `target` (linear interpolation), or None."""
+    for a, b in itertools.pairwise(curve):
+        if b[key] >= target:
+            if a[key] >= target:
+                return float(a["rollouts"])
+            t = (target - a[key]) / (b[key] - a[key])
+            return float(a["rollouts"] + t * (b["rollouts"] - a["rollouts"]))
+    return float(curve[0]["rollouts"]) if curve and curve[0][key] >= target else None
+
+
+def summarise(runs: list[dict], setup: Setup) -> dict[str, Any]:
+    by_arm: dict[str, list[dict]] = {}
+    for r in runs:
+        by_arm.setdefault(r["arm"], []).append(r)
+    finals = {
+        arm: {
+            "sampled_mean": float(np.mean([r["curve"][-1]["sampled"] for r in rs])),
+            "sampled_std": float(np.std([r["curve"][-1]["sampled"] for r in rs])),
+            "greedy_mean": float(np.mean([r["curve"][-1]["greedy"] for r in rs])),
+            "start_sampled": float(np.mean([r["curve"][0]["sampled"] for r in rs])),
+            "zero_var_share": float(np.nanmean([r["zero_var_share"] for r in rs])),
+            "curation_rollouts": float(np.mean([r["curation_rollouts"] for r in rs])),
+            "seconds": float(np.mean([r["seconds"] for r in rs])),
+        }
+        for arm, rs in by_arm.items()
+    }
+    target = finals.get("uniform", {}).get("sampled_mean")
+    reach: dict[str, float | None] = {}
+    for arm, rs in by_arm.items():
+        hits = [rollouts_to(r["curve"], target) for r in rs] if target is not None else []
+        ok = [h for h in hits if h is not None]
+        reach[arm] = float(np.mean(ok)) if ok and len(ok) == len(hits) else None
+    return {"final": finals, "rollouts_to_uniform_final": reach, "uniform_final": target}
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
+    colors = {"uniform": "tab:gray", "dapo": "tab:blue", "pilot_commit": "tab:orange",
+              "sieve": "tab:green"}  # fmt: skip
+    for arm in ARMS:
+        runs = [r for r in result["runs"] if r["arm"] == arm]
+        if not runs:
+            continue
+        for key, ax in (("sampled", a), ("greedy", b)):
+            xs = np.array([[p["rollouts"] for p in r["curve"]] for r in runs], dtype=float)
+            ys = np.array([[p[key] for p in r["curve"]] for r in runs], dtype=float)
+            if xs.ndim != 2:  # ragged curves (sieve's nights): plot each seed
+                for r in runs:
+                    ax.plot([p["rollouts"] for p in r["curve"]], [p[key] for p in r["curve"]],
+                            color=colors[arm], alpha=0.6)  # fmt: skip
+                continue
+            x, m, s = xs.mean(0), ys.mean(0), ys.std(0)
+            ax.plot(x, m, marker="o", color=colors[arm], label=arm)
+            ax.fill_between(x, m - s, m + s, color=colors[arm], alpha=0.15)
+    a.set_title("held-out pass@1, mean over samples at T=1 (whole mix)")
+    b.set_title("held-out greedy pass@1 (whole mix)")
+    for ax in (a, b):
+        ax.set_xlabel("cumulative rollouts (curation + training)")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=Path("data/models/tiny"))
+    ap.add_argument("--quick", action="store_true", help="one seed, smaller budget (~15 min)")
+    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--grpo", default="{}", help="JSON of GRPOConfig overrides for every arm")
+    ap.add_argument("--out", default="curriculum")
+    args = ap.parse_args()
+    if not (args.model / "config.json").is_file():
+        raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
+    base = QUICK if args.quick else FULL
+    setup = Setup(**{**base.__dict__, "grpo": json.loads(args.grpo)})
+    heldout = heldout_set(setup.per_level)
+    started = time.perf_counter()
+    runs = []
+    for seed in setup.seeds:
+        for arm in args.arms.split(","):
+            print(f"arm {arm} seed {seed}", flush=True)
+            runs.append(run_arm(arm, setup, seed, args.model, heldout))
+    result = {
+        "benchmark": "curriculum",
+        "mode": "quick" if args.quick else "full",
+        "machine": {"cpus": torch.get_num_threads(), "platform": platform.platform()},
+        "model": str(args.model),
+        "setup": {**setup.__dict__, "grpo": {**TINY_GRPO, **setup.grpo}},
+        "heldout_problems": heldout.height,
+        **summarise(runs, setup),
+        "wall_seconds": time.perf_counter() - started,
+        "runs": runs,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1))
+    plot(result, RESULTS / f"{args.out}.png")
+    print(json.dumps({k: result[k] for k in ("final", "rollouts_to_uniform_final")}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
