@@ -1,5 +1,5 @@
 """The HTML report on an empty and on a busy ledger (opened in headless Chromium), and the SQL
-examples of docs/user_guide.md run against a small ledger."""
+examples of the README run against a small ledger."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger, check_read_only
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user_guide.md"
+GUIDE = Path(__file__).resolve().parents[1] / "README.md"
 IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
