@@ -251,13 +251,13 @@ def sieve_nights(
 
 def rollouts_to(curve: Sequence[dict], target: float, key: str = "sampled") -> float | None:
     """Rollouts at which the curve first reaches `target` (linear interpolation), or None."""
+    if curve and curve[0][key] >= target:
+        return float(curve[0]["rollouts"])
     for a, b in itertools.pairwise(curve):
         if b[key] >= target:
-            if a[key] >= target:
-                return float(a["rollouts"])
             t = (target - a[key]) / (b[key] - a[key])
             return float(a["rollouts"] + t * (b["rollouts"] - a["rollouts"]))
-    return float(curve[0]["rollouts"]) if curve and curve[0][key] >= target else None
+    return None
 
 
 def summarise(runs: list[dict], setup: Setup) -> dict[str, Any]:
@@ -325,7 +325,19 @@ def main() -> None:
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--grpo", default="{}", help="JSON of GRPOConfig overrides for every arm")
     ap.add_argument("--out", default="curriculum")
+    ap.add_argument(
+        "--resummarise", action="store_true", help="recompute summary + PNG from the JSON"
+    )
     args = ap.parse_args()
+    if args.resummarise:
+        path = RESULTS / f"{args.out}.json"
+        result = json.loads(path.read_text())
+        setup = Setup(**{**result["setup"], "seeds": tuple(result["setup"]["seeds"])})
+        result.update(summarise(result["runs"], setup))
+        path.write_text(json.dumps(result, indent=1))
+        plot(result, RESULTS / f"{args.out}.png")
+        print(json.dumps({k: result[k] for k in ("final", "rollouts_to_uniform_final")}, indent=1))
+        return
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
     base = QUICK if args.quick else FULL
