@@ -70,6 +70,9 @@ class Setup:
     seeds: tuple[int, ...]
     candidates: int  # sieve: candidates curated per night
     grpo: dict[str, Any] = field(default_factory=dict)
+    # sieve: training per night in passes over its curriculum; 0 = as many rollouts as the
+    # night's curation cost (the committed run). A cap trades training for more nights.
+    passes: float = 0.0
 
 
 QUICK = Setup(budget=24_000, evals=3, per_level=10, samples=4, seeds=(0,), candidates=600)
@@ -231,8 +234,11 @@ def sieve_nights(
                 "ORDER BY stage, position",
                 {"c": result.curriculum_id},
             )
-            # a night trains for as many rollouts as its curation cost, at least one pass
-            night_budget = min(setup.budget, spent + max(cost, int(frame["group_size"].sum())))
+            # a night trains for as many rollouts as its curation cost (at least one pass), or
+            # for `passes` passes over its curriculum when set
+            one_pass = int(frame["group_size"].sum())
+            length = max(cost, one_pass) if not setup.passes else int(setup.passes * one_pass)
+            night_budget = min(setup.budget, spent + length)
             steps = max(1, (night_budget - spent) // ROLLOUTS_PER_STEP)
             batches = CurriculumBatches(
                 frame, [prompt(q) for q in frame["question"]], ROLLOUTS_PER_STEP, steps, seed
@@ -325,6 +331,7 @@ def main() -> None:
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--grpo", default="{}", help="JSON of GRPOConfig overrides for every arm")
     ap.add_argument("--out", default="curriculum")
+    ap.add_argument("--passes", type=float, default=0.0, help="sieve: passes per night (0: old)")
     ap.add_argument(
         "--resummarise", action="store_true", help="recompute summary + PNG from the JSON"
     )
@@ -341,7 +348,7 @@ def main() -> None:
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
     base = QUICK if args.quick else FULL
-    setup = Setup(**{**base.__dict__, "grpo": json.loads(args.grpo)})
+    setup = Setup(**{**base.__dict__, "grpo": json.loads(args.grpo), "passes": args.passes})
     heldout = heldout_set(setup.per_level)
     started = time.perf_counter()
     runs = []
