@@ -25,6 +25,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -386,7 +387,9 @@ class _Run:
         self.last: dict[str, float] = {}
 
     def warn(self, message: str) -> None:
+        """Trainer warnings (a refused checkpoint, a skipped step): kept and shown on stderr."""
         self.warnings.append(message)
+        print(f"warning: {message}", file=sys.stderr)
 
     def start(self, model: str, config: dict[str, Any]) -> None:
         self.model_name = model

@@ -150,3 +150,20 @@ def test_missing_or_empty_curriculum(setup: tuple[Path, Path]) -> None:
     home, model = setup
     with Ledger.open(home) as ledger, pytest.raises(SieveError, match="no items"):
         train(ledger, "cur-nope", model, SMALL, home)
+
+
+def test_resume_refuses_a_corrupt_checkpoint_and_uses_the_older_one(
+    setup: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    home, model = setup
+    with Ledger.open(home) as ledger:
+        first = train(ledger, "cur-test", model, SMALL, home, max_steps=3, reward=even_length)
+        newest = first.final_checkpoint
+        assert newest.name == "step-000003"
+        weights = next(newest.glob("*.safetensors"))
+        weights.write_bytes(weights.read_bytes()[:-10])
+        capsys.readouterr()
+        again = train(ledger, "cur-test", model, SMALL, home, resume=True, reward=even_length)
+    err = capsys.readouterr().err
+    assert "truncated" in err and "trying an older checkpoint" in err
+    assert again.resumed_from == 2 and again.steps == 4
