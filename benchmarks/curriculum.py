@@ -47,7 +47,7 @@ from grpo_core.collect import dynamic_sampling, pilot_commit
 from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Item, Trainer
 from pipeline.curate import Policy, curate
-from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
 from pipeline.policy.model import load_policy, model_revision
 from pipeline.problems import FAMILIES, family_levels, generate_mix
 from pipeline.sampling.hf import HFSampler
@@ -115,11 +115,10 @@ class Tracker:
         cfg = EvalConfig(s.per_level, s.samples, 1.0, 16)
         with Ledger.memory() as ledger:
             table = evaluate(sampler, ledger, "bench", prompts_of, cfg, self.heldout)
-        n = table["problems"].cast(float)
         point = {
             "rollouts": spent,
-            "sampled": float((table["sampled"] * n).sum()) / float(n.sum()),
-            "greedy": float((table["greedy"] * n).sum()) / float(n.sum()),
+            "sampled": overall(table, "sampled"),
+            "greedy": overall(table, "greedy"),
             "by_level": table.select("family", "level", "sampled", "greedy").to_dicts(),
         }
         self.curve.append(point)

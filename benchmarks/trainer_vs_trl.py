@@ -43,7 +43,7 @@ def problems(seed: int, n: int) -> pl.DataFrame:
 
 
 def heldout(model: Any, tokenizer: Any, per_level: int) -> dict[str, float]:
-    from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+    from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
     from pipeline.sampling.hf import HFSampler
     from pipeline.store import Ledger
 
@@ -56,8 +56,7 @@ def heldout(model: Any, tokenizer: Any, per_level: int) -> dict[str, float]:
         table = evaluate(
             sampler, ledger, "bench", prompts_of, EvalConfig(per_level, 8, 1.0, MAX_NEW), probs
         )
-    n = table["problems"].cast(float)
-    return {k: float((table[k] * n).sum()) / float(n.sum()) for k in ("greedy", "sampled")}
+    return {k: overall(table, k) for k in ("greedy", "sampled")}
 
 
 def step_times(stamps: list[float]) -> dict[str, float]:

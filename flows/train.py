@@ -17,6 +17,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.policy.evaluate import overall
 from pipeline.store import Ledger
 from pipeline.train import Progress, TrainResult, TrainSettings, latest_model, train
 
@@ -37,12 +38,6 @@ class TrainParams(BaseModel):
 
 
 def summary(result: TrainResult) -> dict[str, Any]:
-    def overall(frame: Any, name: str) -> float | None:
-        if frame.is_empty():
-            return None
-        n = frame["problems"].cast(float)
-        return float((frame[name].fill_null(0.0) * n).sum()) / float(n.sum())
-
     return {
         "train_id": result.train_id,
         "curriculum_id": result.curriculum_id,

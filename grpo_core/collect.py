@@ -21,6 +21,7 @@ Test: `.venv/bin/pytest tests/grpo_core/test_collect.py -q`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from grpo_core.trainer import Collected, Collector, Item, Sample, Scores, Trainer
 
@@ -44,28 +45,56 @@ def _informative(part: Scores, tol: float) -> bool:
     return len(known) >= 2 and max(known) - min(known) > tol
 
 
+@dataclass
+class _Gather:
+    """What one step has sampled so far (all of it counted) and what it keeps to train on."""
+
+    trainer: Trainer
+    items: list[Item] = field(default_factory=list)
+    groups: list[list[Sample]] = field(default_factory=list)
+    parts: list[Scores] = field(default_factory=list)
+    spent: int = 0
+    time_sample: float = 0.0
+    time_score: float = 0.0
+    last: list[Item] = field(default_factory=list)
+
+    def sample(
+        self, items: list[Item], seed: int, sizes: Sequence[int] | None = None
+    ) -> list[tuple[Item, list[Sample], Scores]]:
+        """Sample and score `items`; every rollout counts toward the step's cost."""
+        groups, scores, ts, tr = self.trainer.sample_and_score(items, seed, sizes)
+        self.spent += sum(len(g) for g in groups)
+        self.time_sample, self.time_score = self.time_sample + ts, self.time_score + tr
+        self.last = items
+        return list(zip(items, groups, _split(scores, groups), strict=True))
+
+    def keep(self, item: Item, group: list[Sample], part: Scores) -> None:
+        self.items.append(item)
+        self.groups.append(group)
+        self.parts.append(part)
+
+    def collected(self) -> Collected:
+        if not self.items:  # nothing worth training on: train on nothing, but count the cost
+            return Collected(self.last[:1], [[]], Scores([], []), self.spent, self.time_sample,
+                             self.time_score)  # fmt: skip
+        return Collected(self.items, self.groups, _join(self.parts), self.spent,
+                         self.time_sample, self.time_score)  # fmt: skip
+
+
 def dynamic_sampling(source: Source, target: int, max_rounds: int = 8) -> Collector:
     """DAPO dynamic sampling: refill until `target` informative groups (or `max_rounds`)."""
 
     def collect(t: Trainer, step: int) -> Collected:
-        items: list[Item] = []
-        groups: list[list[Sample]] = []
-        parts: list[Scores] = []
-        spent, ts, tr = 0, 0.0, 0.0
+        got = _Gather(t)
         for round_ in range(max_rounds):
-            fresh = list(source(step, round_))
-            g, sc, a, b = t.sample_and_score(fresh, t.step_seed(step, round_))
-            spent, ts, tr = spent + sum(len(x) for x in g), ts + a, tr + b
-            for item, grp, part in zip(fresh, g, _split(sc, g), strict=True):
-                if _informative(part, t.cfg.zero_var_tol) and len(items) < target:
-                    items.append(item)
-                    groups.append(grp)
-                    parts.append(part)
-            if len(items) >= target:
+            for item, grp, part in got.sample(
+                list(source(step, round_)), t.step_seed(step, round_)
+            ):
+                if _informative(part, t.cfg.zero_var_tol) and len(got.items) < target:
+                    got.keep(item, grp, part)
+            if len(got.items) >= target:
                 break
-        if not items:  # nothing informative at all: train on nothing, but count the cost
-            return Collected([fresh[0]], [[]], Scores([], []), spent, ts, tr)
-        return Collected(items, groups, _join(parts), spent, ts, tr)
+        return got.collected()
 
     return collect
 
@@ -83,39 +112,25 @@ def pilot_commit(
     if not 2 <= pilot_g < total_g:
         raise ValueError(f"need 2 ≤ pilot_g < total_g, got {pilot_g}, {total_g}")
 
+    def pass_rate(part: Scores) -> float:
+        known = [c for c in part.correct if c is not None]
+        return sum(known) / len(known) if known else -1.0
+
     def collect(t: Trainer, step: int) -> Collected:
-        items: list[Item] = []
-        groups: list[list[Sample]] = []
-        parts: list[Scores] = []
-        spent, ts, tr = 0, 0.0, 0.0
+        got = _Gather(t)
         for round_ in range(max_rounds):
             fresh = list(source(step, round_))
             seed = t.step_seed(step, round_)
-            g, sc, a, b = t.sample_and_score(fresh, seed, [pilot_g] * len(fresh))
-            spent, ts, tr = spent + sum(len(x) for x in g), ts + a, tr + b
-            kept: list[tuple[Item, list[Sample], Scores]] = []
-            for item, grp, part in zip(fresh, g, _split(sc, g), strict=True):
-                known = [c for c in part.correct if c is not None]
-                p = sum(known) / len(known) if known else -1.0
-                if low <= p <= high and len(items) + len(kept) < target:
-                    kept.append((item, grp, part))
+            pilots = got.sample(fresh, seed, [pilot_g] * len(fresh))
+            room = target - len(got.items)
+            kept = [x for x in pilots if low <= pass_rate(x[2]) <= high][:room]
             if kept:
-                more, sc2, a, b = t.sample_and_score(
-                    [k[0] for k in kept],
-                    t.step_seed(step, round_) + 3_571,  # a stream of its own
-                    [total_g - pilot_g] * len(kept),
-                )
-                spent, ts, tr = spent + sum(len(x) for x in more), ts + a, tr + b
-                for (item, grp, part), extra, part2 in zip(
-                    kept, more, _split(sc2, more), strict=True
-                ):
-                    items.append(item)
-                    groups.append(grp + extra)
-                    parts.append(_join([part, part2]))
-            if len(items) >= target:
+                extra_seed = seed + 3_571  # a stream of its own
+                more = got.sample([k[0] for k in kept], extra_seed, [total_g - pilot_g] * len(kept))
+                for (item, grp, part), (_, extra, part2) in zip(kept, more, strict=True):
+                    got.keep(item, grp + extra, _join([part, part2]))
+            if len(got.items) >= target:
                 break
-        if not items:
-            return Collected([fresh[0]], [[]], Scores([], []), spent, ts, tr)
-        return Collected(items, groups, _join(parts), spent, ts, tr)
+        return got.collected()
 
     return collect

@@ -463,21 +463,8 @@ class Trainer:
 
     def _micro(self, b: _Batch) -> list[_Batch]:
         size = self.cfg.micro_batch_size or b.ids.shape[0]
-        out = []
-        for s in range(0, b.ids.shape[0], size):
-            sl = slice(s, s + size)
-            tc = b.comp_mask.shape[1]
-            out.append(
-                _Batch(
-                    b.ids[sl],
-                    b.attn[sl],
-                    b.starts[sl],
-                    b.comp_mask[sl, :tc],
-                    b.adv[sl],
-                    b.truncated[sl],
-                )
-            )
-        return out
+        fields = (b.ids, b.attn, b.starts, b.comp_mask, b.adv, b.truncated)
+        return [_Batch(*(f[s : s + size] for f in fields)) for s in range(0, b.ids.shape[0], size)]
 
     def _valid(self, b: _Batch) -> Tensor:
         keep = ~b.truncated if self.cfg.mask_truncated else torch.ones_like(b.truncated)

@@ -384,12 +384,7 @@ def curate(
 def _run_curate_flow(
     model: str, backend: str, base_urls: list[str], home: Path | None, cfg: object
 ) -> dict:
-    import logging
-    import os
-
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # offline machines
-    logging.getLogger("prefect").setLevel(logging.WARNING)
+    _quiet_prefect()
     from flows.curate import CurateParams, run
 
     params = CurateParams(
@@ -428,12 +423,9 @@ def _print_summary(summary: dict) -> None:
 
 
 def _quiet_prefect() -> None:
-    import logging
-    import os
+    from pipeline.loop import quiet_prefect
 
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # offline machines
-    logging.getLogger("prefect").setLevel(logging.WARNING)
+    quiet_prefect()
 
 
 def _train_progress(bar: Progress, total: int) -> object:
@@ -481,15 +473,11 @@ def _run_train_flow(params: object) -> dict:
 
 
 def _print_train(summary: dict) -> None:
-    import polars as pl
+    from pipeline.loop import before_after
 
-    before = pl.DataFrame(summary["before"])
-    after = pl.DataFrame(summary["after"])
-    if not before.is_empty() and not after.is_empty():
-        table = before.rename({"greedy": "greedy_before", "sampled": "sampled_before"}).join(
-            after.select("family", "level", "greedy", "sampled"), on=["family", "level"]
-        )
-        _show(table.sort("family", "level"), "held-out pass@1 before -> after")
+    table = before_after(summary)
+    if not table.is_empty():
+        _show(table, "held-out pass@1 before -> after")
     b, a = summary["heldout_before"], summary["heldout_after"]
     out.print(
         f"train {summary['train_id']}: {summary['steps']} steps, {summary['rollouts']} rollouts, "

@@ -144,7 +144,7 @@ def demo(
         say(f"  {result.steps} supervised steps, loss {result.final_loss:.3f}")
         bootstrapped = True
     night = loop(home, 1, config, settings, say=say)[0]
-    table = before_after(night)
+    table = before_after(night.get("train"))
     run = DemoRun(root, bootstrapped, night, table)
     try:
         from pipeline.report import build_report
@@ -156,8 +156,8 @@ def demo(
     return run
 
 
-def before_after(night: dict[str, Any]) -> pl.DataFrame:
-    train = night.get("train")
+def before_after(train: dict[str, Any] | None) -> pl.DataFrame:
+    """Held-out pass@1 before and after, by family × level, from a train flow's summary."""
     if train is None:
         return pl.DataFrame()
     before = pl.DataFrame(train["before"])

@@ -45,7 +45,7 @@ from grpo_core.trainer import Item, RewardFn, Sample, Scores, Trainer, TrainerEr
 from pipeline.crash import crash_point
 from pipeline.errors import SieveError
 from pipeline.home import resolve_home
-from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
 from pipeline.policy.model import SIEVE_META, load_policy, model_revision, read_meta
 from pipeline.policy.prompts import prompt_format, render
 from pipeline.sampling.base import Completion, SamplingParams
@@ -504,9 +504,8 @@ class _Run:
         tokenizer = self.hf.tokenizer
         prompts_of = dict(zip(questions, render(questions, self.fmt, tokenizer), strict=True))  # type: ignore[arg-type]
         table = evaluate(self.hf, self.ledger, revision, prompts_of, cfg, problems)
-        n = table["problems"]
         for name in ("greedy", "sampled"):
-            mean = float((table[name] * n).sum()) / float(n.sum())
+            mean = overall(table, name) or 0.0
             self.rows.append((self.train_id, step, f"eval_{name}", mean))
             if self.writer is not None:
                 self.writer.add_scalar(f"eval/{name}", mean, step)

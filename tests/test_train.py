@@ -167,3 +167,31 @@ def test_resume_refuses_a_corrupt_checkpoint_and_uses_the_older_one(
     err = capsys.readouterr().err
     assert "truncated" in err and "trying an older checkpoint" in err
     assert again.resumed_from == 2 and again.steps == 4
+
+
+def test_trainer_log_probs_equal_the_samplers(tiny_model_dir: Path) -> None:
+    """The update scores exactly the tokens that were sampled, under the same distribution."""
+    import torch
+
+    from grpo_core.config import GRPOConfig
+    from grpo_core.trainer import Trainer
+    from pipeline.policy.model import load_policy
+    from pipeline.sampling.base import SamplingParams
+    from pipeline.sampling.hf import HFSampler
+    from pipeline.train import HFGroupSampler, verifier_reward
+
+    model, tok = load_policy(tiny_model_dir)
+    hf = HFSampler(model=model, tokenizer=tok)
+    adapter = HFGroupSampler(hf)
+    prompts = ["12+7=", "3*x=12; x=", "123+45="]
+    groups = hf.sample(prompts, 4, SamplingParams(1.0, max_new_tokens=8, seed=1))
+    flat = [c for g in groups for c in g]
+    cfg = GRPOConfig(checkpoint_every=0, max_new_tokens=8)
+    trainer = Trainer(model, tok, adapter, verifier_reward, lambda s: [], cfg)
+    items = [Item(p, "1", 4) for p in prompts for _ in range(4)]
+    batch = trainer._tensors(items, [adapter._sample(c) for c in flat], torch.zeros(len(flat)))
+    with torch.no_grad():
+        logp, _ = trainer._logp(batch)
+    for row, c in enumerate(flat):
+        assert c.logprob is not None
+        assert float(logp[row, : len(c.token_ids)].sum()) == pytest.approx(c.logprob, abs=1e-4)

@@ -41,6 +41,14 @@ def heldout_set(per_level: int, families: list[str] | None = None) -> pl.DataFra
     return pl.concat(frames)
 
 
+def overall(table: pl.DataFrame, column: str) -> float | None:
+    """Mean of a by-level pass-rate column over all problems (levels weighted by their size)."""
+    if table.is_empty():
+        return None
+    n = table["problems"].cast(pl.Float64)
+    return float((table[column].fill_null(0.0) * n).sum()) / float(n.sum())
+
+
 def evaluate(
     sampler: Sampler,
     ledger: Ledger,

@@ -13,7 +13,7 @@ import torch
 import grpo_core.trainer as trainer_mod
 from grpo_core import checkpoint as ckpt
 from grpo_core.config import GRPOConfig
-from grpo_core.trainer import Item, Sample, Scores, Trainer
+from grpo_core.trainer import Item, Scores, Trainer
 
 BASE = {
     "lr": 3e-3,
@@ -267,8 +267,3 @@ def test_groups_of_different_sizes_in_one_batch(toy: dict[str, Any]) -> None:
     t = Trainer(model, tok, toy["sampler"](model, tok), toy["reward"], ragged, cfg)
     history = t.train()
     assert history[-1]["rollouts_total"] == 2 * (4 + 16 + 2)
-
-
-def test_sample_is_a_plain_record() -> None:
-    s = Sample((3, 1), "a", truncated=False)
-    assert s.token_ids == (3, 1) and not s.truncated
