@@ -273,9 +273,11 @@ def _model_dir(model: Path | None, home: Path | None) -> Path:
 @app.command()
 def bootstrap(
     seed: Annotated[int, typer.Option(help="Seed for data, init and sampling.")] = 0,
-    max_minutes: Annotated[float, typer.Option(help="Training time budget.")] = 8.0,
     max_steps: Annotated[
-        int | None, typer.Option(help="Train exactly this many steps (repeatable).")
+        int, typer.Option(help="Supervised steps (the same seed gives the same weights).")
+    ] = 700,
+    max_minutes: Annotated[
+        float | None, typer.Option(help="Train for this wall-clock budget instead of steps.")
     ] = None,
     per_level: Annotated[int, typer.Option(help="Held-out problems per level in eval.")] = 40,
     home: HomeOpt = None,
@@ -285,7 +287,7 @@ def bootstrap(
     from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
     from pipeline.policy.evaluate import EvalConfig
 
-    if max_minutes <= 0 or (max_steps is not None and max_steps < 1):
+    if (max_minutes is not None and max_minutes <= 0) or max_steps < 1:
         raise SieveError("--max-minutes must be > 0 and --max-steps >= 1")
     cfg = BootstrapConfig(seed=seed, max_minutes=max_minutes, max_steps=max_steps)
     folder = _model_dir(None, home)
@@ -607,9 +609,9 @@ def _resolve_curriculum(ledger: object, curriculum: str) -> str:
 
 @app.command()
 def demo(
-    bootstrap_minutes: Annotated[
-        float, typer.Option(help="Bootstrap budget when the tiny policy is missing.")
-    ] = 6.0,
+    bootstrap_steps: Annotated[
+        int, typer.Option(help="Supervised steps when the tiny policy must be bootstrapped.")
+    ] = 700,
     n: Annotated[int, typer.Option(help="Candidates to curate.")] = 1000,
     steps: Annotated[
         int | None, typer.Option(help="Training steps (default: the config's).")
@@ -623,8 +625,8 @@ def demo(
     from pipeline.loop import DEMO_CURATE, DEMO_TRAIN
     from pipeline.loop import demo as run_loop_demo
 
-    if n < 10 or bootstrap_minutes <= 0:
-        raise SieveError("--n must be >= 10 and --bootstrap-minutes > 0")
+    if n < 10 or bootstrap_steps < 1:
+        raise SieveError("--n must be >= 10 and --bootstrap-steps >= 1")
     started = time.perf_counter()
     out.rule("Sieve demo")
     found = run_demo(home, n=2000, seed=0)
@@ -639,7 +641,7 @@ def demo(
     settings = _load_train_settings(None, steps) if steps is not None else DEMO_TRAIN
     config = DEMO_CURATE.model_copy(update={"n_candidates": n})
     out.print("2. policy -> curate -> train -> eval (one night of the nightly flow)")
-    run = run_loop_demo(home, bootstrap_minutes, config, settings, say=out.print)  # type: ignore[arg-type]
+    run = run_loop_demo(home, bootstrap_steps, config, settings, say=out.print)  # type: ignore[arg-type]
     if not run.table.is_empty():
         _show(run.table, "held-out pass@1 before -> after (mean over samples at T=1; greedy)")
     cur = run.night["curate"]

@@ -125,7 +125,7 @@ DEMO_TRAIN = TrainSettings(rollouts_per_step=128, eval_per_level=20, eval_sample
 
 def demo(
     home: str | Path | None,
-    bootstrap_minutes: float = 6.0,
+    bootstrap_steps: int = 700,
     config: CurateConfig = DEMO_CURATE,
     settings: TrainSettings = DEMO_TRAIN,
     say: Say = print,
@@ -137,8 +137,8 @@ def demo(
     if not (model / "config.json").is_file():
         from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
 
-        say(f"bootstrapping the tiny policy ({bootstrap_minutes:g} min budget) -> {model}")
-        cfg = BootstrapConfig(max_minutes=bootstrap_minutes)
+        say(f"bootstrapping the tiny policy ({bootstrap_steps} supervised steps) -> {model}")
+        cfg = BootstrapConfig(max_steps=bootstrap_steps)
         result = train_tiny(cfg)
         save_atomically(result, model, cfg)
         say(f"  {result.steps} supervised steps, loss {result.final_loss:.3f}")

@@ -1,0 +1,238 @@
+"""Where GRPO helps the bootstrapped tiny policy, and where it breaks it.
+
+From the same bootstrapped weights, each arm runs the same GRPO settings (lr 2e-4 with a 30-step
+warm-up, β 0.02 to a frozen reference, 16 prompts × G = 8 per step, 300 steps) on a different
+prompt source, then measures held-out pass@1 (the mean of 8 samples at T = 1, greedy beside it;
+30 held-out problems per level, never trained on) per family × level:
+
+- `mid_fresh`: fresh train-split problems of the policy's middle levels (sampled pass@1 in
+  [0.15, 0.7] before training) — the "target levels";
+- `all_fresh`: fresh problems of every level the policy solves at all (sampled ≥ 0.02), i.e. the
+  middle levels plus the rarely solved ones;
+- `curated`: Sieve's default two-stage curriculum (screen G = 8 → refine G = 32) over the trained
+  family, trained as `sieve train` does (128 rollouts per step, stage 1 then stage 2);
+- `curated_stage1`: the same curation with stage 2 switched off and a higher band floor
+  (`hard_max_p` 0.01, `band_low` 0.15): only mid-band prompts.
+
+Output: `benchmarks/results/grpo_headroom.json` + `.png` (gain per level and arm; training pass
+rate along the run). Run: `python benchmarks/grpo_headroom.py [--model DIR]` (~6 min on 2 cores).
+Needs the bootstrapped tiny policy (`sieve bootstrap`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import torch
+
+from grpo_core.config import GRPOConfig
+from grpo_core.trainer import Item, Trainer
+from pipeline.curate import curate, policy_for
+from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.policy.model import load_policy
+from pipeline.problems import generate_mix
+from pipeline.sampling.hf import HFSampler
+from pipeline.selection import CurateConfig
+from pipeline.store import Ledger
+from pipeline.train import CurriculumBatches, HFGroupSampler, verifier_reward
+
+RESULTS = Path(__file__).parent / "results"
+ARMS = ("mid_fresh", "all_fresh", "curated", "curated_stage1")
+LEVELS = {"arith": [1, 2, 3, 4, 5, 6], "linear": [1, 2, 3, 4], "modular": [1, 2, 3, 4]}
+GRPO = {"lr": 2e-4, "lr_warmup_steps": 30, "beta": 0.02, "beta_schedule": "fixed",
+        "max_new_tokens": 16, "checkpoint_every": 0}  # fmt: skip
+STEPS, PROMPTS, G, PER_LEVEL, SAMPLES = 300, 16, 8, 30, 8
+MID = (0.15, 0.7)
+SOLVED_AT_ALL = 0.02
+
+
+def prompt(question: str) -> str:
+    return f"{question}="
+
+
+def heldout(model: torch.nn.Module, tok: Any) -> pl.DataFrame:
+    frames = [
+        heldout_set(PER_LEVEL, [f]).filter(pl.col("level").is_in(v)) for f, v in LEVELS.items()
+    ]
+    problems = pl.concat(frames)
+    sampler = HFSampler(model=model, tokenizer=tok)
+    with Ledger.memory() as ledger:
+        cfg = EvalConfig(PER_LEVEL, SAMPLES, 1.0, 16)
+        return evaluate(sampler, ledger, "bench", {q: prompt(q) for q in problems["question"]},
+                        cfg, problems)  # fmt: skip
+
+
+def fresh_items(levels: dict[str, list[int]], seed: int) -> list[Item]:
+    pool = generate_mix(levels, 40_000, seed).filter(pl.col("split") == "train")
+    pool = pool.sample(fraction=1.0, shuffle=True, seed=seed)
+    rows = zip(pool["question"], pool["answer"], pool["verifier"], strict=True)
+    return [Item(prompt(q), a, G, verifier=v) for q, a, v in rows]
+
+
+def cells(table: pl.DataFrame, low: float, high: float) -> dict[str, list[int]]:
+    picked = table.filter((pl.col("sampled") >= low) & (pl.col("sampled") <= high))
+    out: dict[str, list[int]] = {}
+    for family, level in picked.select("family", "level").rows():
+        out.setdefault(family, []).append(int(level))
+    return out
+
+
+def curated_batches(model_dir: Path, family: str, extra: dict[str, Any]) -> tuple[Any, dict]:
+    with Ledger.memory() as ledger:
+        cfg = CurateConfig(n_candidates=2000, mix={family: "all"}, seed=1, **extra)
+        result = curate(ledger, policy_for(model_dir), cfg)
+        frame = ledger.sql(
+            "SELECT i.*, p.question, p.answer, p.verifier, p.family, p.level "
+            "FROM curriculum_items i JOIN problems p USING (problem_id) "
+            "WHERE curriculum_id = $c ORDER BY stage, position",
+            {"c": result.curriculum_id},
+        )
+    composition = (
+        frame.group_by("family", "level", "stage")
+        .agg(pl.len().alias("items"), pl.col("group_size").mean().alias("mean_g"))
+        .sort("family", "level", "stage")
+    )
+    batches = CurriculumBatches(
+        frame, [prompt(q) for q in frame["question"]], PROMPTS * G, STEPS, 0
+    )
+    info = {"curation_rollouts": sum(result.rollouts.values()), "items": frame.height,
+            "composition": composition.to_dicts()}  # fmt: skip
+    return batches, info
+
+
+def run_arm(arm: str, model_dir: Path, before: pl.DataFrame, family: str) -> dict[str, Any]:
+    torch.manual_seed(0)
+    model, tok = load_policy(model_dir)
+    mid = cells(before, *MID)
+    info: dict[str, Any] = {}
+    if arm in ("mid_fresh", "all_fresh"):
+        levels = mid if arm == "mid_fresh" else cells(before, SOLVED_AT_ALL, 1.0)
+        items = fresh_items(levels, 5)
+        info["levels"] = levels
+
+        def batches(step: int) -> list[Item]:
+            return items[step * PROMPTS : (step + 1) * PROMPTS]
+    else:
+        extra = {} if arm == "curated" else {"hard_max_p": 0.01, "band_low": 0.15}
+        batches, info = curated_batches(model_dir, family, extra)
+    cfg = GRPOConfig(**GRPO, total_steps=STEPS)
+    sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
+    trainer = Trainer(model, tok, sampler, verifier_reward, batches, cfg, warn=lambda m: None)
+    started = time.perf_counter()
+    history = trainer.train()
+    seconds = time.perf_counter() - started
+    after = heldout(trainer.model, tok)
+    table = (
+        before.rename({"greedy": "greedy_before", "sampled": "sampled_before"})
+        .join(after.select("family", "level", "greedy", "sampled"), on=["family", "level"])
+        .with_columns((pl.col("sampled") - pl.col("sampled_before")).alias("sampled_gain"),
+                      (pl.col("greedy") - pl.col("greedy_before")).alias("greedy_gain"))
+    )  # fmt: skip
+    is_mid = pl.struct("family", "level").map_elements(
+        lambda r: r["level"] in mid.get(r["family"], []), return_dtype=pl.Boolean
+    )
+    table = table.with_columns(is_mid.alias("target"))
+    target, other = table.filter(pl.col("target")), table.filter(~pl.col("target"))
+    curve = [float(np.mean([h["pass_rate"] for h in history[i : i + 25]]))
+             for i in range(0, len(history), 25)]  # fmt: skip
+    return {
+        "arm": arm,
+        **info,
+        "train_seconds": seconds,
+        "target_levels": mid,
+        "target_sampled_gain": float(target["sampled_gain"].mean()),
+        "target_greedy_gain": float(target["greedy_gain"].mean()),
+        "other_mean_sampled_gain": float(other["sampled_gain"].mean()),
+        "other_worst_sampled_gain": float(other["sampled_gain"].min()),
+        "train_pass_rate_every_25_steps": curve,
+        "kl_end": float(np.mean([h["kl"] for h in history[-25:]])),
+        "by_level": table.to_dicts(),
+    }
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5))
+    arms = result["arms"]
+    labels = [f"{r['family']} {r['level']}" for r in arms[0]["by_level"]]
+    x = np.arange(len(labels))
+    width = 0.8 / len(arms)
+    for i, arm in enumerate(arms):
+        gains = [100 * r["sampled_gain"] for r in arm["by_level"]]
+        left.bar(x + i * width, gains, width, label=arm["arm"])
+        curve = arm["train_pass_rate_every_25_steps"]
+        right.plot(np.arange(len(curve)) * 25, curve, marker="o", label=arm["arm"])
+    left.axhline(0, color="black", lw=0.5)
+    left.set_xticks(x + 0.4 - width / 2, labels, rotation=60, fontsize=8)
+    left.set_ylabel("held-out sampled pass@1 change (points)")
+    left.set_title("gain per level after 300 GRPO steps")
+    left.legend(fontsize=8)
+    right.set_xlabel("step")
+    right.set_ylabel("training pass rate (25-step mean)")
+    right.set_title("training pass rate")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=Path("data/models/tiny"))
+    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--family", default="arith", help="family the curated arms curate from")
+    args = ap.parse_args()
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    model, tok = load_policy(args.model)
+    before = heldout(model, tok)
+    del model
+    arms = []
+    for arm in args.arms.split(","):
+        print(f"arm {arm} ...", flush=True)
+        r = run_arm(arm, args.model, before, args.family)
+        curve = [round(v, 2) for v in r["train_pass_rate_every_25_steps"]]
+        print(
+            f"  target {r['target_levels']}: sampled {100 * r['target_sampled_gain']:+.1f} "
+            f"greedy {100 * r['target_greedy_gain']:+.1f}; others worst "
+            f"{100 * r['other_worst_sampled_gain']:+.1f}; train pass rate {curve}",
+            flush=True,
+        )
+        arms.append(r)
+    meta = json.loads((args.model / "sieve.json").read_text())
+    result = {
+        "model_revision": meta.get("model_revision"),
+        "settings": {
+            **GRPO,
+            "steps": STEPS,
+            "prompts_per_step": PROMPTS,
+            "G": G,
+            "per_level": PER_LEVEL,
+            "samples": SAMPLES,
+            "mid_band": MID,
+        },
+        "before": before.to_dicts(),
+        "arms": arms,
+        "machine": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "cpus": torch.get_num_threads(),
+        },
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "grpo_headroom.json").write_text(json.dumps(result, indent=1))
+    plot(result, RESULTS / "grpo_headroom.png")
+    print(f"wrote {RESULTS / 'grpo_headroom.json'} and .png")
+
+
+if __name__ == "__main__":
+    main()
