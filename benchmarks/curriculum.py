@@ -73,6 +73,8 @@ class Setup:
     # sieve: training per night in passes over its curriculum; 0 = as many rollouts as the
     # night's curation cost (the committed run). A cap trades training for more nights.
     passes: float = 0.0
+    # sieve: CurateConfig overrides (e.g. stage 2 off: {"hard_max_p": 0.01, "band_low": 0.15})
+    curate: dict[str, Any] = field(default_factory=dict)
 
 
 QUICK = Setup(budget=24_000, evals=3, per_level=10, samples=4, seeds=(0,), candidates=600)
@@ -211,6 +213,7 @@ def sieve_nights(
                 mix={f: "all" for f in FAMILIES},
                 seed=1_000 * seed + night,
                 chunk_size=512,
+                **setup.curate,
             )
             hf = HFSampler(model=model, tokenizer=tok, model_name="bench")
             policy = Policy(hf, model_revision(model), lambda qs: [prompt(q) for q in qs])
@@ -331,6 +334,7 @@ def main() -> None:
     ap.add_argument("--grpo", default="{}", help="JSON of GRPOConfig overrides for every arm")
     ap.add_argument("--out", default="curriculum")
     ap.add_argument("--passes", type=float, default=0.0, help="sieve: passes per night (0: old)")
+    ap.add_argument("--curate", default="{}", help="sieve: JSON of CurateConfig overrides")
     ap.add_argument(
         "--resummarise", action="store_true", help="recompute summary + PNG from the JSON"
     )
@@ -347,7 +351,8 @@ def main() -> None:
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
     base = QUICK if args.quick else FULL
-    setup = Setup(**{**base.__dict__, "grpo": json.loads(args.grpo), "passes": args.passes})
+    overrides = {"grpo": json.loads(args.grpo), "passes": args.passes}
+    setup = Setup(**{**base.__dict__, **overrides, "curate": json.loads(args.curate)})
     heldout = heldout_set(setup.per_level)
     started = time.perf_counter()
     runs = []

@@ -12,10 +12,13 @@ prompt source, then measures held-out pass@1 (the mean of 8 samples at T = 1, gr
 - `curated`: Sieve's default two-stage curriculum (screen G = 8 → refine G = 32) over the trained
   family, trained as `sieve train` does (128 rollouts per step, stage 1 then stage 2);
 - `curated_stage1`: the same curation with stage 2 switched off and a higher band floor
-  (`hard_max_p` 0.01, `band_low` 0.15): only mid-band prompts.
+  (`hard_max_p` 0.01, `band_low` 0.15): only mid-band prompts;
+- `mid_fresh_p64`, `curated_p64`: `mid_fresh` and `curated` with 64 prompts per step for 150
+  steps (less noise per update; is the collapse just batch noise?).
 
 Output: `benchmarks/results/grpo_headroom.json` + `.png` (gain per level and arm; training pass
-rate along the run). Run: `python benchmarks/grpo_headroom.py [--model DIR]` (~6 min on 2 cores).
+rate along the run). Run: `python benchmarks/grpo_headroom.py [--model DIR] [--arms a,b]`
+(~11 min on 2 cores; re-running some arms on the same weights replaces only those in the JSON).
 Needs the bootstrapped tiny policy (`sieve bootstrap`).
 """
 
@@ -44,7 +47,10 @@ from pipeline.store import Ledger
 from pipeline.train import CurriculumBatches, HFGroupSampler, verifier_reward
 
 RESULTS = Path(__file__).parent / "results"
-ARMS = ("mid_fresh", "all_fresh", "curated", "curated_stage1")
+ARMS = ("mid_fresh", "all_fresh", "curated", "curated_stage1", "mid_fresh_p64", "curated_p64")
+# arm -> (prompts per step, steps); the *_p64 arms spend 4x the rollouts per step for half the
+# steps: same lr, 64 prompts instead of 16 (less noise per update)
+SHAPE = {"mid_fresh_p64": (64, 150), "curated_p64": (64, 150)}
 LEVELS = {"arith": [1, 2, 3, 4, 5, 6], "linear": [1, 2, 3, 4], "modular": [1, 2, 3, 4]}
 GRPO = {"lr": 2e-4, "lr_warmup_steps": 30, "beta": 0.02, "beta_schedule": "fixed",
         "max_new_tokens": 16, "checkpoint_every": 0}  # fmt: skip
@@ -84,7 +90,9 @@ def cells(table: pl.DataFrame, low: float, high: float) -> dict[str, list[int]]:
     return out
 
 
-def curated_batches(model_dir: Path, family: str, extra: dict[str, Any]) -> tuple[Any, dict]:
+def curated_batches(
+    model_dir: Path, family: str, extra: dict[str, Any], prompts: int, steps: int
+) -> tuple[Any, dict]:
     with Ledger.memory() as ledger:
         cfg = CurateConfig(n_candidates=2000, mix={family: "all"}, seed=1, **extra)
         result = curate(ledger, policy_for(model_dir), cfg)
@@ -100,7 +108,7 @@ def curated_batches(model_dir: Path, family: str, extra: dict[str, Any]) -> tupl
         .sort("family", "level", "stage")
     )
     batches = CurriculumBatches(
-        frame, [prompt(q) for q in frame["question"]], PROMPTS * G, STEPS, 0
+        frame, [prompt(q) for q in frame["question"]], prompts * G, steps, 0
     )
     info = {"curation_rollouts": sum(result.rollouts.values()), "items": frame.height,
             "composition": composition.to_dicts()}  # fmt: skip
@@ -112,17 +120,19 @@ def run_arm(arm: str, model_dir: Path, before: pl.DataFrame, family: str) -> dic
     model, tok = load_policy(model_dir)
     mid = cells(before, *MID)
     info: dict[str, Any] = {}
-    if arm in ("mid_fresh", "all_fresh"):
-        levels = mid if arm == "mid_fresh" else cells(before, SOLVED_AT_ALL, 1.0)
+    per_step, steps = SHAPE.get(arm, (PROMPTS, STEPS))
+    if arm.startswith(("mid_fresh", "all_fresh")):
+        levels = mid if arm.startswith("mid_fresh") else cells(before, SOLVED_AT_ALL, 1.0)
         items = fresh_items(levels, 5)
         info["levels"] = levels
 
         def batches(step: int) -> list[Item]:
-            return items[step * PROMPTS : (step + 1) * PROMPTS]
+            return items[step * per_step : (step + 1) * per_step]
     else:
-        extra = {} if arm == "curated" else {"hard_max_p": 0.01, "band_low": 0.15}
-        batches, info = curated_batches(model_dir, family, extra)
-    cfg = GRPOConfig(**GRPO, total_steps=STEPS)
+        extra = {"hard_max_p": 0.01, "band_low": 0.15} if arm == "curated_stage1" else {}
+        batches, info = curated_batches(model_dir, family, extra, per_step, steps)
+    info.update(prompts_per_step=per_step, steps=steps)
+    cfg = GRPOConfig(**GRPO, total_steps=steps)
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
     trainer = Trainer(model, tok, sampler, verifier_reward, batches, cfg, warn=lambda m: None)
     started = time.perf_counter()
@@ -228,6 +238,13 @@ def main() -> None:
             "cpus": torch.get_num_threads(),
         },
     }
+    path = RESULTS / "grpo_headroom.json"
+    if path.exists():  # keep the arms of earlier runs on the same weights, replace re-run ones
+        old = json.loads(path.read_text())
+        if old.get("model_revision") == result["model_revision"]:
+            ran = {a["arm"] for a in arms}
+            kept = [a for a in old["arms"] if a["arm"] not in ran]
+            result["arms"] = sorted(kept + arms, key=lambda a: ARMS.index(a["arm"]))
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "grpo_headroom.json").write_text(json.dumps(result, indent=1))
     plot(result, RESULTS / "grpo_headroom.png")
