@@ -49,7 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/sampling.py
 	$(BIN)/python benchmarks/selection.py
 
-# needs the bootstrapped tiny policy (8-10 minutes on 2 cores the first time)
+# needs the bootstrapped tiny policy (about 1.5 minutes on 2 cores the first time)
 bench-curate: $(STAMP)
 	@test -f data/models/tiny/config.json || $(BIN)/sieve bootstrap --home data
 	$(BIN)/python benchmarks/curate_overhead.py --model data/models/tiny
