@@ -14,7 +14,9 @@ prompt source, then measures held-out pass@1 (the mean of 8 samples at T = 1, gr
 - `curated_stage1`: the same curation with stage 2 switched off and a higher band floor
   (`hard_max_p` 0.01, `band_low` 0.15): only mid-band prompts;
 - `mid_fresh_p64`, `curated_p64`: `mid_fresh` and `curated` with 64 prompts per step for 150
-  steps (less noise per update; is the collapse just batch noise?).
+  steps (less noise per update; is the collapse just batch noise?);
+- `curated_target_wide_p64`: Sieve curation of 4,000 candidates from the target levels only,
+  stage 2 off, the stage-1 band opened to [0.02, 1] and replay share 0.5; 64 prompts × 150.
 
 Output: `benchmarks/results/grpo_headroom.json` + `.png` (gain per level and arm; training pass
 rate along the run). Run: `python benchmarks/grpo_headroom.py [--model DIR] [--arms a,b]`
@@ -47,10 +49,16 @@ from pipeline.store import Ledger
 from pipeline.train import CurriculumBatches, HFGroupSampler, verifier_reward
 
 RESULTS = Path(__file__).parent / "results"
-ARMS = ("mid_fresh", "all_fresh", "curated", "curated_stage1", "mid_fresh_p64", "curated_p64")
+ARMS = (
+    "mid_fresh", "all_fresh", "curated", "curated_stage1", "mid_fresh_p64", "curated_p64",
+    "curated_target_wide_p64",
+)  # fmt: skip
 # arm -> (prompts per step, steps); the *_p64 arms spend 4x the rollouts per step for half the
 # steps: same lr, 64 prompts instead of 16 (less noise per update)
-SHAPE = {"mid_fresh_p64": (64, 150), "curated_p64": (64, 150)}
+SHAPE = {"mid_fresh_p64": (64, 150), "curated_p64": (64, 150), "curated_target_wide_p64": (64, 150)}
+# curated_target_wide_p64: curate 4,000 candidates of the target levels only, stage 2 off, the
+# stage-1 band opened to 0.02 <= p <= 1 and half as many replayed all-correct prompts as stage 1
+WIDE = {"hard_max_p": 0.01, "refine_g": 16, "band_low": 0.02, "band_high": 1.0, "replay_share": 0.5}
 LEVELS = {"arith": [1, 2, 3, 4, 5, 6], "linear": [1, 2, 3, 4], "modular": [1, 2, 3, 4]}
 GRPO = {"lr": 2e-4, "lr_warmup_steps": 30, "beta": 0.02, "beta_schedule": "fixed",
         "max_new_tokens": 16, "checkpoint_every": 0}  # fmt: skip
@@ -91,10 +99,10 @@ def cells(table: pl.DataFrame, low: float, high: float) -> dict[str, list[int]]:
 
 
 def curated_batches(
-    model_dir: Path, family: str, extra: dict[str, Any], prompts: int, steps: int
+    model_dir: Path, mix: dict[str, str], n: int, extra: dict[str, Any], prompts: int, steps: int
 ) -> tuple[Any, dict]:
     with Ledger.memory() as ledger:
-        cfg = CurateConfig(n_candidates=2000, mix={family: "all"}, seed=1, **extra)
+        cfg = CurateConfig(n_candidates=n, mix=mix, seed=1, **extra)
         result = curate(ledger, policy_for(model_dir), cfg)
         frame = ledger.sql(
             "SELECT i.*, p.question, p.answer, p.verifier, p.family, p.level "
@@ -129,8 +137,14 @@ def run_arm(arm: str, model_dir: Path, before: pl.DataFrame, family: str) -> dic
         def batches(step: int) -> list[Item]:
             return items[step * per_step : (step + 1) * per_step]
     else:
-        extra = {"hard_max_p": 0.01, "band_low": 0.15} if arm == "curated_stage1" else {}
-        batches, info = curated_batches(model_dir, family, extra, per_step, steps)
+        if arm == "curated_target_wide_p64":
+            mix = {f: ",".join(map(str, levels)) for f, levels in mid.items()}
+            batches, info = curated_batches(model_dir, mix, 4000, WIDE, per_step, steps)
+        else:
+            extra = {"hard_max_p": 0.01, "band_low": 0.15} if arm == "curated_stage1" else {}
+            batches, info = curated_batches(
+                model_dir, {family: "all"}, 2000, extra, per_step, steps
+            )
     info.update(prompts_per_step=per_step, steps=steps)
     cfg = GRPOConfig(**GRPO, total_steps=steps)
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
