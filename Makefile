@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sieve-installed
 
-.PHONY: install demo test test-all lint format bench bench-curate clean report-deps sandbox-deps
+.PHONY: install demo test test-learning test-all lint format bench bench-curate clean report-deps sandbox-deps
 
 # `make test-vllm`: the vLLM mapping tests in a venv of their own (opt-in, several GB)
 include Makefile.vllm
@@ -31,6 +31,10 @@ report-deps:
 
 test: $(STAMP) report-deps sandbox-deps
 	$(BIN)/pytest -q -m "not slow and not gpu"
+
+# the slow learning test (about 4 minutes on 2 cores)
+test-learning: $(STAMP)
+	$(BIN)/pytest -q -m slow tests/test_learning.py
 
 test-all: $(STAMP) report-deps sandbox-deps
 	$(BIN)/pytest -q -m "not gpu"

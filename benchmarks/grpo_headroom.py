@@ -99,10 +99,15 @@ def cells(table: pl.DataFrame, low: float, high: float) -> dict[str, list[int]]:
 
 
 def curated_batches(
-    model_dir: Path, mix: dict[str, str], n: int, extra: dict[str, Any], prompts: int, steps: int
+    model_dir: Path,
+    mix: dict[str, str],
+    n: int,
+    extra: dict[str, Any],
+    shape: tuple[int, int, int],  # prompts per step, steps, seed
 ) -> tuple[Any, dict]:
+    prompts, steps, seed = shape
     with Ledger.memory() as ledger:
-        cfg = CurateConfig(n_candidates=n, mix=mix, seed=1, **extra)
+        cfg = CurateConfig(n_candidates=n, mix=mix, seed=1 + 1000 * seed, **extra)
         result = curate(ledger, policy_for(model_dir), cfg)
         frame = ledger.sql(
             "SELECT i.*, p.question, p.answer, p.verifier, p.family, p.level "
@@ -116,22 +121,24 @@ def curated_batches(
         .sort("family", "level", "stage")
     )
     batches = CurriculumBatches(
-        frame, [prompt(q) for q in frame["question"]], prompts * G, steps, 0
+        frame, [prompt(q) for q in frame["question"]], prompts * G, steps, seed
     )
     info = {"curation_rollouts": sum(result.rollouts.values()), "items": frame.height,
             "composition": composition.to_dicts()}  # fmt: skip
     return batches, info
 
 
-def run_arm(arm: str, model_dir: Path, before: pl.DataFrame, family: str) -> dict[str, Any]:
-    torch.manual_seed(0)
+def run_arm(
+    arm: str, model_dir: Path, before: pl.DataFrame, family: str, seed: int = 0
+) -> dict[str, Any]:
+    torch.manual_seed(seed)
     model, tok = load_policy(model_dir)
     mid = cells(before, *MID)
     info: dict[str, Any] = {}
     per_step, steps = SHAPE.get(arm, (PROMPTS, STEPS))
     if arm.startswith(("mid_fresh", "all_fresh")):
         levels = mid if arm.startswith("mid_fresh") else cells(before, SOLVED_AT_ALL, 1.0)
-        items = fresh_items(levels, 5)
+        items = fresh_items(levels, 5 + 1000 * seed)
         info["levels"] = levels
 
         def batches(step: int) -> list[Item]:
@@ -139,14 +146,14 @@ def run_arm(arm: str, model_dir: Path, before: pl.DataFrame, family: str) -> dic
     else:
         if arm == "curated_target_wide_p64":
             mix = {f: ",".join(map(str, levels)) for f, levels in mid.items()}
-            batches, info = curated_batches(model_dir, mix, 4000, WIDE, per_step, steps)
+            batches, info = curated_batches(model_dir, mix, 4000, WIDE, (per_step, steps, seed))
         else:
             extra = {"hard_max_p": 0.01, "band_low": 0.15} if arm == "curated_stage1" else {}
             batches, info = curated_batches(
-                model_dir, {family: "all"}, 2000, extra, per_step, steps
+                model_dir, {family: "all"}, 2000, extra, (per_step, steps, seed)
             )
     info.update(prompts_per_step=per_step, steps=steps)
-    cfg = GRPOConfig(**GRPO, total_steps=steps)
+    cfg = GRPOConfig(**GRPO, total_steps=steps, seed=seed)
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
     trainer = Trainer(model, tok, sampler, verifier_reward, batches, cfg, warn=lambda m: None)
     started = time.perf_counter()
@@ -194,9 +201,10 @@ def plot(result: dict, path: Path) -> None:
     width = 0.8 / len(arms)
     for i, arm in enumerate(arms):
         gains = [100 * r["sampled_gain"] for r in arm["by_level"]]
-        left.bar(x + i * width, gains, width, label=arm["arm"])
+        name = arm["arm"] + (f" seed {arm['seed']}" if arm.get("seed") else "")
+        left.bar(x + i * width, gains, width, label=name)
         curve = arm["train_pass_rate_every_25_steps"]
-        right.plot(np.arange(len(curve)) * 25, curve, marker="o", label=arm["arm"])
+        right.plot(np.arange(len(curve)) * 25, curve, marker="o", label=name)
     left.axhline(0, color="black", lw=0.5)
     left.set_xticks(x + 0.4 - width / 2, labels, rotation=60, fontsize=8)
     left.set_ylabel("held-out sampled pass@1 change (points)")
@@ -215,6 +223,7 @@ def main() -> None:
     ap.add_argument("--model", type=Path, default=Path("data/models/tiny"))
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--family", default="arith", help="family the curated arms curate from")
+    ap.add_argument("--seeds", default="0", help="comma-separated seeds (data, curation, GRPO)")
     args = ap.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     model, tok = load_policy(args.model)
@@ -222,16 +231,17 @@ def main() -> None:
     del model
     arms = []
     for arm in args.arms.split(","):
-        print(f"arm {arm} ...", flush=True)
-        r = run_arm(arm, args.model, before, args.family)
-        curve = [round(v, 2) for v in r["train_pass_rate_every_25_steps"]]
-        print(
-            f"  target {r['target_levels']}: sampled {100 * r['target_sampled_gain']:+.1f} "
-            f"greedy {100 * r['target_greedy_gain']:+.1f}; others worst "
-            f"{100 * r['other_worst_sampled_gain']:+.1f}; train pass rate {curve}",
-            flush=True,
-        )
-        arms.append(r)
+        for seed in map(int, args.seeds.split(",")):
+            print(f"arm {arm} seed {seed} ...", flush=True)
+            r = {**run_arm(arm, args.model, before, args.family, seed), "seed": seed}
+            curve = [round(v, 2) for v in r["train_pass_rate_every_25_steps"]]
+            print(
+                f"  target {r['target_levels']}: sampled {100 * r['target_sampled_gain']:+.1f} "
+                f"greedy {100 * r['target_greedy_gain']:+.1f}; others worst "
+                f"{100 * r['other_worst_sampled_gain']:+.1f}; train pass rate {curve}",
+                flush=True,
+            )
+            arms.append(r)
     meta = json.loads((args.model / "sieve.json").read_text())
     result = {
         "model_revision": meta.get("model_revision"),
@@ -256,9 +266,10 @@ def main() -> None:
     if path.exists():  # keep the arms of earlier runs on the same weights, replace re-run ones
         old = json.loads(path.read_text())
         if old.get("model_revision") == result["model_revision"]:
-            ran = {a["arm"] for a in arms}
-            kept = [a for a in old["arms"] if a["arm"] not in ran]
-            result["arms"] = sorted(kept + arms, key=lambda a: ARMS.index(a["arm"]))
+            ran = {(a["arm"], a.get("seed", 0)) for a in arms}
+            kept = [a for a in old["arms"] if (a["arm"], a.get("seed", 0)) not in ran]
+            runs = kept + arms
+            result["arms"] = sorted(runs, key=lambda a: (ARMS.index(a["arm"]), a.get("seed", 0)))
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "grpo_headroom.json").write_text(json.dumps(result, indent=1))
     plot(result, RESULTS / "grpo_headroom.png")

@@ -1,0 +1,51 @@
+"""The learning test: GRPO on a Sieve-curated curriculum from the default bootstrapped tiny policy.
+
+The recipe is `benchmarks/grpo_headroom.py`'s `curated_target_wide_p64` arm: the levels whose
+sampled held-out pass@1 is in [0.15, 0.7] are the target; Sieve curates 4,000 candidates of those
+levels (stage 2 off, stage-1 band [0.02, 1], replay share 0.5) and GRPO trains 150 steps of 64
+prompts × G = 8. Held-out pass@1 is the mean of 8 samples at T = 1 on 30 problems per level.
+
+Slow (3 min 35 s on 2 cores, bootstrap included): `make test-learning`, or `make test-all`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _benchmark() -> ModuleType:
+    path = Path(__file__).parents[1] / "benchmarks" / "grpo_headroom.py"
+    spec = importlib.util.spec_from_file_location("grpo_headroom", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bootstrapped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
+
+    cfg = BootstrapConfig()  # the default recipe: what `sieve bootstrap` trains
+    path = tmp_path_factory.mktemp("models") / "tiny"
+    save_atomically(train_tiny(cfg), path, cfg)
+    return path
+
+
+@pytest.mark.timeout(900)
+def test_grpo_on_a_curated_curriculum_raises_the_target_levels(bootstrapped: Path) -> None:
+    from pipeline.policy.model import load_policy
+
+    bench = _benchmark()
+    model, tok = load_policy(bootstrapped)
+    before = bench.heldout(model, tok)
+    result = bench.run_arm("curated_target_wide_p64", bootstrapped, before, "arith")
+    assert result["target_levels"], f"no level in the learnable zone:\n{before}"
+    assert result["target_sampled_gain"] >= 0.10, result["by_level"]
+    assert result["other_worst_sampled_gain"] >= -0.05, result["by_level"]
