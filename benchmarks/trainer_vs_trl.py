@@ -31,7 +31,8 @@ import polars as pl
 import torch
 
 RESULTS = Path(__file__).parent / "results"
-LEVELS = {"arith": [2, 3], "linear": [2, 3], "modular": [1, 2]}
+# the earlier bootstrap's middle levels; `--levels '{"arith": [3, 4]}'` for the current one
+LEVELS: dict[str, list[int]] = {"arith": [2, 3], "linear": [2, 3], "modular": [1, 2]}
 PROMPTS, G, MAX_NEW = 16, 4, 16
 WARMUP = 5  # steps left out of the timing on both sides (first-shape kernel selection)
 
@@ -167,7 +168,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--beta", type=float, default=0.02)
+    ap.add_argument("--levels", default=json.dumps(LEVELS), help="JSON family -> levels to train")
+    ap.add_argument("--out", default="trainer_vs_trl", help="results file name (no suffix)")
     args = ap.parse_args()
+    LEVELS.clear()
+    LEVELS.update({f: list(v) for f, v in json.loads(args.levels).items()})
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
     torch.set_num_threads(torch.get_num_threads())
@@ -196,8 +201,8 @@ def main() -> None:
         "speedup_median": trl_res["median_seconds_per_step"] / sieve["median_seconds_per_step"],
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "trainer_vs_trl.json").write_text(json.dumps(result, indent=1))
-    plot(result, RESULTS / "trainer_vs_trl.png")
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1))
+    plot(result, RESULTS / f"{args.out}.png")
     keys = ("start", "sieve", "trl", "speedup", "speedup_median")
     print(json.dumps({k: result[k] for k in keys}, indent=1))
 
