@@ -53,7 +53,13 @@ from pipeline.problems import FAMILIES, family_levels, generate_mix
 from pipeline.sampling.hf import HFSampler
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
-from pipeline.train import TINY_GRPO, CurriculumBatches, HFGroupSampler, verifier_reward
+from pipeline.train import (
+    TINY_GRPO,
+    CurriculumBatches,
+    HFGroupSampler,
+    curriculum_frame,
+    verifier_reward,
+)
 
 RESULTS = Path(__file__).parent / "results"
 ARMS = ("uniform", "dapo", "pilot_commit", "sieve")
@@ -230,12 +236,7 @@ def sieve_nights(
             if result.items.is_empty() or spent >= setup.budget:
                 night += 1
                 continue
-            frame = ledger.sql(
-                "SELECT i.*, p.question, p.answer, p.verifier FROM curriculum_items i "
-                "JOIN problems p USING (problem_id) WHERE curriculum_id = $c "
-                "ORDER BY stage, position",
-                {"c": result.curriculum_id},
-            )
+            frame = curriculum_frame(ledger, result.curriculum_id)
             # a night trains for as many rollouts as its curation cost (at least one pass), or
             # for `passes` passes over its curriculum when set
             one_pass = int(frame["group_size"].sum())

@@ -30,6 +30,8 @@ import argparse
 import json
 import platform
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,23 +48,42 @@ from pipeline.problems import generate_mix
 from pipeline.sampling.hf import HFSampler
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
-from pipeline.train import CurriculumBatches, HFGroupSampler, verifier_reward
+from pipeline.train import CurriculumBatches, HFGroupSampler, curriculum_frame, verifier_reward
 
 RESULTS = Path(__file__).parent / "results"
-ARMS = (
-    "mid_fresh", "all_fresh", "curated", "curated_stage1", "mid_fresh_p64", "curated_p64",
-    "curated_target_wide_p64",
-)  # fmt: skip
-# arm -> (prompts per step, steps); the *_p64 arms spend 4x the rollouts per step for half the
-# steps: same lr, 64 prompts instead of 16 (less noise per update)
-SHAPE = {"mid_fresh_p64": (64, 150), "curated_p64": (64, 150), "curated_target_wide_p64": (64, 150)}
-# curated_target_wide_p64: curate 4,000 candidates of the target levels only, stage 2 off, the
-# stage-1 band opened to 0.02 <= p <= 1 and half as many replayed all-correct prompts as stage 1
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One prompt source and batch shape; every arm shares GRPO below."""
+
+    # "mid": fresh problems of the target levels; "solved": of every level solved at all;
+    # "curate": a Sieve curriculum
+    source: str
+    per_step: int = 16  # prompts per optimiser step (× G = 8 rollouts)
+    steps: int = 300
+    curate: dict[str, Any] = field(default_factory=dict)  # CurateConfig overrides
+    candidates: int = 2000
+    target_only: bool = False  # curate from the target levels only (else the whole family)
+
+
+# stage 2 off, the stage-1 band opened to 0.02 <= p <= 1, half as many replayed all-correct
+# prompts as stage 1, a cheaper refine
 WIDE = {"hard_max_p": 0.01, "refine_g": 16, "band_low": 0.02, "band_high": 1.0, "replay_share": 0.5}
+# the *_p64 arms spend 4x the rollouts per step for half the steps (less noise per update)
+ARMS = {
+    "mid_fresh": Arm("mid"),
+    "all_fresh": Arm("solved"),
+    "curated": Arm("curate"),
+    "curated_stage1": Arm("curate", curate={"hard_max_p": 0.01, "band_low": 0.15}),
+    "mid_fresh_p64": Arm("mid", 64, 150),
+    "curated_p64": Arm("curate", 64, 150),
+    "curated_target_wide_p64": Arm("curate", 64, 150, WIDE, 4000, target_only=True),
+}
 LEVELS = {"arith": [1, 2, 3, 4, 5, 6], "linear": [1, 2, 3, 4], "modular": [1, 2, 3, 4]}
 GRPO = {"lr": 2e-4, "lr_warmup_steps": 30, "beta": 0.02, "beta_schedule": "fixed",
         "max_new_tokens": 16, "checkpoint_every": 0}  # fmt: skip
-STEPS, PROMPTS, G, PER_LEVEL, SAMPLES = 300, 16, 8, 30, 8
+G, PER_LEVEL, SAMPLES = 8, 30, 8
 MID = (0.15, 0.7)
 SOLVED_AT_ALL = 0.02
 
@@ -99,82 +120,72 @@ def cells(table: pl.DataFrame, low: float, high: float) -> dict[str, list[int]]:
 
 
 def curated_batches(
-    model_dir: Path,
-    mix: dict[str, str],
-    n: int,
-    extra: dict[str, Any],
-    shape: tuple[int, int, int],  # prompts per step, steps, seed
-) -> tuple[Any, dict]:
-    prompts, steps, seed = shape
+    model_dir: Path, mix: dict[str, str], arm: Arm, seed: int
+) -> tuple[CurriculumBatches, dict]:
     with Ledger.memory() as ledger:
-        cfg = CurateConfig(n_candidates=n, mix=mix, seed=1 + 1000 * seed, **extra)
+        cfg = CurateConfig(n_candidates=arm.candidates, mix=mix, seed=1 + 1000 * seed, **arm.curate)
         result = curate(ledger, policy_for(model_dir), cfg)
-        frame = ledger.sql(
-            "SELECT i.*, p.question, p.answer, p.verifier, p.family, p.level "
-            "FROM curriculum_items i JOIN problems p USING (problem_id) "
-            "WHERE curriculum_id = $c ORDER BY stage, position",
-            {"c": result.curriculum_id},
-        )
+        frame = curriculum_frame(ledger, result.curriculum_id)
     composition = (
         frame.group_by("family", "level", "stage")
         .agg(pl.len().alias("items"), pl.col("group_size").mean().alias("mean_g"))
         .sort("family", "level", "stage")
     )
-    batches = CurriculumBatches(
-        frame, [prompt(q) for q in frame["question"]], prompts * G, steps, seed
-    )
+    prompts = [prompt(q) for q in frame["question"]]
+    batches = CurriculumBatches(frame, prompts, arm.per_step * G, arm.steps, seed)
     info = {"curation_rollouts": sum(result.rollouts.values()), "items": frame.height,
             "composition": composition.to_dicts()}  # fmt: skip
     return batches, info
 
 
 def run_arm(
-    arm: str, model_dir: Path, before: pl.DataFrame, family: str, seed: int = 0
+    name: str, model_dir: Path, before: pl.DataFrame, family: str, seed: int = 0
 ) -> dict[str, Any]:
+    arm = ARMS[name]
     torch.manual_seed(seed)
     model, tok = load_policy(model_dir)
     mid = cells(before, *MID)
     info: dict[str, Any] = {}
-    per_step, steps = SHAPE.get(arm, (PROMPTS, STEPS))
-    if arm.startswith(("mid_fresh", "all_fresh")):
-        levels = mid if arm.startswith("mid_fresh") else cells(before, SOLVED_AT_ALL, 1.0)
-        items = fresh_items(levels, 5 + 1000 * seed)
-        info["levels"] = levels
+    batches: Callable[[int], list[Item]]
+    if arm.source == "curate":
+        levels = {f: ",".join(map(str, v)) for f, v in mid.items()}
+        batches, info = curated_batches(
+            model_dir, levels if arm.target_only else {family: "all"}, arm, seed
+        )
+    else:
+        chosen = mid if arm.source == "mid" else cells(before, SOLVED_AT_ALL, 1.0)
+        items = fresh_items(chosen, 5 + 1000 * seed)
+        info["levels"] = chosen
 
         def batches(step: int) -> list[Item]:
-            return items[step * per_step : (step + 1) * per_step]
-    else:
-        if arm == "curated_target_wide_p64":
-            mix = {f: ",".join(map(str, levels)) for f, levels in mid.items()}
-            batches, info = curated_batches(model_dir, mix, 4000, WIDE, (per_step, steps, seed))
-        else:
-            extra = {"hard_max_p": 0.01, "band_low": 0.15} if arm == "curated_stage1" else {}
-            batches, info = curated_batches(
-                model_dir, {family: "all"}, 2000, extra, (per_step, steps, seed)
-            )
-    info.update(prompts_per_step=per_step, steps=steps)
-    cfg = GRPOConfig(**GRPO, total_steps=steps, seed=seed)
+            return items[step * arm.per_step : (step + 1) * arm.per_step]
+
+    info.update(prompts_per_step=arm.per_step, steps=arm.steps)
+    cfg = GRPOConfig(**GRPO, total_steps=arm.steps, seed=seed)
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
     trainer = Trainer(model, tok, sampler, verifier_reward, batches, cfg, warn=lambda m: None)
     started = time.perf_counter()
     history = trainer.train()
     seconds = time.perf_counter() - started
     after = heldout(trainer.model, tok)
+    target_cells = pl.DataFrame(
+        [(f, lv) for f, v in mid.items() for lv in v],
+        schema={"family": pl.String, "level": before.schema["level"]},
+        orient="row",
+    ).with_columns(pl.lit(True).alias("target"))
     table = (
         before.rename({"greedy": "greedy_before", "sampled": "sampled_before"})
         .join(after.select("family", "level", "greedy", "sampled"), on=["family", "level"])
         .with_columns((pl.col("sampled") - pl.col("sampled_before")).alias("sampled_gain"),
                       (pl.col("greedy") - pl.col("greedy_before")).alias("greedy_gain"))
+        .join(target_cells, on=["family", "level"], how="left")
+        .with_columns(pl.col("target").fill_null(False))
     )  # fmt: skip
-    is_mid = pl.struct("family", "level").map_elements(
-        lambda r: r["level"] in mid.get(r["family"], []), return_dtype=pl.Boolean
-    )
-    table = table.with_columns(is_mid.alias("target"))
     target, other = table.filter(pl.col("target")), table.filter(~pl.col("target"))
     curve = [float(np.mean([h["pass_rate"] for h in history[i : i + 25]]))
              for i in range(0, len(history), 25)]  # fmt: skip
     return {
-        "arm": arm,
+        "arm": name,
         **info,
         "train_seconds": seconds,
         "target_levels": mid,
@@ -247,8 +258,6 @@ def main() -> None:
         "model_revision": meta.get("model_revision"),
         "settings": {
             **GRPO,
-            "steps": STEPS,
-            "prompts_per_step": PROMPTS,
             "G": G,
             "per_level": PER_LEVEL,
             "samples": SAMPLES,
@@ -269,7 +278,9 @@ def main() -> None:
             ran = {(a["arm"], a.get("seed", 0)) for a in arms}
             kept = [a for a in old["arms"] if (a["arm"], a.get("seed", 0)) not in ran]
             runs = kept + arms
-            result["arms"] = sorted(runs, key=lambda a: (ARMS.index(a["arm"]), a.get("seed", 0)))
+            result["arms"] = sorted(
+                runs, key=lambda a: (list(ARMS).index(a["arm"]), a.get("seed", 0))
+            )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "grpo_headroom.json").write_text(json.dumps(result, indent=1))
     plot(result, RESULTS / "grpo_headroom.png")

@@ -37,26 +37,31 @@ PROMPTS, G, MAX_NEW = 16, 4, 16
 WARMUP = 5  # steps left out of the timing on both sides (first-shape kernel selection)
 
 
-def problems(seed: int, n: int) -> pl.DataFrame:
+def problems(levels: dict[str, list[int]], seed: int, n: int) -> pl.DataFrame:
     from pipeline.problems import generate_mix
 
-    return generate_mix(LEVELS, n * 2, seed).filter(pl.col("split") == "train").head(n)
+    return generate_mix(levels, n * 2, seed).filter(pl.col("split") == "train").head(n)
 
 
-def heldout(model: Any, tokenizer: Any, per_level: int) -> dict[str, float]:
-    from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
+def heldout_problems(levels: dict[str, list[int]], per_level: int) -> pl.DataFrame:
+    from pipeline.policy.evaluate import heldout_set
+
+    return pl.concat(
+        [heldout_set(per_level, [f]).filter(pl.col("level").is_in(lv)) for f, lv in levels.items()]
+    )
+
+
+def heldout(model: Any, tokenizer: Any, probs: pl.DataFrame) -> dict[str, float]:
+    """Held-out pass@1 (greedy; mean of 8 samples at T = 1) on `probs`."""
+    from pipeline.policy.evaluate import EvalConfig, evaluate, overall
     from pipeline.sampling.hf import HFSampler
     from pipeline.store import Ledger
 
-    probs = pl.concat(
-        [heldout_set(per_level, [f]).filter(pl.col("level").is_in(lv)) for f, lv in LEVELS.items()]
-    )
     sampler = HFSampler(model=model, tokenizer=tokenizer, model_name="bench")
     prompts_of = {q: f"{q}=" for q in probs["question"]}
     with Ledger.memory() as ledger:
-        table = evaluate(
-            sampler, ledger, "bench", prompts_of, EvalConfig(per_level, 8, 1.0, MAX_NEW), probs
-        )
+        cfg = EvalConfig(samples=8, temperature=1.0, max_new_tokens=MAX_NEW)
+        table = evaluate(sampler, ledger, "bench", prompts_of, cfg, probs)
     return {k: overall(table, k) for k in ("greedy", "sampled")}
 
 
@@ -70,7 +75,9 @@ def step_times(stamps: list[float]) -> dict[str, float]:
     }
 
 
-def run_sieve(model_dir: Path, data: pl.DataFrame, steps: int, lr: float, beta: float) -> dict:
+def run_sieve(
+    model_dir: Path, data: pl.DataFrame, held: pl.DataFrame, steps: int, lr: float, beta: float
+) -> dict:
     from grpo_core.config import GRPOConfig
     from grpo_core.trainer import Item, Trainer
     from pipeline.policy.model import load_policy
@@ -96,10 +103,12 @@ def run_sieve(model_dir: Path, data: pl.DataFrame, steps: int, lr: float, beta: 
     stamps = []
     trainer.on_metrics = lambda step, m: stamps.append(time.perf_counter())
     trainer.train()
-    return {**step_times(stamps), "heldout": heldout(trainer.model, tok, 40)}
+    return {**step_times(stamps), "heldout": heldout(trainer.model, tok, held)}
 
 
-def run_trl(model_dir: Path, data: pl.DataFrame, steps: int, lr: float, beta: float) -> dict:
+def run_trl(
+    model_dir: Path, data: pl.DataFrame, held: pl.DataFrame, steps: int, lr: float, beta: float
+) -> dict:
     import datasets
     import trl
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
@@ -138,7 +147,7 @@ def run_trl(model_dir: Path, data: pl.DataFrame, steps: int, lr: float, beta: fl
         callbacks=[stamps],
     )
     trainer.train()
-    return {**step_times(stamps.times), "heldout": heldout(trainer.model, tok, 40)}
+    return {**step_times(stamps.times), "heldout": heldout(trainer.model, tok, held)}
 
 
 def plot(result: dict, path: Path) -> None:
@@ -171,18 +180,18 @@ def main() -> None:
     ap.add_argument("--levels", default=json.dumps(LEVELS), help="JSON family -> levels to train")
     ap.add_argument("--out", default="trainer_vs_trl", help="results file name (no suffix)")
     args = ap.parse_args()
-    LEVELS.clear()
-    LEVELS.update({f: list(v) for f, v in json.loads(args.levels).items()})
+    levels = {f: list(v) for f, v in json.loads(args.levels).items()}
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
     torch.set_num_threads(torch.get_num_threads())
-    data = problems(0, 400)
+    data = problems(levels, 0, 400)
+    held = heldout_problems(levels, 40)
     from pipeline.policy.model import load_policy
 
     start_model, tok = load_policy(args.model)
-    start = heldout(start_model, tok, 40)
-    sieve = run_sieve(args.model, data, args.steps, args.lr, args.beta)
-    trl_res = run_trl(args.model, data, args.steps, args.lr, args.beta)
+    start = heldout(start_model, tok, held)
+    sieve = run_sieve(args.model, data, held, args.steps, args.lr, args.beta)
+    trl_res = run_trl(args.model, data, held, args.steps, args.lr, args.beta)
     result = {
         "benchmark": "trainer_vs_trl",
         "machine": {"cpus": torch.get_num_threads(), "platform": platform.platform()},
@@ -193,7 +202,7 @@ def main() -> None:
         "max_new_tokens": MAX_NEW,
         "lr": args.lr,
         "beta": args.beta,
-        "levels": LEVELS,
+        "levels": levels,
         "start": start,
         "sieve": sieve,
         "trl": trl_res,

@@ -9,7 +9,7 @@ elapsed / budget with `max_minutes` (machine-dependent).
 The default recipe (arith 1-5, 700 steps, ~75 s on 2 CPU cores) was chosen by measurement so
 that GRPO has something to learn; see `BootstrapConfig`.
 
-Test: `pytest tests/policy/test_bootstrap.py`.
+Tests: `pytest tests/policy/test_bootstrap.py`; the default recipe in `tests/test_learning.py`.
 """
 
 from __future__ import annotations
@@ -58,6 +58,10 @@ class BootstrapConfig:
     # (family, share of steps, batch size)
     family_plan: tuple[tuple[str, float, int], ...] = (("arith", 1.0, 128),)
     size: TinySize = field(default_factory=TinySize)
+
+    def __post_init__(self) -> None:
+        if self.max_minutes is None and not self.max_steps:
+            raise ValueError("BootstrapConfig needs max_steps >= 1 or max_minutes > 0")
 
 
 @dataclass
@@ -141,7 +145,7 @@ def train_tiny(
         opt.step()
         loss_value, step = loss.item(), step + 1
         elapsed = time.perf_counter() - start
-        done = elapsed / budget if budget else step / (cfg.max_steps or 1)
+        done = elapsed / budget if budget else step / cfg.max_steps  # type: ignore[operator]
         if progress and step % 50 == 0:
             progress(step, done, loss_value)
     model.eval()
