@@ -83,7 +83,7 @@ def select_candidates(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     led = ledger(params.home)
     led.run(load_query("reconcile_running"))
-    cands = core.candidates(led, params.config)
+    cands = core.candidates(led, params.config, exclude)
     return core.prior(led, cands, params.config, exclude)
 
 

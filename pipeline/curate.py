@@ -23,11 +23,12 @@ from typing import Any
 import polars as pl
 
 from pipeline.crash import crash_point
-from pipeline.problems import generate_mix
+from pipeline.problems import generate_cells, generate_mix, mix_cells
 from pipeline.rollouts import RunInfo, rollout_frame, run_row
 from pipeline.sampling.base import Sampler, SamplingParams
 from pipeline.selection import (
     CurateConfig,
+    allocate_candidates,
     build_curriculum,
     group_stats,
     history_prior,
@@ -72,8 +73,26 @@ def curation_key(cfg: CurateConfig, model_revision: str) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
-def candidates(ledger: Ledger, cfg: CurateConfig) -> pl.DataFrame:
-    frame = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
+def allocation(ledger: Ledger, cfg: CurateConfig, exclude: Sequence[str]) -> pl.DataFrame | None:
+    """Candidates per family × level from the ledger's history (None: the even spread)."""
+    if not cfg.allocate_by_history:
+        return None
+    history = ledger.query("cell_history", exclude=list(exclude))
+    return allocate_candidates(mix_cells(cfg.mix_levels()), history, cfg.n_candidates, cfg)
+
+
+def candidates(ledger: Ledger, cfg: CurateConfig, exclude: Sequence[str] = ()) -> pl.DataFrame:
+    """Generate and store the candidates: spread by `allocation`, or evenly over the mix.
+
+    `exclude`: the run ids of the curation being computed, left out of the history so that a
+    re-run generates the same candidates.
+    """
+    cells = allocation(ledger, cfg, exclude)
+    if cells is None:
+        frame = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
+    else:
+        counts = cells.select("family", "level", "candidates").rows()
+        frame = generate_cells(counts, cfg.seed)
     ledger.write("problems", frame)
     return frame
 
@@ -236,7 +255,7 @@ def curate(
     key = curation_key(cfg, policy.model_revision)
     screen = run_info(policy, "screen", cfg.screen_g, key)
     refine = run_info(policy, "refine", cfg.refine_g, key)
-    cands = candidates(ledger, cfg)
+    cands = candidates(ledger, cfg, [screen.run_id, refine.run_id])
     kept, rejected = prior(ledger, cands, cfg, [screen.run_id, refine.run_id])
     sample_run(ledger, policy, kept, screen, cfg, progress)
     screen_stats = run_stats(ledger, [screen.run_id])

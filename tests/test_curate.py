@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from pipeline.curate import Policy, curate
-from pipeline.problems import generate_mix
+from pipeline.problems import generate_cells, mix_cells
 from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.selection import REASONS, CurateConfig
 from pipeline.store import Ledger
@@ -15,8 +15,13 @@ TABLES = ("sampling_runs", "rollouts", "curricula", "curriculum_items", "rejecti
 
 
 def simulated_policy(cfg: CurateConfig) -> Policy:
-    """Pass rate by level: easy levels solved, hard ones never, the middle in between."""
-    problems = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
+    """Pass rate by level: easy levels solved, hard ones never, the middle in between.
+
+    Knows every problem a curation with `cfg`'s seed can generate, however the candidates are
+    spread over the levels (each level's stream starts the same).
+    """
+    cells = [(f, lv, cfg.n_candidates) for f, lv, _ in mix_cells(cfg.mix_levels())]
+    problems = generate_cells(cells, cfg.seed)
     rates = {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.08, 6: 0.0}
     answers = {f"{q}=": a for q, a in zip(problems["question"], problems["answer"], strict=True)}
     p = {
@@ -75,6 +80,30 @@ def test_history_prior_skips_flat_prompts_next_time(ledger: Ledger, cfg: CurateC
         "SELECT problem_id FROM group_stats WHERE purpose = 'screen' AND zero_variance"
     )["problem_id"]
     assert skipped["problem_id"].is_in(first_flat.implode()).all()
+
+
+def test_next_curation_spreads_candidates_by_cell_history(
+    ledger: Ledger, cfg: CurateConfig
+) -> None:
+    first = curate(ledger, simulated_policy(cfg), cfg)
+    counts = ledger.sql("SELECT level, count(*) AS n FROM problems GROUP BY level ORDER BY level")
+    assert counts["n"].to_list() == [50] * 6  # no history: the even spread
+    nxt = cfg.model_copy(update={"seed": 4})
+    second = curate(ledger, simulated_policy(nxt), nxt)
+    assert second.curriculum_id != first.curriculum_id
+    made = ledger.sql(
+        "SELECT p.level, count(*) AS n FROM problems AS p JOIN rollouts AS r USING (problem_id) "
+        "JOIN sampling_runs AS s USING (run_id) WHERE s.run_id = $run AND r.sample_idx = 0 "
+        "GROUP BY p.level ORDER BY p.level",
+        {"run": second.screen_run},
+    )
+    per_level = dict(made.rows())
+    # levels 1 (always right) and 6 (never) were flat; 3 and 4 were informative
+    assert per_level[3] > 50 and per_level[4] > 50
+    assert per_level[1] < 50 and per_level[6] < 50
+    assert sum(per_level.values()) < cfg.n_candidates  # held-out ones never reach the screen
+    # the explored share keeps every level in the screen
+    assert set(per_level) == set(range(1, 7))
 
 
 def test_an_empty_or_flat_pool_gives_an_empty_curriculum(ledger: Ledger) -> None:

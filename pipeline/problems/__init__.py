@@ -40,7 +40,9 @@ __all__ = [
     "PROBLEM_SCHEMA",
     "family_levels",
     "generate",
+    "generate_cells",
     "generate_mix",
+    "mix_cells",
     "parse_levels",
     "problem_id",
     "split_for",
@@ -203,4 +205,36 @@ def generate_mix(
             rows.extend(_generate_rows(family, wanted, share, seed, heldout_pct, seen))
         else:
             _checked_levels(family, wanted)
+    return build_frame(rows)
+
+
+def mix_cells(spec: Mapping[str, Sequence[int] | str]) -> list[tuple[str, int, float]]:
+    """(family, level, share) of every cell of a mix, in generation order; shares sum to 1.
+
+    The share is what `generate_mix` gives the cell: families equally, then levels equally.
+    """
+    if not spec:
+        raise SieveError(f"no families given; valid: {', '.join(FAMILIES)}")
+    out: list[tuple[str, int, float]] = []
+    for family, levels in spec.items():
+        wanted = parse_levels(levels, family) if isinstance(levels, str) else levels
+        ordered = _checked_levels(family, wanted)
+        out.extend((family, level, 1.0 / (len(spec) * len(ordered))) for level in ordered)
+    return out
+
+
+def generate_cells(
+    counts: Sequence[tuple[str, int, int]], seed: int, heldout_pct: float = 10.0
+) -> pl.DataFrame:
+    """`count` problems of each (family, level, count) cell, unique by id, deterministic for seed.
+
+    A cell draws from the same seeded stream as in `generate_mix`, so its first problems are the
+    same whatever the other cells ask for.
+    """
+    check_heldout_pct(heldout_pct)
+    seen: set[str] = set()
+    rows: list[Row] = []
+    for family, level, count in counts:
+        if count > 0:
+            rows.extend(_level_rows(get_family(family), level, count, seed, heldout_pct, seen))
     return build_frame(rows)

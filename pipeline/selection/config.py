@@ -50,6 +50,23 @@ class CurateConfig(BaseModel):
         description="Seed of generation and of every random choice (stable_uniform); vary it "
         "per night so re-exploration picks different prompts. Default: 0.",
     )
+    allocate_by_history: bool = Field(
+        default=True,
+        description="Spread the candidates over family x level cells by how often each cell's "
+        "groups were informative (mixed outcomes) for recent revisions in the ledger, instead "
+        "of evenly: screens fewer prompts from levels the policy always or never solves. No "
+        "history: the even spread. Default: on (GRESO skips prompts predicted zero-variance, "
+        "Zheng et al. 2025; this does it per cell, before generation).",
+    )
+    explore_share: float = Field(
+        default=0.2,
+        ge=0.0,
+        le=1.0,
+        description="With allocate_by_history, the share of candidates still spread evenly "
+        "over every cell, so a cell that turns informative as the policy changes is found "
+        "again: higher explores more at more screening cost. Default: 0.2, about the fifth "
+        "of zero-variance prompts that turn informative again (DESIGN.md step 2).",
+    )
     screen_g: int = Field(
         default=8,
         ge=2,

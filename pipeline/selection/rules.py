@@ -9,6 +9,8 @@ are sorted by problem_id.
 - `prefilter`: held-out problems → `heldout`; identical question text → `duplicate`.
 - `history_prior`: prompts zero-variance in every recent revision → `skipped_by_history` with
   probability `history_skip_prob`, else re-explored (DESIGN.md "Curation" step 2).
+- `allocate_candidates`: candidates per family × level cell from how often each cell's groups
+  were informative for recent revisions (an explored share stays even).
 - `screen_survivors`: small-G screen → refine / `all_correct` (replay candidates) / `all_wrong`
   (except a stable `uncertain_hard_share` of 0/G prompts, still refined) / `verifier_error`.
 - `group_size_for`: smallest G with 1 − p^G − (1 − p)^G ≥ target (DESIGN.md step 7).
@@ -118,6 +120,69 @@ def history_prior(
     skip = ids.is_in(stale_ids.implode()) & (u < cfg.history_skip_prob)
     kept = candidates.filter(~skip).sort("problem_id")
     return kept, concat_rejections([rejections(ids.filter(skip), "skipped_by_history")])
+
+
+# -- candidate allocation ----------------------------------------------------------------------
+# Weight, in pseudo-problems, of the mix-wide informative share in a cell's estimate: a cell
+# seen a few times is pulled toward the mix's average, a cell seen often speaks for itself.
+CELL_PRIOR_STRENGTH = 2.0
+CELL_HISTORY_COLUMNS = ("family", "level", "model_revision", "seen", "informative", "last_seen")
+
+
+def allocate_candidates(
+    cells: list[tuple[str, int, float]], history: pl.DataFrame, n: int, cfg: CurateConfig
+) -> pl.DataFrame | None:
+    """How many of the `n` candidates each (family, level) cell gets, from the ledger's history.
+
+    `cells`: (family, level, even share) as `pipeline.problems.mix_cells` gives them.
+    `history`: `cell_history` rows (family, level, model_revision, seen, informative,
+    last_seen). Over the `history_revisions` most recent revisions, a cell's informative yield
+    is the share of its sampled problems whose group disagreed, shrunk toward the mix-wide share
+    (empirical Bayes, `CELL_PRIOR_STRENGTH` pseudo-problems); an unseen cell gets the mix-wide
+    share. The weight of a cell is its even share times
+    `explore_share + (1 - explore_share) * yield / mean yield`, so equal yields give the even
+    spread, and counts are rounded by largest remainder (ties in cell order). Returns None
+    (generate evenly) when no cell of the mix has history. Columns: family, level, seen,
+    informative, yield, candidates.
+    """
+    require_columns(history, CELL_HISTORY_COLUMNS, "cell history frame")
+    mix = pl.DataFrame(
+        [(f, lv, share, i) for i, (f, lv, share) in enumerate(cells)],
+        schema={"family": pl.Utf8, "level": pl.Int64, "share": pl.Float64, "order": pl.Int64},
+        orient="row",
+    )
+    recent = recent_revisions(history, cfg.history_revisions) if history.height else []
+    seen = (
+        history.filter(pl.col("model_revision").is_in(recent))
+        .with_columns(pl.col("level").cast(pl.Int64))
+        .group_by("family", "level")
+        .agg(pl.col("seen").sum(), pl.col("informative").sum())
+    )
+    table = mix.join(seen, on=["family", "level"], how="left").with_columns(
+        pl.col("seen").fill_null(0), pl.col("informative").fill_null(0)
+    )
+    total_seen = int(table["seen"].sum())
+    if total_seen == 0:
+        return None
+    base = (float(table["informative"].sum()) + 1.0) / (total_seen + 2.0)
+    strength = CELL_PRIOR_STRENGTH
+    table = table.with_columns(
+        ((pl.col("informative") + strength * base) / (pl.col("seen") + strength)).alias("yield")
+    )
+    mean_yield = float((table["share"] * table["yield"]).sum())
+    explore = cfg.explore_share
+    weight = table["share"] * (explore + (1.0 - explore) * table["yield"] / mean_yield)
+    exact = (weight / weight.sum() * n).to_numpy()
+    counts = np.floor(exact).astype(np.int64)
+    remainder = exact - counts
+    # largest remainders first; a stable sort keeps cell order among equal remainders
+    order = np.argsort(-remainder, kind="stable")[: n - int(counts.sum())]
+    counts[order] += 1
+    return (
+        table.with_columns(pl.Series("candidates", counts))
+        .sort("order")
+        .select("family", "level", "seen", "informative", "yield", "candidates")
+    )
 
 
 # -- screen ------------------------------------------------------------------------------------
