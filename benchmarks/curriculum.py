@@ -11,19 +11,24 @@ easy ones shows that loss. Arms:
   zero-variance ones, refill until the batch is full (Yu et al. 2025);
 - `pilot_commit`: pilot each drawn prompt with G = 16, keep 0.125 ≤ p ≤ 0.75, commit to 48
   samples in total for the kept ones (the Pilot-Commit recipe);
-- `sieve`: per night, offline two-stage curation (screen G = 8 → refine G = 32, history prior
-  from the ledger) with the current weights, then GRPO on the two-stage curriculum; nights repeat
-  while the budget lasts.
+- `sieve`: per night, offline curation with the current weights (candidates spread over family ×
+  level cells by the ledger's history, screen G = 8 → refine 8 more), then GRPO on the night's
+  curriculum; nights repeat while the budget lasts. The curation settings are `SIEVE_CURATE`
+  (the recipe `benchmarks/grpo_headroom.py` found to learn on this policy: stage 2 off, the band
+  opened to [0.02, 1], half as many replayed solved prompts as mid-band ones).
 
-Each arm trains with 128 rollouts per optimiser step (DAPO and pilot-commit spend more per step
-because they discard groups; their discarded rollouts count). Held-out pass@1 — the mean over
+Every arm trains with the same GRPO settings (`BENCH_GRPO`: lr 2e-4 after a 20-step warm-up,
+β 0.02) and 512 rollouts per optimiser step, 64 prompts × G = 8 (16 prompts per step was too noisy
+to learn in grpo_headroom); DAPO and pilot-commit spend more per step because they discard
+groups, and their discarded rollouts count. Held-out pass@1 — the mean over
 samples at the training temperature, with greedy beside it — is measured at regular rollout
 marks. Output: `benchmarks/results/curriculum.json` + `.png` (held-out pass@1 against cumulative
 rollouts per arm, mean and spread over seeds; `rollouts_to_uniform_final` per arm; final
 accuracies; zero-variance share over training; wall time).
 
-Run: `python benchmarks/curriculum.py --quick` (~15 min) or `python benchmarks/curriculum.py`
-(the committed figures). Needs the bootstrapped tiny policy (`sieve bootstrap`).
+Run: `python benchmarks/curriculum.py --quick` (one seed, ~15 min) or
+`python benchmarks/curriculum.py` (three seeds, the committed figures, ~45 min). Needs the
+bootstrapped tiny policy (`sieve bootstrap`).
 """
 
 from __future__ import annotations
@@ -64,7 +69,15 @@ from pipeline.train import (
 RESULTS = Path(__file__).parent / "results"
 ARMS = ("uniform", "dapo", "pilot_commit", "sieve")
 MIX = {f: list(family_levels(f)) for f in FAMILIES}  # the whole generator mix
-ROLLOUTS_PER_STEP = 128
+G = 8
+# the trainer settings of every arm (on top of pipeline.train.TINY_GRPO)
+BENCH_GRPO: dict[str, Any] = {"lr": 2e-4, "lr_warmup_steps": 20, "beta": 0.02,
+                              "beta_schedule": "fixed"}  # fmt: skip
+# sieve's curation: stage 2 off (hard_max_p 0.01), band [0.02, 1], a cheaper refine, replay 0.5
+# and no refine of 0/8 prompts (that only feeds stage 2), a refine of G = 8 more
+SIEVE_CURATE: dict[str, Any] = {"hard_max_p": 0.01, "refine_g": 8, "band_low": 0.02,
+                                "band_high": 1.0, "replay_share": 0.5,
+                                "uncertain_hard_share": 0.0}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -75,16 +88,25 @@ class Setup:
     samples: int  # samples per held-out problem (mean = sampled pass@1)
     seeds: tuple[int, ...]
     candidates: int  # sieve: candidates curated per night
-    grpo: dict[str, Any] = field(default_factory=dict)
+    rollouts_per_step: int = 512  # every arm: rollouts per optimiser step (prompts × G = 8)
+    grpo: dict[str, Any] = field(default_factory=lambda: dict(BENCH_GRPO))
     # sieve: training per night in passes over its curriculum; 0 = as many rollouts as the
     # night's curation cost (the committed run). A cap trades training for more nights.
     passes: float = 0.0
-    # sieve: CurateConfig overrides (e.g. stage 2 off: {"hard_max_p": 0.01, "band_low": 0.15})
-    curate: dict[str, Any] = field(default_factory=dict)
+    # sieve: training rollouts per night as a multiple of the night's curation cost (when
+    # `passes` is 0)
+    train_ratio: float = 2.0
+    # sieve: CurateConfig overrides
+    curate: dict[str, Any] = field(default_factory=lambda: dict(SIEVE_CURATE))
+
+    @property
+    def prompts_per_step(self) -> int:
+        return max(1, self.rollouts_per_step // G)
 
 
-QUICK = Setup(budget=24_000, evals=3, per_level=10, samples=4, seeds=(0,), candidates=600)
-FULL = Setup(budget=30_000, evals=3, per_level=10, samples=4, seeds=(0, 1, 2), candidates=600)
+# the sieve settings were chosen on quick runs of seed 0 (README); the full run uses other seeds
+QUICK = Setup(budget=96_000, evals=4, per_level=20, samples=8, seeds=(0,), candidates=800)
+FULL = Setup(budget=96_000, evals=4, per_level=20, samples=8, seeds=(1, 2, 3), candidates=800)
 
 
 def prompt(q: str) -> str:
@@ -96,7 +118,7 @@ def uniform_pool(seed: int, n: int) -> list[Item]:
     frame = generate_mix(MIX, n, 10_000 + seed).filter(pl.col("split") == "train")
     frame = frame.sample(fraction=1.0, shuffle=True, seed=seed)
     return [
-        Item(prompt(q), a, 8, key=p, verifier=v)
+        Item(prompt(q), a, G, key=p, verifier=v)
         for q, a, p, v in zip(
             frame["question"], frame["answer"], frame["problem_id"], frame["verifier"], strict=True
         )
@@ -163,10 +185,12 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
     zero_var: list[float] = []
     started = time.perf_counter()
-    steps = setup.budget // 64 + 10  # an upper bound; the budget stops the loop
+    steps = setup.budget // setup.rollouts_per_step + 10  # an upper bound; the budget stops it
     pool = uniform_pool(seed, setup.budget)
+    per_step = setup.prompts_per_step
+    committed = max(1, setup.rollouts_per_step // 48)  # pilot-commit: prompts of 48 per step
 
-    def draw(step: int, round_: int, k: int = 16) -> list[Item]:
+    def draw(step: int, round_: int, k: int = per_step) -> list[Item]:
         rng = np.random.default_rng([seed, step, round_])
         return [pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False)]
 
@@ -174,9 +198,13 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
     if arm in ("uniform", "dapo", "pilot_commit"):
         collector = {
             "uniform": None,
-            "dapo": dynamic_sampling(draw, target=16, max_rounds=8),
+            "dapo": dynamic_sampling(draw, target=per_step, max_rounds=8),
             "pilot_commit": pilot_commit(
-                lambda s, r: draw(s, r, 8), target=3, pilot_g=16, total_g=48, max_rounds=4
+                lambda s, r: draw(s, r, 3 * committed),
+                target=committed,
+                pilot_g=16,
+                total_g=48,
+                max_rounds=4,
             ),
         }[arm]
         trainer = Trainer(
@@ -237,14 +265,15 @@ def sieve_nights(
                 night += 1
                 continue
             frame = curriculum_frame(ledger, result.curriculum_id)
-            # a night trains for as many rollouts as its curation cost (at least one pass), or
-            # for `passes` passes over its curriculum when set
+            # a night trains for train_ratio × its curation cost in rollouts (at least one pass),
+            # or for `passes` passes over its curriculum when set
             one_pass = int(frame["group_size"].sum())
-            length = max(cost, one_pass) if not setup.passes else int(setup.passes * one_pass)
+            by_cost = max(int(setup.train_ratio * cost), one_pass)
+            length = by_cost if not setup.passes else int(setup.passes * one_pass)
             night_budget = min(setup.budget, spent + length)
-            steps = max(1, (night_budget - spent) // ROLLOUTS_PER_STEP)
+            steps = max(1, (night_budget - spent) // setup.rollouts_per_step)
             batches = CurriculumBatches(
-                frame, [prompt(q) for q in frame["question"]], ROLLOUTS_PER_STEP, steps, seed
+                frame, [prompt(q) for q in frame["question"]], setup.rollouts_per_step, steps, seed
             )
             step0 = trainer.step if trainer is not None else 0
             trainer = Trainer(
@@ -336,6 +365,10 @@ def main() -> None:
     ap.add_argument("--out", default="curriculum")
     ap.add_argument("--passes", type=float, default=0.0, help="sieve: passes per night (0: old)")
     ap.add_argument("--curate", default="{}", help="sieve: JSON of CurateConfig overrides")
+    ap.add_argument("--rollouts-per-step", type=int, default=0, help="every arm (0: 512)")
+    ap.add_argument("--budget", type=int, default=0, help="rollouts per arm (0: the mode's)")
+    ap.add_argument("--train-ratio", type=float, default=0.0, help="sieve: see Setup")
+    ap.add_argument("--candidates", type=int, default=0, help="sieve: per night (0: 800)")
     ap.add_argument(
         "--resummarise", action="store_true", help="recompute summary + PNG from the JSON"
     )
@@ -352,8 +385,20 @@ def main() -> None:
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
     base = QUICK if args.quick else FULL
-    overrides = {"grpo": json.loads(args.grpo), "passes": args.passes}
-    setup = Setup(**{**base.__dict__, **overrides, "curate": json.loads(args.curate)})
+    overrides = {
+        "grpo": {**base.grpo, **json.loads(args.grpo)},
+        "curate": {**base.curate, **json.loads(args.curate)},
+        "passes": args.passes,
+    }
+    if args.rollouts_per_step:
+        overrides["rollouts_per_step"] = args.rollouts_per_step
+    if args.budget:
+        overrides["budget"] = args.budget
+    if args.train_ratio:
+        overrides["train_ratio"] = args.train_ratio
+    if args.candidates:
+        overrides["candidates"] = args.candidates
+    setup = Setup(**{**base.__dict__, **overrides})
     heldout = heldout_set(setup.per_level)
     started = time.perf_counter()
     runs = []
