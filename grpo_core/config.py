@@ -66,6 +66,9 @@ class GRPOConfig:
     lr_warmup_steps: int = 0  # linear lr warm-up from 0; constant afterwards
     weight_decay: float = 0.0  # AdamW decay; 0 as in TRL's GRPO default
     micro_batch_size: int = 0  # sequences per forward/backward; 0 = the whole batch at once
+    # run each distinct prompt once per micro-batch and its completions on its KV cache (same
+    # loss, less compute: G rows share one prompt); False runs every row in full
+    share_prefix: bool = True
     checkpoint_every: int = 50  # seed 002 saves every 50 steps; 0 = only at the end
     keep_checkpoints: int = 3  # keep the newest K checkpoints, delete older ones
     deterministic: bool = True  # torch deterministic algorithms: bitwise resume on CPU

@@ -62,6 +62,10 @@ from grpo_core.rewards import Component, combine, repetition_penalty
 # Fields that change the model's parameter set: a checkpoint written under other values of
 # these cannot be resumed with this config.
 MODEL_FIELDS = ("reference", "lora_rank", "lora_alpha")
+# Update micro-batches group rows of similar length (less padding): a new bucket starts when a
+# row is this many times longer than the bucket's shortest and the bucket has this many rows.
+BUCKET_STRETCH = 1.25
+BUCKET_MIN_ROWS = 32
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,11 @@ class _Batch:
     comp_mask: Tensor  # (B, Tc)
     adv: Tensor  # (B,)
     truncated: Tensor  # (B,) bool
+    # each distinct prompt once (prefix sharing): left-padded prompts, and which prompt a row has
+    prompt_ids: Tensor | None = None  # (P, Tp)
+    prompt_attn: Tensor | None = None  # (P, Tp)
+    owner: Tensor | None = None  # (B,) row -> prompt
+    comp_ids: Tensor | None = None  # (B, Tc) completion tokens, right-padded
 
 
 @dataclass
@@ -421,7 +430,10 @@ class Trainer:
     # ---------------------------------------------------------------- tensors
 
     def _tensors(self, items: list[Item], samples: list[Sample], adv: Tensor) -> _Batch:
-        prompts = [list(self.tokenizer(it.prompt)["input_ids"]) for it in items]
+        index: dict[str, int] = {}
+        owner = torch.tensor([index.setdefault(it.prompt, len(index)) for it in items])  # (B,)
+        encoded = [list(self.tokenizer(p)["input_ids"]) for p in index]
+        prompts = [encoded[int(i)] for i in owner]
         comps = [list(s.token_ids) for s in samples]
         width = max(len(p) + len(c) for p, c in zip(prompts, comps, strict=True))
         tc = max(1, max(len(c) for c in comps))
@@ -435,6 +447,15 @@ class Trainer:
             comp_mask[r, : len(c)] = True
             starts[r] = len(p) - 1  # logits at position t predict token t + 1
         truncated = torch.tensor([s.truncated for s in samples])
+        tp = max(len(p) for p in encoded)
+        prompt_ids = torch.full((len(encoded), tp), self.pad_id, dtype=torch.long)  # (P, Tp)
+        prompt_attn = torch.zeros_like(prompt_ids)
+        for r, p in enumerate(encoded):  # left-padded: every prompt ends at column Tp - 1
+            prompt_ids[r, tp - len(p) :] = torch.tensor(p, dtype=torch.long)
+            prompt_attn[r, tp - len(p) :] = 1
+        comp_ids = torch.full((len(items), tc), self.pad_id, dtype=torch.long)  # (B, Tc)
+        for r, c in enumerate(comps):
+            comp_ids[r, : len(c)] = torch.tensor(c, dtype=torch.long)
         dev = self.device
         return _Batch(
             ids.to(dev),
@@ -443,28 +464,91 @@ class Trainer:
             comp_mask.to(dev),
             adv.float().to(dev),
             truncated.to(dev),
+            prompt_ids.to(dev),
+            prompt_attn.to(dev),
+            owner.to(dev),
+            comp_ids.to(dev),
         )
 
     def _logp(self, b: _Batch) -> tuple[Tensor, Tensor]:
         """Log-probs (B, Tc) of the completion tokens and their logits (B, Tc, V)."""
+        if self.cfg.share_prefix:
+            return _shared_prefix_logp(self.model, b)
         logits = self.model(input_ids=b.ids, attention_mask=b.attn).logits  # (B, L, V)
         return _gather_completion(logits, b)
 
     def _ref_logp(self, b: _Batch) -> Tensor:
         if self.ref_model is not None:
-            logits = self.ref_model(input_ids=b.ids, attention_mask=b.attn).logits
-        else:
-            with self.model.disable_adapter():  # type: ignore[operator]
-                logits = self.model(input_ids=b.ids, attention_mask=b.attn).logits
-        return _gather_completion(logits, b)[0]
+            return self._logp_with(self.ref_model, b)
+        with self.model.disable_adapter():  # type: ignore[operator]
+            return self._logp_with(self.model, b)
+
+    def _logp_with(self, model: torch.nn.Module, b: _Batch) -> Tensor:
+        if self.cfg.share_prefix:
+            return _shared_prefix_logp(model, b)[0]
+        return _gather_completion(model(input_ids=b.ids, attention_mask=b.attn).logits, b)[0]
 
     def _has_ref(self) -> bool:
         return self.cfg.reference != "none"
 
     def _micro(self, b: _Batch) -> list[_Batch]:
-        size = self.cfg.micro_batch_size or b.ids.shape[0]
-        fields = (b.ids, b.attn, b.starts, b.comp_mask, b.adv, b.truncated)
-        return [_Batch(*(f[s : s + size] for f in fields)) for s in range(0, b.ids.shape[0], size)]
+        """The batch as micro-batches; see `_micro_shared` and `_micro_bucketed`."""
+        if self.cfg.share_prefix:
+            return self._micro_shared(b)
+        return self._micro_bucketed(b)
+
+    def _micro_shared(self, b: _Batch) -> list[_Batch]:
+        """Whole groups together (rows come grouped by prompt), up to `micro_batch_size` rows."""
+        n = int(b.ids.shape[0])
+        size = self.cfg.micro_batch_size or n
+        return [self._rows(b, torch.arange(s, min(s + size, n))) for s in range(0, n, size)]
+
+    def _micro_bucketed(self, b: _Batch) -> list[_Batch]:
+        """The batch as micro-batches of rows of similar length, each cut to its own width.
+
+        Rows are sorted by length and split where a bucket's longest row would exceed
+        `BUCKET_STRETCH` × its shortest (and the bucket holds at least `BUCKET_MIN_ROWS`), or at
+        `micro_batch_size` rows. The loss is a share-weighted sum over micro-batches, so the
+        split changes no gradient, only how much padding is computed.
+        """
+        n = int(b.ids.shape[0])
+        size = self.cfg.micro_batch_size or n
+        lengths = b.attn.sum(dim=1)  # (B,)
+        order = torch.argsort(lengths, stable=True)
+        sorted_len = lengths[order].tolist()
+        parts, start = [], 0
+        for i in range(1, n + 1):
+            full = i - start >= size
+            stretch = (
+                i < n
+                and i - start >= BUCKET_MIN_ROWS
+                and sorted_len[i] > BUCKET_STRETCH * max(sorted_len[start], 1)
+            )
+            if i == n or full or stretch:
+                parts.append(self._rows(b, order[start:i]))
+                start = i
+        return parts
+
+    @staticmethod
+    def _rows(b: _Batch, rows: Tensor) -> _Batch:
+        """The given rows, cut to their own widths, with only the prompts they use."""
+        width = int(b.attn[rows].sum(dim=1).max())
+        comp = b.comp_mask[rows]
+        tc = max(1, int(comp.sum(dim=1).max()))
+        shared: tuple[Tensor | None, ...] = (None, None, None, None)
+        if b.prompt_ids is not None and b.prompt_attn is not None and b.owner is not None:
+            used, owner = torch.unique(b.owner[rows], return_inverse=True)
+            assert b.comp_ids is not None
+            shared = (b.prompt_ids[used], b.prompt_attn[used], owner, b.comp_ids[rows, :tc])
+        return _Batch(
+            b.ids[rows, :width],
+            b.attn[rows, :width],
+            b.starts[rows],
+            comp[:, :tc],
+            b.adv[rows],
+            b.truncated[rows],
+            *shared,
+        )
 
     def _valid(self, b: _Batch) -> Tensor:
         keep = ~b.truncated if self.cfg.mask_truncated else torch.ones_like(b.truncated)
@@ -601,6 +685,49 @@ def _tied_aliases(state: dict[str, Tensor]) -> dict[str, set[str]]:
 
 def _saved(root: Path, step: int) -> bool:
     return ckpt.step_dir(root, step).is_dir()
+
+
+def _shared_prefix_logp(model: torch.nn.Module, b: _Batch) -> tuple[Tensor, Tensor]:
+    """`_gather_completion`'s result with each distinct prompt run through the model once.
+
+    The prompts (left-padded) give a KV cache and the logits of each completion's first token;
+    the cache is gathered to the rows (an index, so gradients flow back to the shared prompt)
+    and the completions run on top of it. Same log-probs as the full-row forward up to float
+    rounding (tests/grpo_core/test_trainer_prefix.py), with the prompt computed once per group
+    instead of once per sample.
+    """
+    assert b.prompt_ids is not None and b.prompt_attn is not None
+    assert b.owner is not None and b.comp_ids is not None
+    from transformers import DynamicCache
+
+    positions = (b.prompt_attn.cumsum(-1) - 1).clamp(min=0)  # (P, Tp)
+    cache = DynamicCache(config=model.config)
+    out = model(
+        input_ids=b.prompt_ids,
+        attention_mask=b.prompt_attn,
+        position_ids=positions,
+        cache=cache,
+        use_cache=True,
+    )
+    first = out.logits[:, -1:, :][b.owner]  # (B, 1, V): predicts completion token 0
+    tc = b.comp_ids.shape[1]
+    if tc > 1:
+        cache.batch_select_indices(b.owner)  # (B, ...) per layer, differentiable
+        lengths = b.prompt_attn.sum(-1)[b.owner]  # (B,)
+        steps = torch.arange(tc - 1, device=lengths.device)
+        attn = torch.cat([b.prompt_attn[b.owner], torch.ones_like(b.comp_ids[:, :-1])], dim=1)
+        rest = model(
+            input_ids=b.comp_ids[:, :-1],
+            attention_mask=attn,
+            position_ids=lengths[:, None] + steps[None, :],
+            cache=cache,
+            use_cache=True,
+        ).logits  # (B, Tc - 1, V)
+        logits = torch.cat([first, rest], dim=1).float()  # (B, Tc, V)
+    else:
+        logits = first.float()
+    logp = torch.log_softmax(logits, dim=-1).gather(-1, b.comp_ids[..., None]).squeeze(-1)
+    return logp, logits
 
 
 def _gather_completion(logits: Tensor, b: _Batch) -> tuple[Tensor, Tensor]:

@@ -164,14 +164,20 @@ def test_verifier_errors_carry_no_advantage(toy: dict[str, Any]) -> None:
     assert all(h["verifier_errors"] == 4 * 8 / 2 for h in history)
 
 
-def test_micro_batches_give_the_same_update(toy: dict[str, Any]) -> None:
+@pytest.mark.parametrize("share_prefix", [True, False])
+def test_micro_batches_give_the_same_update(toy: dict[str, Any], share_prefix: bool) -> None:
+    # 3 Adam steps of size ~lr. Other batch shapes round differently (gradients agree to ~5e-7
+    # relative); Adam turns that into a visible move only for weights whose gradient is ~0, and
+    # by far less than a step. A real difference in the update moves weights by ~lr.
+    tol = 1e-2 * BASE["lr"]
     for agg in ("token_mean", "seq_mean", "dr_grpo"):
-        whole = make(toy, total_steps=3, aggregation=agg)
+        kw = {"total_steps": 3, "aggregation": agg, "share_prefix": share_prefix}
+        whole = make(toy, **kw)
         whole.train()
-        parts = make(toy, total_steps=3, aggregation=agg, micro_batch_size=3)
+        parts = make(toy, micro_batch_size=3, **kw)
         parts.train()
         for k, v in params(whole).items():
-            assert torch.allclose(v, params(parts)[k], atol=1e-6), (agg, k)
+            assert torch.allclose(v, params(parts)[k], atol=tol), (agg, k)
 
 
 def test_checkpoints_keep_the_last_k_and_a_crash_mid_write_keeps_the_previous(

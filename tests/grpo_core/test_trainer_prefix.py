@@ -1,0 +1,71 @@
+"""Prefix sharing in the update: the same log-probs, gradients and losses as full rows."""
+
+from __future__ import annotations
+
+import torch
+
+from grpo_core.config import GRPOConfig
+from grpo_core.trainer import Item, Sample, Trainer, _gather_completion, _shared_prefix_logp
+from tests.grpo_core.conftest import (
+    EOS,
+    ToySampler,
+    ToyTokenizer,
+    first_letter_reward,
+    toy_batches,
+    toy_model,
+)
+
+
+def ragged_batch(trainer: Trainer) -> object:
+    """Three prompts of different lengths, groups of 3, completions of 1..5 tokens."""
+    gen = torch.Generator().manual_seed(0)
+    items, samples = [], []
+    for prompt in ("ab", "abcde", "c"):
+        for _ in range(3):
+            n = int(torch.randint(1, 6, (1,), generator=gen))
+            toks = torch.randint(2, 12, (n,), generator=gen).tolist()
+            if n % 2:
+                toks[-1] = EOS
+            items.append(Item(prompt, "A", 3))
+            samples.append(Sample(tuple(toks), "", truncated=toks[-1] != EOS))
+    adv = torch.linspace(-1.0, 1.0, len(items))
+    return trainer._tensors(items, samples, adv)
+
+
+def make_trainer(share: bool, model: torch.nn.Module | None = None) -> Trainer:
+    model = model if model is not None else toy_model(3)
+    tok = ToyTokenizer()
+    cfg = GRPOConfig(total_steps=6, seed=1, checkpoint_every=0, share_prefix=share, lr=1e-2)
+    return Trainer(
+        model, tok, ToySampler(model, tok), first_letter_reward, toy_batches(), cfg,
+        warn=lambda m: None,
+    )  # fmt: skip
+
+
+def test_shared_prefix_gives_the_full_row_log_probs_and_gradients() -> None:
+    model = toy_model(3)
+    b = ragged_batch(make_trainer(True, model))
+    mask = b.comp_mask  # type: ignore[attr-defined]
+    full = _gather_completion(model(input_ids=b.ids, attention_mask=b.attn).logits, b)[0]  # type: ignore[attr-defined]
+    weights = torch.randn(full.shape, generator=torch.Generator().manual_seed(1))
+    (full * weights)[mask].sum().backward()
+    grads_full = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    shared = _shared_prefix_logp(model, b)[0]  # type: ignore[arg-type]
+    assert shared.shape == full.shape
+    assert torch.allclose(shared[mask], full[mask], atol=1e-5)
+    (shared * weights)[mask].sum().backward()
+    for g_full, p in zip(grads_full, model.parameters(), strict=True):
+        assert p.grad is not None
+        assert torch.allclose(p.grad, g_full, atol=1e-5)
+    assert (b.prompt_ids.shape[0], b.owner.tolist()) == (3, [0] * 3 + [1] * 3 + [2] * 3)  # type: ignore[attr-defined]
+
+
+def test_training_with_and_without_prefix_sharing_gives_the_same_losses() -> None:
+    shared = make_trainer(True).train()
+    full = make_trainer(False).train()
+    assert [h["trained_samples"] for h in shared] == [h["trained_samples"] for h in full]
+    assert any(h["trained_samples"] > 0 for h in full)
+    for a, b in zip(shared, full, strict=True):
+        assert abs(a["loss"] - b["loss"]) < 1e-5
+        assert abs(a["grad_norm"] - b["grad_norm"]) < 1e-4
