@@ -701,7 +701,7 @@ def _shared_prefix_logp(model: torch.nn.Module, b: _Batch) -> tuple[Tensor, Tens
     from transformers import DynamicCache
 
     positions = (b.prompt_attn.cumsum(-1) - 1).clamp(min=0)  # (P, Tp)
-    cache = DynamicCache(config=model.config)
+    cache = DynamicCache(config=getattr(model, "config", None))
     out = model(
         input_ids=b.prompt_ids,
         attention_mask=b.prompt_attn,
