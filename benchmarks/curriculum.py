@@ -13,9 +13,10 @@ easy ones shows that loss. Arms:
   samples in total for the kept ones (the Pilot-Commit recipe);
 - `sieve`: per night, offline curation with the current weights (candidates spread over family ×
   level cells by the ledger's history, screen G = 8 → refine 8 more), then GRPO on the night's
-  curriculum; nights repeat while the budget lasts. The curation settings are `SIEVE_CURATE`
-  (the recipe `benchmarks/grpo_headroom.py` found to learn on this policy: stage 2 off, the band
-  opened to [0.02, 1], half as many replayed solved prompts as mid-band ones).
+  curriculum; nights repeat while the budget lasts. The curation settings are `SIEVE_CURATE`,
+  the tiny policy's recipe `pipeline.selection.TINY_CURATE` (from what `benchmarks/
+  grpo_headroom.py` found to learn: stage 2 off, the band opened to [0.02, 1], half as many
+  replayed solved prompts as mid-band ones).
 
 Every arm trains with the same GRPO settings (`BENCH_GRPO`: lr 2e-4 after a 20-step warm-up,
 β 0.02) and 512 rollouts per optimiser step, 64 prompts × G = 8 (16 prompts per step was too noisy
@@ -56,10 +57,12 @@ from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
 from pipeline.policy.model import load_policy, model_revision
 from pipeline.problems import FAMILIES, family_levels, generate_mix
 from pipeline.sampling.hf import HFSampler
-from pipeline.selection import CurateConfig
+from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
 from pipeline.train import (
     TINY_GRPO,
+    TINY_RECIPE_GRPO,
+    TINY_RECIPE_ROLLOUTS_PER_STEP,
     CurriculumBatches,
     HFGroupSampler,
     curriculum_frame,
@@ -70,14 +73,10 @@ RESULTS = Path(__file__).parent / "results"
 ARMS = ("uniform", "dapo", "pilot_commit", "sieve")
 MIX = {f: list(family_levels(f)) for f in FAMILIES}  # the whole generator mix
 G = 8
-# the trainer settings of every arm (on top of pipeline.train.TINY_GRPO)
-BENCH_GRPO: dict[str, Any] = {"lr": 2e-4, "lr_warmup_steps": 20, "beta": 0.02,
-                              "beta_schedule": "fixed"}  # fmt: skip
-# sieve's curation: stage 2 off (hard_max_p 0.01), band [0.02, 1], a cheaper refine, replay 0.5
-# and no refine of 0/8 prompts (that only feeds stage 2), a refine of G = 8 more
-SIEVE_CURATE: dict[str, Any] = {"hard_max_p": 0.01, "refine_g": 8, "band_low": 0.02,
-                                "band_high": 1.0, "replay_share": 0.5,
-                                "uncertain_hard_share": 0.0}  # fmt: skip
+# the trainer settings of every arm (on top of TINY_GRPO) and sieve's curation: the tiny
+# policy's recipe, as `sieve demo` uses it (pipeline.train / pipeline.selection.config)
+BENCH_GRPO: dict[str, Any] = {**TINY_RECIPE_GRPO, "beta": 0.02, "beta_schedule": "fixed"}
+SIEVE_CURATE: dict[str, Any] = dict(TINY_CURATE)
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,8 @@ class Setup:
     samples: int  # samples per held-out problem (mean = sampled pass@1)
     seeds: tuple[int, ...]
     candidates: int  # sieve: candidates curated per night
-    rollouts_per_step: int = 512  # every arm: rollouts per optimiser step (prompts × G = 8)
+    # every arm: rollouts per optimiser step (prompts × G = 8)
+    rollouts_per_step: int = TINY_RECIPE_ROLLOUTS_PER_STEP
     grpo: dict[str, Any] = field(default_factory=lambda: dict(BENCH_GRPO))
     # sieve: training per night in passes over its curriculum; 0 = as many rollouts as the
     # night's curation cost (the committed run). A cap trades training for more nights.

@@ -16,7 +16,9 @@ prompt source, then measures held-out pass@1 (the mean of 8 samples at T = 1, gr
 - `mid_fresh_p64`, `curated_p64`: `mid_fresh` and `curated` with 64 prompts per step for 150
   steps (less noise per update; is the collapse just batch noise?);
 - `curated_target_wide_p64`: Sieve curation of 4,000 candidates from the target levels only,
-  stage 2 off, the stage-1 band opened to [0.02, 1] and replay share 0.5; 64 prompts × 150.
+  stage 2 off, the stage-1 band opened to [0.02, 1] and replay share 0.5; 64 prompts × 150;
+- `curated_target_lean_p64`: the same from 2,000 candidates with a cheaper curation (no refine
+  of 0/8 prompts, refine G = 8): the learning test's recipe (tests/test_learning.py).
 
 Output: `benchmarks/results/grpo_headroom.json` + `.png` (gain per level and arm; training pass
 rate along the run). Run: `python benchmarks/grpo_headroom.py [--model DIR] [--arms a,b]`
@@ -70,6 +72,9 @@ class Arm:
 # stage 2 off, the stage-1 band opened to 0.02 <= p <= 1, half as many replayed all-correct
 # prompts as stage 1, a cheaper refine
 WIDE = {"hard_max_p": 0.01, "refine_g": 16, "band_low": 0.02, "band_high": 1.0, "replay_share": 0.5}
+# WIDE with a cheaper curation: 0/8 prompts are not refined (that only feeds stage 2), the refine
+# adds G = 8 (benchmarks/curriculum.py's SIEVE_CURATE)
+LEAN = {**WIDE, "refine_g": 8, "uncertain_hard_share": 0.0}
 # the *_p64 arms spend 4x the rollouts per step for half the steps (less noise per update)
 ARMS = {
     "mid_fresh": Arm("mid"),
@@ -79,6 +84,7 @@ ARMS = {
     "mid_fresh_p64": Arm("mid", 64, 150),
     "curated_p64": Arm("curate", 64, 150),
     "curated_target_wide_p64": Arm("curate", 64, 150, WIDE, 4000, target_only=True),
+    "curated_target_lean_p64": Arm("curate", 64, 150, LEAN, 2000, target_only=True),
 }
 LEVELS = {"arith": [1, 2, 3, 4, 5, 6], "linear": [1, 2, 3, 4], "modular": [1, 2, 3, 4]}
 GRPO = {"lr": 2e-4, "lr_warmup_steps": 30, "beta": 0.02, "beta_schedule": "fixed",

@@ -27,9 +27,9 @@ import polars as pl
 
 from pipeline.errors import SieveError
 from pipeline.home import resolve_home
-from pipeline.selection import CurateConfig
+from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger, load_query
-from pipeline.train import TrainSettings
+from pipeline.train import TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, TrainSettings
 
 Say = Callable[[str], None]
 
@@ -119,8 +119,15 @@ class DemoRun:
     report: Path | None = None
 
 
-DEMO_CURATE = CurateConfig(n_candidates=1000)
-DEMO_TRAIN = TrainSettings(rollouts_per_step=128, eval_per_level=20, eval_samples=4)
+# the tiny policy's recipe (TINY_CURATE, TINY_RECIPE_GRPO); 30 steps × 512 rollouts is about
+# twice what the night's curation spends, the ratio benchmarks/curriculum.py trains with
+DEMO_CURATE = CurateConfig(n_candidates=1000, **TINY_CURATE)  # type: ignore[arg-type]
+DEMO_TRAIN = TrainSettings(
+    grpo={**TINY_RECIPE_GRPO, "total_steps": 30},
+    rollouts_per_step=TINY_RECIPE_ROLLOUTS_PER_STEP,
+    eval_per_level=20,
+    eval_samples=4,
+)
 
 
 def demo(

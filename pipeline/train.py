@@ -68,6 +68,14 @@ TINY_GRPO: dict[str, Any] = {
 }
 
 
+# What the tiny policy learns with on a curated curriculum (benchmarks/curriculum.py): lr 2e-4
+# after a 20-step warm-up, 512 rollouts (64 prompts × G = 8) per step. 16 prompts per step was too
+# noisy to learn from in benchmarks/grpo_headroom.py. `sieve demo` uses it; as a file:
+# data/configs/tiny_train.toml.
+TINY_RECIPE_GRPO: dict[str, Any] = {"lr": 2e-4, "lr_warmup_steps": 20}
+TINY_RECIPE_ROLLOUTS_PER_STEP = 512
+
+
 class TrainSettings(BaseModel):
     """`sieve train --config FILE`: top-level keys here, GRPO knobs in a `[grpo]` table."""
 

@@ -6,7 +6,7 @@ only decides. `stats` (Polars twins of the ledger views), `config` (`CurateConfi
 Test: `.venv/bin/pytest tests/selection tests/grpo_core/test_zero_variance.py -q`.
 """
 
-from pipeline.selection.config import CurateConfig, load_curate_config
+from pipeline.selection.config import TINY_CURATE, CurateConfig, load_curate_config
 from pipeline.selection.curriculum import ITEM_SCHEMA, build_curriculum
 from pipeline.selection.rules import (
     REASONS,
@@ -27,6 +27,7 @@ __all__ = [
     "ITEM_SCHEMA",
     "REASONS",
     "REJECTION_SCHEMA",
+    "TINY_CURATE",
     "CurateConfig",
     "Screened",
     "allocate_candidates",

@@ -24,6 +24,21 @@ from pipeline.errors import SieveError
 from pipeline.problems import FAMILIES, parse_levels
 from pipeline.tomlconfig import load_toml
 
+# The curation the built-in tiny policy learns with (benchmarks/curriculum.py, README "Does
+# curation pay?"): stage 2 off (hard_max_p 0.01; its rare-success prompts at G ≈ 30 collapsed this
+# policy, benchmarks/grpo_headroom.py), the stage-1 band opened to [0.02, 1] (the near-solved
+# prompts carry most of its gain), half as many replayed solved prompts as mid-band ones, no
+# refine of 0/G prompts (that only feeds stage 2) and a refine of G = 8 more. `sieve demo` uses it;
+# `sieve loop --config data/configs/tiny_curate.toml` is the same as a file.
+TINY_CURATE: dict[str, float | int] = {
+    "hard_max_p": 0.01,
+    "band_low": 0.02,
+    "band_high": 1.0,
+    "replay_share": 0.5,
+    "uncertain_hard_share": 0.0,
+    "refine_g": 8,
+}
+
 
 def _all_families() -> dict[str, str]:
     return {name: "all" for name in FAMILIES}
