@@ -34,7 +34,7 @@ test: $(STAMP) report-deps sandbox-deps
 
 # the slow learning test (about 4 minutes on 2 cores)
 test-learning: $(STAMP)
-	$(BIN)/pytest -q -m slow tests/test_learning.py
+	$(BIN)/pytest -q -s -m slow tests/test_learning.py
 
 test-all: $(STAMP) report-deps sandbox-deps
 	$(BIN)/pytest -q -m "not gpu"

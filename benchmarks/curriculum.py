@@ -24,12 +24,15 @@ to learn in grpo_headroom); DAPO and pilot-commit spend more per step because th
 groups, and their discarded rollouts count. Held-out pass@1 — the mean over
 samples at the training temperature, with greedy beside it — is measured at regular rollout
 marks. Output: `benchmarks/results/curriculum.json` + `.png` (held-out pass@1 against cumulative
-rollouts per arm, mean and spread over seeds; `rollouts_to_uniform_final` per arm; final
-accuracies; zero-variance share over training; wall time).
+rollouts per arm, mean and spread over seeds; `rollouts_to_uniform_final` per arm — where the
+seed-mean curve first reaches uniform's mean final accuracy, null if never, with the per-seed
+crossings and the ratio to uniform's own beside it; final accuracies; zero-variance share over
+training; wall time).
 
-Run: `python benchmarks/curriculum.py --quick` (one seed, ~15 min) or
-`python benchmarks/curriculum.py` (three seeds, the committed figures, ~45 min). Needs the
-bootstrapped tiny policy (`sieve bootstrap`).
+Run: `python benchmarks/curriculum.py --quick` (one seed, ~8 min) or
+`python benchmarks/curriculum.py` (three seeds, the committed figures, ~30 min on 2 cores).
+`--resummarise` recomputes the summary and the PNG from the JSON. Needs the bootstrapped tiny
+policy (`sieve bootstrap`).
 """
 
 from __future__ import annotations
@@ -316,11 +319,31 @@ def summarise(runs: list[dict], setup: Setup) -> dict[str, Any]:
     }
     target = finals.get("uniform", {}).get("sampled_mean")
     reach: dict[str, float | None] = {}
+    by_seed: dict[str, list[float | None]] = {}
     for arm, rs in by_arm.items():
-        hits = [rollouts_to(r["curve"], target) for r in rs] if target is not None else []
-        ok = [h for h in hits if h is not None]
-        reach[arm] = float(np.mean(ok)) if ok and len(ok) == len(hits) else None
-    return {"final": finals, "rollouts_to_uniform_final": reach, "uniform_final": target}
+        if target is None:
+            continue
+        reach[arm] = rollouts_to(mean_curve([r["curve"] for r in rs]), target)
+        by_seed[arm] = [rollouts_to(r["curve"], target) for r in rs]
+    budget = reach.get("uniform")
+    ratio = {a: (v / budget if v is not None and budget else None) for a, v in reach.items()}
+    return {
+        "final": finals,
+        "uniform_final": target,
+        "rollouts_to_uniform_final": reach,
+        "rollouts_to_uniform_final_vs_uniform": ratio,
+        "rollouts_to_uniform_final_by_seed": by_seed,
+    }
+
+
+def mean_curve(curves: Sequence[Sequence[dict]], points: int = 400) -> list[dict]:
+    """The seeds' sampled-accuracy curves averaged on a common rollout grid (linear between
+    evaluations), up to the shortest curve's end: where "reaches" is read for an arm."""
+    end = min(c[-1]["rollouts"] for c in curves)
+    grid = np.linspace(0.0, end, points)
+    ys = [np.interp(grid, [p["rollouts"] for p in c], [p["sampled"] for p in c]) for c in curves]
+    mean = np.mean(ys, axis=0)
+    return [{"rollouts": float(x), "sampled": float(y)} for x, y in zip(grid, mean, strict=True)]
 
 
 def plot(result: dict, path: Path) -> None:
@@ -356,6 +379,9 @@ def plot(result: dict, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+SHOWN = ("final", "rollouts_to_uniform_final", "rollouts_to_uniform_final_vs_uniform")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=Path("data/models/tiny"))
@@ -380,7 +406,7 @@ def main() -> None:
         result.update(summarise(result["runs"], setup))
         path.write_text(json.dumps(result, indent=1))
         plot(result, RESULTS / f"{args.out}.png")
-        print(json.dumps({k: result[k] for k in ("final", "rollouts_to_uniform_final")}, indent=1))
+        print(json.dumps({k: result[k] for k in SHOWN}, indent=1))
         return
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
@@ -420,7 +446,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1))
     plot(result, RESULTS / f"{args.out}.png")
-    print(json.dumps({k: result[k] for k in ("final", "rollouts_to_uniform_final")}, indent=1))
+    print(json.dumps({k: result[k] for k in SHOWN}, indent=1))
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
 from pipeline.policy.model import load_policy
 from pipeline.problems import generate_mix
 from pipeline.sampling.hf import HFSampler
-from pipeline.selection import CurateConfig
+from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
 from pipeline.train import CurriculumBatches, HFGroupSampler, curriculum_frame, verifier_reward
 
@@ -73,8 +73,8 @@ class Arm:
 # prompts as stage 1, a cheaper refine
 WIDE = {"hard_max_p": 0.01, "refine_g": 16, "band_low": 0.02, "band_high": 1.0, "replay_share": 0.5}
 # WIDE with a cheaper curation: 0/8 prompts are not refined (that only feeds stage 2), the refine
-# adds G = 8 (benchmarks/curriculum.py's SIEVE_CURATE)
-LEAN = {**WIDE, "refine_g": 8, "uncertain_hard_share": 0.0}
+# adds G = 8 — the tiny policy's curation recipe, pipeline.selection.TINY_CURATE
+LEAN: dict[str, Any] = dict(TINY_CURATE)
 # the *_p64 arms spend 4x the rollouts per step for half the steps (less noise per update)
 ARMS = {
     "mid_fresh": Arm("mid"),
