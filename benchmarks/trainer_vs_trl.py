@@ -13,7 +13,8 @@ callback), after the first WARMUP steps on both sides (the first steps of a CPU 
 kernel selection on new tensor shapes); mean and median are reported. TRL is a benchmark-only
 dependency (`pip install .[trl]`).
 
-Run: `python benchmarks/trainer_vs_trl.py [--model data/models/tiny] [--steps 40]`
+Run: `python benchmarks/trainer_vs_trl.py [--model data/models/tiny] [--steps 40] [--prompts 16]
+[--group-size 4] [--lr 1e-4] [--levels JSON] [--out NAME]`
 → benchmarks/results/trainer_vs_trl.json + .png
 """
 
@@ -33,7 +34,7 @@ import torch
 RESULTS = Path(__file__).parent / "results"
 # the earlier bootstrap's middle levels; `--levels '{"arith": [3, 4]}'` for the current one
 LEVELS: dict[str, list[int]] = {"arith": [2, 3], "linear": [2, 3], "modular": [1, 2]}
-PROMPTS, G, MAX_NEW = 16, 4, 16
+PROMPTS, G, MAX_NEW = 16, 4, 16  # defaults; --prompts / --group-size
 WARMUP = 5  # steps left out of the timing on both sides (first-shape kernel selection)
 
 
@@ -76,8 +77,9 @@ def step_times(stamps: list[float]) -> dict[str, float]:
 
 
 def run_sieve(
-    model_dir: Path, data: pl.DataFrame, held: pl.DataFrame, steps: int, lr: float, beta: float
-) -> dict:
+    model_dir: Path, data: pl.DataFrame, held: pl.DataFrame, steps: int, lr: float, beta: float,
+    prompts: int = PROMPTS, g: int = G,
+) -> dict:  # fmt: skip
     from grpo_core.config import GRPOConfig
     from grpo_core.trainer import Item, Trainer
     from pipeline.policy.model import load_policy
@@ -86,16 +88,16 @@ def run_sieve(
 
     model, tok = load_policy(model_dir)
     items = [
-        Item(f"{q}=", a, G, verifier=v)
+        Item(f"{q}=", a, g, verifier=v)
         for q, a, v in zip(data["question"], data["answer"], data["verifier"], strict=True)
     ]
 
     def batch(step: int) -> list[Item]:
-        start = (step * PROMPTS) % len(items)
-        return [items[(start + i) % len(items)] for i in range(PROMPTS)]
+        start = (step * prompts) % len(items)
+        return [items[(start + i) % len(items)] for i in range(prompts)]
 
     cfg = GRPOConfig(
-        lr=lr, total_steps=steps, group_size=G, max_new_tokens=MAX_NEW, beta=beta,
+        lr=lr, total_steps=steps, group_size=g, max_new_tokens=MAX_NEW, beta=beta,
         beta_schedule="fixed", checkpoint_every=0, aggregation="token_mean",
     )  # fmt: skip
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
@@ -107,8 +109,9 @@ def run_sieve(
 
 
 def run_trl(
-    model_dir: Path, data: pl.DataFrame, held: pl.DataFrame, steps: int, lr: float, beta: float
-) -> dict:
+    model_dir: Path, data: pl.DataFrame, held: pl.DataFrame, steps: int, lr: float, beta: float,
+    prompts: int = PROMPTS, g: int = G,
+) -> dict:  # fmt: skip
     import datasets
     import trl
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
@@ -131,7 +134,7 @@ def run_trl(
     out = RESULTS / "_trl_tmp"
     args = trl.GRPOConfig(
         output_dir=str(out), use_cpu=True, report_to=[], max_steps=steps, logging_steps=1,
-        per_device_train_batch_size=PROMPTS * G, num_generations=G,
+        per_device_train_batch_size=prompts * g, num_generations=g,
         max_completion_length=MAX_NEW, temperature=1.0, learning_rate=lr, beta=beta,
         epsilon=0.2, num_iterations=1, loss_type="dapo", save_strategy="no",
         gradient_checkpointing=False, shuffle_dataset=False, seed=0, lr_scheduler_type="constant",
@@ -159,7 +162,9 @@ def plot(result: dict, path: Path) -> None:
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     names = ["sieve", "trl"]
     a.bar(names, [result[n]["seconds_per_step"] for n in names], color=["tab:green", "tab:gray"])
-    a.set_ylabel("seconds per step (64 completions)")
+    a.set_ylabel(
+        f"seconds per step ({result['prompts_per_step'] * result['group_size']} completions)"
+    )
     a.set_title(f"speed: Sieve {result['speedup']:.1f}x faster per step")
     start = result["start"]["sampled"]
     gains = [100 * (result[n]["heldout"]["sampled"] - start) for n in names]
@@ -179,26 +184,29 @@ def main() -> None:
     ap.add_argument("--beta", type=float, default=0.02)
     ap.add_argument("--levels", default=json.dumps(LEVELS), help="JSON family -> levels to train")
     ap.add_argument("--out", default="trainer_vs_trl", help="results file name (no suffix)")
+    ap.add_argument("--prompts", type=int, default=PROMPTS, help="prompts per step")
+    ap.add_argument("--group-size", type=int, default=G, help="completions per prompt")
     args = ap.parse_args()
     levels = {f: list(v) for f, v in json.loads(args.levels).items()}
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
     torch.set_num_threads(torch.get_num_threads())
-    data = problems(levels, 0, 400)
+    data = problems(levels, 0, max(400, args.prompts * args.steps))
     held = heldout_problems(levels, 40)
     from pipeline.policy.model import load_policy
 
     start_model, tok = load_policy(args.model)
     start = heldout(start_model, tok, held)
-    sieve = run_sieve(args.model, data, held, args.steps, args.lr, args.beta)
-    trl_res = run_trl(args.model, data, held, args.steps, args.lr, args.beta)
+    shape = (args.prompts, args.group_size)
+    sieve = run_sieve(args.model, data, held, args.steps, args.lr, args.beta, *shape)
+    trl_res = run_trl(args.model, data, held, args.steps, args.lr, args.beta, *shape)
     result = {
         "benchmark": "trainer_vs_trl",
         "machine": {"cpus": torch.get_num_threads(), "platform": platform.platform()},
         "model": str(args.model),
         "steps": args.steps,
-        "prompts_per_step": PROMPTS,
-        "group_size": G,
+        "prompts_per_step": args.prompts,
+        "group_size": args.group_size,
         "max_new_tokens": MAX_NEW,
         "lr": args.lr,
         "beta": args.beta,
