@@ -17,7 +17,7 @@ from PIL import Image
 
 from pipeline.curate import Policy, curate
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
-from pipeline.problems import generate_mix
+from pipeline.problems import generate_cells, mix_cells
 from pipeline.report import build_report
 from pipeline.report.sections import CURVES
 from pipeline.sampling.simulated import SimulatedSampler
@@ -63,7 +63,9 @@ def busy() -> Iterator[Ledger]:
     """Two revisions curated and evaluated (before: never right, after: always), and metrics."""
     ledger = Ledger.memory()
     cfg = CurateConfig(n_candidates=120, mix={"arith": "1-6"}, seed=3, chunk_size=40)
-    problems = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
+    # every problem a curation with this seed can generate, however it spreads the candidates
+    cells = [(f, lv, cfg.n_candidates) for f, lv, _ in mix_cells(cfg.mix_levels())]
+    problems = generate_cells(cells, cfg.seed)
     curate(ledger, policy_for(problems, "rev-a", {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.1}), cfg)
     cfg2 = cfg.model_copy(update={"refine_g": 24})
     curate(ledger, policy_for(problems, "rev-b", {1: 1.0, 2: 1.0, 3: 0.8, 4: 0.5, 5: 0.3}), cfg2)
