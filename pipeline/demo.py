@@ -1,9 +1,9 @@
-"""`sieve demo`: the end-to-end job on the embedded default, as far as it is built.
+"""The first part of `sieve demo`: problems into the ledger and a check of the verifiers.
 
-Today (foundation): generate the default problem mix and a bundled GSM8K-style file into the
-ledger, check every problem's answer with the verifiers (its own answer must pass, a perturbed
-one must fail), and print where the ledger is with example SQL. The tiny policy, curation and
-training stages join this command as their issues land.
+Generate the default problem mix and a bundled GSM8K-style file into the ledger, check every
+problem's answer with the verifiers (its own answer must pass, a perturbed one must fail), and
+give example SQL. The rest of the demo — bootstrap, one night of curate → train → eval, the
+before/after table — is `pipeline.loop.demo`; `sieve demo` runs both.
 
 Test: `pytest tests/test_demo.py`.
 """
