@@ -29,7 +29,7 @@ seed-mean curve first reaches uniform's mean final accuracy, null if never, with
 crossings and the ratio to uniform's own beside it; final accuracies; zero-variance share over
 training; wall time).
 
-Run: `python benchmarks/curriculum.py --quick` (one seed, ~8 min) or
+Run: `python benchmarks/curriculum.py --quick` (one seed, ~7 min, → `curriculum_quick.*`) or
 `python benchmarks/curriculum.py` (three seeds, the committed figures, ~30 min on 2 cores).
 `--resummarise` recomputes the summary and the PNG from the JSON. Needs the bootstrapped tiny
 policy (`sieve bootstrap`).
@@ -388,7 +388,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="one seed, smaller budget (~15 min)")
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--grpo", default="{}", help="JSON of GRPOConfig overrides for every arm")
-    ap.add_argument("--out", default="curriculum")
+    ap.add_argument(
+        "--out", default=None, help="results name (default: curriculum, or curriculum_quick)"
+    )
     ap.add_argument("--passes", type=float, default=0.0, help="sieve: passes per night (0: old)")
     ap.add_argument("--curate", default="{}", help="sieve: JSON of CurateConfig overrides")
     ap.add_argument("--rollouts-per-step", type=int, default=0, help="every arm (0: 512)")
@@ -399,6 +401,8 @@ def main() -> None:
         "--resummarise", action="store_true", help="recompute summary + PNG from the JSON"
     )
     args = ap.parse_args()
+    if args.out is None:  # a quick run never overwrites the committed full figures
+        args.out = "curriculum_quick" if args.quick else "curriculum"
     if args.resummarise:
         path = RESULTS / f"{args.out}.json"
         result = json.loads(path.read_text())
