@@ -30,7 +30,7 @@ crossings and the ratio to uniform's own beside it; final accuracies; zero-varia
 training; wall time).
 
 Run: `python benchmarks/curriculum.py --quick` (one seed, ~7 min, → `curriculum_quick.*`) or
-`python benchmarks/curriculum.py` (three seeds, the committed figures, ~30 min on 2 cores).
+`python benchmarks/curriculum.py` (three seeds, the committed figures, ~20 min on 2 cores).
 `--resummarise` recomputes the summary and the PNG from the JSON. Needs the bootstrapped tiny
 policy (`sieve bootstrap`).
 """
