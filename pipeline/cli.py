@@ -236,6 +236,16 @@ def stats(home: HomeOpt = None) -> None:
             "measured pass rate by family x level, newest revisions",
         )
         _show(ledger.query("runs_latest"), "latest sampling runs")
+        from pipeline.curate import allocation
+        from pipeline.selection import CurateConfig
+
+        cells = allocation(ledger, CurateConfig(), [])
+        if cells is not None:
+            _show(
+                cells,
+                "informative groups by family x level (recent revisions) and where the next "
+                "curation's candidates go (default config)",
+            )
         _show(ledger.sql("SELECT * FROM curriculum_summary"), "curricula")
         _show(ledger.sql("SELECT * FROM rejection_summary ORDER BY ALL"), "rejections by reason")
         from pipeline.loop import heldout_by_revision

@@ -167,6 +167,10 @@ def test_eval_records_runs_for_a_model_folder(tmp_path: Path, tiny_model_dir: Pa
     with Ledger.open(tmp_path, read_only=True) as led:
         runs = led.sql("SELECT purpose, group_size FROM sampling_runs ORDER BY group_size").rows()
     assert runs == [("eval", 1), ("eval", 2)]
+    stats = sieve("stats", home=tmp_path)
+    assert stats.returncode == 0, stats.stderr
+    # the sampled eval run is history: stats shows each cell's yield and the next allocation
+    assert "where the next curation's candidates go" in " ".join(stats.stdout.split())
 
 
 def test_curate_config_errors_are_one_line(tmp_path: Path, tiny_model_dir: Path) -> None:
