@@ -83,8 +83,9 @@ def select_candidates(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     led = ledger(params.home)
     led.run(load_query("reconcile_running"))
-    cands = core.candidates(led, params.config, exclude)
-    return core.prior(led, cands, params.config, exclude)
+    history = core.load_history(led, exclude)
+    cands = core.candidates(led, params.config, history)
+    return core.prior(cands, params.config, history)
 
 
 @task(cache_key_fn=_chunk_key, persist_result=True, task_run_name="{info.purpose}-chunk-{index}")

@@ -236,10 +236,10 @@ def stats(home: HomeOpt = None) -> None:
             "measured pass rate by family x level, newest revisions",
         )
         _show(ledger.query("runs_latest"), "latest sampling runs")
-        from pipeline.curate import allocation
+        from pipeline.curate import allocation, load_history
         from pipeline.selection import CurateConfig
 
-        cells = allocation(ledger, CurateConfig(), [])
+        cells = allocation(CurateConfig(), load_history(ledger, []))
         if cells is not None:
             _show(
                 cells,

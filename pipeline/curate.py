@@ -73,21 +73,23 @@ def curation_key(cfg: CurateConfig, model_revision: str) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
-def allocation(ledger: Ledger, cfg: CurateConfig, exclude: Sequence[str]) -> pl.DataFrame | None:
-    """Candidates per family × level from the ledger's history (None: the even spread)."""
+def load_history(ledger: Ledger, exclude: Sequence[str]) -> pl.DataFrame:
+    """The ledger's sampled history per problem × revision, without the runs in `exclude` (the
+    curation being computed, so a re-run decides exactly as the first run did). One read serves
+    both the candidate allocation and the history prior."""
+    return ledger.query("history_prior", exclude=list(exclude))
+
+
+def allocation(cfg: CurateConfig, history: pl.DataFrame) -> pl.DataFrame | None:
+    """Candidates per family × level from the history (None: the even spread)."""
     if not cfg.allocate_by_history:
         return None
-    history = ledger.query("cell_history", exclude=list(exclude))
     return allocate_candidates(mix_cells(cfg.mix_levels()), history, cfg.n_candidates, cfg)
 
 
-def candidates(ledger: Ledger, cfg: CurateConfig, exclude: Sequence[str] = ()) -> pl.DataFrame:
-    """Generate and store the candidates: spread by `allocation`, or evenly over the mix.
-
-    `exclude`: the run ids of the curation being computed, left out of the history so that a
-    re-run generates the same candidates.
-    """
-    cells = allocation(ledger, cfg, exclude)
+def candidates(ledger: Ledger, cfg: CurateConfig, history: pl.DataFrame) -> pl.DataFrame:
+    """Generate and store the candidates: spread by `allocation`, or evenly over the mix."""
+    cells = allocation(cfg, history)
     if cells is None:
         frame = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
     else:
@@ -98,11 +100,10 @@ def candidates(ledger: Ledger, cfg: CurateConfig, exclude: Sequence[str] = ()) -
 
 
 def prior(
-    ledger: Ledger, cands: pl.DataFrame, cfg: CurateConfig, exclude: list[str]
+    cands: pl.DataFrame, cfg: CurateConfig, history: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Prefilter (held-out, duplicates) then the history prior; returns (kept, rejections)."""
     kept, pre_rejected = prefilter(cands, cfg)
-    history = ledger.query("history_prior", exclude=exclude)
     kept, skipped = history_prior(kept, history, cfg)
     return kept, concat_rejections([pre_rejected, skipped])
 
@@ -255,8 +256,9 @@ def curate(
     key = curation_key(cfg, policy.model_revision)
     screen = run_info(policy, "screen", cfg.screen_g, key)
     refine = run_info(policy, "refine", cfg.refine_g, key)
-    cands = candidates(ledger, cfg, [screen.run_id, refine.run_id])
-    kept, rejected = prior(ledger, cands, cfg, [screen.run_id, refine.run_id])
+    history = load_history(ledger, [screen.run_id, refine.run_id])
+    cands = candidates(ledger, cfg, history)
+    kept, rejected = prior(cands, cfg, history)
     sample_run(ledger, policy, kept, screen, cfg, progress)
     screen_stats = run_stats(ledger, [screen.run_id])
     screened = screen_survivors(screen_stats, cfg)

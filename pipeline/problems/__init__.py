@@ -193,19 +193,25 @@ def generate_mix(
     None means every family at every level.
     """
     _check_n(n)
-    check_heldout_pct(heldout_pct)
     chosen = spec if spec is not None else {name: "all" for name in FAMILIES}
-    if not chosen:
+    plan = _mix_plan(chosen)
+    counts = [
+        (family, level, count)
+        for (family, levels), share in zip(plan, spread(n, len(plan)), strict=True)
+        for level, count in zip(levels, spread(share, len(levels)), strict=True)
+    ]
+    return generate_cells(counts, seed, heldout_pct)
+
+
+def _mix_plan(spec: Mapping[str, Sequence[int] | str]) -> list[tuple[str, list[int]]]:
+    """(family, its checked levels) for each family of a mix, in order."""
+    if not spec:
         raise SieveError(f"no families given; valid: {', '.join(FAMILIES)}")
-    seen: set[str] = set()
-    rows: list[Row] = []
-    for (family, levels), share in zip(chosen.items(), spread(n, len(chosen)), strict=True):
+    plan = []
+    for family, levels in spec.items():
         wanted = parse_levels(levels, family) if isinstance(levels, str) else levels
-        if share > 0:
-            rows.extend(_generate_rows(family, wanted, share, seed, heldout_pct, seen))
-        else:
-            _checked_levels(family, wanted)
-    return build_frame(rows)
+        plan.append((family, _checked_levels(family, wanted)))
+    return plan
 
 
 def mix_cells(spec: Mapping[str, Sequence[int] | str]) -> list[tuple[str, int, float]]:
@@ -213,14 +219,8 @@ def mix_cells(spec: Mapping[str, Sequence[int] | str]) -> list[tuple[str, int, f
 
     The share is what `generate_mix` gives the cell: families equally, then levels equally.
     """
-    if not spec:
-        raise SieveError(f"no families given; valid: {', '.join(FAMILIES)}")
-    out: list[tuple[str, int, float]] = []
-    for family, levels in spec.items():
-        wanted = parse_levels(levels, family) if isinstance(levels, str) else levels
-        ordered = _checked_levels(family, wanted)
-        out.extend((family, level, 1.0 / (len(spec) * len(ordered))) for level in ordered)
-    return out
+    plan = _mix_plan(spec)
+    return [(f, lv, 1.0 / (len(plan) * len(levels))) for f, levels in plan for lv in levels]
 
 
 def generate_cells(

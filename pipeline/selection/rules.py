@@ -126,7 +126,7 @@ def history_prior(
 # Weight, in pseudo-problems, of the mix-wide informative share in a cell's estimate: a cell
 # seen a few times is pulled toward the mix's average, a cell seen often speaks for itself.
 CELL_PRIOR_STRENGTH = 2.0
-CELL_HISTORY_COLUMNS = ("family", "level", "model_revision", "seen", "informative", "last_seen")
+CELL_HISTORY_COLUMNS = ("family", "level", "model_revision", "n", "zero_variance", "last_seen")
 
 
 def allocate_candidates(
@@ -135,9 +135,10 @@ def allocate_candidates(
     """How many of the `n` candidates each (family, level) cell gets, from the ledger's history.
 
     `cells`: (family, level, even share) as `pipeline.problems.mix_cells` gives them.
-    `history`: `cell_history` rows (family, level, model_revision, seen, informative,
-    last_seen). Over the `history_revisions` most recent revisions, a cell's informative yield
-    is the share of its sampled problems whose group disagreed, shrunk toward the mix-wide share
+    `history`: the `history_prior` rows (one per problem × revision: family, level,
+    model_revision, n, zero_variance, last_seen) — the same frame the history prior reads.
+    Over the `history_revisions` most recent revisions, a cell's informative yield is the share
+    of its sampled problems (n > 0) whose group disagreed, shrunk toward the mix-wide share
     (empirical Bayes, `CELL_PRIOR_STRENGTH` pseudo-problems); an unseen cell gets the mix-wide
     share. The weight of a cell is its even share times
     `explore_share + (1 - explore_share) * yield / mean yield`, so equal yields give the even
@@ -145,7 +146,7 @@ def allocate_candidates(
     (generate evenly) when no cell of the mix has history. Columns: family, level, seen,
     informative, yield, candidates.
     """
-    require_columns(history, CELL_HISTORY_COLUMNS, "cell history frame")
+    require_columns(history, CELL_HISTORY_COLUMNS, "history frame")
     mix = pl.DataFrame(
         [(f, lv, share, i) for i, (f, lv, share) in enumerate(cells)],
         schema={"family": pl.Utf8, "level": pl.Int64, "share": pl.Float64, "order": pl.Int64},
@@ -153,10 +154,13 @@ def allocate_candidates(
     )
     recent = recent_revisions(history, cfg.history_revisions) if history.height else []
     seen = (
-        history.filter(pl.col("model_revision").is_in(recent))
+        history.filter(pl.col("model_revision").is_in(recent) & (pl.col("n") > 0))
         .with_columns(pl.col("level").cast(pl.Int64))
         .group_by("family", "level")
-        .agg(pl.col("seen").sum(), pl.col("informative").sum())
+        .agg(
+            pl.len().alias("seen"),
+            (~pl.col("zero_variance").fill_null(True)).sum().alias("informative"),
+        )
     )
     table = mix.join(seen, on=["family", "level"], how="left").with_columns(
         pl.col("seen").fill_null(0), pl.col("informative").fill_null(0)

@@ -17,15 +17,22 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def history(rows: list[tuple[int, str, int, int, int]]) -> pl.DataFrame:
-    """rows: (level, revision, seen, informative, day)."""
+    """rows: (level, revision, seen, informative, day) per cell, as `history_prior` rows: one
+    per problem × revision, `informative` of the `seen` problems with a group that disagreed."""
+    out = []
+    for lv, rev, seen, informative, day in rows:
+        for i in range(seen):
+            pid = f"{lv}-{rev}-{i}"
+            out.append((pid, "arith", lv, rev, 8, i >= informative, T0 + timedelta(days=day)))
     return pl.DataFrame(
-        [("arith", lv, rev, s, i, T0 + timedelta(days=d)) for lv, rev, s, i, d in rows],
+        out,
         schema={
+            "problem_id": pl.Utf8,
             "family": pl.Utf8,
             "level": pl.Int32,
             "model_revision": pl.Utf8,
-            "seen": pl.Int64,
-            "informative": pl.Int64,
+            "n": pl.Int64,
+            "zero_variance": pl.Boolean,
             "last_seen": pl.Datetime("us", "UTC"),
         },
         orient="row",
