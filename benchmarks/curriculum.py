@@ -197,7 +197,7 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
         rng = np.random.default_rng([seed, step, round_])
         return [pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False)]
 
-    curation = 0
+    nights: list[dict[str, int]] = []  # sieve: what each night's curation cost and kept
     if arm in ("uniform", "dapo", "pilot_commit"):
         collector = {
             "uniform": None,
@@ -216,7 +216,7 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
         )  # fmt: skip
         spent = train_until(trainer, tracker, 0, setup.budget, zero_var)
     else:
-        spent, curation = sieve_nights(setup, seed, model, tok, sampler, tracker, zero_var)
+        spent = sieve_nights(setup, seed, model, tok, sampler, tracker, zero_var, nights)
     if not tracker.curve or tracker.curve[-1]["rollouts"] != spent:
         tracker.evaluate(model, spent)
     return {
@@ -224,7 +224,8 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
         "seed": seed,
         "curve": tracker.curve,
         "rollouts": spent,
-        "curation_rollouts": curation,
+        "curation_rollouts": sum(n["curation_rollouts"] for n in nights),
+        "nights": nights,
         "zero_var_share": float(np.nanmean(zero_var)) if zero_var else math.nan,
         "seconds": time.perf_counter() - started,
     }
@@ -238,9 +239,13 @@ def sieve_nights(
     sampler: HFGroupSampler,
     tracker: Tracker,
     zero_var: list[float],
-) -> tuple[int, int]:
-    """Nights of curate (ledger history carried over) → train, until the budget is spent."""
-    spent = curation = 0
+    nights: list[dict[str, int]],
+) -> int:
+    """Nights of curate (ledger history carried over) → train, until the budget is spent.
+
+    Appends each night's curation cost, candidates and kept prompts to `nights`; returns the
+    rollouts spent."""
+    spent = 0
     night = 0
     trainer: Trainer | None = None
     with Ledger.memory() as ledger:
@@ -257,7 +262,10 @@ def sieve_nights(
             result = curate(ledger, policy, cfg)
             cost = sum(result.rollouts.values())
             spent += cost
-            curation += cost
+            kept = result.items.height
+            nights.append(
+                {"curation_rollouts": cost, "candidates": result.candidates, "kept": kept}
+            )
             print(
                 f"    night {night}: curation {cost} rollouts, kept {result.items.height} "
                 f"(stages {result.items['stage'].value_counts().sort('stage').rows()})"
@@ -287,7 +295,7 @@ def sieve_nights(
             spent = train_until(trainer, tracker, spent, night_budget, zero_var)
             model = trainer.model
             night += 1
-    return spent, curation
+    return spent
 
 
 def rollouts_to(curve: Sequence[dict], target: float, key: str = "sampled") -> float | None:
