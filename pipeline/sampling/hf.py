@@ -131,7 +131,7 @@ class HFSampler:
         new = out.sequences[:, width:]  # (P*n, L)
         logits = torch.stack(out.logits, dim=1).float()  # (P*n, L, V)
         token_lp = torch.log_softmax(logits, -1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
-        return [self._completion(new[r], token_lp[r], params) for r in range(new.shape[0])]
+        return self._completions(new, token_lp, params)
 
     def _shared_prefill(self, ids: torch.Tensor, mask: torch.Tensor, n: int) -> dict[str, object]:
         """Run each prompt (all but its last token) once and copy its KV cache to its n rows.
@@ -153,20 +153,46 @@ class HFSampler:
         cache.batch_repeat_interleave(n)  # (P*n, ...) per layer
         return {"cache": cache}
 
-    def _completion(
+    def _completions(
         self, tokens: torch.Tensor, token_lp: torch.Tensor, params: SamplingParams
-    ) -> Completion:
+    ) -> list[Completion]:
+        """The rows of (R, L) sampled tokens as completions, cut at the first end-of-sequence.
+
+        One pass over the batch: end positions, kept ids and summed log-probs are computed on
+        the whole tensor and the texts decoded in one tokenizer call. Stop strings, when given,
+        are applied per row after decoding.
+        """
         eos = self.tokenizer.eos_token_id
-        hits = (tokens == eos).nonzero()
-        end = int(hits[0]) if len(hits) else len(tokens)
-        kept = tokens[:end].tolist()
-        text = str(self.tokenizer.decode(kept, skip_special_tokens=True))
-        text, stopped = cut_at_stop(text, params.stop)
-        if stopped:  # keep the tokens that make up the kept text
-            kept = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        reason: FinishReason = "stop" if len(hits) or stopped else "length"
-        logprob = float(token_lp[: len(kept)].sum())
-        return Completion(text=text, token_ids=tuple(kept), finish_reason=reason, logprob=logprob)
+        hit = tokens == eos  # (R, L)
+        ended = hit.any(dim=1)  # (R,)
+        ends = torch.where(ended, hit.int().argmax(dim=1), tokens.shape[1])  # (R,)
+        keep = torch.arange(tokens.shape[1])[None, :] < ends[:, None]  # (R, L)
+        sums = torch.where(keep, token_lp, 0.0).sum(dim=1)  # (R,)
+        rows = [ids[:end] for ids, end in zip(tokens.tolist(), ends.tolist(), strict=True)]
+        texts = self.tokenizer.batch_decode(rows, skip_special_tokens=True)
+        out = []
+        for ids, text, stopped_at_eos, lp, r in zip(
+            rows, texts, ended.tolist(), sums.tolist(), range(len(rows)), strict=True
+        ):
+            text, stopped = cut_at_stop(str(text), params.stop)
+            if stopped:  # keep the sampled tokens that make up the kept text
+                ids = ids[: self._tokens_within(ids, text)]
+                lp = float(token_lp[r, : len(ids)].sum())
+            reason: FinishReason = "stop" if stopped_at_eos or stopped else "length"
+            out.append(Completion(text, tuple(ids), reason, logprob=lp))
+        return out
+
+    def _tokens_within(self, ids: list[int], text: str) -> int:
+        """How many leading sampled tokens decode to a prefix of `text` (the part a stop string
+        left). The sampled ids are kept, not a re-tokenisation of the text: those are the tokens
+        the policy produced and their log-probs are the ones reported and trained on."""
+        k = 0
+        while k < len(ids):
+            piece = self.tokenizer.decode(ids[: k + 1], skip_special_tokens=True)
+            if not text.startswith(piece):
+                break
+            k += 1
+        return k
 
 
 def _decoding(params: SamplingParams) -> dict[str, object]:

@@ -94,3 +94,29 @@ def test_shared_prefill_gives_the_same_completions(
         for x, y in zip(ga, gb, strict=True):
             assert x.token_ids == y.token_ids and x.finish_reason == y.finish_reason
             assert x.logprob == pytest.approx(y.logprob, abs=1e-3)
+
+
+def _forced_logprob(sampler: HFSampler, prompt: str, ids: tuple[int, ...]) -> float:
+    """log p(ids | prompt) under the model, recomputed by one teacher-forced forward."""
+    head = sampler.tokenizer(prompt)["input_ids"]
+    full = torch.tensor([head + list(ids)])
+    with torch.no_grad():
+        logits = sampler.model(input_ids=full).logits[0].float()  # (T, V)
+    logp = torch.log_softmax(logits[len(head) - 1 : -1], dim=-1)
+    return float(logp.gather(-1, torch.tensor(ids)[:, None]).sum())
+
+
+@pytest.mark.parametrize("stop", [(), ("1",)])
+def test_reported_logprob_is_that_of_the_kept_tokens(tiny_model_dir: Path, stop: tuple) -> None:
+    sampler = HFSampler(tiny_model_dir, device="cpu")
+    params = SamplingParams(temperature=1.0, max_new_tokens=16, seed=5, stop=stop)
+    groups = sampler.sample(PROMPTS, 32, params)
+    reasons = [c.finish_reason for g in groups for c in g]
+    assert "stop" in reasons and "length" in reasons  # rows cut early and rows run to the end
+    for prompt, group in zip(PROMPTS, groups, strict=True):
+        for c in group:
+            assert c.logprob is not None
+            forced = _forced_logprob(sampler, prompt, c.token_ids)
+            assert c.logprob == pytest.approx(forced, abs=1e-4)
+            if stop:
+                assert "1" not in c.text
