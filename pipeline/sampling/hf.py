@@ -188,7 +188,7 @@ class HFSampler:
         the policy produced and their log-probs are the ones reported and trained on."""
         k = 0
         while k < len(ids):
-            piece = self.tokenizer.decode(ids[: k + 1], skip_special_tokens=True)
+            piece = str(self.tokenizer.decode(ids[: k + 1], skip_special_tokens=True))
             if not text.startswith(piece):
                 break
             k += 1
