@@ -14,19 +14,21 @@ Tests: `pytest tests/policy/test_bootstrap.py`; the default recipe in `tests/tes
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import random
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import polars as pl
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from pipeline.policy.model import TinySize, new_tiny_model, save_policy
+from pipeline.policy.model import SIEVE_META, TinySize, new_tiny_model, save_policy
 from pipeline.problems import generate_mix
 from pipeline.problems.mix import MixConfig
 
@@ -165,9 +167,54 @@ def save_atomically(result: TrainResult, folder: Path, cfg: BootstrapConfig) -> 
         "train_seconds": round(result.seconds, 1),
         "final_loss": result.final_loss,
         "size": asdict(cfg.size),
+        "recipe": recipe(cfg),
     }
     revision = save_policy(result.model, result.tokenizer, tmp, meta)  # type: ignore[arg-type]
     if folder.exists():
         shutil.rmtree(folder)
     tmp.rename(folder)
     return revision
+
+
+# The code the bootstrapped weights depend on besides the recipe: the model, its tokenizer, this
+# trainer and the problem generators that make its training data.
+_WEIGHT_SOURCES = ("policy", "problems")
+
+
+def recipe(cfg: BootstrapConfig) -> dict:
+    """The recipe as plain JSON values (written to `sieve.json`)."""
+    out = {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+    out["mix"] = cfg.mix.model_dump()
+    out["size"] = asdict(cfg.size)
+    out["family_plan"] = [list(p) for p in cfg.family_plan]
+    return out
+
+
+def recipe_key(cfg: BootstrapConfig) -> str:
+    """A key for the weights a recipe trains on this installation: the recipe, the torch and
+    transformers versions and the source of the modules that shape the weights."""
+    import transformers
+
+    digest = hashlib.sha256(json.dumps(recipe(cfg), sort_keys=True).encode())
+    digest.update(f"|torch {torch.__version__}|transformers {transformers.__version__}".encode())
+    package = Path(__file__).resolve().parents[1]
+    for sub in _WEIGHT_SOURCES:
+        for path in sorted((package / sub).glob("*.py")):
+            digest.update(f"|{sub}/{path.name}|".encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def bootstrap_cached(cfg: BootstrapConfig, cache: Path) -> Path:
+    """The model folder `cfg` trains, from `cache` when an identical recipe already ran here.
+
+    A fixed-step recipe is exactly repeatable on a machine, so its result can be reused; one
+    with a wall-clock budget is not and is refused. The folder appears whole or not at all
+    (`save_atomically`), so a killed run leaves nothing to mistake for a cached model.
+    """
+    if cfg.max_minutes is not None:
+        raise ValueError("a recipe with max_minutes is not repeatable and is not cached")
+    folder = Path(cache) / f"tiny-{recipe_key(cfg)}"
+    if not (folder / SIEVE_META).is_file():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        save_atomically(train_tiny(cfg), folder, cfg)
+    return folder

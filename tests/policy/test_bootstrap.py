@@ -1,11 +1,16 @@
-"""`pipeline.policy.bootstrap`: a fixed step count repeats exactly; a time budget stops."""
+"""`pipeline.policy.bootstrap`: a fixed step count repeats exactly; a time budget stops; the
+recipe cache trains once per recipe and code version."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from pipeline.policy.bootstrap import BootstrapConfig, train_tiny
-from pipeline.policy.model import model_revision
+import pipeline.policy.bootstrap as bootstrap
+from pipeline.policy.bootstrap import BootstrapConfig, bootstrap_cached, recipe_key, train_tiny
+from pipeline.policy.model import load_policy, model_revision
 from pipeline.problems.mix import MixConfig
 
 SMALL = {"pool_size": 2000, "mix": MixConfig(families={"arith": "1-2"})}
@@ -28,3 +33,27 @@ def test_a_time_budget_overrides_the_step_count() -> None:
 def test_a_config_without_steps_or_minutes_is_refused() -> None:
     with pytest.raises(ValueError, match="max_steps"):
         BootstrapConfig(max_steps=None, max_minutes=None)
+
+
+def test_the_recipe_cache_trains_once_and_keys_on_the_recipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = BootstrapConfig(max_steps=3, **SMALL)
+    folder = bootstrap_cached(cfg, tmp_path)
+    meta = json.loads((folder / "sieve.json").read_text())
+    assert meta["steps"] == 3 and meta["recipe"]["max_steps"] == 3
+    assert meta["recipe"]["mix"] == {"families": {"arith": "1-2"}}
+    model, _ = load_policy(folder)
+    assert model_revision(model) == model_revision(train_tiny(cfg).model) == meta["model_revision"]
+
+    def no_training(_: BootstrapConfig) -> None:
+        raise AssertionError("trained again although the recipe is cached")
+
+    monkeypatch.setattr(bootstrap, "train_tiny", no_training)
+    assert bootstrap_cached(cfg, tmp_path) == folder  # reused, not retrained
+    changed = BootstrapConfig(max_steps=3, lr=1e-3, **SMALL)
+    assert recipe_key(changed) != recipe_key(cfg)
+    with pytest.raises(AssertionError, match="trained again"):
+        bootstrap_cached(changed, tmp_path)
+    with pytest.raises(ValueError, match="max_minutes"):
+        bootstrap_cached(BootstrapConfig(max_minutes=1.0, **SMALL), tmp_path)
