@@ -10,11 +10,15 @@ samples at temperature 1, and greedy.
 
 Time per step: the gaps between consecutive step ends (TRL: `on_step_end`; Sieve: its metrics
 callback), after the first WARMUP steps on both sides (the first steps of a CPU run pay for
-kernel selection on new tensor shapes); mean and median are reported. TRL is a benchmark-only
-dependency (`pip install .[trl]`).
+kernel selection on new tensor shapes); mean and median are reported, and Sieve's own split of a
+step into sampling, scoring and update. TRL is a benchmark-only dependency (`pip install .[trl]`).
+
+Each seed draws its own training problems and seeds both trainers; the held-out problems are the
+same for every seed (HELDOUT_PER_LEVEL per level). The JSON keeps every seed's numbers and their
+mean; the held-out gain is compared on the seed mean.
 
 Run: `python benchmarks/trainer_vs_trl.py [--model data/models/tiny] [--steps 40] [--prompts 16]
-[--group-size 4] [--lr 1e-4] [--levels JSON] [--out NAME]`
+[--group-size 4] [--lr 1e-4] [--levels JSON] [--seeds 0,1,2] [--out NAME]`
 → benchmarks/results/trainer_vs_trl.json + .png
 """
 
@@ -24,6 +28,7 @@ import argparse
 import itertools
 import json
 import platform
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -32,10 +37,11 @@ import polars as pl
 import torch
 
 RESULTS = Path(__file__).parent / "results"
-# the earlier bootstrap's middle levels; `--levels '{"arith": [3, 4]}'` for the current one
-LEVELS: dict[str, list[int]] = {"arith": [2, 3], "linear": [2, 3], "modular": [1, 2]}
+# the default bootstrapped policy's middle levels (held-out sampled pass@1 0.15-0.7)
+LEVELS: dict[str, list[int]] = {"arith": [3, 4]}
 PROMPTS, G, MAX_NEW = 16, 4, 16  # defaults; --prompts / --group-size
 WARMUP = 5  # steps left out of the timing on both sides (first-shape kernel selection)
+HELDOUT_PER_LEVEL = 100
 
 
 def problems(levels: dict[str, list[int]], seed: int, n: int) -> pl.DataFrame:
@@ -78,7 +84,7 @@ def step_times(stamps: list[float]) -> dict[str, float]:
 
 def run_sieve(
     model_dir: Path, data: pl.DataFrame, held: pl.DataFrame, steps: int, lr: float, beta: float,
-    prompts: int = PROMPTS, g: int = G,
+    prompts: int = PROMPTS, g: int = G, seed: int = 0,
 ) -> dict:  # fmt: skip
     from grpo_core.config import GRPOConfig
     from grpo_core.trainer import Item, Trainer
@@ -98,19 +104,23 @@ def run_sieve(
 
     cfg = GRPOConfig(
         lr=lr, total_steps=steps, group_size=g, max_new_tokens=MAX_NEW, beta=beta,
-        beta_schedule="fixed", checkpoint_every=0, aggregation="token_mean",
+        beta_schedule="fixed", checkpoint_every=0, aggregation="token_mean", seed=seed,
     )  # fmt: skip
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
     trainer = Trainer(model, tok, sampler, verifier_reward, batch, cfg, warn=lambda m: None)
     stamps = []
     trainer.on_metrics = lambda step, m: stamps.append(time.perf_counter())
-    trainer.train()
-    return {**step_times(stamps), "heldout": heldout(trainer.model, tok, held)}
+    history = trainer.train()[WARMUP + 1 :]
+    split = {
+        k: statistics.fmean(h[f"time_{k}"] for h in history) for k in ("sample", "score", "update")
+    }
+    return {**step_times(stamps), "split_seconds": split,
+            "heldout": heldout(trainer.model, tok, held)}  # fmt: skip
 
 
 def run_trl(
     model_dir: Path, data: pl.DataFrame, held: pl.DataFrame, steps: int, lr: float, beta: float,
-    prompts: int = PROMPTS, g: int = G,
+    prompts: int = PROMPTS, g: int = G, seed: int = 0,
 ) -> dict:  # fmt: skip
     import datasets
     import trl
@@ -137,8 +147,8 @@ def run_trl(
         per_device_train_batch_size=prompts * g, num_generations=g,
         max_completion_length=MAX_NEW, temperature=1.0, learning_rate=lr, beta=beta,
         epsilon=0.2, num_iterations=1, loss_type="dapo", save_strategy="no",
-        gradient_checkpointing=False, shuffle_dataset=False, seed=0, lr_scheduler_type="constant",
-        warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0,
+        gradient_checkpointing=False, shuffle_dataset=False, seed=seed,
+        lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0,
     )  # fmt: skip
     stamps = Stamps()
     trainer = trl.GRPOTrainer(
@@ -161,19 +171,34 @@ def plot(result: dict, path: Path) -> None:
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     names = ["sieve", "trl"]
-    a.bar(names, [result[n]["seconds_per_step"] for n in names], color=["tab:green", "tab:gray"])
+    colours = ["tab:green", "tab:gray"]
+    runs = result["runs"]
+    mean = result["mean"]
+    a.bar(names, [mean[n]["seconds_per_step"] for n in names], color=colours)
+    for i, n in enumerate(names):
+        a.scatter([i] * len(runs), [r[n]["seconds_per_step"] for r in runs], color="black", s=8)
     a.set_ylabel(
         f"seconds per step ({result['prompts_per_step'] * result['group_size']} completions)"
     )
     a.set_title(f"speed: Sieve {result['speedup']:.1f}x faster per step")
     start = result["start"]["sampled"]
-    gains = [100 * (result[n]["heldout"]["sampled"] - start) for n in names]
-    b.bar(names, gains, color=["tab:green", "tab:gray"])
+    b.bar(names, [100 * (mean[n]["heldout_sampled"] - start) for n in names], color=colours)
+    for i, n in enumerate(names):
+        gains = [100 * (r[n]["heldout"]["sampled"] - start) for r in runs]
+        b.scatter([i] * len(runs), gains, color="black", s=8)
     b.axhline(0, color="black", lw=0.5)
     b.set_ylabel("held-out pass@1 gain (points, mean of 8 samples)")
-    b.set_title(f"after {result['steps']} steps on the same prompts")
+    b.set_title(f"after {result['steps']} steps, {len(runs)} seeds (dots)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def seed_mean(runs: list[dict], name: str) -> dict[str, float]:
+    keys = ("seconds_per_step", "median_seconds_per_step")
+    out = {k: statistics.fmean(r[name][k] for r in runs) for k in keys}
+    for k in ("greedy", "sampled"):
+        out[f"heldout_{k}"] = statistics.fmean(r[name]["heldout"][k] for r in runs)
+    return out
 
 
 def main() -> None:
@@ -186,24 +211,39 @@ def main() -> None:
     ap.add_argument("--out", default="trainer_vs_trl", help="results file name (no suffix)")
     ap.add_argument("--prompts", type=int, default=PROMPTS, help="prompts per step")
     ap.add_argument("--group-size", type=int, default=G, help="completions per prompt")
+    ap.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     args = ap.parse_args()
     levels = {f: list(v) for f, v in json.loads(args.levels).items()}
+    seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+    if not seeds:
+        raise SystemExit("--seeds: give at least one seed")
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
-    torch.set_num_threads(torch.get_num_threads())
-    data = problems(levels, 0, max(400, args.prompts * args.steps))
-    held = heldout_problems(levels, 40)
-    from pipeline.policy.model import load_policy
+    held = heldout_problems(levels, HELDOUT_PER_LEVEL)
+    from pipeline.policy.model import load_policy, read_meta
 
     start_model, tok = load_policy(args.model)
     start = heldout(start_model, tok, held)
     shape = (args.prompts, args.group_size)
-    sieve = run_sieve(args.model, data, held, args.steps, args.lr, args.beta, *shape)
-    trl_res = run_trl(args.model, data, held, args.steps, args.lr, args.beta, *shape)
+    runs = []
+    for seed in seeds:
+        data = problems(levels, seed, max(400, args.prompts * args.steps))
+        common = (args.model, data, held, args.steps, args.lr, args.beta, *shape)
+        sieve = run_sieve(*common, seed=seed)
+        trl_res = run_trl(*common, seed=seed)
+        speedup = trl_res["seconds_per_step"] / sieve["seconds_per_step"]
+        runs.append({"seed": seed, "sieve": sieve, "trl": trl_res, "speedup": speedup})
+        print(json.dumps(runs[-1]), flush=True)
+    mean = {n: seed_mean(runs, n) for n in ("sieve", "trl")}
     result = {
         "benchmark": "trainer_vs_trl",
-        "machine": {"cpus": torch.get_num_threads(), "platform": platform.platform()},
+        "machine": {
+            "cpus": torch.get_num_threads(),
+            "platform": platform.platform(),
+            "torch": torch.__version__,
+        },
         "model": str(args.model),
+        "model_revision": read_meta(args.model).get("model_revision"),
         "steps": args.steps,
         "prompts_per_step": args.prompts,
         "group_size": args.group_size,
@@ -211,16 +251,23 @@ def main() -> None:
         "lr": args.lr,
         "beta": args.beta,
         "levels": levels,
+        "heldout_problems": held.height,
+        "seeds": seeds,
         "start": start,
-        "sieve": sieve,
-        "trl": trl_res,
-        "speedup": trl_res["seconds_per_step"] / sieve["seconds_per_step"],
-        "speedup_median": trl_res["median_seconds_per_step"] / sieve["median_seconds_per_step"],
+        "runs": runs,
+        "mean": mean,
+        "speedup": mean["trl"]["seconds_per_step"] / mean["sieve"]["seconds_per_step"],
+        "speedup_median": mean["trl"]["median_seconds_per_step"]
+        / mean["sieve"]["median_seconds_per_step"],
+        "sieve_split_seconds": {
+            k: statistics.fmean(r["sieve"]["split_seconds"][k] for r in runs)
+            for k in ("sample", "score", "update")
+        },
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1))
     plot(result, RESULTS / f"{args.out}.png")
-    keys = ("start", "sieve", "trl", "speedup", "speedup_median")
+    keys = ("start", "mean", "speedup", "speedup_median", "sieve_split_seconds")
     print(json.dumps({k: result[k] for k in keys}, indent=1))
 
 
