@@ -166,13 +166,14 @@ class HFSampler:
         hit = tokens == eos  # (R, L)
         ended = hit.any(dim=1)  # (R,)
         ends = torch.where(ended, hit.int().argmax(dim=1), tokens.shape[1])  # (R,)
-        keep = torch.arange(tokens.shape[1])[None, :] < ends[:, None]  # (R, L)
+        steps = torch.arange(tokens.shape[1], device=tokens.device)  # (L,)
+        keep = steps[None, :] < ends[:, None]  # (R, L)
         sums = torch.where(keep, token_lp, 0.0).sum(dim=1)  # (R,)
         rows = [ids[:end] for ids, end in zip(tokens.tolist(), ends.tolist(), strict=True)]
         texts = self.tokenizer.batch_decode(rows, skip_special_tokens=True)
         out = []
-        for ids, text, stopped_at_eos, lp, r in zip(
-            rows, texts, ended.tolist(), sums.tolist(), range(len(rows)), strict=True
+        for r, (ids, text, stopped_at_eos, lp) in enumerate(
+            zip(rows, texts, ended.tolist(), sums.tolist(), strict=True)
         ):
             text, stopped = cut_at_stop(str(text), params.stop)
             if stopped:  # keep the sampled tokens that make up the kept text
