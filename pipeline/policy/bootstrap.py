@@ -190,14 +190,15 @@ def recipe(cfg: BootstrapConfig) -> dict:
     return out
 
 
-def recipe_key(cfg: BootstrapConfig) -> str:
+def recipe_key(cfg: BootstrapConfig, package: Path | None = None) -> str:
     """A key for the weights a recipe trains on this installation: the recipe, the torch and
-    transformers versions and the source of the modules that shape the weights."""
+    transformers versions and the source of the modules that shape the weights (read from
+    `package`, by default this `pipeline` package)."""
     import transformers
 
     digest = hashlib.sha256(json.dumps(recipe(cfg), sort_keys=True).encode())
     digest.update(f"|torch {torch.__version__}|transformers {transformers.__version__}".encode())
-    package = Path(__file__).resolve().parents[1]
+    package = package or Path(__file__).resolve().parents[1]
     for sub in _WEIGHT_SOURCES:
         for path in sorted((package / sub).glob("*.py")):
             digest.update(f"|{sub}/{path.name}|".encode() + path.read_bytes())

@@ -57,3 +57,18 @@ def test_the_recipe_cache_trains_once_and_keys_on_the_recipe(
         bootstrap_cached(changed, tmp_path)
     with pytest.raises(ValueError, match="max_minutes"):
         bootstrap_cached(BootstrapConfig(max_minutes=1.0, **SMALL), tmp_path)
+
+
+def test_the_recipe_key_follows_the_weight_shaping_source(tmp_path: Path) -> None:
+    import shutil
+
+    import pipeline
+
+    package = tmp_path / "pipeline"
+    for sub in ("policy", "problems"):
+        shutil.copytree(Path(pipeline.__file__).parent / sub, package / sub)
+    cfg = BootstrapConfig(max_steps=3, **SMALL)
+    assert recipe_key(cfg, package) == recipe_key(cfg)  # same source, same key
+    generator = sorted((package / "problems").glob("*.py"))[0]
+    generator.write_text(generator.read_text() + "\n# changed\n")
+    assert recipe_key(cfg, package) != recipe_key(cfg)
