@@ -431,37 +431,23 @@ class Trainer:
 
     def _tensors(self, items: list[Item], samples: list[Sample], adv: Tensor) -> _Batch:
         index: dict[str, int] = {}
-        owner = torch.tensor([index.setdefault(it.prompt, len(index)) for it in items])  # (B,)
+        owners = [index.setdefault(it.prompt, len(index)) for it in items]
         encoded = [list(self.tokenizer(p)["input_ids"]) for p in index]
-        prompts = [encoded[int(i)] for i in owner]
         comps = [list(s.token_ids) for s in samples]
-        width = max(len(p) + len(c) for p, c in zip(prompts, comps, strict=True))
-        tc = max(1, max(len(c) for c in comps))
-        ids = torch.full((len(items), width), self.pad_id, dtype=torch.long)  # (B, L)
-        attn = torch.zeros_like(ids)
-        comp_mask = torch.zeros((len(items), tc), dtype=torch.bool)  # (B, Tc)
-        starts = torch.empty(len(items), dtype=torch.long)  # (B,)
-        for r, (p, c) in enumerate(zip(prompts, comps, strict=True)):
-            ids[r, : len(p) + len(c)] = torch.tensor(p + c, dtype=torch.long)
-            attn[r, : len(p) + len(c)] = 1
-            comp_mask[r, : len(c)] = True
-            starts[r] = len(p) - 1  # logits at position t predict token t + 1
+        pad = self.pad_id
+        ids, attn = _padded([encoded[o] + c for o, c in zip(owners, comps, strict=True)], pad)
+        comp_ids, comp_mask = _padded(comps, pad, min_width=1)  # (B, Tc), right-padded
+        # left-padded: every prompt ends at column Tp - 1
+        prompt_ids, prompt_attn = _padded(encoded, pad, left=True)  # (P, Tp)
+        owner = torch.tensor(owners, dtype=torch.long)  # (B,)
+        starts = prompt_attn.sum(dim=1)[owner] - 1  # logits at position t predict token t + 1
         truncated = torch.tensor([s.truncated for s in samples])
-        tp = max(len(p) for p in encoded)
-        prompt_ids = torch.full((len(encoded), tp), self.pad_id, dtype=torch.long)  # (P, Tp)
-        prompt_attn = torch.zeros_like(prompt_ids)
-        for r, p in enumerate(encoded):  # left-padded: every prompt ends at column Tp - 1
-            prompt_ids[r, tp - len(p) :] = torch.tensor(p, dtype=torch.long)
-            prompt_attn[r, tp - len(p) :] = 1
-        comp_ids = torch.full((len(items), tc), self.pad_id, dtype=torch.long)  # (B, Tc)
-        for r, c in enumerate(comps):
-            comp_ids[r, : len(c)] = torch.tensor(c, dtype=torch.long)
         dev = self.device
         return _Batch(
             ids.to(dev),
             attn.to(dev),
             starts.to(dev),
-            comp_mask.to(dev),
+            comp_mask.bool().to(dev),
             adv.float().to(dev),
             truncated.to(dev),
             prompt_ids.to(dev),
@@ -728,6 +714,23 @@ def _shared_prefix_logp(model: torch.nn.Module, b: _Batch) -> tuple[Tensor, Tens
         logits = first.float()
     logp = torch.log_softmax(logits, dim=-1).gather(-1, b.comp_ids[..., None]).squeeze(-1)
     return logp, logits
+
+
+def _padded(
+    rows: list[list[int]], pad: int, *, left: bool = False, min_width: int = 0
+) -> tuple[Tensor, Tensor]:
+    """Token rows as one padded (R, W) long tensor and its 0/1 mask, filled in one assignment.
+
+    The mask's True cells, read row by row, are exactly the rows' tokens in order, so the flat
+    concatenation drops into place without a per-row copy.
+    """
+    lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)  # (R,)
+    width = max(min_width, int(lengths.max()) if len(rows) else 0)
+    cols = torch.arange(width)[None, :]  # (1, W)
+    mask = cols >= width - lengths[:, None] if left else cols < lengths[:, None]  # (R, W)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    ids[mask] = torch.tensor([t for r in rows for t in r], dtype=torch.long)
+    return ids, mask.long()
 
 
 def _gather_completion(logits: Tensor, b: _Batch) -> tuple[Tensor, Tensor]:

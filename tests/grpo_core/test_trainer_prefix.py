@@ -5,7 +5,14 @@ from __future__ import annotations
 import torch
 
 from grpo_core.config import GRPOConfig
-from grpo_core.trainer import Item, Sample, Trainer, _gather_completion, _shared_prefix_logp
+from grpo_core.trainer import (
+    Item,
+    Sample,
+    Trainer,
+    _gather_completion,
+    _padded,
+    _shared_prefix_logp,
+)
 from tests.grpo_core.conftest import (
     EOS,
     ToySampler,
@@ -69,3 +76,16 @@ def test_training_with_and_without_prefix_sharing_gives_the_same_losses() -> Non
     for a, b in zip(shared, full, strict=True):
         assert abs(a["loss"] - b["loss"]) < 1e-5
         assert abs(a["grad_norm"] - b["grad_norm"]) < 1e-4
+
+
+def test_padded_rows_match_a_row_by_row_fill() -> None:
+    rows = [[5, 6, 7], [], [8], [9, 10, 11, 12]]
+    for left in (False, True):
+        ids, mask = _padded(rows, pad=0, left=left, min_width=2)
+        assert ids.shape == mask.shape == (4, 4)
+        for r, row in enumerate(rows):
+            cells = ids[r, 4 - len(row) :] if left else ids[r, : len(row)]
+            assert cells.tolist() == row
+            assert int(mask[r].sum()) == len(row)
+            assert ids[r][mask[r] == 0].eq(0).all()
+    assert _padded([[], []], pad=3, min_width=1)[0].tolist() == [[3], [3]]
