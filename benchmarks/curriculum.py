@@ -29,7 +29,7 @@ seed-mean curve first reaches uniform's mean final accuracy, null if never, with
 crossings and the ratio to uniform's own beside it; final accuracies; zero-variance share over
 training; wall time).
 
-Run: `python benchmarks/curriculum.py --quick` (one seed, ~7 min, → `curriculum_quick.*`) or
+Run: `python benchmarks/curriculum.py --quick` (one seed, ~6 min, → `curriculum_quick.*`) or
 `python benchmarks/curriculum.py` (three seeds, the committed figures, ~20 min on 2 cores).
 `--resummarise` recomputes the summary and the PNG from the JSON. Needs the bootstrapped tiny
 policy (`sieve bootstrap`).
@@ -393,7 +393,7 @@ SHOWN = ("final", "rollouts_to_uniform_final", "rollouts_to_uniform_final_vs_uni
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=Path("data/models/tiny"))
-    ap.add_argument("--quick", action="store_true", help="one seed, smaller budget (~15 min)")
+    ap.add_argument("--quick", action="store_true", help="one seed, fewer evaluations (~6 min)")
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--grpo", default="{}", help="JSON of GRPOConfig overrides for every arm")
     ap.add_argument(
