@@ -1,14 +1,22 @@
 """The `hf` backend: batched sampling with `transformers` on CPU (or CUDA when present).
 
 Each prompt is encoded once and its prefill (KV cache) computed once, then expanded to its n
-samples; rows are sorted by prompt length and
-cut into micro-batches whose padded size (rows x (prompt + max_new_tokens)) fits a token budget;
-prompts are left-padded and decoded with the KV cache. A micro-batch's random stream is seeded
-from (params.seed, micro-batch index), so the same call with the same seed gives the same
-completions. The log-probability reported is that of the sampled tokens under the model's own
-(untempered) distribution.
+samples; rows are sorted by prompt length and cut into micro-batches that fit two budgets: the
+padded size rows x (prompt + max_new_tokens) bounds the KV cache (`token_budget`), and
+rows x vocab bounds one decode step's logits (`logit_budget`, 2^24 floats: ~340 rows for a
+49k-vocab model, which the per-step temperature / top-k / top-p copies hold a few times over).
+Prompts are left-padded and decoded by `generate` with the KV cache. A micro-batch's random
+stream is seeded from (params.seed, micro-batch index), so the same call with the same seed gives
+the same completions.
 
-Test: `pytest tests/sampling/test_hf.py`; speed: `python benchmarks/sampling.py`.
+The log-probability reported is that of the sampled tokens under the model's own (untempered)
+distribution, what a teacher-forced forward over prompt + completion gives. It is gathered step
+by step (`SampledLogprobs`, a logits processor that runs before generate's warpers), so memory is
+one step's rows x vocab, not every step's: keeping all logits (`output_logits=True`) and
+stacking them peaked at 15.9 GB RSS for 32 prompts x 8 x 128 tokens of a 135 M model
+(benchmarks/sampling.py measures both).
+
+Test: `pytest tests/sampling/test_hf.py`; speed and memory: `python benchmarks/sampling.py`.
 """
 
 from __future__ import annotations
@@ -17,7 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    DynamicCache,
+    LogitsProcessor,
+    LogitsProcessorList,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 
 from pipeline.errors import SieveError
 from pipeline.policy.model import load_policy
@@ -47,6 +61,7 @@ class HFSampler:
         tokenizer: PreTrainedTokenizerBase | None = None,
         device: str | torch.device | None = None,
         token_budget: int = 32_768,
+        logit_budget: int = 1 << 24,
         model_name: str | None = None,
         share_prefill: bool = True,
     ):
@@ -58,7 +73,9 @@ class HFSampler:
         if tokenizer is None:
             raise ValueError("an in-memory model needs its tokenizer")
         self.model, self.tokenizer = model, tokenizer
-        self.token_budget = token_budget
+        self.token_budget = token_budget  # rows x (prompt + new tokens): bounds the KV cache
+        self.logit_budget = logit_budget  # rows x vocab: bounds one decode step's logits
+        self.vocab = int(model.config.vocab_size)
         self.share_prefill = share_prefill
         self.model_name = model_name or str(model_path or "in-memory")
         self.context = int(getattr(model.config, "max_position_embeddings", 1 << 30))
@@ -88,12 +105,14 @@ class HFSampler:
     def _micro_batches(
         self, order: list[int], encoded: list[list[int]], n: int, params: SamplingParams
     ) -> list[list[int]]:
-        """Consecutive prompts (by length) whose n rows fit the token budget together."""
+        """Consecutive prompts (by length) whose n rows fit both budgets together."""
         batches: list[list[int]] = []
         current: list[int] = []
         for i in order:  # lengths ascend, so the last prompt sets the padded width
             width = len(encoded[i]) + params.max_new_tokens
-            if current and (len(current) + 1) * n * width > self.token_budget:
+            rows = (len(current) + 1) * n
+            over = rows * width > self.token_budget or rows * self.vocab > self.logit_budget
+            if current and over:
                 batches.append(current)
                 current = []
             current.append(i)
@@ -117,6 +136,7 @@ class HFSampler:
         ids = ids.repeat_interleave(n, dim=0)  # (P*n, T)
         mask = mask.repeat_interleave(n, dim=0)
         torch.manual_seed(params.seed * 1_000_003 + index)
+        logprobs = SampledLogprobs()
         out = self.model.generate(  # type: ignore[operator]
             input_ids=ids,
             attention_mask=mask,
@@ -124,14 +144,12 @@ class HFSampler:
             max_new_tokens=params.max_new_tokens,
             eos_token_id=self.tokenizer.eos_token_id,
             pad_token_id=pad,
-            return_dict_in_generate=True,
-            output_logits=True,
+            logits_processor=LogitsProcessorList([logprobs]),
+            return_dict_in_generate=False,  # token ids only: no per-step logits kept
             **_decoding(params),
         )
-        new = out.sequences[:, width:]  # (P*n, L)
-        logits = torch.stack(out.logits, dim=1).float()  # (P*n, L, V)
-        token_lp = torch.log_softmax(logits, -1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
-        return self._completions(new, token_lp, params)
+        new = out[:, width:]  # (P*n, L)
+        return self._completions(new, logprobs.result(new), params)
 
     def _shared_prefill(self, ids: torch.Tensor, mask: torch.Tensor, n: int) -> dict[str, object]:
         """Run each prompt (all but its last token) once and copy its KV cache to its n rows.
@@ -149,6 +167,7 @@ class HFSampler:
             position_ids=positions[:, :-1],
             cache=cache,  # filled in place
             use_cache=True,
+            logits_to_keep=1,  # only the cache is wanted, not (P, T, V) logits
         )
         cache.batch_repeat_interleave(n)  # (P*n, ...) per layer
         return {"cache": cache}
@@ -194,6 +213,35 @@ class HFSampler:
                 break
             k += 1
         return k
+
+
+class SampledLogprobs(LogitsProcessor):
+    """Collects each sampled token's log-prob under the raw logits, one decode step at a time.
+
+    `generate` runs custom processors before its temperature / top-k / top-p warpers
+    (transformers 5.x, `_get_logits_processor`), so `scores` here is the untempered distribution.
+    It does run after generate's own non-sampling processors (repetition penalty, min length...);
+    Sieve's `SamplingParams` enable none, but a model folder's generation_config could.
+    The token drawn from step t is known at step t + 1 (the last column of `input_ids`), so one
+    step's log-softmax (rows x vocab) is kept, never all steps' logits.
+    """
+
+    def __init__(self) -> None:
+        self.steps: list[torch.Tensor] = []  # (R,) per generated token
+        self.last: torch.Tensor | None = None  # (R, V) log-softmax of the latest step
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.last is not None:
+            self.steps.append(self.last.gather(-1, input_ids[:, -1:]).squeeze(-1))
+        self.last = torch.log_softmax(scores.float(), dim=-1)
+        return scores
+
+    def result(self, new: torch.Tensor) -> torch.Tensor:
+        """(R, L) log-probs of the L new tokens (the last one is gathered here)."""
+        if self.last is not None and len(self.steps) < new.shape[1]:
+            self.steps.append(self.last.gather(-1, new[:, -1:]).squeeze(-1))
+        self.last = None
+        return torch.stack(self.steps[: new.shape[1]], dim=1)
 
 
 def _decoding(params: SamplingParams) -> dict[str, object]:

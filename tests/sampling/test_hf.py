@@ -120,3 +120,45 @@ def test_reported_logprob_is_that_of_the_kept_tokens(tiny_model_dir: Path, stop:
             assert c.logprob == pytest.approx(forced, abs=1e-4)
             if stop:
                 assert "1" not in c.text
+
+
+def test_logprobs_are_untempered_under_temperature_top_k_top_p(tiny_model_dir: Path) -> None:
+    """The warpers shape what is drawn, not the log-prob reported (see the module docstring)."""
+    sampler = HFSampler(tiny_model_dir, device="cpu")
+    params = SamplingParams(temperature=0.7, top_k=20, top_p=0.9, max_new_tokens=12, seed=3)
+    for prompt, group in zip(PROMPTS, sampler.sample(PROMPTS, 8, params), strict=True):
+        for c in group:
+            assert c.logprob == pytest.approx(
+                _forced_logprob(sampler, prompt, c.token_ids), abs=1e-4
+            )
+
+
+def test_greedy_matches_plain_generate(sampler: HFSampler) -> None:
+    params = SamplingParams(temperature=0, max_new_tokens=8)
+    for prompt, group in zip(PROMPTS, sampler.sample(PROMPTS, 2, params), strict=True):
+        ids = torch.tensor([sampler.tokenizer(prompt)["input_ids"]])
+        with torch.no_grad():
+            plain = sampler.model.generate(
+                ids, do_sample=False, max_new_tokens=8, pad_token_id=sampler.tokenizer.pad_token_id
+            )[0, ids.shape[1] :].tolist()
+        eos = sampler.tokenizer.eos_token_id
+        plain = plain[: plain.index(eos)] if eos in plain else plain
+        assert list(group[0].token_ids) == plain
+        assert group[0].logprob == pytest.approx(
+            _forced_logprob(sampler, prompt, group[0].token_ids), abs=1e-4
+        )
+
+
+def test_logit_budget_caps_rows_per_micro_batch(tiny_model_dir: Path) -> None:
+    """A step's logits are rows x vocab floats: the logit budget bounds the rows of a batch."""
+    wide = HFSampler(tiny_model_dir, device="cpu")
+    vocab = wide.vocab
+    narrow = HFSampler(tiny_model_dir, device="cpu", logit_budget=2 * 3 * vocab)  # 2 prompts x 3
+    params = SamplingParams(temperature=0, max_new_tokens=4)
+    encoded = [wide.tokenizer(p)["input_ids"] for p in PROMPTS]
+    order = [0, 1, 2]
+    assert narrow._micro_batches(order, encoded, 3, params) == [[0, 1], [2]]
+    assert wide._micro_batches(order, encoded, 3, params) == [[0, 1, 2]]
+    assert [[c.token_ids for c in g] for g in narrow.sample(PROMPTS, 3, params)] == [
+        [c.token_ids for c in g] for g in wide.sample(PROMPTS, 3, params)
+    ]
