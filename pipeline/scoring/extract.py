@@ -1,37 +1,71 @@
-"""Pull the final answer out of a model completion.
+"""Pull the final answer out of a model completion, and say which answer marker it came from.
 
-Order of precedence: the last `\\boxed{...}` / `\\fbox{...}` (braces matched by a linear scan, so
-nested braces and 100 000-character inputs are fine), else the text after the last `####`, else the
-text after the last `Answer:` / `answer is` (case-insensitive), else the whole completion (the tiny
-built-in model emits bare answers such as `17/3`). Every step is a constant number of `rfind` calls
-plus one forward scan, so the cost is linear in the completion length.
+Order of precedence:
+1. the last `\\boxed{...}` / `\\fbox{...}` (braces matched by a linear scan, so nested braces and
+   100 000-character inputs are fine) — unless a `Final Answer:` / `final answer is` phrase
+   follows it, which then wins (the Minerva format ends "Final Answer: The final answer is X.");
+   several boxes in a row separated only by connectors (`\\boxed{-2} and \\boxed{1}`,
+   `\\boxed{1}\\boxed{2}`) are one answer, their contents joined by ", " (a set or tuple, as
+   math-verify reads them);
+2. the `final answer` phrase when there is no box;
+3. the text after the last `####` (first line);
+4. the text after the last `Answer:` / `answer is` (case-insensitive);
+5. else no marker: the whole completion (the tiny built-in model emits bare answers like `17/3`).
+
+A phrase's answer runs to the end of its sentence (`. ` or the line end), so "The final answer is
+12,000,023. I hope it is correct." gives `12,000,023`. A phrase followed by a numbered list on the
+next line ("Answer:\\n1. Define ...") gives no answer: the `1` is a list number. Each step is a
+bounded number of `rfind` calls plus forward scans over disjoint spans, so the cost is linear in
+the completion length.
 
 Test: `.venv/bin/pytest tests/scoring/test_extract.py -q`
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Marker = Literal["boxed", "final", "hashes", "phrase"]
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
+_FINAL_MARKERS = ("final answer is", "final answer:")
 _PHRASE_MARKERS = ("answer:", "answer is")
+_MAX_GROUP = 8  # boxes joined into one answer, at most
+_MAX_GAP = 40  # characters between two boxes of one answer, at most
+# What may stand between two boxes of one answer: spacing, punctuation, `$`, `\quad`, `and`/`or`.
+_CONNECTOR = re.compile(r"(?:\s|[,;.&$()\[\]{}]|\\[A-Za-z]+|\\[,;!()\[\]]|\band\b|\bor\b)*")
+_SENTENCE_END = re.compile(r"(?<!\.)\.(?=\s|$)")  # not the dots of an ellipsis
+_LIST_ITEM = re.compile(r"\d{1,3}[.)]\s+\S")
 
 
-def _last_box_start(text: str) -> int:
-    """Index just after the last `\\boxed` / `\\fbox` command name, or -1 when there is none."""
-    best = -1
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """An extracted answer (None when there is nothing to judge) and the marker it came from."""
+
+    text: str | None
+    marker: Marker | None  # None: no answer marker, `text` is the whole completion
+
+
+def _last_box(text: str, end: int) -> tuple[int, int]:
+    """(command start, index just after the command name) of the last box before `end`."""
+    best, after = -1, -1
     for command in _BOX_COMMANDS:
-        pos = text.rfind(command)
-        if pos >= 0:
-            best = max(best, pos + len(command))
-    return best
+        pos = text.rfind(command, 0, end)
+        if pos > best:
+            best, after = pos, pos + len(command)
+    return best, after
 
 
-def _braced_group(text: str, start: int) -> str | None:
-    """Contents of the `{...}` group opening at or after `start` (skipping spaces), or None.
+def _braced_group(text: str, start: int, stop: int | None = None) -> tuple[str, int] | None:
+    """(contents, end) of the `{...}` group opening at or after `start` (skipping spaces).
 
-    Escaped braces `\\{` / `\\}` are ordinary characters. An unclosed group yields the rest of the
-    text, which is what a completion cut off by the token limit looks like.
+    `end` is the index after the closing brace. Escaped braces `\\{` / `\\}` are ordinary
+    characters. An unclosed group yields the rest of the text (a completion cut off by the token
+    limit), or None when `stop` is given and the group does not close before it.
     """
-    i, n = start, len(text)
+    n = len(text) if stop is None else stop
+    i = start
     while i < n and text[i] == " ":
         i += 1
     if i >= n or text[i] != "{":
@@ -47,17 +81,78 @@ def _braced_group(text: str, start: int) -> str | None:
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                return text[i + 1 : j]
+                return text[i + 1 : j], j + 1
         j += 1
-    return text[i + 1 :]
+    return None if stop is not None else (text[i + 1 :], len(text))
 
 
 def boxed_content(text: str) -> str | None:
     """Contents of the last `\\boxed{}` / `\\fbox{}` in `text`, or None when there is none."""
-    start = _last_box_start(text)
+    start, after = _last_box(text, len(text))
     if start < 0:
         return None
-    return _braced_group(text, start)
+    group = _braced_group(text, after)
+    return None if group is None else group[0]
+
+
+def _box_group(text: str) -> tuple[str, int] | None:
+    """(answer, end) of the last box, joined with the boxes just before it (see module doc)."""
+    start, after = _last_box(text, len(text))
+    if start < 0:
+        return None
+    last = _braced_group(text, after)
+    if last is None:
+        return None
+    contents, end = [last[0].strip()], last[1]
+    while len(contents) < _MAX_GROUP:
+        prev_start, prev_after = _last_box(text, start)
+        if prev_start < 0:
+            break
+        prev = _braced_group(text, prev_after, stop=start)
+        if prev is None or start - prev[1] > _MAX_GAP:
+            break
+        if _CONNECTOR.fullmatch(text, prev[1], start) is None:
+            break
+        contents.append(prev[0].strip())
+        start = prev_start
+    unique = list(dict.fromkeys(reversed(contents)))
+    return ", ".join(unique), end
+
+
+def _rfind_any(lowered: str, markers: tuple[str, ...]) -> tuple[int, int]:
+    """(start, end) of the last occurrence of any of `markers`, or (-1, -1)."""
+    best, best_end = -1, -1
+    for marker in markers:
+        pos = lowered.rfind(marker)
+        if pos > best:
+            best, best_end = pos, pos + len(marker)
+    return best, best_end
+
+
+def _clean(answer: str) -> str:
+    """Strip emphasis, quotes and one trailing sentence mark from a phrase's answer."""
+    s = answer.strip().strip("*").strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "\"'":
+        s = s[1:-1].strip()
+    if s.endswith(".") and not s.endswith(".."):
+        s = s[:-1].rstrip()
+    return s
+
+
+def _phrase_answer(text: str, end: int) -> str:
+    """The answer after a phrase marker ending at `end`: the rest of its sentence ("" if none)."""
+    rest = text[end:]
+    stripped = rest.lstrip(" \t:*")
+    next_line = stripped.startswith(("\n", "\r"))
+    stripped = stripped.lstrip()
+    line_end = stripped.find("\n")
+    line = stripped if line_end < 0 else stripped[:line_end]
+    if next_line and _LIST_ITEM.match(line):
+        return ""  # "Answer:\n1. Define ..." is a numbered list, not the answer 1
+    cut = _SENTENCE_END.search(line)
+    if cut is not None:
+        line = line[: cut.start()]
+    return _clean(line.lstrip(":").strip())
 
 
 def _first_line(text: str) -> str:
@@ -68,34 +163,31 @@ def _first_line(text: str) -> str:
     return ""
 
 
-def _after_phrase(text: str) -> str | None:
-    """Text after the last `Answer:` / `answer is` marker, up to the end of that line."""
-    lowered = text.lower()
-    best, best_end = -1, -1
-    for marker in _PHRASE_MARKERS:
-        pos = lowered.rfind(marker)
-        if pos > best:
-            best, best_end = pos, pos + len(marker)
-    if best < 0:
-        return None
-    rest = _first_line(text[best_end:]).lstrip(":").strip()
-    return rest.rstrip(".").strip()
+def extract(completion: str) -> Extracted:
+    """The answer of `completion` and its marker, by the precedence in the module docstring."""
+    lowered = completion.lower()
+    final_start, final_end = _rfind_any(lowered, _FINAL_MARKERS)
+    group = _box_group(completion)
+    if final_start >= 0 and (group is None or final_start >= group[1]):
+        answer = _phrase_answer(completion, final_end)
+        if answer or group is None:  # an empty "Final Answer:" after a box leaves the box
+            return Extracted(answer or None, "final")
+    if group is not None:
+        return Extracted(group[0].strip() or None, "boxed")
+    hashes = completion.rfind("####")
+    if hashes >= 0:
+        return Extracted(_first_line(completion[hashes + 4 :]) or None, "hashes")
+    phrase_start, phrase_end = _rfind_any(lowered, _PHRASE_MARKERS)
+    if phrase_start >= 0:
+        return Extracted(_phrase_answer(completion, phrase_end) or None, "phrase")
+    return Extracted(completion.strip() or None, None)
 
 
 def extract_answer(completion: str) -> tuple[str | None, bool]:
-    """Return `(answer text or None, whether an explicit answer marker was found)`.
+    """`(answer text or None, whether an explicit answer marker was found)`; see `extract`.
 
     None means there is nothing to judge (an empty or whitespace-only completion, or an empty
     marker such as `\\boxed{}`).
     """
-    boxed = boxed_content(completion)
-    if boxed is not None:
-        return (boxed.strip() or None), True
-    hashes = completion.rfind("####")
-    if hashes >= 0:
-        return (_first_line(completion[hashes + 4 :]) or None), True
-    phrase = _after_phrase(completion)
-    if phrase is not None:
-        return (phrase or None), True
-    stripped = completion.strip()
-    return (stripped or None), False
+    found = extract(completion)
+    return found.text, found.marker is not None

@@ -10,9 +10,17 @@ Values are compared exactly with `fractions.Fraction`, so `1/2 == 0.5 == \\frac{
 the fast path never does). A percent matches either its face value or that value / 100 (`50%`
 equals both `50` and `0.5`), as math-verify does.
 
+The fast path says "correct" on an exact match and "wrong" only for two clean numbers that differ.
+Readings that are guesses are marked `certain=False` and, when unequal, defer to math-verify
+(None): a decimal comma (`1,22`, `0,111`, `1000,99`), digit groups split by spaces (`1 000`), and
+decimals with 10+ digits after the point (a float print-out such as `0.0833333333333333` for 1/12).
+An ellipsis (`0.08333...`) is not a clean number at all.
+
 When the candidate is not itself a number but ends in one after `=`, `:` or a word ("so x = 5",
 "3 + 4 = 7", "the total is 12 dollars"), that last number is the answer. Anything else (`2^{10}`,
-`\\sqrt{2}`, `5+2`) is left undecided (None) for math-verify. Every regex here is linear-time.
+`\\sqrt{2}`, `5+2`) is left undecided (None) for math-verify. `is_unevaluated` spots arithmetic over
+numbers in the final value (`40+9*69`), which the verifier rejects for numeric golds in marker
+mode. Every regex here is linear-time.
 
 Test: `.venv/bin/pytest tests/scoring/test_numeric.py -q`
 """
@@ -24,7 +32,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-_NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)"
+_NUM = r"(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)"
 _SNUM = rf"-?{_NUM}"
 _ENUM = rf"{_NUM}(?:[eE][-+]?\d{{1,3}})?"  # plain numerals may carry a small e-exponent
 _NUMBER = (
@@ -35,6 +43,12 @@ _NUMBER = (
     rf"|(?P<n>{_ENUM})(?:\s*/\s*(?P<d>{_ENUM}))?)"
 )
 _HEAD = re.compile(_NUMBER)
+# Numerals whose reading is a guess: a decimal comma (`1,22`, `0,111`, `1000,99`: a comma not
+# followed by exactly three digits, or after a leading zero or four digits) or spaces between
+# digit groups (`1 000`). Equal under that reading counts; unequal defers to math-verify.
+_DECIMAL_COMMA = re.compile(r"(?P<sign>[-+])?(?P<whole>\d+),(?P<frac>\d+)")
+_SPACED = re.compile(r"(?P<sign>[-+])?(?P<whole>[1-9]\d{0,2}(?: \d{3})+)(?P<frac>\.\d+)?")
+_LONG_DECIMAL = re.compile(r"\.\d{10}")  # a float print-out (0.0833333333333333): maybe rounded
 _ANYWHERE = re.compile(rf"(?<![\w.]){_NUMBER}")
 _UNIT_TAIL = re.compile(r"(?:[A-Za-z\s.%°²³]|(?<=[A-Za-z])\^\{?[23]\}?)*")  # cm^2, not 10^3
 _WORDS = [
@@ -98,6 +112,7 @@ class Number:
 
     value: Fraction
     percent: bool = False
+    certain: bool = True  # False: a guessed reading (decimal comma, long float); see fast_path
 
 
 def normalise(text: str) -> str:
@@ -114,7 +129,9 @@ def normalise(text: str) -> str:
             if old in s:
                 s = s.replace(old, new)
         s = s.strip()
-    return s.rstrip(".").strip()
+    if s.endswith((".", ",", ";")) and not s.endswith(".."):  # sentence mark, not an ellipsis
+        s = s[:-1].rstrip()
+    return s
 
 
 def _fraction(text: str) -> Fraction | None:
@@ -167,6 +184,8 @@ def _tail_ok(tail: str) -> bool:
     """True when `tail` (what follows a number) is only units / words / `%` / degrees."""
     if not tail:
         return True
+    if ".." in tail:  # an ellipsis: more digits follow
+        return False
     if tail[0].isalpha():
         word_len = len(tail) - len(tail.lstrip(_LETTERS))
         if word_len < 2:  # `5x`, `3n`: a variable, not a unit
@@ -174,9 +193,31 @@ def _tail_ok(tail: str) -> bool:
     return _UNIT_TAIL.fullmatch(tail) is not None
 
 
+def _guessed(s: str) -> Number | None:
+    """A decimal-comma or space-grouped numeral (the whole of `s`), read as a guess."""
+    m = _DECIMAL_COMMA.fullmatch(s)
+    if m is not None:
+        whole, frac = m.group("whole"), m.group("frac")
+        if len(frac) == 3 and len(whole) <= 3 and whole[0] != "0":
+            return None  # `1,234`: a thousands separator, the ordinary reading
+        value = _fraction(f"{whole}.{frac}")
+    else:
+        m = _SPACED.fullmatch(s)
+        if m is None:
+            return None
+        value = _fraction(m.group("whole").replace(" ", "") + (m.group("frac") or ""))
+    if value is None:
+        return None
+    return Number(-value if m.group("sign") == "-" else value, certain=False)
+
+
 def parse_number(text: str) -> Number | None:
     """The number `text` denotes when it is a number plus optional units; otherwise None."""
     s = normalise(text)
+    if "," in s or " " in s:
+        guessed = _guessed(s)
+        if guessed is not None:
+            return guessed
     m = _HEAD.match(s)
     if m is None:
         word = _NUMBER_WORDS.get(s.lower()) if len(s) < 10 else None
@@ -185,7 +226,9 @@ def parse_number(text: str) -> Number | None:
     if not _tail_ok(tail):
         return None
     value = _match_value(m)
-    return None if value is None else Number(value, "%" in tail)
+    if value is None:
+        return None
+    return Number(value, "%" in tail, _LONG_DECIMAL.search(m.group(0)) is None)
 
 
 def is_bare_number(text: str) -> bool:
@@ -220,7 +263,9 @@ def last_number(text: str) -> Number | None:
     if not _tail_ok(tail) or not _leads_in(s[: last.start()]):
         return None
     value = _match_value(last)
-    return None if value is None else Number(value, "%" in tail)
+    if value is None:
+        return None
+    return Number(value, "%" in tail, _LONG_DECIMAL.search(last.group(0)) is None)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -255,8 +300,35 @@ def _squash(text: str) -> str:
 _HAS_DIGIT = re.compile(r"[0-9]")
 
 
+# An arithmetic operator between two numeric operands: `40+9*69`, `75 + 74 - 77`, `2^{10}`, `3!`,
+# `679 mod 65`. A single `a/b` is a fraction (a number), not an operation. Linear: one `\s*`
+# per gap, the optional sign takes its own spaces, so no two quantifiers compete for a run.
+_OPERATION = re.compile(
+    r"(?:\d|[)}])\s*(?:[-+*×·÷^]|\\cdot|\\times|\\div|\\ast|\\[bp]?mod|mod\b)"
+    r"\s*(?:[-+]\s*)?(?:\d|[({.]|\\[dt]?frac|\\sqrt)"
+    r"|\d\s*!"
+)
+
+
+def is_unevaluated(text: str) -> bool:
+    """True when the final value of `text` (after its last `=`) is arithmetic over numbers.
+
+    `40+9*69` and `75 + 74 - 77 =` are unevaluated; `3 + 4 = 7`, `-5`, `17/3`, `\\frac{1}{2}`,
+    `\\sqrt{2}` and `1,000` are not. Used for numeric golds in marker mode: a copied question is
+    not an answer.
+    """
+    s = normalise(text).rstrip().rstrip("=").rstrip()
+    final = s[s.rfind("=") + 1 :]
+    return _OPERATION.search(final) is not None
+
+
 def fast_path(candidate_text: str, answer: str) -> bool | None:
-    """Decide an extracted candidate against the gold answer; None means "ask math-verify"."""
+    """Decide an extracted candidate against the gold answer; None means "ask math-verify".
+
+    "Correct" needs an exact match under some reading; "wrong" needs two clean numbers that
+    differ (or a digit-free candidate). A guessed reading (`1,22`, `1 000`, a 10+ digit decimal
+    such as `0.0833333333333333`), a list, a set or anything unparsed defers.
+    """
     if len(candidate_text) <= 256 and _squash(candidate_text) == _squash(answer) != "":
         return True
     gold = gold_number(answer)
@@ -265,9 +337,11 @@ def fast_path(candidate_text: str, answer: str) -> bool | None:
     cand = candidate_number(candidate_text)
     if cand is None:
         cand = last_number(candidate_text)
-    if cand is None and not _HAS_DIGIT.search(candidate_text):
+    if cand is None:
         # Neither a number nor a digit (a tiny model's "===", "no idea"): judged unequal to a
         # numeric gold without math-verify. Digit-free symbolic forms equal to a number
         # (\frac{\pi}{\pi}) are the price; the fast path stays fast on garbage.
-        return False
-    return None if cand is None else same_number(cand, gold)
+        return None if _HAS_DIGIT.search(candidate_text) else False
+    if same_number(cand, gold):
+        return True
+    return False if cand.certain and gold.certain else None

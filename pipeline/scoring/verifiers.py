@@ -1,13 +1,23 @@
 """The verifier registry and the `verify` / `verify_batch` entry points.
 
 A verifier is a function `(completion, answer, timeout_s) -> Check`; register new ones with
-`register_verifier("name")` (the "code" verifier will plug in this way). Built in:
+`register_verifier("name")` (the "code" verifier plugs in this way; one registered with
+`reads_markers=True` also takes the keyword `marker_required`). Built in:
 
 * "math" (default): extract the answer (pipeline/scoring/extract.py), try the exact/numeric fast
   path (numeric.py), and only when that is undecided ask math-verify in the killable worker
   (worker.py) under a deadline.
 * "exact": string equality after stripping whitespace, of either the whole completion or the
   extracted answer.
+
+`marker_required=True` is for chat models, which are told to end with `\\boxed{}`: the answer
+must come from an answer marker (`\\boxed{}`, `Final Answer:` / `The final answer is`, `####`,
+`Answer:` / `answer is`); a completion without one is not answered (reason "no_answer") and
+math-verify never reads free prose. For a numeric gold the answer must then be a number or a
+closed form: an unevaluated expression over numbers (`40+9*69`, `75 + 74 - 77 =`, `2^{10}`) is
+wrong, so echoing the question earns nothing. The default (False) keeps the bare-answer reading
+the tiny raw-prompt model needs (`17/3`, and `5+2` still counts for 7 there). Verifiers that do not
+read answer markers (e.g. "code") ignore the flag.
 
 `verify` never raises for a bad completion: an exception inside a verifier, a math-verify timeout
 or a crashed worker all give `Verdict(reward=None, correct=None, reason="verifier_error")`. It does
@@ -23,8 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 
-from pipeline.scoring.extract import extract_answer
-from pipeline.scoring.numeric import fast_path, is_bare_number
+from pipeline.scoring.extract import extract, extract_answer
+from pipeline.scoring.numeric import fast_path, gold_number, is_bare_number, is_unevaluated
 from pipeline.scoring.verdict import (
     RewardSpec,
     Verdict,
@@ -38,7 +48,10 @@ from pipeline.scoring.worker import WorkerError, math_verify_equivalent, resolve
 # Two plain words in a row ("we get"), not LaTeX commands: math-verify should extract from it
 # rather than read the whole text as one expression.
 _PROSE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}[ \t]+[A-Za-z]{2,}")
-VERIFIER_VERSION = f"sieve-math/1+math-verify/{metadata.version('math-verify')}"
+# A sentence mark just inside closing math delimiters (`$2^{10}.$`): math-verify 0.9 then falls
+# back to reading the leading `2`, so it is dropped before asking (not the dots of an ellipsis).
+_MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
+VERIFIER_VERSION = f"sieve-math/2+math-verify/{metadata.version('math-verify')}"
 
 
 @dataclass(frozen=True)
@@ -52,17 +65,23 @@ class Check:
 
 
 _DEFAULT_SPEC = RewardSpec()
-VerifierFn = Callable[[str, str, float], Check]
+VerifierFn = Callable[..., Check]  # (completion, answer, timeout[, *, marker_required]) -> Check
 VERIFIERS: dict[str, VerifierFn] = {}
+_MARKER_AWARE: set[VerifierFn] = set()  # verifiers that take the `marker_required` keyword
 
 
 def register_verifier(
-    name: str, components: Sequence[str] = ()
+    name: str, components: Sequence[str] = (), *, reads_markers: bool = False
 ) -> Callable[[VerifierFn], VerifierFn]:
-    """Decorator: add a verifier under `name`, plus any extra reward components it reports."""
+    """Decorator: add a verifier under `name`, plus any extra reward components it reports.
+
+    `reads_markers=True`: the verifier accepts `marker_required: bool` as a keyword argument.
+    """
 
     def decorate(fn: VerifierFn) -> VerifierFn:
         VERIFIERS[name] = fn
+        if reads_markers:
+            _MARKER_AWARE.add(fn)
         for component in components:
             register_component(component)
         return fn
@@ -83,29 +102,46 @@ def _components(correct: bool, formatted: bool) -> dict[str, float]:
     return {"correctness": 1.0 if correct else 0.0, "format": 1.0 if formatted else 0.0}
 
 
-@register_verifier("math")
-def math_verifier(completion: str, answer: str, timeout: float) -> Check:
+def _for_math_verify(text: str) -> str:
+    """`text` without a sentence mark inside its closing math delimiters (see _MATH_END_PUNCT)."""
+    return _MATH_END_PUNCT.sub("", text) if ("$" in text or "\\" in text) else text
+
+
+@register_verifier("math", reads_markers=True)
+def math_verifier(
+    completion: str, answer: str, timeout: float, *, marker_required: bool = False
+) -> Check:
     """Fast path first, math-verify (time-bounded, in the worker) when it is undecided."""
-    candidate, explicit = extract_answer(completion)
+    found = extract(completion)
+    if marker_required and found.marker is None:
+        return Check(False, False, _components(False, False), "no answer marker")
+    candidate, explicit = found.text, found.marker is not None
     if candidate is None:
         return Check(False, False, _components(False, False), "no answer found")
     formatted = explicit or is_bare_number(completion)
+    if marker_required and gold_number(answer) is not None and is_unevaluated(candidate):
+        return Check(True, False, _components(False, formatted), "unevaluated expression")
     decided = fast_path(candidate, answer)
     if decided is not None:
         return Check(True, decided, _components(decided, formatted), "fast_path")
     prose = not explicit and _PROSE.search(candidate) is not None
-    correct = math_verify_equivalent(answer, candidate, timeout, raw=prose)
+    gold = _for_math_verify(answer)
+    correct = math_verify_equivalent(gold, _for_math_verify(candidate), timeout, raw=prose)
     return Check(True, correct, _components(correct, formatted), "math_verify")
 
 
-@register_verifier("exact")
-def exact_verifier(completion: str, answer: str, timeout: float) -> Check:
+@register_verifier("exact", reads_markers=True)
+def exact_verifier(
+    completion: str, answer: str, timeout: float, *, marker_required: bool = False
+) -> Check:
     """String equality after whitespace strip (whole completion, or the extracted answer)."""
     candidate, explicit = extract_answer(completion)
+    if marker_required and not explicit:
+        return Check(False, False, _components(False, False), "no answer marker")
     if candidate is None:
         return Check(False, False, _components(False, False), "no answer found")
     gold = answer.strip()
-    whole = completion.strip() == gold
+    whole = not marker_required and completion.strip() == gold
     correct = whole or candidate.strip() == gold
     return Check(True, correct, _components(correct, explicit or whole), "exact")
 
@@ -116,9 +152,19 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
-def _run(fn: VerifierFn, completion: str, answer: str, spec: RewardSpec, timeout: float) -> Verdict:
+def _run(
+    fn: VerifierFn,
+    completion: str,
+    answer: str,
+    spec: RewardSpec,
+    timeout: float,
+    marker_required: bool = False,
+) -> Verdict:
     try:
-        check = fn(completion, answer, timeout)
+        if marker_required and fn in _MARKER_AWARE:
+            check = fn(completion, answer, timeout, marker_required=True)
+        else:
+            check = fn(completion, answer, timeout)
     except Exception as exc:
         return verifier_error(_describe(exc))
     if not check.answered:
@@ -133,10 +179,22 @@ def verify(
     *,
     spec: RewardSpec | None = None,
     timeout: float | None = None,
+    marker_required: bool = False,
 ) -> Verdict:
-    """Judge one completion against its gold answer."""
+    """Judge one completion against its gold answer (see the module doc for `marker_required`)."""
     fn = get_verifier(verifier)
-    return _run(fn, completion, answer, spec or _DEFAULT_SPEC, resolve_timeout(timeout))
+    deadline = resolve_timeout(timeout)
+    return _run(fn, completion, answer, spec or _DEFAULT_SPEC, deadline, bool(marker_required))
+
+
+def _per_item(flag: bool | Sequence[bool], n: int) -> list[bool]:
+    """`marker_required` for each of n items: one bool for all, or a sequence of n bools."""
+    if isinstance(flag, bool):
+        return [flag] * n
+    flags = [bool(f) for f in flag]
+    if len(flags) != n:
+        raise ValueError(f"length mismatch: {n} completions, {len(flags)} marker_required flags")
+    return flags
 
 
 def verify_batch(
@@ -146,17 +204,21 @@ def verify_batch(
     *,
     spec: RewardSpec | None = None,
     timeout: float | None = None,
+    marker_required: bool | Sequence[bool] = False,
 ) -> list[Verdict]:
-    """Judge many completions in order; a timeout on one item does not affect the next."""
+    """Judge many completions in order; a timeout on one item does not affect the next.
+
+    `marker_required` is one bool for every item or a sequence with one bool per item.
+    """
     names = [verifiers] * len(completions) if isinstance(verifiers, str) else list(verifiers)
     if not len(completions) == len(answers) == len(names):
         raise ValueError(
             f"length mismatch: {len(completions)} completions, {len(answers)} answers, "
             f"{len(names)} verifiers"
         )
+    flags = _per_item(marker_required, len(completions))
     fns = [get_verifier(name) for name in names]
     spec = spec or _DEFAULT_SPEC
     deadline = resolve_timeout(timeout)
-    return [
-        _run(fn, c, a, spec, deadline) for fn, c, a in zip(fns, completions, answers, strict=True)
-    ]
+    items = zip(fns, completions, answers, flags, strict=True)
+    return [_run(fn, c, a, spec, deadline, m) for fn, c, a, m in items]
