@@ -13,7 +13,8 @@ equals both `50` and `0.5`), as math-verify does.
 The fast path says "correct" on an exact match and "wrong" only for two clean numbers that differ.
 Readings that are guesses are marked `certain=False` and, when unequal, defer to math-verify
 (None): a decimal comma (`1,22`, `0,111`, `1000,99`), digit groups split by spaces (`1 000`), and
-decimals with 10+ digits after the point (a float print-out such as `0.0833333333333333` for 1/12).
+decimals with 10+ digits after the point that may be the gold rounded (a float print-out such as
+`0.0833333333333333` for 1/12).
 An ellipsis (`0.08333...`) is not a clean number at all.
 
 When the candidate is not itself a number but ends in one after `=`, `:` or a word ("so x = 5",
@@ -48,7 +49,7 @@ _HEAD = re.compile(_NUMBER)
 # digit groups (`1 000`). Equal under that reading counts; unequal defers to math-verify.
 _DECIMAL_COMMA = re.compile(r"(?P<sign>[-+])?(?P<whole>\d+),(?P<frac>\d+)")
 _SPACED = re.compile(r"(?P<sign>[-+])?(?P<whole>[1-9]\d{0,2}(?: \d{3})+)(?P<frac>\.\d+)?")
-_LONG_DECIMAL = re.compile(r"\.\d{10}")  # a float print-out (0.0833333333333333): maybe rounded
+_LONG_DECIMAL = re.compile(r"\.(\d{10,})")  # a float print-out (0.0833333333333333): maybe rounded
 _ANYWHERE = re.compile(rf"(?<![\w.]){_NUMBER}")
 _UNIT_TAIL = re.compile(r"(?:[A-Za-z\s.%°²³]|(?<=[A-Za-z])\^\{?[23]\}?)*")  # cm^2, not 10^3
 _WORDS = [
@@ -112,7 +113,8 @@ class Number:
 
     value: Fraction
     percent: bool = False
-    certain: bool = True  # False: a guessed reading (decimal comma, long float); see fast_path
+    certain: bool = True  # False: a guessed reading (decimal comma, spaced groups); see fast_path
+    digits: int = 0  # digits after the point when 10 or more (maybe a rounded float), else 0
 
 
 def normalise(text: str) -> str:
@@ -193,6 +195,12 @@ def _tail_ok(tail: str) -> bool:
     return _UNIT_TAIL.fullmatch(tail) is not None
 
 
+def _long_digits(numeral: str) -> int:
+    """Digits after the decimal point of `numeral` when there are 10 or more, else 0."""
+    m = _LONG_DECIMAL.search(numeral)
+    return 0 if m is None else len(m.group(1))
+
+
 def _guessed(s: str) -> Number | None:
     """A decimal-comma or space-grouped numeral (the whole of `s`), read as a guess."""
     m = _DECIMAL_COMMA.fullmatch(s)
@@ -228,7 +236,7 @@ def parse_number(text: str) -> Number | None:
     value = _match_value(m)
     if value is None:
         return None
-    return Number(value, "%" in tail, _LONG_DECIMAL.search(m.group(0)) is None)
+    return Number(value, "%" in tail, digits=_long_digits(m.group(0)))
 
 
 def is_bare_number(text: str) -> bool:
@@ -265,7 +273,7 @@ def last_number(text: str) -> Number | None:
     value = _match_value(last)
     if value is None:
         return None
-    return Number(value, "%" in tail, _LONG_DECIMAL.search(last.group(0)) is None)
+    return Number(value, "%" in tail, digits=_long_digits(last.group(0)))
 
 
 @lru_cache(maxsize=1 << 14)
@@ -344,4 +352,15 @@ def fast_path(candidate_text: str, answer: str) -> bool | None:
         return None if _HAS_DIGIT.search(candidate_text) else False
     if same_number(cand, gold):
         return True
-    return False if cand.certain and gold.certain else None
+    if not (cand.certain and gold.certain):
+        return None
+    return None if _maybe_rounded(cand, gold) or _maybe_rounded(gold, cand) else False
+
+
+def _maybe_rounded(a: Number, b: Number) -> bool:
+    """True when `a` is a long decimal that may be `b` rounded: `b` needs more digits than `a`
+    shows and lies within ten units of its last digit (0.0833333333333333 for 1/12)."""
+    if a.digits == 0:
+        return False
+    scale = 10**a.digits
+    return (b.value * scale).denominator != 1 and abs(a.value - b.value) * scale <= 10

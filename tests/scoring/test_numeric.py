@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.scoring import fast_path
-from pipeline.scoring.numeric import is_bare_number, last_number, parse_number
+from pipeline.scoring.numeric import is_bare_number, is_unevaluated, last_number, parse_number
 
 
 @pytest.mark.parametrize(
@@ -53,6 +53,21 @@ from pipeline.scoring.numeric import is_bare_number, last_number, parse_number
         ("", "5", False),
         ("===", "5", False),
         ("\\pi", "3.14", False),
+        # guessed readings: equal counts, unequal defers to math-verify
+        ("1.22", "1,22", True),
+        ("1000,99", "1000.99", True),
+        ("0.111", "0,111", True),
+        ("1,23", "1.22", None),
+        ("1 000", "1000", True),
+        ("1 000", "1001", None),
+        ("0.0833333333333333", "1/12", None),
+        ("0.0833333333333333", "0.0833333333333333", True),
+        ("0.3333333", "1/3", False),  # 7 digits: a rounded decimal, a different number
+        ("0.08333...", "1/12", None),
+        ("0.08333…", "1/12", None),
+        ("-2, 1", "1", None),
+        ("\\frac{1}{3},", "1/3", True),
+        ("12,000,023", "12000023", True),
     ],
 )
 def test_fast_path(candidate: str, gold: str, expected: bool | None) -> None:
@@ -67,6 +82,38 @@ def test_parse_number_details() -> None:
     assert last_number("2^{10}") is None
     assert last_number("x = \\frac{1}{2}").value == Fraction(1, 2)  # type: ignore[union-attr]
     assert is_bare_number(" 17/3 ") and is_bare_number("-3") and not is_bare_number("42 apples")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("40+9*69", True),
+        ("75 + 74 - 77 =", True),
+        ("Solve 75 + 74 - 77 =", True),
+        ("2^{10}", True),
+        ("10^3", True),
+        ("3!", True),
+        ("679 mod 65", True),
+        ("(619+60) \\bmod 65", True),
+        ("2 \\times 3", True),
+        ("1+\\frac{1}{2}", True),
+        ("7 = 3 + 4", True),
+        ("3 + 4 = 7", False),
+        ("x = -5", False),
+        ("-5", False),
+        ("17/3", False),
+        ("\\frac{17}{3}", False),
+        ("\\sqrt{2}", False),
+        ("2\\sqrt{3}", False),
+        ("1,000", False),
+        ("1e-3", False),
+        ("(2, -3)", False),
+        ("42 apples", False),
+        ("50%", False),
+    ],
+)
+def test_is_unevaluated(text: str, expected: bool) -> None:
+    assert is_unevaluated(text) is expected
 
 
 ADVERSARIAL = [
@@ -84,6 +131,11 @@ ADVERSARIAL = [
     "a^2" * 30_000,
     "ab " * 30_000,
     "{,}" * 30_000,
+    "1" + " " * 100_000 + "x",
+    "1 +" + " " * 100_000 + "x",
+    "1," * 50_000 + "1",
+    "1 000" * 20_000,
+    "0." + "3" * 50_000 + "...",
 ]
 
 
@@ -92,6 +144,7 @@ def test_fast_path_is_linear(text: str) -> None:
     start = time.perf_counter()
     fast_path(text, "5")
     fast_path(text, "\\sqrt{2}")
+    is_unevaluated(text)
     assert time.perf_counter() - start < 0.5
 
 
