@@ -2,7 +2,9 @@
 
 `verify` / `verify_batch` are the entry points; `VERIFIERS` is the registry ("math", "exact",
 "code": model-written Python run on hidden tests in a bubblewrap sandbox, see code.py);
-`RewardSpec` weights the reward components. math-verify only ever runs in a killable child process
+`RewardSpec` weights the reward components. `marker_required=True` (chat models) takes the answer
+only from an answer marker and gives no credit for an unevaluated expression such as a copied
+question (see verifiers.py). math-verify only ever runs in a killable child process
 under a deadline (see worker.py), so callers on any thread get an answer or a "verifier_error"
 within the deadline, never a hang or an exception.
 
@@ -10,7 +12,7 @@ Test: `.venv/bin/pytest tests/scoring -q`
 """
 
 from pipeline.scoring import code as _code  # noqa: F401  (registers the "code" verifier)
-from pipeline.scoring.extract import extract_answer
+from pipeline.scoring.extract import Extracted, extract, extract_answer
 from pipeline.scoring.numeric import fast_path
 from pipeline.scoring.verdict import RewardSpec, Verdict
 from pipeline.scoring.verifiers import (
@@ -27,8 +29,10 @@ __all__ = [
     "VERIFIERS",
     "VERIFIER_VERSION",
     "Check",
+    "Extracted",
     "RewardSpec",
     "Verdict",
+    "extract",
     "extract_answer",
     "fast_path",
     "math_verify_only",
