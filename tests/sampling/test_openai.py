@@ -7,6 +7,7 @@ a random tiny model and checks the HTTP path gives what a direct call gives.
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -15,8 +16,9 @@ from typing import Any
 import pytest
 
 from pipeline.errors import SieveError
+from pipeline.sampling import EngineOptions, make_sampler
 from pipeline.sampling.base import Completion, FinishReason, SamplingParams, check_n
-from pipeline.sampling.openai import OpenAISampler, completions_url
+from pipeline.sampling.openai import OpenAISampler, completions_url, request_body
 from pipeline.sampling.server import SamplerServer, running
 
 
@@ -198,3 +200,83 @@ def test_token_count_falls_back_to_the_logprob_tokens() -> None:
     [completion] = parse_choices({"choices": [choice]}, 1)
     assert completion.token_ids == () and completion.n_tokens == 2
     assert completion.logprob == -0.75
+
+
+def test_no_seed_is_sent_unless_asked(fake: tuple[SamplerServer, str]) -> None:
+    server, url = fake
+    params = SamplingParams(seed=11)
+    client(url).sample(["a"], 1, params)  # auto: a vLLM CPU server dies of seeded requests
+    assert server.last_body is not None and "seed" not in server.last_body
+    client(url, per_request_seed=True).sample(["a"], 1, params)
+    assert server.last_body is not None and server.last_body["seed"] == 11
+    assert "seed" not in request_body("m", "p", 1, params, return_token_ids=False)
+
+
+class Tracking(FakeSampler):
+    """Counts the requests in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__(delay=0.01)
+        self.now = self.most = 0
+        self.lock = threading.Lock()
+
+    def sample(
+        self, prompts: Sequence[str], n: int, params: SamplingParams
+    ) -> list[list[Completion]]:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            return super().sample(prompts, n, params)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+def test_concurrency_is_per_server() -> None:
+    one, two = Tracking(), Tracking()
+    with (
+        running(one, serialize=False) as (_, url1),
+        running(two, serialize=False) as (_, url2),
+    ):
+        client([url1, url2], concurrency=2).sample(
+            [f"prompt{k}" for k in range(12)], 1, SamplingParams()
+        )
+    assert (one.most, two.most) == (2, 2)  # both servers busy at their limit, never above
+
+
+def test_health_check_passes_and_names_the_url_when_it_fails(
+    fake: tuple[SamplerServer, str],
+) -> None:
+    _, url = fake
+    client(url).check_health()
+    with pytest.raises(SieveError) as info:
+        client(url, "other").check_health()
+    assert str(info.value) == f"{url}/v1/models: serves fake-model, not other"
+    with running(FakeSampler()) as (_, closed):
+        pass
+    with pytest.raises(SieveError) as info:
+        client([url, closed]).check_health()
+    message = str(info.value)
+    assert message.startswith(f"{closed}/v1/models: not reachable (ConnectError")
+    assert "\n" not in message
+
+
+def test_health_check_waits_for_a_server_that_is_starting() -> None:
+    with running(FakeSampler()) as (server, url):
+        server.faults = iter([503, 503])  # "still loading the model", twice
+        client(url).check_health(wait=5.0, poll=0.01)
+        assert server.requests == 3
+
+
+def test_make_sampler_checks_the_servers_and_passes_the_seed_choice(
+    fake: tuple[SamplerServer, str],
+) -> None:
+    _, url = fake
+    sampler = make_sampler("openai", "fake-model", base_urls=[url])
+    assert isinstance(sampler, OpenAISampler) and sampler.per_request_seed is False
+    engine = EngineOptions(per_request_seed=True)
+    sampler = make_sampler("openai", "fake-model", base_urls=[url], engine=engine)
+    assert isinstance(sampler, OpenAISampler) and sampler.per_request_seed is True
+    with pytest.raises(SieveError, match="serves fake-model, not nope"):
+        make_sampler("openai", "nope", base_urls=[url])
