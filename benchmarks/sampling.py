@@ -132,7 +132,10 @@ def speedups(rows: list[dict]) -> dict[str, float]:
 
 
 class StackedLogitsSampler(HFSampler):
-    """The hf path before issue 15, for comparison only: all steps' logits kept, then stacked."""
+    """The hf path before issue 15, for comparison only: all steps' logits kept, then stacked.
+
+    Its prefill is today's (`_shared_prefill` keeps only the last position's logits, a few
+    hundred MB less than before), so its peak is if anything a little under the old one's."""
 
     def __init__(self, path: Path):
         super().__init__(path, device="cpu", logit_budget=1 << 62)  # no per-step cap then
@@ -320,7 +323,7 @@ def plot_smol(axes: list, smol: dict) -> None:
         ]
         ax.bar_label(bars, notes, fontsize=8)
         ax.set_ylabel(label)
-        ax.set_title(f"{shape} new tokens", fontsize=9)
+        ax.set_title(f"{shape} new tokens, {smol['threads']} compute thread(s)", fontsize=9)
 
 
 def grouping_section(texts: list[str]) -> dict:
