@@ -235,6 +235,8 @@ def tree_memory(proc: psutil.Process) -> tuple[int, int]:
 
 def run_arm(arm: str, spec_path: Path) -> dict:
     """Run one arm in a child process; poll its tree's memory; kill it past RSS_CAP."""
+    if arm == "vllm" and not VLLM_PYTHON.exists():
+        return {"arm": arm, "skipped": f"{VLLM_PYTHON} is missing", "killed": False}
     python = str(VLLM_PYTHON) if arm == "vllm" else sys.executable
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(ROOT)}
     cmd = [python, __file__, "--child", arm, "--spec", str(spec_path)]
@@ -317,13 +319,16 @@ def plot_smol(axes: list, smol: dict) -> None:
     ):
         values = [r.get(key, 0.0) for r in rows]
         bars = ax.bar(names, values, color=["tab:gray", "tab:green", "tab:blue"][: len(rows)])
-        notes = [
-            "killed at cap" if r["killed"] else "failed" if "failed" in r else f"{v:.1f}"
-            for r, v in zip(rows, values, strict=True)
-        ]
+        notes = [_bar_note(r, v) for r, v in zip(rows, values, strict=True)]
         ax.bar_label(bars, notes, fontsize=8)
         ax.set_ylabel(label)
         ax.set_title(f"{shape} new tokens, {smol['threads']} compute thread(s)", fontsize=9)
+
+
+def _bar_note(row: dict, value: float) -> str:
+    if row["killed"]:
+        return "killed at cap"
+    return "skipped" if "skipped" in row else "failed" if "failed" in row else f"{value:.1f}"
 
 
 def grouping_section(texts: list[str]) -> dict:
@@ -370,7 +375,9 @@ def main() -> None:
     if args.only != "135m":
         texts = prompts(args.prompts)
         result.update(prompts=len(texts), new_tokens=NEW_TOKENS, models=grouping_section(texts))
-    if args.only != "grouping":
+    if args.only != "grouping" and not args.smol.is_dir():
+        print(f"135m section skipped: no model folder at {args.smol} (--smol)", flush=True)
+    elif args.only != "grouping":
         values = map(int, args.smol_size.split(","))
         size = dict(zip(("prompts", "G", "new_tokens"), values, strict=True))
         result["smol_135m"] = measure_smol(args.smol, size, args.arms.split(","))
