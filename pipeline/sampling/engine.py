@@ -15,14 +15,16 @@ engine seed and the same sequence of calls, not per prompt.
 Engine output. vLLM prints a few hundred lines while it starts (per-weight dtype warnings,
 compile notices, progress bars) and a 170-300-line traceback when its engine dies. `EngineLog`
 sends the file descriptors 1 and 2 to a log file while the engine starts (its worker processes
-inherit them, so what they print later lands there too) and `root_cause` reads the first
-exception line back out, for a `SieveError` of one line that names the log for the rest.
+inherit them, so what they print later lands there too), `take_logger` then points the vllm
+logger of this process at the same file, and `root_cause` reads the first exception line back
+out, for a `SieveError` of one line that names the log for the rest.
 
 Test: `pytest tests/sampling/test_vllm.py` (options and errors, no engine needed).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -42,8 +44,9 @@ class EngineOptions:
     # Fraction of GPU memory vLLM may hold (weights + KV cache). None: vLLM's own default (0.92 in
     # 0.32). Ignored on CPU, where vLLM would read it as a fraction of all RAM: see kv_cache_gib.
     gpu_memory_utilization: float | None = None
-    # KV-cache size in GiB. CPU: None means $VLLM_CPU_KVCACHE_SPACE when set, else 4 GiB. GPU: an
-    # exact size that replaces gpu_memory_utilization's sizing; None leaves it to vLLM.
+    # KV-cache size in GiB. CPU: None means $VLLM_CPU_KVCACHE_SPACE when set, else 4 GiB (the
+    # variable, when set, wins over this field: vLLM's rule). GPU: an exact size that replaces
+    # gpu_memory_utilization's sizing; None leaves it to vLLM.
     kv_cache_gib: float | None = None
     max_model_len: int | None = None  # None: the model's own context length
     dtype: str = "auto"  # one of DTYPES; "auto": vLLM's choice (bf16 for fp32 weights on CPU)
@@ -140,6 +143,17 @@ class EngineLog:
             os.dup2(saved[1], 2)
             for fd in (log, *saved):
                 os.close(fd)
+
+    def take_logger(self, name: str = "vllm") -> None:
+        """Send the logger's terminal output to the log file from now on (its shutdown notices)."""
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            if type(handler) is logging.StreamHandler:
+                to_file = logging.FileHandler(self.path)
+                to_file.setFormatter(handler.formatter)
+                to_file.setLevel(handler.level)
+                logger.removeHandler(handler)
+                logger.addHandler(to_file)
 
     def root_cause(self, since: int = 0) -> str | None:
         """The first exception line written after byte `since`."""

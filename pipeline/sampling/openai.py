@@ -17,6 +17,9 @@ versions that predate it, and `pipeline.sampling.server` honours it). A server t
 protocol's `Completion` has no other place for a count. Pass `return_token_ids=False` for servers
 that reject unknown fields (OpenAI's own API does).
 
+Greedy (temperature 0) asks for one answer and repeats it n times: vLLM servers refuse n > 1
+when greedy, and greedy answers are identical anyway.
+
 Log-probability: the request asks for `logprobs: 1`; `Completion.logprob` is the sum of the
 answer's `logprobs.token_logprobs` (None entries skipped), or None when the server sends none.
 
@@ -265,19 +268,21 @@ class OpenAISampler:
     def _complete(
         self, client: httpx.Client, url: str, prompt: str, n: int, params: SamplingParams
     ) -> list[Completion]:
+        ask = 1 if params.greedy else n  # vLLM refuses n > 1 when greedy; the answers agree
         body = request_body(
             self.model_name,
             prompt,
-            n,
+            ask,
             params,
             return_token_ids=self.return_token_ids,
             seed=self.per_request_seed,
         )
         response = self._post(client, url, body)
         try:
-            return parse_choices(response.json(), n)
+            completions = parse_choices(response.json(), ask)
         except ValueError as exc:  # includes a body that is not JSON
             raise SieveError(f"{url}: malformed completions answer: {exc}") from None
+        return completions * n if ask == 1 else completions
 
     def _post(self, client: httpx.Client, url: str, body: dict[str, Any]) -> httpx.Response:
         """POST with retries; returns a 2xx response or raises a one-line SieveError."""

@@ -204,7 +204,9 @@ def start_engine(vllm: ModuleType, model: str, kwargs: dict[str, Any], log: Engi
     since = log.size()
     try:
         with log.capture():
-            return vllm.LLM(model=model, **kwargs)
+            llm = vllm.LLM(model=model, **kwargs)
+        log.take_logger("vllm")
+        return llm
     except Exception as exc:  # vLLM raises anything from ValueError to RuntimeError here
         reason = failure_reason(exc, log, since)
         raise SieveError(
@@ -231,12 +233,13 @@ class VLLMSampler:
         if options.data_parallel_size > 1:
             raise SieveError(DATA_PARALLEL_HINT)
         model = check_model_folder(model_path)
-        vllm = import_vllm()
-        cpu = on_cpu(vllm)
+        self.log = EngineLog(log_path)  # vLLM's own output, named by every error
+        with self.log.capture():  # the import prints too (Triton notices)
+            vllm = import_vllm()
+            cpu = on_cpu(vllm)
         self.model_name = str(model_path)
         self.options = options
         self.per_request_seed = options.seeds_per_request(engine_takes_them=not cpu)
-        self.log = EngineLog(log_path)  # vLLM's own output, named by every error
         self.dead: str | None = None  # why the engine died, once it has
         kwargs = {**engine_kwargs(options, cpu=cpu), **(extra or {})}
         self.llm = start_engine(vllm, model, kwargs, self.log)

@@ -75,10 +75,13 @@ def test_round_trip_keeps_prompt_order_under_concurrency() -> None:
     assert sampler.backend == "openai" and sampler.model_name == "fake-model"
 
 
-def test_greedy_is_temperature_zero(fake: tuple[SamplerServer, str]) -> None:
-    _, url = fake
-    got = client(url + "/v1").sample(["q"], 1, SamplingParams(0.0))
-    assert got[0][0].text == "q#0@0"
+def test_greedy_is_temperature_zero_with_one_answer_repeated(
+    fake: tuple[SamplerServer, str],
+) -> None:
+    server, url = fake
+    got = client(url + "/v1").sample(["q"], 3, SamplingParams(0.0))
+    assert [c.text for c in got[0]] == ["q#0@0"] * 3
+    assert server.last_body is not None and server.last_body["n"] == 1  # vLLM refuses n > 1
 
 
 def test_without_token_ids_the_ids_are_empty(fake: tuple[SamplerServer, str]) -> None:

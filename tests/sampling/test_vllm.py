@@ -170,6 +170,23 @@ def test_capture_sends_this_and_child_output_to_the_log(tmp_path: Path) -> None:
     assert text.splitlines() == ["from fd 1", "from fd 2", "child"]
 
 
+def test_take_logger_moves_terminal_output_to_the_log(tmp_path: Path) -> None:
+    import io
+    import logging
+
+    stream = io.StringIO()
+    logger = logging.getLogger("sieve-test-engine")
+    logger.addHandler(logging.StreamHandler(stream))
+    log = EngineLog(tmp_path / "engine.log")
+    log.take_logger("sieve-test-engine")
+    logger.warning("force killing remaining processes")
+    assert stream.getvalue() == ""
+    assert log.path.read_text() == "force killing remaining processes\n"
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+
+
 class FailingLLM:
     """A `vllm.LLM` stand-in that floods stderr with a traceback and raises, as vLLM does."""
 
