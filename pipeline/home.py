@@ -6,6 +6,7 @@ The ledger is `<home>/sieve.duckdb`; models, checkpoints and exports live beside
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 LEDGER_NAME = "sieve.duckdb"
@@ -23,3 +24,28 @@ def resolve_home(home: str | Path | None = None) -> Path:
 
 def ledger_path(home: str | Path | None = None) -> Path:
     return resolve_home(home) / LEDGER_NAME
+
+
+def use_prefect_home(home: str | Path | None = None) -> Path | None:
+    """Give this Sieve home its own Prefect state (`<home>/.prefect`: database, persisted task
+    results), unless the user chose one: `PREFECT_API_URL` (a Prefect server keeps the state) or
+    `PREFECT_HOME` set in the environment. Homes then never share Prefect's database, so a second
+    venv with another Prefect version cannot break this one's migrations, and cached chunk
+    results of one home are never consulted for another. Call before Prefect is imported.
+    Returns the folder used, or None when the user's setting stands."""
+    if os.environ.get("PREFECT_API_URL") or os.environ.get("PREFECT_HOME") or _api_in_context():
+        return None
+    folder = (resolve_home(home) / ".prefect").resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["PREFECT_HOME"] = str(folder)
+    return folder
+
+
+def _api_in_context() -> bool:
+    """True when Prefect is already imported and its current settings name an API (a test
+    harness or a `temporary_settings` block): that state stands."""
+    if "prefect" not in sys.modules:
+        return False
+    from prefect.settings import get_current_settings
+
+    return bool(get_current_settings().api.url)

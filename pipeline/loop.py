@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.errors import SieveError
-from pipeline.home import resolve_home
+from pipeline.home import resolve_home, use_prefect_home
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger, load_query
 from pipeline.train import TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, TrainSettings
@@ -34,7 +34,10 @@ from pipeline.train import TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, Trai
 Say = Callable[[str], None]
 
 
-def quiet_prefect() -> None:
+def quiet_prefect(home: str | Path | None = None) -> None:
+    """Prefect set up for a Sieve run: this home's own Prefect state (`use_prefect_home`), warnings
+    only, no analytics."""
+    use_prefect_home(home)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # offline machines
     logging.getLogger("prefect").setLevel(logging.WARNING)
@@ -51,7 +54,7 @@ def loop(
     """Run `nights` nightly flows in a row; returns each night's summary."""
     if nights < 1:
         raise SieveError(f"--nights must be >= 1, got {nights}")
-    quiet_prefect()
+    quiet_prefect(home)
     from flows.nightly import NightlyParams, nightly_flow
 
     first = start or datetime.now(UTC).date()

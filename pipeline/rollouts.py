@@ -32,6 +32,7 @@ class RunInfo:
     group_size: int
     params: SamplingParams
     run_id: str = ""
+    prompt_format: str = ""  # raw | chat ("" where unknown)
 
     def with_id(self) -> RunInfo:
         if self.run_id:
@@ -55,6 +56,8 @@ def run_row(info: RunInfo, started: datetime, status: str) -> pl.DataFrame:
             "top_p": [p.top_p],
             "max_new_tokens": [p.max_new_tokens],
             "seed": [p.seed],
+            "stop": pl.Series([list(p.stop)], dtype=pl.List(pl.String)),
+            "prompt_format": [info.prompt_format or None],
             "verifier_version": [VERIFIER_VERSION],
             "started_at": [started],
             "finished_at": [datetime.now(UTC) if status != "running" else None],
@@ -64,14 +67,23 @@ def run_row(info: RunInfo, started: datetime, status: str) -> pl.DataFrame:
 
 
 def rollout_frame(
-    run_id: str, problems: pl.DataFrame, groups: list[list[Completion]]
+    run_id: str,
+    problems: pl.DataFrame,
+    groups: list[list[Completion]],
+    *,
+    marker_required: bool = False,
 ) -> pl.DataFrame:
-    """Rows for `rollouts`: every completion of every group, scored with its problem's verifier."""
+    """Rows for `rollouts`: every completion of every group, scored with its problem's verifier.
+
+    `marker_required` (chat models, asked for a `\\boxed{}` answer): an answer counts only when
+    it comes from an answer marker, never from free prose."""
     sizes = [len(g) for g in groups]
     flat = [c for g in groups for c in g]
     answers = [a for a, k in zip(problems["answer"], sizes, strict=True) for _ in range(k)]
     verifiers = [v for v, k in zip(problems["verifier"], sizes, strict=True) for _ in range(k)]
-    verdicts = verify_batch([c.text for c in flat], answers, verifiers)
+    verdicts = verify_batch(
+        [c.text for c in flat], answers, verifiers, marker_required=marker_required
+    )
     return pl.DataFrame(
         {
             "run_id": run_id,
@@ -95,6 +107,8 @@ def record_run(
     """Score and write one finished run (run row + rollouts, one transaction)."""
     info = info.with_id()
     started = datetime.now(UTC)
-    rows = rollout_frame(info.run_id, problems, groups)
+    rows = rollout_frame(
+        info.run_id, problems, groups, marker_required=info.prompt_format == "chat"
+    )
     ledger.write_batch({"sampling_runs": run_row(info, started, "finished"), "rollouts": rows})
     return info, rows

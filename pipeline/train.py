@@ -31,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,13 @@ from pipeline.crash import crash_point
 from pipeline.errors import SieveError
 from pipeline.home import resolve_home
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
-from pipeline.policy.model import SIEVE_META, load_policy, model_revision, read_meta
+from pipeline.policy.model import (
+    SIEVE_META,
+    folder_revision,
+    load_policy,
+    model_revision,
+    read_meta,
+)
 from pipeline.policy.prompts import prompt_format, render
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.sampling.hf import HFSampler
@@ -231,10 +238,16 @@ class HFGroupSampler:
         return Sample(ids, c.text, truncated=c.finish_reason == "length")
 
 
-def verifier_reward(items: Sequence[Item], samples: Sequence[Sample]) -> Scores:
-    """Score with Sieve's verifiers (the problem's own verifier, e.g. math)."""
+def verifier_reward(
+    items: Sequence[Item], samples: Sequence[Sample], *, marker_required: bool = False
+) -> Scores:
+    """Score with Sieve's verifiers (the problem's own verifier, e.g. math); chat models
+    (`marker_required`) are judged only on a marked answer, as in curation."""
     verdicts = verify_batch(
-        [s.text for s in samples], [it.answer for it in items], [it.verifier for it in items]
+        [s.text for s in samples],
+        [it.answer for it in items],
+        [it.verifier for it in items],
+        marker_required=marker_required,
     )
     return Scores([v.reward for v in verdicts], [v.correct for v in verdicts])
 
@@ -289,7 +302,7 @@ def train(
     model, tokenizer = load_policy(model_dir)
     meta = read_meta(model_dir)
     fmt = prompt_format(model_dir, tokenizer)
-    base_revision = meta.get("model_revision") or model_revision(model)
+    base_revision = folder_revision(model_dir)  # the same identity curation records
     train_id = train_id_for(curriculum_id, base_revision, settings)
     root = resolve_home(home) / "checkpoints" / train_id
     if ckpt.list_steps(root) and not resume:
@@ -307,7 +320,7 @@ def train(
         model,
         tokenizer,
         HFGroupSampler(hf),
-        reward or verifier_reward,
+        reward or partial(verifier_reward, marker_required=fmt == "chat"),
         batches,
         cfg,
         root,
@@ -512,7 +525,7 @@ class _Run:
         questions = problems["question"].to_list()
         tokenizer = self.hf.tokenizer
         prompts_of = dict(zip(questions, render(questions, self.fmt, tokenizer), strict=True))  # type: ignore[arg-type]
-        table = evaluate(self.hf, self.ledger, revision, prompts_of, cfg, problems)
+        table = evaluate(self.hf, self.ledger, revision, prompts_of, cfg, problems, self.fmt)
         for name in ("greedy", "sampled"):
             mean = overall(table, name) or 0.0
             self.rows.append((self.train_id, step, f"eval_{name}", mean))

@@ -16,7 +16,8 @@ import polars as pl
 
 from pipeline.problems import FAMILIES, family_levels, generate
 from pipeline.rollouts import RunInfo, record_run
-from pipeline.sampling.base import Sampler, SamplingParams
+from pipeline.sampling.base import Sampler
+from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger
 
 EVAL_SEED = 20_261_130  # fixed: every revision is evaluated on the same held-out problems
@@ -27,8 +28,18 @@ class EvalConfig:
     per_level: int = 40  # held-out problems per family x level (fewer where a level is small)
     samples: int = 8  # samples per problem at `temperature` (issue 3: mean over 8 at 1.0)
     temperature: float = 1.0
-    max_new_tokens: int = 16
+    max_new_tokens: int | None = None  # None: the model's budget (16 raw, 512 chat; budget.py)
     seed: int = 0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+
+    def sampling(self) -> SamplingConfig:
+        return SamplingConfig(
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            stop=self.stop,
+        )
 
 
 def heldout_set(per_level: int, families: list[str] | None = None) -> pl.DataFrame:
@@ -56,24 +67,25 @@ def evaluate(
     prompts_of: dict[str, str],
     cfg: EvalConfig = EvalConfig(),
     problems: pl.DataFrame | None = None,
+    prompt_format: str = "raw",
 ) -> pl.DataFrame:
     """Run greedy + sampled evaluation, record both runs; return pass rates by family x level.
 
-    `prompts_of` maps question -> rendered prompt (the caller knows the prompt format).
+    `prompts_of` maps question -> rendered prompt in `prompt_format` (raw | chat), which also
+    sets the default budget and whether answers need a marker.
     """
     problems = problems if problems is not None else heldout_set(cfg.per_level)
     ledger.write("problems", problems)
     prompts = [prompts_of[q] for q in problems["question"]]
     results = {}
-    for name, n, temperature in (
-        ("greedy", 1, 0.0),
-        ("sampled", cfg.samples, cfg.temperature),
-    ):
-        params = SamplingParams(
-            temperature=temperature, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed
-        )
+    sampling = cfg.sampling()
+    for name, n, greedy in (("greedy", 1, True), ("sampled", cfg.samples, False)):
+        params = sampling.params(prompt_format, cfg.seed, greedy=greedy)
         groups = sampler.sample(prompts, n, params)
-        info = RunInfo("eval", sampler.model_name, model_revision, sampler.backend, n, params)
+        info = RunInfo(
+            "eval", sampler.model_name, model_revision, sampler.backend, n, params,
+            prompt_format=prompt_format,
+        )  # fmt: skip
         _, rows = record_run(ledger, info, problems, groups)
         results[name] = rows.group_by("problem_id").agg(
             pl.col("correct").fill_null(False).mean().alias(name)

@@ -1,8 +1,9 @@
 """The tiny policy's model: a standard `transformers` Llama (which vLLM also serves), random init.
 
 `create_tiny_model(path)` writes a model folder (`config.json`, `model.safetensors`, tokenizer
-files); `model_revision` hashes the weights, which is how the ledger tells checkpoints apart;
-`load_policy` loads any local causal-LM folder with one clear error line when it can't.
+files); `model_revision` / `folder_revision` hash the weights and config, which is how the ledger
+tells models and checkpoints apart; `load_policy` loads any local causal-LM folder with one clear
+error line when it can't.
 
 Sizes: a trial here found a ~1 M-parameter Llama-style character model learned an addition ladder
 in minutes while a GPT-2-style model of similar size did not (issue 3), hence Llama.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -96,14 +98,98 @@ def create_tiny_model(path: Path, seed: int = 0, size: TinySize | None = None) -
     return save_policy(model, tokenizer, Path(path), meta)
 
 
-def model_revision(model: torch.nn.Module) -> str:
-    """SHA-256 of the weights (names, dtypes, shapes, bytes), first 16 hex digits."""
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        data = tensor.detach().to("cpu").contiguous()
-        digest.update(f"{name}|{data.dtype}|{tuple(data.shape)}".encode())
-        digest.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
+# Config keys that say how a model was saved or run, not what it computes.
+_VOLATILE_CONFIG = frozenset(
+    {"transformers_version", "torch_dtype", "dtype", "architectures", "use_cache", "return_dict"}
+)
+
+
+def _config_digest(config: dict) -> str:
+    kept = {
+        k: v
+        for k, v in sorted(config.items())
+        if not k.startswith("_") and k not in _VOLATILE_CONFIG and not k.startswith("output_")
+    }
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _tensor_digest(tensor: torch.Tensor) -> str:
+    data = tensor.detach().to("cpu").contiguous()
+    digest = hashlib.sha256(f"{data.dtype}|{tuple(data.shape)}|".encode())
+    digest.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
+    return digest.hexdigest()
+
+
+def _revision(config: dict, tensor_digests: list[str]) -> str:
+    digest = hashlib.sha256(_config_digest(config).encode())
+    for part in sorted(tensor_digests):
+        digest.update(part.encode())
     return digest.hexdigest()[:16]
+
+
+def model_revision(model: torch.nn.Module) -> str:
+    """Content hash of a model's weights and config, first 16 hex digits.
+
+    The weights count as a multiset of tensors (dtype, shape, bytes), each stored tensor once:
+    tied weights share one storage in memory and one entry on disk, so the hash of a loaded or
+    trained model equals `folder_revision` of the folder it is saved to (names do not enter, so
+    `save_pretrained`'s choice of which tied name to keep does not matter). Curation, training
+    and evaluation all identify a model by this value; the folder path is only a label.
+    """
+    seen: set[tuple[int, int]] = set()
+    digests = []
+    for tensor in model.state_dict().values():
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset())
+        if tensor.numel() and key in seen:
+            continue
+        seen.add(key)
+        digests.append(_tensor_digest(tensor))
+    config = getattr(model, "config", None)
+    return _revision(config.to_dict() if config is not None else {}, digests)
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    files = sorted(folder.glob("*.safetensors"))
+    return files or sorted(folder.glob("pytorch_model*.bin"))
+
+
+@lru_cache(maxsize=64)
+def _folder_revision(folder: Path, stamp: tuple) -> str:
+    from safetensors import safe_open
+    from transformers import AutoConfig
+
+    digests = []
+    for path in _weight_files(folder):
+        if path.suffix == ".safetensors":
+            with safe_open(str(path), framework="pt") as f:
+                digests += [_tensor_digest(f.get_tensor(name)) for name in f.keys()]  # noqa: SIM118
+        else:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            digests += [_tensor_digest(t) for t in state.values()]
+    config = AutoConfig.from_pretrained(folder, local_files_only=True).to_dict()
+    return _revision(config, digests)
+
+
+def folder_revision(path: str | Path) -> str:
+    """`model_revision` of the model a local folder holds, read from its files without building
+    the model (cached per folder while its files are unchanged). One SieveError line when the
+    folder holds no model."""
+    folder = Path(path).resolve()
+    if not (folder / "config.json").is_file():
+        raise SieveError(f"{folder} is not a model folder: config.json is missing")
+    files = [*_weight_files(folder), folder / "config.json"]
+    if len(files) == 1:
+        raise SieveError(
+            f"cannot load model from {folder}: no weights (*.safetensors or pytorch_model*.bin)"
+        )
+    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    try:
+        return _folder_revision(folder, stamp)
+    except SieveError:
+        raise
+    except Exception as exc:  # a truncated or foreign weights file
+        reason = " ".join(str(exc).split())[:300]
+        raise SieveError(f"cannot load model from {folder}: {reason}") from exc
 
 
 def read_meta(path: Path) -> dict:

@@ -1,13 +1,16 @@
 """The curation knobs (`CurateConfig`) and reading them from TOML (`load_curate_config`).
 
 Every field says what it trades off and where its default comes from. The file holds the fields
-as top-level keys and the problem mix as a `[mix]` table (family = level spec):
+as top-level keys, the problem mix as a `[mix]` table (family = level spec) and the decoding
+budget as a `[sampling]` table (`pipeline.sampling.budget.SamplingConfig`):
 
 ```toml
 screen_g = 8
 refine_g = 32
 [mix]
 arith = "all"
+[sampling]
+max_new_tokens = 512
 ```
 An unknown key or a bad value is one `SieveError` line naming the file and the key.
 
@@ -22,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from pipeline.errors import SieveError
 from pipeline.problems import FAMILIES, parse_levels
+from pipeline.sampling.budget import SamplingConfig
 from pipeline.tomlconfig import load_toml
 
 # The curation the built-in tiny policy learns with (benchmarks/curriculum.py, README "Does
@@ -177,6 +181,12 @@ class CurateConfig(BaseModel):
         le=1.0,
         description="Screen groups with a larger share of verifier errors are rejected "
         "verifier_error: lower trusts fewer broken problems. Default: 0.5 (a majority vote).",
+    )
+    sampling: SamplingConfig = Field(
+        default_factory=SamplingConfig,
+        description="Decoding of the screen and refine samples ([sampling] table: "
+        "max_new_tokens, temperature, top_p, stop). Default: the model's own budget (16 tokens "
+        "for the tiny policy, 512 for chat models) at temperature 1.",
     )
     chunk_size: int = Field(
         default=256,

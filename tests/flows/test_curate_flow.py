@@ -20,7 +20,7 @@ TABLES = ("sampling_runs", "rollouts", "curricula", "curriculum_items", "rejecti
 
 def params(home: Path) -> curate_flow.CurateParams:
     p = curate_flow.CurateParams(model="simulated", home=str(home), config=child.CFG)
-    curate_flow._POLICIES[(p.model, p.backend, ())] = child.simulated_policy(child.CFG)
+    curate_flow._POLICIES[curate_flow.policy_key(p)] = child.simulated_policy(child.CFG)
     return p
 
 
@@ -44,7 +44,7 @@ def test_flow_leaves_runs_stages_and_reasons_and_reruns_add_nothing(tmp_path: Pa
 def test_flow_with_nothing_informative_reports_an_empty_curriculum(tmp_path: Path) -> None:
     cfg = child.CFG.model_copy(update={"mix": {"arith": "1"}, "n_candidates": 50})
     p = curate_flow.CurateParams(model="simulated-easy", home=str(tmp_path), config=cfg)
-    curate_flow._POLICIES[(p.model, p.backend, ())] = child.simulated_policy(cfg)
+    curate_flow._POLICIES[curate_flow.policy_key(p)] = child.simulated_policy(cfg)
     summary = curate_flow.run(p)
     assert summary["kept"].get("stage2", 0) == 0
     assert set(summary["rejected"]) <= {"all_correct", "heldout", "duplicate"}

@@ -82,6 +82,20 @@ def test_run_summary_histogram_and_shares(filled: Ledger) -> None:
     assert s["informative_share"] == pytest.approx(1 / 3)
 
 
+def test_run_summary_shows_the_budget_and_the_truncation_share(filled: Ledger) -> None:
+    filled.run(
+        "UPDATE sampling_runs SET max_new_tokens = 256, stop = ['</s>'], prompt_format = 'chat' "
+        "WHERE run_id = 's1'"
+    )
+    s = filled.sql("SELECT * FROM run_summary WHERE run_id = 's1'").to_dicts()[0]
+    assert (s["max_new_tokens"], s["prompt_format"]) == (256, "chat")
+    assert s["n_truncated"] == 3  # sample 0 of each of the three groups hit the budget
+    assert s["truncated_share"] == pytest.approx(3 / 12)
+    assert s["mean_tokens"] == pytest.approx(2.0)
+    greedy = filled.sql("SELECT * FROM run_summary WHERE run_id = 'g1'").to_dicts()[0]
+    assert greedy["n_truncated"] == 1 and greedy["truncated_share"] == pytest.approx(1 / 4)
+
+
 def _exact_beta_q(a: float, b: float, u: float) -> float:
     f = lambda x: mpmath.betainc(a, b, 0, x, regularized=True) - u  # noqa: E731
     return float(mpmath.findroot(f, (1e-12, 1 - 1e-12), solver="bisect", tol=1e-12))

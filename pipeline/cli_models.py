@@ -1,0 +1,58 @@
+"""`sieve models add|list`: put a real model under `<home>/models` and see what is there.
+
+Kept out of `pipeline/cli.py` (one module per job, the shape the CLI is moving to).
+
+Test: `pytest tests/test_models.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+models_app = typer.Typer(help="Model folders under <home>/models.", no_args_is_help=True)
+
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option("--home", help="Sieve home (ledger, models); default $SIEVE_HOME or ./data."),
+]
+
+
+@models_app.command("add")
+def add(
+    name: Annotated[
+        str, typer.Argument(help="Built-in name (smollm2-135m), or a name for --from.")
+    ],
+    source: Annotated[
+        Path | None, typer.Option("--from", help="Copy this local Hugging Face folder instead.")
+    ] = None,
+    dtype: Annotated[str, typer.Option(help="Weights dtype of a converted GGUF.")] = "float32",
+    force: Annotated[bool, typer.Option(help="Replace an existing folder of that name.")] = False,
+    home: HomeOpt = None,
+) -> None:
+    """Write a model folder (with sieve.json saying where it came from) under <home>/models."""
+    from pipeline.cli import err, out
+    from pipeline.models import add_folder, add_model
+    from pipeline.policy.model import read_meta
+
+    with err.status(f"adding {name}"):
+        if source is not None:
+            folder = add_folder(source, name, home, force=force)
+        else:
+            folder = add_model(name, home, dtype=dtype, force=force)
+    meta = read_meta(folder)
+    out.print(f"{folder} (revision {meta['model_revision']}, {meta['source']})", markup=False)
+
+
+@models_app.command("list")
+def list_cmd(home: HomeOpt = None) -> None:
+    """Model folders under <home>/models with their content revision and source."""
+    import polars as pl
+
+    from pipeline.cli import _show
+    from pipeline.models import list_models
+
+    rows = list_models(home)
+    _show(pl.DataFrame(rows) if rows else pl.DataFrame(), "models")

@@ -1,0 +1,68 @@
+"""Decoding budgets for curation and evaluation: one validated block, resolved per model.
+
+`SamplingConfig` is the `[sampling]` table of a curate TOML file and the CLI's `--max-new-tokens`,
+`--temperature`, `--top-p` and `--stop`. Its `max_new_tokens` may be left unset: the budget then
+follows the model's prompt format, 16 tokens for the built-in tiny model (a bare answer such as
+`17/3`; the tiny recipe keeps it) and 512 for chat models, which reason before their `\\boxed{}`
+(SmolLM2-135M-Instruct at 256 tokens still cut off a share of its answers; see README "Real
+model"). The resolved budget, not the unset one, is what each sampling run records.
+
+Test: `pytest tests/sampling/test_budget.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.sampling.base import SamplingParams
+
+DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"raw": 16, "chat": 512}
+
+
+class SamplingConfig(BaseModel):
+    """How answers are drawn: budget, temperature, nucleus, stop strings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_new_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Longest answer in tokens: more lets a chat model finish its reasoning, at "
+        "proportional sampling cost. Unset: 16 for raw-format models (the tiny policy), 512 for "
+        "chat models (DeepSeek-R1-style recipes use thousands; 512 fits a 135 M model on CPU).",
+    )
+    temperature: float = Field(
+        default=1.0,
+        ge=0.0,
+        description="Sampling temperature; 1.0 samples the policy's own distribution, which is "
+        "what GRPO's group statistics estimate. 0 is greedy (no spread: useless for curation).",
+    )
+    top_p: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=1.0,
+        description="Nucleus cut-off; below 1 hides rare answers from the screen. Default 1.0.",
+    )
+    stop: tuple[str, ...] = Field(
+        default=(),
+        description="Strings that end an answer (removed from it). Default none: chat models "
+        "end at their end-of-turn token.",
+    )
+
+    def budget(self, prompt_format: Literal["raw", "chat"] | str) -> int:
+        """The resolved `max_new_tokens` for a model of this prompt format."""
+        if self.max_new_tokens is not None:
+            return self.max_new_tokens
+        return DEFAULT_MAX_NEW_TOKENS.get(prompt_format, DEFAULT_MAX_NEW_TOKENS["chat"])
+
+    def params(self, prompt_format: str, seed: int = 0, *, greedy: bool = False) -> SamplingParams:
+        """`SamplingParams` for a model of this prompt format (greedy: temperature 0)."""
+        return SamplingParams(
+            temperature=0.0 if greedy else self.temperature,
+            top_p=self.top_p,
+            max_new_tokens=self.budget(prompt_format),
+            seed=seed,
+            stop=tuple(self.stop),
+        )
