@@ -29,7 +29,7 @@ Test: `.venv/bin/pytest tests/scoring -q`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -189,8 +189,8 @@ def verify(
 
 def _per_item(flag: bool | Sequence[bool], n: int) -> list[bool]:
     """`marker_required` for each of n items: one bool for all, or a sequence of n bools."""
-    if isinstance(flag, bool):
-        return [flag] * n
+    if not isinstance(flag, Iterable) or isinstance(flag, str | bytes):
+        return [bool(flag)] * n  # also numpy / torch scalars
     flags = [bool(f) for f in flag]
     if len(flags) != n:
         raise ValueError(f"length mismatch: {n} completions, {len(flags)} marker_required flags")
