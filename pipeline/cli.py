@@ -289,6 +289,10 @@ GpuMemOpt = Annotated[
     float | None,
     typer.Option(help="vllm: share of GPU memory the engine may take (default vLLM's own)."),
 ]
+KvCacheOpt = Annotated[
+    float | None,
+    typer.Option(help="vllm: KV-cache GiB (CPU default 4, or $VLLM_CPU_KVCACHE_SPACE)."),
+]
 MaxModelLenOpt = Annotated[int | None, typer.Option(help="vllm: context length of the engine.")]
 DtypeOpt = Annotated[str, typer.Option(help="vllm: weights dtype (auto, bfloat16, float32).")]
 TPOpt = Annotated[int, typer.Option(help="vllm: tensor-parallel size (GPUs per engine).")]
@@ -309,6 +313,7 @@ def _sampling_overrides(
 
 def _engine(
     gpu_memory_utilization: float | None,
+    kv_cache_gib: float | None,
     max_model_len: int | None,
     dtype: str,
     tensor_parallel_size: int,
@@ -319,6 +324,7 @@ def _engine(
     try:
         return EngineOptions(
             gpu_memory_utilization=gpu_memory_utilization,
+            kv_cache_gib=kv_cache_gib,
             max_model_len=max_model_len,
             dtype=dtype,
             tensor_parallel_size=tensor_parallel_size,
@@ -384,6 +390,7 @@ def eval_cmd(
     top_p: TopPOpt = None,
     stop: StopOpt = None,
     gpu_memory_utilization: GpuMemOpt = None,
+    kv_cache_gib: KvCacheOpt = None,
     max_model_len: MaxModelLenOpt = None,
     dtype: DtypeOpt = "auto",
     tensor_parallel_size: TPOpt = 1,
@@ -402,7 +409,12 @@ def eval_cmd(
         SamplingConfig, _sampling_overrides(max_new_tokens, temperature, top_p, stop)
     )
     engine = _engine(
-        gpu_memory_utilization, max_model_len, dtype, tensor_parallel_size, data_parallel_size
+        gpu_memory_utilization,
+        kv_cache_gib,
+        max_model_len,
+        dtype,
+        tensor_parallel_size,
+        data_parallel_size,
     )
     policy = policy_for(folder, backend, base_url or (), engine)  # type: ignore[arg-type]
     cfg = EvalConfig(
@@ -477,6 +489,7 @@ def curate(
     top_p: TopPOpt = None,
     stop: StopOpt = None,
     gpu_memory_utilization: GpuMemOpt = None,
+    kv_cache_gib: KvCacheOpt = None,
     max_model_len: MaxModelLenOpt = None,
     dtype: DtypeOpt = "auto",
     tensor_parallel_size: TPOpt = 1,
@@ -499,7 +512,12 @@ def curate(
     if backend != "openai" and not folder.exists():
         raise SieveError(f"model folder {folder} does not exist (run `sieve bootstrap` first?)")
     engine = _engine(
-        gpu_memory_utilization, max_model_len, dtype, tensor_parallel_size, data_parallel_size
+        gpu_memory_utilization,
+        kv_cache_gib,
+        max_model_len,
+        dtype,
+        tensor_parallel_size,
+        data_parallel_size,
     )
     summary = _run_curate_flow(str(folder), backend, base_url or [], home, cfg, engine)
     _print_summary(summary)
