@@ -217,6 +217,7 @@ def sieve_arm(scored: pl.DataFrame) -> dict[str, Any]:
     share = informative_share(fresh)
     curation = screen.height * len(SCREEN) + survivors.len() * len(REFINE)
     training = fresh.height * len(FRESH)
+    uniform = uniform_arm(scored, len(FRESH))["rollouts_per_informative_group"]
     return {
         "screen_group_size": len(SCREEN),
         "refine_added": len(REFINE),
@@ -232,6 +233,13 @@ def sieve_arm(scored: pl.DataFrame) -> dict[str, Any]:
         "rollouts_per_informative_group_training": len(FRESH) / share if share else None,
         "rollouts_per_informative_group_with_curation": (
             (curation + training) / (share * fresh.height) if share and fresh.height else None
+        ),
+        # epochs over the kept prompts after which curation + training has cost less per
+        # informative group than uniform G=4 groups: C / (K (share * c_uniform - G))
+        "epochs_to_break_even_vs_uniform_g4": (
+            curation / (fresh.height * (share * uniform - len(FRESH)))
+            if share and uniform and share * uniform > len(FRESH)
+            else None
         ),
     }
 

@@ -57,8 +57,9 @@ def test_sieve_curate_on_the_vllm_backend(tmp_path: Path, request: pytest.Fixtur
     assert "rollouts spent" in done.stdout
     with Ledger.open(tmp_path, read_only=True) as ledger:
         runs = ledger.sql(
-            "SELECT purpose, backend, model_revision, max_new_tokens, prompt_format, status, "
-            "n_rollouts, truncated_share FROM run_summary ORDER BY purpose"
+            "SELECT r.purpose, s.backend, r.model_revision, r.max_new_tokens, r.prompt_format, "
+            "r.status, r.n_rollouts, r.truncated_share "
+            "FROM run_summary AS r JOIN sampling_runs AS s USING (run_id) ORDER BY r.purpose"
         ).to_dicts()
         curricula = ledger.sql("SELECT model_revision FROM curricula").rows()
         marker = ledger.sql(
