@@ -60,6 +60,7 @@ from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
 from pipeline.policy.model import load_policy, model_revision
 from pipeline.problems import FAMILIES, family_levels, generate_mix
 from pipeline.sampling.hf import HFSampler
+from pipeline.sampling.training import HFGroupSampler
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
 from pipeline.train import (
@@ -67,7 +68,6 @@ from pipeline.train import (
     TINY_RECIPE_GRPO,
     TINY_RECIPE_ROLLOUTS_PER_STEP,
     CurriculumBatches,
-    HFGroupSampler,
     curriculum_frame,
     verifier_reward,
 )

@@ -266,11 +266,28 @@ def spread(scored: pl.DataFrame) -> pl.DataFrame:
 
 
 def audit(scored: pl.DataFrame, seed: int, per_verdict: int = 40) -> dict[str, Any]:
-    """Write a random sample of verdicts to label; report precision/recall on the labels."""
+    """Write the verdicts to label; report precision/recall on the labels.
+
+    The audit file lists every already-labelled verdict first (so a re-run keeps the labelled
+    items and the labels stay joinable), then tops each verdict up to `per_verdict` with a
+    seeded random draw of unlabelled ones: those are the items still to label.
+    """
+    keys = ["problem_id", "sample_idx"]
+    labelled = (
+        pl.read_ndjson(LABELS).select(*keys, "label")
+        if LABELS.exists()
+        else pl.DataFrame(
+            schema={"problem_id": pl.String, "sample_idx": pl.Int64, "label": pl.Boolean}
+        )
+    )
+    labelled = labelled.with_columns(pl.col("sample_idx").cast(scored.schema["sample_idx"]))
     pick = []
     for verdict in (True, False):
         part = scored.filter(pl.col("correct") == verdict)
-        pick.append(part.sample(min(per_verdict, part.height), seed=seed))
+        done = part.join(labelled, on=keys, how="semi")
+        rest = part.join(labelled, on=keys, how="anti")
+        top_up = max(per_verdict - done.height, 0)
+        pick += [done, rest.sample(min(top_up, rest.height), seed=seed)]
     sample_rows = pl.concat(pick).select(
         "problem_id", "sample_idx", "question", "answer", "completion", "correct", "reason"
     )

@@ -90,7 +90,8 @@ def run_sieve(
     from grpo_core.trainer import Item, Trainer
     from pipeline.policy.model import load_policy
     from pipeline.sampling.hf import HFSampler
-    from pipeline.train import HFGroupSampler, verifier_reward
+    from pipeline.sampling.training import HFGroupSampler
+    from pipeline.train import verifier_reward
 
     model, tok = load_policy(model_dir)
     items = [

@@ -27,7 +27,6 @@ import json
 import math
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -55,8 +54,8 @@ from pipeline.policy.model import (
     read_meta,
 )
 from pipeline.policy.prompts import prompt_format, render
-from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.sampling.hf import HFSampler
+from pipeline.sampling.training import make_group_sampler
 from pipeline.scoring import verify_batch
 from pipeline.store import Ledger, load_query
 
@@ -206,38 +205,6 @@ def _stage_ends(costs: list[float], total_steps: int) -> list[int]:
 # ---------------------------------------------------------------------- sampler and reward
 
 
-class HFGroupSampler:
-    """`grpo_core`'s GroupSampler over the hf backend, sampling from the live model."""
-
-    def __init__(self, sampler: HFSampler):
-        self.sampler = sampler
-        self.eos = sampler.tokenizer.eos_token_id
-
-    def sample_groups(
-        self,
-        prompts: Sequence[str],
-        sizes: Sequence[int],
-        *,
-        temperature: float,
-        max_new_tokens: int,
-        seed: int,
-    ) -> list[list[Sample]]:
-        by_size: dict[int, list[int]] = defaultdict(list)
-        for i, g in enumerate(sizes):
-            by_size[int(g)].append(i)
-        out: list[list[Sample]] = [[] for _ in prompts]
-        for g, idx in sorted(by_size.items()):
-            params = SamplingParams(temperature, max_new_tokens=max_new_tokens, seed=seed + g)
-            groups = self.sampler.sample([prompts[i] for i in idx], g, params)
-            for i, group in zip(idx, groups, strict=True):
-                out[i] = [self._sample(c) for c in group]
-        return out
-
-    def _sample(self, c: Completion) -> Sample:
-        ids = c.token_ids + ((self.eos,) if c.finish_reason == "stop" else ())
-        return Sample(ids, c.text, truncated=c.finish_reason == "length")
-
-
 def verifier_reward(
     items: Sequence[Item], samples: Sequence[Sample], *, marker_required: bool = False
 ) -> Scores:
@@ -314,12 +281,13 @@ def train(
     batches = CurriculumBatches(
         frame, prompts, settings.rollouts_per_step, cfg.total_steps, cfg.seed
     )
-    hf = HFSampler(model=model, tokenizer=tokenizer, model_name=str(model_dir))
+    group_sampler = make_group_sampler("hf", model, tokenizer, str(model_dir))
+    hf = group_sampler.sampler
     run = _Run(ledger, train_id, settings, home, fmt, meta, base_revision, curriculum_id)
     trainer = Trainer(
         model,
         tokenizer,
-        HFGroupSampler(hf),
+        group_sampler,
         reward or partial(verifier_reward, marker_required=fmt == "chat"),
         batches,
         cfg,
@@ -329,7 +297,7 @@ def train(
         crash_point=crash_point,
         warn=run.warn,
     )
-    hf.model = trainer.model  # type: ignore[assignment]  # under LoRA the wrapped one samples
+    hf.model = trainer.model  # under LoRA the wrapped one samples
     run.trainer, run.hf = trainer, hf
     resumed_from = 0
     try:

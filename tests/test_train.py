@@ -178,7 +178,8 @@ def test_trainer_log_probs_equal_the_samplers(tiny_model_dir: Path) -> None:
     from pipeline.policy.model import load_policy
     from pipeline.sampling.base import SamplingParams
     from pipeline.sampling.hf import HFSampler
-    from pipeline.train import HFGroupSampler, verifier_reward
+    from pipeline.sampling.training import HFGroupSampler
+    from pipeline.train import verifier_reward
 
     model, tok = load_policy(tiny_model_dir)
     hf = HFSampler(model=model, tokenizer=tok)
