@@ -22,6 +22,8 @@ from grpo_core.loss import AGGREGATIONS, AggregationName
 
 BetaScheduleName = Literal["fixed", "warmup", "adaptive"]
 ReferenceName = Literal["frozen", "none", "lora_base"]
+AutocastName = Literal["off", "bf16"]
+SaveDtypeName = Literal["auto", "float32", "bfloat16"]
 
 
 @dataclass(frozen=True)
@@ -66,11 +68,23 @@ class GRPOConfig:
     lr_warmup_steps: int = 0  # linear lr warm-up from 0; constant afterwards
     weight_decay: float = 0.0  # AdamW decay; 0 as in TRL's GRPO default
     micro_batch_size: int = 0  # sequences per forward/backward; 0 = the whole batch at once
+    # padded prompt + completion tokens per forward/backward (bounds activation memory on long
+    # completions); 0 = no token limit. Combined with micro_batch_size: both bounds hold
+    micro_batch_tokens: int = 0
+    # "bf16": forward passes under torch.autocast(bfloat16), master weights and Adam stay fp32
+    # (faster where the device has bf16 matmuls; log-softmax stays fp32); "off": plain dtype
+    autocast: AutocastName = "off"
+    # truncated importance sampling cap for engine/trainer log-prob mismatch (Yao et al. 2025;
+    # TRL vllm_importance_sampling_cap); used only when the sampler reports log-probs; 0 = off
+    tis_cap: float = 2.0
     # run each distinct prompt once per micro-batch and its completions on its KV cache (same
     # loss, less compute: G rows share one prompt); False runs every row in full
     share_prefix: bool = True
     checkpoint_every: int = 50  # seed 002 saves every 50 steps; 0 = only at the end
     keep_checkpoints: int = 3  # keep the newest K checkpoints, delete older ones
+    # dtype of checkpoint weights: auto = the parameters' dtype; bfloat16 halves fp32 folders
+    # (the newest checkpoint then also keeps fp32 master weights for exact resume)
+    save_dtype: SaveDtypeName = "auto"
     deterministic: bool = True  # torch deterministic algorithms: bitwise resume on CPU
     lora_rank: int = 8  # reference="lora_base": rank of the LoRA adapters trained
     lora_alpha: int = 16  # reference="lora_base": LoRA scale numerator
@@ -87,6 +101,8 @@ class GRPOConfig:
             "reference": get_args(ReferenceName),
             "kl_estimator": get_args(KLEstimatorName),
             "beta_schedule": get_args(BetaScheduleName),
+            "autocast": get_args(AutocastName),
+            "save_dtype": get_args(SaveDtypeName),
         }
         for name, options in allowed.items():
             if getattr(self, name) not in options:
@@ -118,12 +134,21 @@ class GRPOConfig:
             raise ValueError(f"reward_clip={self.reward_clip}; use a positive bound, e.g. 5")
         if self.repetition_coef < 0 or self.repetition_ngram < 1:
             raise ValueError("repetition_coef must be ≥ 0 and repetition_ngram ≥ 1")
-        counts = ("repetition_start_step", "lr_warmup_steps", "micro_batch_size")
-        for name in (*counts, "checkpoint_every", "total_steps"):
+        counts = (
+            "repetition_start_step",
+            "lr_warmup_steps",
+            "micro_batch_size",
+            "micro_batch_tokens",
+            "checkpoint_every",
+            "total_steps",
+        )
+        for name in counts:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)}")
         if self.keep_checkpoints < 1:
             raise ValueError(f"keep_checkpoints={self.keep_checkpoints}; keep at least 1")
+        if self.tis_cap < 0:
+            raise ValueError(f"tis_cap={self.tis_cap}; use a cap ≥ 1 (e.g. 2), or 0 to turn it off")
         if self.weight_decay < 0:
             raise ValueError(f"weight_decay={self.weight_decay}; use a value ≥ 0")
         if self.reference == "lora_base" and (self.lora_rank < 1 or self.lora_alpha <= 0):

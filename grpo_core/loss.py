@@ -15,6 +15,13 @@ every denominator. Aggregations, registered by name in `AGGREGATIONS`:
 - `seq_mean`:   mean over valid sequences of each sequence's token mean (original GRPO);
 - `dr_grpo`:    Σ loss / (max_tokens · valid sequences), a constant per sequence (Dr. GRPO).
 
+Truncated importance sampling (Yao et al. 2025, "Your efficient RL framework secretly brings you
+off-policy RL training"; TRL's `vllm_importance_sampling_cap`, verl's TIS): when the sampling
+engine's log-probs differ from the trainer's at the same weights, each token's policy-gradient
+term is multiplied by the detached weight min(exp(trainer_old − engine), cap)
+(`truncated_is_weights`, passed to `grpo_loss` as `token_weight`). The KL term is not weighted,
+as in TRL.
+
 Departure: Dr. GRPO divides by a fixed constant; we count only valid sequences in it, so that
 uninformative groups do not dilute the gradient (consistent with the other two aggregations).
 
@@ -134,13 +141,16 @@ def grpo_loss(
     kl_estimator: KLEstimatorName = "k3",
     truncated: Tensor | None = None,
     logits: Tensor | None = None,
+    token_weight: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
     """Scalar loss and metrics for one micro-batch of B completions of T tokens.
 
     logp/old_logp/ref_logp (B, T) log-probs of the sampled tokens; adv (B,); mask (B, T) real
     tokens; informative (B,) from `advantages`; truncated (B,) to leave truncated completions
     out (None keeps them); kl_estimator picks the KL term (k3 default); max_tokens is the
-    `dr_grpo` constant (default T); logits (B, T, V) only for the entropy metric.
+    `dr_grpo` constant (default T); logits (B, T, V) only for the entropy metric;
+    token_weight (B, T) multiplies each token's policy-gradient term (importance weights,
+    treated as constants).
     """
     if aggregation not in AGGREGATIONS:
         raise ValueError(
@@ -151,6 +161,8 @@ def grpo_loss(
     valid = valid_tokens(mask, informative, truncated)  # (B, T)
     per_token, ratio = clipped_surrogate(logp, old_logp, adv, eps_low, eps_high, valid)
     metrics = _metrics(ratio, adv, valid, eps_low, eps_high)
+    if token_weight is not None:
+        per_token = per_token * token_weight.detach().to(per_token.dtype)  # (B, T)
     metrics["pg_loss"] = _masked_mean(per_token, valid)
     if ref_logp is not None:
         zero = torch.zeros_like(logp)  # (B, T)
@@ -166,3 +178,28 @@ def grpo_loss(
     loss = AGGREGATIONS[aggregation](per_token, valid, max_tokens or logp.shape[1])  # ()
     metrics["loss"] = float(loss.detach())
     return loss, metrics
+
+
+def truncated_is_weights(
+    trainer_logp: Tensor, engine_logp: Tensor, mask: Tensor, cap: float
+) -> tuple[Tensor, dict[str, float]]:
+    """Per-token truncated importance weights (B, T) and their metrics.
+
+    trainer_logp/engine_logp (B, T) are the log-probs of the sampled tokens under the trainer's
+    sampling-time weights and under the engine that sampled them; mask (B, T) the tokens where
+    the engine's log-prob is known. Weight = min(exp(trainer − engine), cap), 1 outside the mask;
+    cap = 0 turns the correction off (weights 1) but still measures the mismatch.
+    Metrics: `logprob_mismatch` mean |trainer − engine|, `is_weight_mean` mean untruncated-then-
+    capped weight (the raw ratio when cap = 0), `is_clipped_frac` share of tokens above the cap.
+    """
+    mask = mask.bool()
+    delta = torch.where(mask, trainer_logp.detach() - engine_logp, torch.zeros_like(engine_logp))
+    ratio = torch.exp(delta)  # (B, T); 1 outside the mask
+    capped = ratio.clamp(max=cap) if cap > 0 else ratio  # (B, T)
+    metrics = {
+        "logprob_mismatch": _masked_mean(delta.abs(), mask),
+        "is_weight_mean": _masked_mean(capped, mask),
+        "is_clipped_frac": _masked_mean((ratio > cap).float(), mask) if cap > 0 else 0.0,
+    }
+    weights = capped if cap > 0 else torch.ones_like(ratio)
+    return weights.detach(), metrics

@@ -1,12 +1,14 @@
 """The GRPO training loop: batch of curriculum items → sample groups → score → advantages →
 `num_iterations` clipped-surrogate updates with KL to the reference → metrics, checkpoints.
 
-The trainer knows nothing about ledgers or problem generators. It receives four small things:
+The trainer knows nothing about ledgers or problem generators. It receives four small things
+(`grpo_core.types`):
 
 - `batches(step) -> items`: the curriculum items (prompt, answer, group size) of optimiser step
   `step`. It must be a pure function of the step, which is what makes resume exact;
 - a `GroupSampler` that samples completions from the *current* weights of the model being trained
-  (the hf sampler is handed the same model object), returning completion token ids;
+  (the hf sampler is handed the same model object; a sampler with its own copy of the weights
+  implements `WeightSync` and is pushed the model after each update and when `train()` starts);
 - a `RewardFn` that scores completions (reward and correctness; `None` = verifier error);
 - optional callbacks for metrics and checkpoints (the pipeline writes them to the ledger).
 
@@ -14,23 +16,33 @@ Per step, in order: sample with seed (cfg.seed, step); score; reward components 
 (`grpo_core.rewards`), a sample whose reward is `None` is put in a group of its own so it carries
 no advantage and is out of the loss; advantages per group (`grpo_core.advantages`) with the
 length penalty after normalisation; uninformative groups are dropped *before* any forward pass
-(they would contribute nothing); old log-probs are taken once when `num_iterations` > 1; each
-iteration computes the loss (`grpo_core.loss`), backpropagates over micro-batches (each weighted by
-its share of the aggregation's denominator, so micro-batching does not change the gradient),
-checks that the loss and the gradient norm are finite, clips the norm and steps the optimiser.
+(they would contribute nothing); the rows become padded tensors on the model's device and
+micro-batches (`grpo_core.batch`); old log-probs are taken once when `num_iterations` > 1; each
+iteration computes the loss (`grpo_core.loss`) on log-probs from `grpo_core.logprobs`,
+backpropagates over micro-batches (each weighted by its share of the aggregation's denominator,
+so micro-batching does not change the gradient), checks that the loss and the gradient norm are
+finite, clips the norm and steps the optimiser.
+
+Engine log-probs: when samples carry `logprobs` (the sampling engine's), the trainer's own
+log-probs at the sampling weights (the first forward's, or the old log-probs when
+`num_iterations` > 1) are compared with them (`logprob_mismatch`) and each token's
+policy-gradient term is weighted by min(exp(trainer − engine), `tis_cap`) (truncated importance
+sampling, Yao et al. 2025); `tis_cap` = 0 measures without correcting.
 
 Safety: a non-finite reward (NaN / inf from the reward function), loss or gradient skips the
-rest of the step — the gradient is discarded, the parameters stay as they were, the event is
-counted in `skipped_steps`, and a checkpoint is never written from non-finite weights.
+rest of the step — the gradient is discarded, the parameters and optimiser state stay as they
+were before the step (with `num_iterations` > 1 both are snapshotted before iteration 1 and
+restored if a later iteration fails), the event is counted in `skipped_steps`, and a checkpoint
+is never written from non-finite weights.
 
 Reference models (cfg.reference): `frozen` — a deep copy of the starting weights, no grad;
 `none` — no KL term (β must be 0); `lora_base` — LoRA adapters (peft) are trained and the base
 weights, seen with the adapters disabled, are the reference: no second copy in memory.
 
 Exact resume: every random choice is derived from (cfg.seed, step) — the batch, the sampling
-seed — and checkpoints hold the weights, optimiser, lr scheduler and β-schedule state and the
-counters; with `deterministic` set, N steps + resume + N steps reproduce 2N straight steps
-bitwise on CPU (tests/grpo_core/test_trainer.py).
+seed — and the newest checkpoint holds the weights (full precision), optimiser, lr scheduler and
+β-schedule state and the counters (`grpo_core.state`); with `deterministic` set, N steps +
+resume + N steps reproduce 2N straight steps bitwise on CPU (tests/grpo_core/test_trainer.py).
 
 Departure from the GRPO paper: one optimiser step per training step per iteration (no separate
 "mini-batches" of the rollout batch); TRL's default does the same with gradient accumulation.
@@ -41,125 +53,47 @@ Test: `.venv/bin/pytest tests/grpo_core/test_trainer.py -q`.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from grpo_core import checkpoint as ckpt
+from grpo_core import state as ckpt_state
 from grpo_core.advantages import advantages, length_penalty
+from grpo_core.batch import Batch, build_batch, denominators, micro_batches, share
 from grpo_core.config import GRPOConfig
-from grpo_core.loss import grpo_loss
+from grpo_core.logprobs import completion_logp
+from grpo_core.loss import grpo_loss, truncated_is_weights
 from grpo_core.rewards import Component, combine, repetition_penalty
+from grpo_core.types import (
+    BatchSource,
+    Collected,
+    Collector,
+    Counters,
+    GroupSampler,
+    Item,
+    MetricsSink,
+    RewardFn,
+    Sample,
+    Scores,
+    StepOutput,
+    TrainerError,
+    WeightSync,
+)
 
-# Fields that change the model's parameter set: a checkpoint written under other values of
-# these cannot be resumed with this config.
-MODEL_FIELDS = ("reference", "lora_rank", "lora_alpha")
-# Update micro-batches group rows of similar length (less padding): a new bucket starts when a
-# row is this many times longer than the bucket's shortest and the bucket has this many rows.
-BUCKET_STRETCH = 1.25
-BUCKET_MIN_ROWS = 32
+__all__ = [
+    "BatchSource", "Collected", "Collector", "Counters", "GroupSampler", "Item", "MetricsSink",
+    "RewardFn", "Sample", "Scores", "StepOutput", "Trainer", "TrainerError", "WeightSync",
+    "collect",
+]  # fmt: skip
 
-
-@dataclass(frozen=True)
-class Item:
-    """One curriculum prompt: rendered prompt text, what the reward function checks, its G."""
-
-    prompt: str
-    answer: str
-    group_size: int
-    key: str = ""  # e.g. problem_id; only for logging
-    weight: float = 1.0
-    verifier: str = ""  # passed through to the reward function
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One completion: its token ids (with the end-of-sequence token if it stopped there)."""
-
-    token_ids: tuple[int, ...]
-    text: str
-    truncated: bool  # cut by max_new_tokens
-
-
-class GroupSampler(Protocol):
-    def sample_groups(
-        self,
-        prompts: Sequence[str],
-        sizes: Sequence[int],
-        *,
-        temperature: float,
-        max_new_tokens: int,
-        seed: int,
-    ) -> list[list[Sample]]:
-        """For prompt i, sizes[i] completions sampled from the current weights."""
-        ...
-
-
-@dataclass(frozen=True)
-class Scores:
-    rewards: list[float | None]  # None: the verifier could not judge this sample
-    correct: list[bool | None]
-
-
-class RewardFn(Protocol):
-    def __call__(self, items: Sequence[Item], samples: Sequence[Sample]) -> Scores:
-        """Score samples[i] against items[i] (items are repeated per sample)."""
-        ...
-
-
-BatchSource = Callable[[int], Sequence[Item]]
-MetricsSink = Callable[[int, dict[str, float]], None]
-
-
-class TrainerError(ValueError):
-    """Bad trainer input; the message is one line saying what to fix."""
-
-
-@dataclass
-class Counters:
-    skipped_steps: int = 0  # steps whose update was discarded (non-finite reward/loss/grad)
-    empty_steps: int = 0  # steps where every group was uninformative (nothing to learn from)
-    rollouts: int = 0  # completions sampled so far
-
-
-@dataclass
-class _Batch:
-    """The informative rows of one step, as padded tensors."""
-
-    ids: Tensor  # (B, L) prompt + completion, right-padded
-    attn: Tensor  # (B, L)
-    starts: Tensor  # (B,) index in the shifted logits of each completion's first token
-    comp_mask: Tensor  # (B, Tc)
-    adv: Tensor  # (B,)
-    truncated: Tensor  # (B,) bool
-    # each distinct prompt once (prefix sharing): left-padded prompts, and which prompt a row has
-    prompt_ids: Tensor | None = None  # (P, Tp)
-    prompt_attn: Tensor | None = None  # (P, Tp)
-    owner: Tensor | None = None  # (B,) row -> prompt
-    comp_ids: Tensor | None = None  # (B, Tc) completion tokens, right-padded
-
-
-@dataclass
-class Collected:
-    """What a step trains on: items, their groups (aligned), flat scores, rollouts spent."""
-
-    items: list[Item]
-    groups: list[list[Sample]]
-    scores: Scores
-    rollouts: int  # every completion sampled for this step, including ones not trained on
-    time_sample: float = 0.0
-    time_score: float = 0.0
-
-
-Collector = Callable[["Trainer", int], Collected]
+TIS_KEYS = ("logprob_mismatch", "is_weight_mean", "is_clipped_frac")
 
 
 def collect(trainer: Trainer, step: int) -> Collected:
@@ -169,16 +103,6 @@ def collect(trainer: Trainer, step: int) -> Collected:
         raise TrainerError(f"the batch source returned no items for step {step}")
     groups, scores, ts, tr = trainer.sample_and_score(items, trainer.step_seed(step))
     return Collected(items, groups, scores, sum(len(g) for g in groups), ts, tr)
-
-
-@dataclass
-class StepOutput:
-    metrics: dict[str, float] = field(default_factory=dict)
-    skipped: bool = False
-
-
-def _finite(x: float) -> bool:
-    return math.isfinite(x)
 
 
 class Trainer:
@@ -218,8 +142,8 @@ class Trainer:
         elif cfg.reference == "lora_base":
             self.model = _with_lora(model, cfg)
         self.model.eval()  # no dropout: sampling and scoring see the same function
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         warmup = cfg.lr_warmup_steps
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0
@@ -243,6 +167,7 @@ class Trainer:
             end = min(end, self.step + max_steps)
         history = []
         every = self.cfg.checkpoint_every
+        self._sync_weights()  # a resumed run's engine samples from the restored weights
         while self.step < end:
             out = self.run_step(self.step)
             history.append(out.metrics)
@@ -298,41 +223,55 @@ class Trainer:
         """The sampling seed of (step, round): a pure function, so resume is exact."""
         return self.cfg.seed * 1_000_003 + step + round_ * 7_919_000
 
-    # ---------------------------------------------------------------- the update
+    # ---------------------------------------------------------------- scoring and advantages
 
     def _update(
-        self,
-        step: int,
-        items: list[Item],
-        flat: list[Sample],
-        group: Tensor,
-        scores: Scores,
+        self, step: int, items: list[Item], flat: list[Sample], group: Tensor, scores: Scores
     ) -> tuple[StepOutput, dict[str, float]]:
-        cfg = self.cfg
-        n = len(flat)
-        if n == 0:  # a collector that found nothing worth training on
-            self.counters.empty_steps += 1
-            m0 = {"zero_var_share": 1.0, "adv_std": 0.0, "beta": self.beta_schedule.value(step)}
-            nan = {k: math.nan for k in ("reward_mean", "reward_std", "pass_rate")}
-            zero = {k: 0.0 for k in ("completion_len", "truncated_share", "verifier_errors")}
-            return StepOutput(), {**m0, **nan, **zero, **_empty_update_metrics()}
+        if not flat:  # a collector that found nothing worth training on
+            return self._empty(_no_samples_metrics(self.beta_schedule.value(step)))
+        m = self._score_metrics(step, flat, scores)
         known = torch.tensor([r is not None for r in scores.rewards])  # (N,)
         raw = torch.tensor([math.nan if r is None else float(r) for r in scores.rewards])
-        lengths = torch.tensor([len(s.token_ids) for s in flat], dtype=torch.float64)  # (N,)
-        truncated = torch.tensor([s.truncated for s in flat])  # (N,)
-        correct = [c for c in scores.correct if c is not None]
-        m: dict[str, float] = {
-            "reward_mean": float(raw[known].mean()) if known.any() else math.nan,
-            "reward_std": float(raw[known].std(correction=0)) if known.any() else math.nan,
-            "pass_rate": sum(correct) / len(correct) if correct else math.nan,
-            "completion_len": float(lengths.mean()),
-            "truncated_share": float(truncated.float().mean()),
-            "verifier_errors": float(n - int(known.sum())),
-            "beta": self.beta_schedule.value(step),
-        }
         if not bool(torch.isfinite(raw[known]).all()):
             return self._skip(m, "non-finite reward")
-        # a sample the verifier could not judge gets a group of its own: no advantage, no loss
+        adv, informative = self._advantages(step, flat, group, known, raw)
+        m["zero_var_share"] = 1.0 - len(torch.unique(group[informative])) / len(items)
+        m["adv_std"] = float(adv[informative].std(correction=0)) if informative.any() else 0.0
+        truncated = torch.tensor([s.truncated for s in flat])  # (N,)
+        rows = informative & ~truncated if self.cfg.mask_truncated else informative
+        if not bool(rows.any()):
+            return self._empty({**m, **_empty_update_metrics()})
+        keep = rows.nonzero().squeeze(1).tolist()
+        batch = self._tensors(
+            [items[int(group[i])] for i in keep], [flat[i] for i in keep], adv[rows]
+        )
+        return self._optimise(step, batch, m)
+
+    def _tensors(self, items: list[Item], samples: list[Sample], adv: Tensor) -> Batch:
+        """Row i = items[i]'s prompt + samples[i], as padded tensors on the model's device."""
+        return build_batch(self.tokenizer, items, samples, adv, self.pad_id, self.device)
+
+    def _score_metrics(self, step: int, flat: list[Sample], scores: Scores) -> dict[str, float]:
+        known = [float(r) for r in scores.rewards if r is not None]
+        correct = [c for c in scores.correct if c is not None]
+        lengths = torch.tensor([len(s.token_ids) for s in flat], dtype=torch.float64)  # (N,)
+        rewards = torch.tensor(known, dtype=torch.float32)
+        return {
+            "reward_mean": float(rewards.mean()) if known else math.nan,
+            "reward_std": float(rewards.std(correction=0)) if known else math.nan,
+            "pass_rate": sum(correct) / len(correct) if correct else math.nan,
+            "completion_len": float(lengths.mean()),
+            "truncated_share": float(torch.tensor([s.truncated for s in flat]).float().mean()),
+            "verifier_errors": float(len(flat) - len(known)),
+            "beta": self.beta_schedule.value(step),
+        }
+
+    def _advantages(
+        self, step: int, flat: list[Sample], group: Tensor, known: Tensor, raw: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """(N,) advantages and (N,) informative flags; an unjudged sample is its own group."""
+        cfg, n = self.cfg, len(flat)
         gid = torch.where(known, group, group.max() + 1 + torch.arange(n))  # (N,)
         values = {
             "reward": torch.where(known, raw, torch.zeros_like(raw)).double(),
@@ -342,81 +281,99 @@ class Trainer:
         adv, informative = advantages(
             reward, gid, cfg.estimator, cfg.std_ddof, cfg.adv_eps, cfg.zero_var_tol
         )
+        lengths = torch.tensor([len(s.token_ids) for s in flat], dtype=torch.float64)  # (N,)
         adv = length_penalty(
             adv, lengths, gid, cfg.length_penalty_coef, informative, cfg.std_ddof, cfg.adv_eps
         )
-        n_groups = len(items)
-        informative_groups = len(torch.unique(group[informative]))
-        m["zero_var_share"] = 1.0 - informative_groups / n_groups
-        m["adv_std"] = float(adv[informative].std(correction=0)) if informative.any() else 0.0
-        rows = informative & ~truncated if cfg.mask_truncated else informative
-        if not bool(rows.any()):
-            self.counters.empty_steps += 1
-            return StepOutput(), {**m, **_empty_update_metrics()}
-        keep = rows.nonzero().squeeze(1).tolist()
-        batch = self._tensors(
-            [items[int(group[i])] for i in keep], [flat[i] for i in keep], adv[rows]
-        )
-        return self._optimise(step, batch, m)
+        return adv, informative
+
+    # ---------------------------------------------------------------- the update
 
     def _optimise(
-        self, step: int, batch: _Batch, m: dict[str, float]
+        self, step: int, batch: Batch, m: dict[str, float]
     ) -> tuple[StepOutput, dict[str, float]]:
         cfg = self.cfg
-        beta = self.beta_schedule.value(step)
-        parts = self._micro(batch)
+        parts = micro_batches(batch, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix)
         with torch.no_grad():
             old = [self._logp(p)[0] for p in parts] if cfg.num_iterations > 1 else None
-            ref = [self._ref_logp(p) for p in parts] if self._has_ref() else None
-        totals = self._denominators(batch)
+            ref = [self._ref_logp(p) for p in parts] if cfg.reference != "none" else None
+        ctx = _StepInputs(
+            parts, denominators(batch, cfg.mask_truncated), old, ref,
+            self.beta_schedule.value(step), int(batch.comp_mask.shape[1]),
+        )  # fmt: skip
+        before = self._snapshot() if cfg.num_iterations > 1 else None
         sums: dict[str, float] = {}
         for _ in range(cfg.num_iterations):
-            self.optimizer.zero_grad(set_to_none=True)
-            it_metrics: dict[str, float] = {}
-            for j, part in enumerate(parts):
-                logp, logits = self._logp(part)
-                loss, lm = grpo_loss(
-                    logp,
-                    old[j] if old is not None else logp.detach(),
-                    part.adv,
-                    part.comp_mask,
-                    torch.ones_like(part.adv, dtype=torch.bool),
-                    eps_low=cfg.clip_eps_low,
-                    eps_high=cfg.clip_eps_high,
-                    aggregation=cfg.aggregation,
-                    max_tokens=int(batch.comp_mask.shape[1]),
-                    ref_logp=ref[j] if ref is not None else None,
-                    beta=beta,
-                    kl_estimator=cfg.kl_estimator,
-                    truncated=part.truncated if cfg.mask_truncated else None,
-                    logits=logits,
-                )
-                share = self._share(part, totals)
-                if not _finite(float(loss.detach())):
-                    return self._skip(m, "non-finite loss")
-                (loss * share).backward()
-                for k, v in lm.items():
-                    it_metrics[k] = it_metrics.get(k, 0.0) + v * share
-            params = [p for p in self.model.parameters() if p.requires_grad]
-            norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-            if not _finite(norm):
-                return self._skip(m, "non-finite gradient")
-            self.optimizer.step()
-            it_metrics["grad_norm"] = norm
+            it_metrics = self._iteration(ctx)
+            if isinstance(it_metrics, str):
+                if before is not None:
+                    self._restore(before)
+                return self._skip(m, it_metrics)
             for k, v in it_metrics.items():
                 sums[k] = sums.get(k, 0.0) + v / cfg.num_iterations
         self.optimizer.zero_grad(set_to_none=True)
-        kl = sums.get("kl_ref", 0.0)
-        self.beta_schedule.update(kl)
-        m.update(
-            loss=sums["loss"],
-            kl=kl,
-            clip_low_frac=sums["clip_frac_low"],
-            clip_high_frac=sums["clip_frac_high"],
-            entropy=sums.get("entropy", math.nan),
-            grad_norm=sums["grad_norm"],
-            trained_samples=float(batch.adv.shape[0]),
+        self.beta_schedule.update(sums.get("kl_ref", 0.0))
+        self._sync_weights()
+        m.update(_update_metrics(sums, batch), **ctx.tis_metrics())
+        return StepOutput(), m
+
+    def _iteration(self, ctx: _StepInputs) -> dict[str, float] | str:
+        """One optimiser update over every micro-batch: its metrics, or why it was refused."""
+        self.optimizer.zero_grad(set_to_none=True)
+        it_metrics: dict[str, float] = {}
+        for j, part in enumerate(ctx.parts):
+            logp, logits = self._logp(part)
+            old = ctx.old[j] if ctx.old is not None else logp.detach()
+            loss, lm = self._loss(part, j, ctx, logp, old, logits)
+            if not math.isfinite(float(loss.detach())):
+                return "non-finite loss"
+            weight = share(part, ctx.totals, self.cfg.aggregation, self.cfg.mask_truncated)
+            (loss * weight).backward()
+            for k, v in lm.items():
+                it_metrics[k] = it_metrics.get(k, 0.0) + v * weight
+        norm = float(torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm))
+        if not math.isfinite(norm):
+            return "non-finite gradient"
+        self.optimizer.step()
+        it_metrics["grad_norm"] = norm
+        return it_metrics
+
+    def _loss(
+        self, part: Batch, j: int, ctx: _StepInputs, logp: Tensor, old: Tensor, logits: Tensor
+    ) -> tuple[Tensor, dict[str, float]]:
+        cfg = self.cfg
+        return grpo_loss(
+            logp,
+            old,
+            part.adv,
+            part.comp_mask,
+            torch.ones_like(part.adv, dtype=torch.bool),
+            eps_low=cfg.clip_eps_low,
+            eps_high=cfg.clip_eps_high,
+            aggregation=cfg.aggregation,
+            max_tokens=ctx.max_tokens,
+            ref_logp=ctx.ref[j] if ctx.ref is not None else None,
+            beta=ctx.beta,
+            kl_estimator=cfg.kl_estimator,
+            truncated=part.truncated if cfg.mask_truncated else None,
+            logits=logits,
+            token_weight=ctx.is_weights(j, part, old, cfg.tis_cap),
         )
+
+    def _snapshot(self) -> tuple[list[Tensor], dict[str, Any]]:
+        """Parameters and optimiser state before an update that may be discarded part-way."""
+        params = [p.detach().clone() for p in self.params]
+        return params, copy.deepcopy(self.optimizer.state_dict())
+
+    def _restore(self, snapshot: tuple[list[Tensor], dict[str, Any]]) -> None:
+        params, opt = snapshot
+        with torch.no_grad():
+            for p, saved in zip(self.params, params, strict=True):
+                p.copy_(saved)
+        self.optimizer.load_state_dict(opt)
+
+    def _empty(self, m: dict[str, float]) -> tuple[StepOutput, dict[str, float]]:
+        self.counters.empty_steps += 1
         return StepOutput(), m
 
     def _skip(self, m: dict[str, float], why: str) -> tuple[StepOutput, dict[str, float]]:
@@ -427,129 +384,22 @@ class Trainer:
         m.setdefault("adv_std", math.nan)
         return StepOutput(skipped=True), {**m, **_empty_update_metrics(math.nan)}
 
-    # ---------------------------------------------------------------- tensors
+    def _sync_weights(self) -> None:
+        if isinstance(self.sampler, WeightSync):
+            self.sampler.sync_weights(self.model)
 
-    def _tensors(self, items: list[Item], samples: list[Sample], adv: Tensor) -> _Batch:
-        index: dict[str, int] = {}
-        owners = [index.setdefault(it.prompt, len(index)) for it in items]
-        encoded = [list(self.tokenizer(p)["input_ids"]) for p in index]
-        comps = [list(s.token_ids) for s in samples]
-        pad = self.pad_id
-        ids, attn = _padded([encoded[o] + c for o, c in zip(owners, comps, strict=True)], pad)
-        comp_ids, comp_mask = _padded(comps, pad, min_width=1)  # (B, Tc), right-padded
-        # left-padded: every prompt ends at column Tp - 1
-        prompt_ids, prompt_attn = _padded(encoded, pad, left=True)  # (P, Tp)
-        owner = torch.tensor(owners, dtype=torch.long)  # (B,)
-        starts = prompt_attn.sum(dim=1)[owner] - 1  # logits at position t predict token t + 1
-        truncated = torch.tensor([s.truncated for s in samples])
-        dev = self.device
-        return _Batch(
-            ids.to(dev),
-            attn.to(dev),
-            starts.to(dev),
-            comp_mask.bool().to(dev),
-            adv.float().to(dev),
-            truncated.to(dev),
-            prompt_ids.to(dev),
-            prompt_attn.to(dev),
-            owner.to(dev),
-            comp_ids.to(dev),
-        )
+    # ---------------------------------------------------------------- log-probs
 
-    def _logp(self, b: _Batch) -> tuple[Tensor, Tensor]:
+    def _logp(self, b: Batch) -> tuple[Tensor, Tensor]:
         """Log-probs (B, Tc) of the completion tokens and their logits (B, Tc, V)."""
-        if self.cfg.share_prefix:
-            return _shared_prefix_logp(self.model, b)
-        logits = self.model(input_ids=b.ids, attention_mask=b.attn).logits  # (B, L, V)
-        return _gather_completion(logits, b)
+        return completion_logp(self.model, b, self.cfg.share_prefix, self.cfg.autocast)
 
-    def _ref_logp(self, b: _Batch) -> Tensor:
+    def _ref_logp(self, b: Batch) -> Tensor:
+        cfg = self.cfg
         if self.ref_model is not None:
-            return self._logp_with(self.ref_model, b)
+            return completion_logp(self.ref_model, b, cfg.share_prefix, cfg.autocast)[0]
         with self.model.disable_adapter():  # type: ignore[operator]
-            return self._logp_with(self.model, b)
-
-    def _logp_with(self, model: torch.nn.Module, b: _Batch) -> Tensor:
-        if self.cfg.share_prefix:
-            return _shared_prefix_logp(model, b)[0]
-        return _gather_completion(model(input_ids=b.ids, attention_mask=b.attn).logits, b)[0]
-
-    def _has_ref(self) -> bool:
-        return self.cfg.reference != "none"
-
-    def _micro(self, b: _Batch) -> list[_Batch]:
-        """The batch as micro-batches; see `_micro_shared` and `_micro_bucketed`."""
-        if self.cfg.share_prefix:
-            return self._micro_shared(b)
-        return self._micro_bucketed(b)
-
-    def _micro_shared(self, b: _Batch) -> list[_Batch]:
-        """Whole groups together (rows come grouped by prompt), up to `micro_batch_size` rows."""
-        n = int(b.ids.shape[0])
-        size = self.cfg.micro_batch_size or n
-        return [self._rows(b, torch.arange(s, min(s + size, n))) for s in range(0, n, size)]
-
-    def _micro_bucketed(self, b: _Batch) -> list[_Batch]:
-        """The batch as micro-batches of rows of similar length, each cut to its own width.
-
-        Rows are sorted by length and split where a bucket's longest row would exceed
-        `BUCKET_STRETCH` × its shortest (and the bucket holds at least `BUCKET_MIN_ROWS`), or at
-        `micro_batch_size` rows. The loss is a share-weighted sum over micro-batches, so the
-        split changes no gradient, only how much padding is computed.
-        """
-        n = int(b.ids.shape[0])
-        size = self.cfg.micro_batch_size or n
-        lengths = b.attn.sum(dim=1)  # (B,)
-        order = torch.argsort(lengths, stable=True)
-        sorted_len = lengths[order].tolist()
-        parts, start = [], 0
-        for i in range(1, n + 1):
-            full = i - start >= size
-            stretch = (
-                i < n
-                and i - start >= BUCKET_MIN_ROWS
-                and sorted_len[i] > BUCKET_STRETCH * max(sorted_len[start], 1)
-            )
-            if i == n or full or stretch:
-                parts.append(self._rows(b, order[start:i]))
-                start = i
-        return parts
-
-    @staticmethod
-    def _rows(b: _Batch, rows: Tensor) -> _Batch:
-        """The given rows, cut to their own widths, with only the prompts they use."""
-        width = int(b.attn[rows].sum(dim=1).max())
-        comp = b.comp_mask[rows]
-        tc = max(1, int(comp.sum(dim=1).max()))
-        shared: tuple[Tensor | None, ...] = (None, None, None, None)
-        if b.prompt_ids is not None and b.prompt_attn is not None and b.owner is not None:
-            used, owner = torch.unique(b.owner[rows], return_inverse=True)
-            assert b.comp_ids is not None
-            shared = (b.prompt_ids[used], b.prompt_attn[used], owner, b.comp_ids[rows, :tc])
-        return _Batch(
-            b.ids[rows, :width],
-            b.attn[rows, :width],
-            b.starts[rows],
-            comp[:, :tc],
-            b.adv[rows],
-            b.truncated[rows],
-            *shared,
-        )
-
-    def _valid(self, b: _Batch) -> Tensor:
-        keep = ~b.truncated if self.cfg.mask_truncated else torch.ones_like(b.truncated)
-        return b.comp_mask & keep[:, None]  # (B, Tc)
-
-    def _denominators(self, b: _Batch) -> tuple[float, float]:
-        valid = self._valid(b)
-        return float(valid.sum()), float(valid.any(dim=1).sum())
-
-    def _share(self, part: _Batch, totals: tuple[float, float]) -> float:
-        """This micro-batch's share of the aggregation's denominator (1 with one micro-batch)."""
-        valid = self._valid(part)
-        if self.cfg.aggregation == "token_mean":
-            return float(valid.sum()) / max(totals[0], 1.0)
-        return float(valid.any(dim=1).sum()) / max(totals[1], 1.0)
+            return completion_logp(self.model, b, cfg.share_prefix, cfg.autocast)[0]
 
     # ---------------------------------------------------------------- checkpoints
 
@@ -562,40 +412,15 @@ class Trainer:
         path = ckpt.save(
             self.checkpoint_dir,
             self.step,
-            self._write_model,
-            self._state(),
+            lambda folder: ckpt_state.write_model(self, folder),
+            ckpt_state.trainer_state(self),
             self.cfg.keep_checkpoints,
             self.crash_point,
+            write_resume=lambda folder: ckpt_state.write_resume(self, folder),
         )
         if self.on_checkpoint is not None:
             self.on_checkpoint(self.step, path)
         return path
-
-    def _write_model(self, folder: Path) -> None:
-        model = self.model
-        if self.cfg.reference == "lora_base":  # a plain model folder: adapters merged in
-            model = copy.deepcopy(self.model).merge_and_unload()  # type: ignore[operator]
-        model.save_pretrained(folder, safe_serialization=True)  # type: ignore[operator]
-        if hasattr(self.tokenizer, "save_pretrained"):
-            self.tokenizer.save_pretrained(folder)
-        if self.write_extra is not None:
-            self.write_extra(folder, model)
-
-    def _state(self) -> dict[str, Any]:
-        state: dict[str, Any] = {
-            "step": self.step,
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "beta_schedule": dict(vars(self.beta_schedule)),
-            "counters": dataclasses.asdict(self.counters),
-            "torch_rng": torch.get_rng_state(),
-            "config": dataclasses.asdict(self.cfg),
-        }
-        if self.cfg.reference == "lora_base":
-            from peft import get_peft_model_state_dict
-
-            state["adapter"] = get_peft_model_state_dict(self.model)
-        return state
 
     def resume(self, path: Path | None = None) -> int:
         """Restore the newest valid checkpoint (or `path`); returns the step it continues at."""
@@ -608,145 +433,70 @@ class Trainer:
             path, state = found
         else:
             state = ckpt.load_state(path)
-        saved = state.get("config", {})
-        for name in MODEL_FIELDS:
-            if name in saved and saved[name] != getattr(self.cfg, name):
-                raise ckpt.CheckpointError(
-                    f"checkpoint {path} was trained with {name}={saved[name]!r}, "
-                    f"this run has {name}={getattr(self.cfg, name)!r}; use the same value"
-                )
-        self._load_weights(path, state)
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        vars(self.beta_schedule).update(state["beta_schedule"])
-        self.counters = Counters(**state["counters"])
-        torch.set_rng_state(state["torch_rng"])
-        self.step = int(state["step"])
-        return self.step
-
-    def _load_weights(self, path: Path, state: dict[str, Any]) -> None:
-        if self.cfg.reference == "lora_base":
-            from peft import set_peft_model_state_dict
-
-            set_peft_model_state_dict(self.model, state["adapter"])
-            return
-        from safetensors.torch import load_file
-
-        files = sorted(path.glob("*.safetensors"))
-        if not files:
-            raise ckpt.CheckpointError(f"checkpoint {path}: no *.safetensors weights")
-        loaded: dict[str, Tensor] = {}
-        for f in files:
-            loaded.update(load_file(f))
-        own = self.model.state_dict()
-        tied = _tied_aliases(own)
-        missing = [k for k in own if k not in loaded and not (tied.get(k, set()) & loaded.keys())]
-        unexpected = [k for k in loaded if k not in own]
-        bad_shape = [k for k in loaded if k in own and own[k].shape != loaded[k].shape]
-        if missing or unexpected or bad_shape:
-            what = (
-                f"shape of {bad_shape[0]} {tuple(loaded[bad_shape[0]].shape)} vs "
-                f"{tuple(own[bad_shape[0]].shape)}"
-                if bad_shape
-                else f"missing {missing[:2]}"
-                if missing
-                else f"unexpected {unexpected[:2]}"
-            )
-            raise ckpt.CheckpointError(
-                f"checkpoint {path} does not fit this model ({what}); "
-                "resume with the model it was trained from"
-            )
-        with torch.no_grad():
-            for k, v in loaded.items():
-                own[k].copy_(v)
+        return ckpt_state.restore(self, path, state)
 
 
-def _tied_aliases(state: dict[str, Tensor]) -> dict[str, set[str]]:
-    """For each key, the other keys sharing its storage (tied embeddings)."""
-    by_ptr: dict[int, set[str]] = {}
-    for k, v in state.items():
-        by_ptr.setdefault(v.data_ptr(), set()).add(k)
-    return {k: by_ptr[v.data_ptr()] - {k} for k, v in state.items()}
+class _StepInputs:
+    """What every iteration of one step shares: micro-batches, fixed log-probs, IS weights."""
+
+    def __init__(
+        self,
+        parts: list[Batch],
+        totals: tuple[float, float],
+        old: list[Tensor] | None,
+        ref: list[Tensor] | None,
+        beta: float,
+        max_tokens: int,
+    ):
+        self.parts, self.totals, self.old, self.ref = parts, totals, old, ref
+        self.beta, self.max_tokens = beta, max_tokens
+        self.weights: dict[int, Tensor] = {}  # micro-batch -> (B, Tc) truncated IS weights
+        self.tis: list[tuple[float, dict[str, float]]] = []  # (engine tokens, metrics) per part
+
+    def is_weights(self, j: int, part: Batch, old: Tensor, cap: float) -> Tensor | None:
+        """Part j's truncated importance weights, from its first iteration's log-probs."""
+        if part.engine_lp is None or part.has_engine is None:
+            return None
+        if j not in self.weights:
+            known = part.comp_mask & part.has_engine[:, None]  # (B, Tc)
+            self.weights[j], metrics = truncated_is_weights(old, part.engine_lp, known, cap)
+            self.tis.append((float(known.sum()), metrics))
+        return self.weights[j]
+
+    def tis_metrics(self) -> dict[str, float]:
+        """Engine/trainer mismatch metrics, token-weighted over micro-batches; {} without."""
+        total = sum(n for n, _ in self.tis)
+        if not self.tis:
+            return {}
+        return {k: sum(n * mm[k] for n, mm in self.tis) / max(total, 1.0) for k in TIS_KEYS}
 
 
 def _saved(root: Path, step: int) -> bool:
     return ckpt.step_dir(root, step).is_dir()
 
 
-def _shared_prefix_logp(model: torch.nn.Module, b: _Batch) -> tuple[Tensor, Tensor]:
-    """`_gather_completion`'s result with each distinct prompt run through the model once.
-
-    The prompts (left-padded) give a KV cache and the logits of each completion's first token;
-    the cache is gathered to the rows (an index, so gradients flow back to the shared prompt)
-    and the completions run on top of it. Same log-probs as the full-row forward up to float
-    rounding (tests/grpo_core/test_trainer_prefix.py), with the prompt computed once per group
-    instead of once per sample.
-    """
-    assert b.prompt_ids is not None and b.prompt_attn is not None
-    assert b.owner is not None and b.comp_ids is not None
-    from transformers import DynamicCache
-
-    positions = (b.prompt_attn.cumsum(-1) - 1).clamp(min=0)  # (P, Tp)
-    cache = DynamicCache(config=getattr(model, "config", None))
-    out = model(
-        input_ids=b.prompt_ids,
-        attention_mask=b.prompt_attn,
-        position_ids=positions,
-        cache=cache,
-        use_cache=True,
-    )
-    first = out.logits[:, -1:, :][b.owner]  # (B, 1, V): predicts completion token 0
-    tc = b.comp_ids.shape[1]
-    if tc > 1:
-        cache.batch_select_indices(b.owner)  # (B, ...) per layer, differentiable
-        lengths = b.prompt_attn.sum(-1)[b.owner]  # (B,)
-        steps = torch.arange(tc - 1, device=lengths.device)
-        attn = torch.cat([b.prompt_attn[b.owner], torch.ones_like(b.comp_ids[:, :-1])], dim=1)
-        rest = model(
-            input_ids=b.comp_ids[:, :-1],
-            attention_mask=attn,
-            position_ids=lengths[:, None] + steps[None, :],
-            cache=cache,
-            use_cache=True,
-        ).logits  # (B, Tc - 1, V)
-        logits = torch.cat([first, rest], dim=1).float()  # (B, Tc, V)
-    else:
-        logits = first.float()
-    logp = torch.log_softmax(logits, dim=-1).gather(-1, b.comp_ids[..., None]).squeeze(-1)
-    return logp, logits
-
-
-def _padded(
-    rows: list[list[int]], pad: int, *, left: bool = False, min_width: int = 0
-) -> tuple[Tensor, Tensor]:
-    """Token rows as one padded (R, W) long tensor and its 0/1 mask, filled in one assignment.
-
-    The mask's True cells, read row by row, are exactly the rows' tokens in order, so the flat
-    concatenation drops into place without a per-row copy.
-    """
-    lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)  # (R,)
-    width = max(min_width, int(lengths.max()) if len(rows) else 0)
-    cols = torch.arange(width)[None, :]  # (1, W)
-    mask = cols >= width - lengths[:, None] if left else cols < lengths[:, None]  # (R, W)
-    ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    ids[mask] = torch.tensor([t for r in rows for t in r], dtype=torch.long)
-    return ids, mask.long()
-
-
-def _gather_completion(logits: Tensor, b: _Batch) -> tuple[Tensor, Tensor]:
-    """Pick the logits that predict each completion token; (B, Tc) log-probs, (B, Tc, V)."""
-    tc = b.comp_mask.shape[1]
-    pos = b.starts[:, None] + torch.arange(tc, device=logits.device)[None, :]  # (B, Tc)
-    pos = pos.clamp(max=logits.shape[1] - 2)
-    picked = logits.gather(1, pos[..., None].expand(-1, -1, logits.shape[-1])).float()
-    targets = b.ids.gather(1, (pos + 1).clamp(max=b.ids.shape[1] - 1))  # (B, Tc)
-    logp = torch.log_softmax(picked, dim=-1).gather(-1, targets[..., None]).squeeze(-1)
-    return logp, picked
+def _update_metrics(sums: dict[str, float], batch: Batch) -> dict[str, float]:
+    return {
+        "loss": sums["loss"],
+        "kl": sums.get("kl_ref", 0.0),
+        "clip_low_frac": sums["clip_frac_low"],
+        "clip_high_frac": sums["clip_frac_high"],
+        "entropy": sums.get("entropy", math.nan),
+        "grad_norm": sums["grad_norm"],
+        "trained_samples": float(batch.adv.shape[0]),
+    }
 
 
 def _empty_update_metrics(value: float = 0.0) -> dict[str, float]:
     keys = ("loss", "kl", "clip_low_frac", "clip_high_frac", "entropy", "grad_norm")
     return {**{k: value for k in keys}, "trained_samples": 0.0}
+
+
+def _no_samples_metrics(beta: float) -> dict[str, float]:
+    m0 = {"zero_var_share": 1.0, "adv_std": 0.0, "beta": beta}
+    nan = {k: math.nan for k in ("reward_mean", "reward_std", "pass_rate")}
+    zero = {k: 0.0 for k in ("completion_len", "truncated_share", "verifier_errors")}
+    return {**m0, **nan, **zero, **_empty_update_metrics()}
 
 
 def _with_lora(model: torch.nn.Module, cfg: GRPOConfig) -> torch.nn.Module:

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import torch
 
+from grpo_core.batch import Batch, build_batch
+from grpo_core.batch import padded as _padded
 from grpo_core.config import GRPOConfig
-from grpo_core.trainer import (
-    Item,
-    Sample,
-    Trainer,
-    _gather_completion,
-    _padded,
-    _shared_prefix_logp,
-)
+from grpo_core.logprobs import gather_completion as _gather_completion
+from grpo_core.logprobs import shared_prefix_logp as _shared_prefix_logp
+from grpo_core.trainer import Item, Sample, Trainer
 from tests.grpo_core.conftest import (
     EOS,
     ToySampler,
@@ -23,7 +20,7 @@ from tests.grpo_core.conftest import (
 )
 
 
-def ragged_batch(trainer: Trainer) -> object:
+def ragged_batch(trainer: Trainer) -> Batch:
     """Three prompts of different lengths, groups of 3, completions of 1..5 tokens."""
     gen = torch.Generator().manual_seed(0)
     items, samples = [], []
@@ -36,7 +33,7 @@ def ragged_batch(trainer: Trainer) -> object:
             items.append(Item(prompt, "A", 3))
             samples.append(Sample(tuple(toks), "", truncated=toks[-1] != EOS))
     adv = torch.linspace(-1.0, 1.0, len(items))
-    return trainer._tensors(items, samples, adv)
+    return build_batch(trainer.tokenizer, items, samples, adv, trainer.pad_id, trainer.device)
 
 
 def make_trainer(share: bool, model: torch.nn.Module | None = None) -> Trainer:
@@ -52,20 +49,21 @@ def make_trainer(share: bool, model: torch.nn.Module | None = None) -> Trainer:
 def test_shared_prefix_gives_the_full_row_log_probs_and_gradients() -> None:
     model = toy_model(3)
     b = ragged_batch(make_trainer(True, model))
-    mask = b.comp_mask  # type: ignore[attr-defined]
-    full = _gather_completion(model(input_ids=b.ids, attention_mask=b.attn).logits, b)[0]  # type: ignore[attr-defined]
+    mask = b.comp_mask
+    full = _gather_completion(model(input_ids=b.ids, attention_mask=b.attn).logits, b)[0]
     weights = torch.randn(full.shape, generator=torch.Generator().manual_seed(1))
     (full * weights)[mask].sum().backward()
     grads_full = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
-    shared = _shared_prefix_logp(model, b)[0]  # type: ignore[arg-type]
+    shared = _shared_prefix_logp(model, b)[0]
     assert shared.shape == full.shape
     assert torch.allclose(shared[mask], full[mask], atol=1e-5)
     (shared * weights)[mask].sum().backward()
     for g_full, p in zip(grads_full, model.parameters(), strict=True):
         assert p.grad is not None
         assert torch.allclose(p.grad, g_full, atol=1e-5)
-    assert (b.prompt_ids.shape[0], b.owner.tolist()) == (3, [0] * 3 + [1] * 3 + [2] * 3)  # type: ignore[attr-defined]
+    assert b.prompt_ids is not None and b.owner is not None
+    assert (b.prompt_ids.shape[0], b.owner.tolist()) == (3, [0] * 3 + [1] * 3 + [2] * 3)
 
 
 def test_training_with_and_without_prefix_sharing_gives_the_same_losses() -> None:

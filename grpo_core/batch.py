@@ -1,0 +1,228 @@
+"""One step's training rows as padded tensors on the model's device, and their micro-batches.
+
+`build_batch` encodes each distinct prompt once and pads: full rows (prompt + completion,
+right-padded) for the plain forward, left-padded prompts plus right-padded completions for the
+prefix-sharing forward (`grpo_core.logprobs`), and the engine's log-probs when the sampler
+reported them. `micro_batches` cuts the batch into parts bounded by `micro_batch_size` rows and
+`micro_batch_tokens` padded tokens; the loss is a share-weighted sum over parts (`share`), so
+the split changes no gradient, only peak memory and how much padding is computed.
+
+Test: `.venv/bin/pytest tests/grpo_core/test_batch.py tests/grpo_core/test_trainer_prefix.py -q`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from grpo_core.types import Item, Sample, TrainerError
+
+# Full-row micro-batches group rows of similar length (less padding): a new bucket starts when a
+# row is this many times longer than the bucket's shortest and the bucket has this many rows.
+BUCKET_STRETCH = 1.25
+BUCKET_MIN_ROWS = 32
+
+
+@dataclass
+class Batch:
+    """The informative rows of one step, as padded tensors."""
+
+    ids: Tensor  # (B, L) prompt + completion, right-padded
+    attn: Tensor  # (B, L)
+    starts: Tensor  # (B,) index in the shifted logits of each completion's first token
+    comp_mask: Tensor  # (B, Tc)
+    adv: Tensor  # (B,)
+    truncated: Tensor  # (B,) bool
+    # each distinct prompt once (prefix sharing): left-padded prompts, and which prompt a row has
+    prompt_ids: Tensor | None = None  # (P, Tp)
+    prompt_attn: Tensor | None = None  # (P, Tp)
+    owner: Tensor | None = None  # (B,) row -> prompt
+    comp_ids: Tensor | None = None  # (B, Tc) completion tokens, right-padded
+    # the sampling engine's log-probs of the completion tokens (0 where unknown or padding)
+    engine_lp: Tensor | None = None  # (B, Tc)
+    has_engine: Tensor | None = None  # (B,) bool: this row's engine log-probs are known
+
+
+def padded(
+    rows: list[list[int]], pad: int, *, left: bool = False, min_width: int = 0
+) -> tuple[Tensor, Tensor]:
+    """Token rows as one padded (R, W) long tensor and its 0/1 mask, filled in one assignment.
+
+    The mask's True cells, read row by row, are exactly the rows' tokens in order, so the flat
+    concatenation drops into place without a per-row copy.
+    """
+    lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)  # (R,)
+    width = max(min_width, int(lengths.max()) if len(rows) else 0)
+    cols = torch.arange(width)[None, :]  # (1, W)
+    mask = cols >= width - lengths[:, None] if left else cols < lengths[:, None]  # (R, W)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    ids[mask] = torch.tensor([t for r in rows for t in r], dtype=torch.long)
+    return ids, mask.long()
+
+
+def _engine_logprobs(samples: Sequence[Sample], width: int) -> tuple[Tensor, Tensor] | None:
+    """(B, Tc) engine log-probs (0-padded) and (B,) which rows have them; None if no row has."""
+    if all(s.logprobs is None for s in samples):
+        return None
+    lp = torch.zeros(len(samples), width, dtype=torch.float32)
+    for r, s in enumerate(samples):
+        if s.logprobs is None:
+            continue
+        if len(s.logprobs) != len(s.token_ids):
+            raise TrainerError(
+                f"a sample has {len(s.logprobs)} engine log-probs for {len(s.token_ids)} tokens; "
+                "the sampler must report one log-prob per token in token_ids"
+            )
+        lp[r, : len(s.logprobs)] = torch.tensor(s.logprobs, dtype=torch.float32)
+    return lp, torch.tensor([s.logprobs is not None for s in samples])
+
+
+def build_batch(
+    tokenizer: Any,
+    items: Sequence[Item],
+    samples: Sequence[Sample],
+    adv: Tensor,
+    pad: int,
+    device: torch.device,
+) -> Batch:
+    """Row i is items[i]'s prompt followed by samples[i]'s tokens, with advantage adv[i]."""
+    index: dict[str, int] = {}
+    owners = [index.setdefault(it.prompt, len(index)) for it in items]
+    encoded = [list(tokenizer(p)["input_ids"]) for p in index]
+    comps = [list(s.token_ids) for s in samples]
+    ids, attn = padded([encoded[o] + c for o, c in zip(owners, comps, strict=True)], pad)
+    comp_ids, comp_mask = padded(comps, pad, min_width=1)  # (B, Tc), right-padded
+    # left-padded: every prompt ends at column Tp - 1
+    prompt_ids, prompt_attn = padded(encoded, pad, left=True)  # (P, Tp)
+    owner = torch.tensor(owners, dtype=torch.long)  # (B,)
+    starts = prompt_attn.sum(dim=1)[owner] - 1  # logits at position t predict token t + 1
+    truncated = torch.tensor([s.truncated for s in samples])
+    engine = _engine_logprobs(samples, int(comp_ids.shape[1]))
+    engine_lp, has_engine = engine or (None, None)
+    return Batch(
+        ids.to(device),
+        attn.to(device),
+        starts.to(device),
+        comp_mask.bool().to(device),
+        adv.float().to(device),
+        truncated.to(device),
+        prompt_ids.to(device),
+        prompt_attn.to(device),
+        owner.to(device),
+        comp_ids.to(device),
+        engine_lp.to(device) if engine_lp is not None else None,
+        has_engine.to(device) if has_engine is not None else None,
+    )
+
+
+def rows(b: Batch, idx: Tensor, *, cut_prompts: bool = False) -> Batch:
+    """The given rows, cut to their own widths, with only the prompts they use.
+
+    `cut_prompts` also drops the prompts' common left padding (token-budget micro-batches).
+    """
+    width = int(b.attn[idx].sum(dim=1).max())
+    comp = b.comp_mask[idx]
+    tc = max(1, int(comp.sum(dim=1).max()))
+    part = Batch(
+        b.ids[idx, :width],
+        b.attn[idx, :width],
+        b.starts[idx],
+        comp[:, :tc],
+        b.adv[idx],
+        b.truncated[idx],
+    )
+    if b.prompt_ids is not None and b.prompt_attn is not None and b.owner is not None:
+        used, part.owner = torch.unique(b.owner[idx], return_inverse=True)
+        part.prompt_ids, part.prompt_attn = b.prompt_ids[used], b.prompt_attn[used]
+        if cut_prompts:
+            keep = int(part.prompt_attn.sum(dim=1).max())
+            part.prompt_ids = part.prompt_ids[:, -keep:]
+            part.prompt_attn = part.prompt_attn[:, -keep:]
+    if b.comp_ids is not None:
+        part.comp_ids = b.comp_ids[idx, :tc]
+    if b.engine_lp is not None and b.has_engine is not None:
+        part.engine_lp, part.has_engine = b.engine_lp[idx, :tc], b.has_engine[idx]
+    return part
+
+
+def micro_batches(b: Batch, size: int, tokens: int, share_prefix: bool) -> list[Batch]:
+    """The batch as micro-batches of at most `size` rows and `tokens` padded tokens (0 = off).
+
+    Prefix sharing keeps rows in order (grouped by prompt) and counts each used prompt once;
+    full rows are sorted by length and bucketed (`_full_row_parts`). A row alone over the token
+    budget still forms its own micro-batch.
+    """
+    n = int(b.ids.shape[0])
+    size = size or n
+    split = _shared_parts if share_prefix else _full_row_parts
+    parts = split(b, size, tokens)
+    return [rows(b, idx, cut_prompts=tokens > 0) for idx in parts]
+
+
+def _shared_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:
+    """Consecutive rows; a part costs used prompts × longest prompt + rows × longest completion."""
+    assert b.prompt_attn is not None and b.owner is not None
+    n = int(b.ids.shape[0])
+    prompt_len = b.prompt_attn.sum(dim=1).tolist()  # (P,)
+    owner = b.owner.tolist()  # (B,)
+    comp_len = b.comp_mask.sum(dim=1).clamp(min=1).tolist()  # (B,)
+    bounds, start = [0], 0
+    for i in range(1, n):
+        used = set(owner[start : i + 1])
+        tp = max(prompt_len[o] for o in used)
+        cost = len(used) * tp + (i + 1 - start) * max(comp_len[start : i + 1])
+        if i - start >= size or (tokens and cost > tokens):
+            bounds.append(i)
+            start = i
+    bounds.append(n)
+    return [torch.arange(s, e, device=b.ids.device) for s, e in itertools.pairwise(bounds)]
+
+
+def _full_row_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:
+    """Rows sorted by length, split where a bucket's longest row would exceed `BUCKET_STRETCH` ×
+    its shortest (and the bucket holds at least `BUCKET_MIN_ROWS`), at `size` rows, or where
+    rows × longest row would pass the token budget."""
+    n = int(b.ids.shape[0])
+    lengths = b.attn.sum(dim=1)  # (B,)
+    order = torch.argsort(lengths, stable=True)
+    sorted_len = lengths[order].tolist()
+    parts, start = [], 0
+    for i in range(1, n + 1):
+        full = i - start >= size
+        stretch = (
+            i < n
+            and i - start >= BUCKET_MIN_ROWS
+            and sorted_len[i] > BUCKET_STRETCH * max(sorted_len[start], 1)
+        )
+        over = bool(tokens) and i < n and (i - start + 1) * sorted_len[i] > tokens
+        if i == n or full or stretch or over:
+            parts.append(order[start:i])
+            start = i
+    return parts
+
+
+def valid(b: Batch, mask_truncated: bool) -> Tensor:
+    """Completion tokens that enter the loss. (B, Tc)"""
+    keep = ~b.truncated if mask_truncated else torch.ones_like(b.truncated)
+    return b.comp_mask & keep[:, None]  # (B, Tc)
+
+
+def denominators(b: Batch, mask_truncated: bool) -> tuple[float, float]:
+    """The whole batch's valid tokens and valid sequences (the aggregations' denominators)."""
+    v = valid(b, mask_truncated)
+    return float(v.sum()), float(v.any(dim=1).sum())
+
+
+def share(
+    part: Batch, totals: tuple[float, float], aggregation: str, mask_truncated: bool
+) -> float:
+    """This micro-batch's share of the aggregation's denominator (1 with one micro-batch)."""
+    v = valid(part, mask_truncated)
+    if aggregation == "token_mean":
+        return float(v.sum()) / max(totals[0], 1.0)
+    return float(v.any(dim=1).sum()) / max(totals[1], 1.0)

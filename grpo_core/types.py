@@ -1,0 +1,123 @@
+"""The trainer's vocabulary: what goes in (items, samples, scores), the seams it calls, counters.
+
+Nothing here computes anything; `grpo_core.trainer` re-exports these names, so
+`from grpo_core.trainer import Item, Sample, Scores, Trainer` keeps working.
+
+- `GroupSampler` samples completions from the *current* weights of the model being trained;
+  `Sample.logprobs`, when the engine reports them, are compared with the trainer's own and
+  corrected for with truncated importance weights (`grpo_core.loss.truncated_is_weights`);
+- `WeightSync` is the optional method of a sampler that holds its own copy of the weights (a
+  vLLM engine): the trainer pushes the model into it after every optimiser update;
+- `RewardFn` scores completions (reward and correctness; `None` = verifier error).
+
+Test: `.venv/bin/pytest tests/grpo_core/test_trainer.py -q`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import torch
+
+if TYPE_CHECKING:
+    from grpo_core.trainer import Trainer
+
+
+@dataclass(frozen=True)
+class Item:
+    """One curriculum prompt: rendered prompt text, what the reward function checks, its G."""
+
+    prompt: str
+    answer: str
+    group_size: int
+    key: str = ""  # e.g. problem_id; only for logging
+    weight: float = 1.0
+    verifier: str = ""  # passed through to the reward function
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One completion: its token ids (with the end-of-sequence token if it stopped there)."""
+
+    token_ids: tuple[int, ...]
+    text: str
+    truncated: bool  # cut by max_new_tokens
+    # the sampling engine's log-prob of each token in token_ids (same length); None: not known
+    logprobs: tuple[float, ...] | None = None
+
+
+class GroupSampler(Protocol):
+    def sample_groups(
+        self,
+        prompts: Sequence[str],
+        sizes: Sequence[int],
+        *,
+        temperature: float,
+        max_new_tokens: int,
+        seed: int,
+    ) -> list[list[Sample]]:
+        """For prompt i, sizes[i] completions sampled from the current weights."""
+        ...
+
+
+@runtime_checkable
+class WeightSync(Protocol):
+    """A sampler with its own copy of the weights (e.g. a vLLM engine in this process).
+
+    The trainer calls `sync_weights` once when `train()` starts (a resumed run pushes the
+    restored weights before it samples) and after each step's final optimiser update, never
+    after a skipped or empty step. Under LoRA `model` is the peft-wrapped model; merging the
+    adapters (or loading them) is the sampler's job.
+    """
+
+    def sync_weights(self, model: torch.nn.Module) -> None: ...
+
+
+@dataclass(frozen=True)
+class Scores:
+    rewards: list[float | None]  # None: the verifier could not judge this sample
+    correct: list[bool | None]
+
+
+class RewardFn(Protocol):
+    def __call__(self, items: Sequence[Item], samples: Sequence[Sample]) -> Scores:
+        """Score samples[i] against items[i] (items are repeated per sample)."""
+        ...
+
+
+BatchSource = Callable[[int], Sequence[Item]]
+MetricsSink = Callable[[int, dict[str, float]], None]
+
+
+class TrainerError(ValueError):
+    """Bad trainer input; the message is one line saying what to fix."""
+
+
+@dataclass
+class Counters:
+    skipped_steps: int = 0  # steps whose update was discarded (non-finite reward/loss/grad)
+    empty_steps: int = 0  # steps where every group was uninformative (nothing to learn from)
+    rollouts: int = 0  # completions sampled so far
+
+
+@dataclass
+class Collected:
+    """What a step trains on: items, their groups (aligned), flat scores, rollouts spent."""
+
+    items: list[Item]
+    groups: list[list[Sample]]
+    scores: Scores
+    rollouts: int  # every completion sampled for this step, including ones not trained on
+    time_sample: float = 0.0
+    time_score: float = 0.0
+
+
+Collector = Callable[["Trainer", int], Collected]
+
+
+@dataclass
+class StepOutput:
+    metrics: dict[str, float] = field(default_factory=dict)
+    skipped: bool = False
