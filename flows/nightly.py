@@ -1,16 +1,22 @@
 """The nightly flow: curate with the newest checkpoint -> train on that curriculum -> eval.
 
-The model is the newest checkpoint registered in the ledger (else the bootstrapped tiny policy),
-so each night samples from what the previous night trained; curation reads the ledger's history
-(prompt_stats of recent revisions) for its prior. Training evaluates the held-out set before and
-after and registers the new checkpoint, which the next night picks up.
+Each night continues a lineage (`pipeline.train.nightly_model`): with a model folder given, the
+newest checkpoint trained from it (or from a checkpoint trained from it, and so on; finished runs
+only), else the folder itself; without one, the lineage of the model the newest curriculum was
+curated with, and on a fresh home the bootstrapped tiny policy. So each night samples from what
+the previous night trained, and a checkpoint of another model's lineage is never picked up.
+Curation reads the ledger's history (prompt_stats of recent revisions) for its prior. Training
+uses the same model and backend, with `train` settings or else the recipe for the model
+(`data/configs/*_train.toml`), evaluates the held-out set before and after and registers the new
+checkpoint, which the next night picks up.
 
 Each night draws fresh candidates: the curation seed is the configured seed plus the date
 (YYYYMMDD), so re-exploration by the history prior rotates instead of revisiting the same
 prompts (a fixed seed re-explores the same ones every night). A night that crashed and is re-run
 continues where it stopped: curation ids follow from the inputs (committed chunks are skipped)
-and training resumes from its newest checkpoint. (Once a night has finished, its checkpoint is
-the newest model, so running the same date again is a new night on a new model.)
+and training resumes from its newest checkpoint (an unfinished run's checkpoints are not a
+lineage head). Once a night has finished, its checkpoint is the newest model, so running the same
+date again is a new night on a new model.
 
 Serve it on a schedule with `sieve schedule --cron "0 2 * * *"` (needs a Prefect server:
 `prefect server start`, then `PREFECT_API_URL=http://127.0.0.1:4200/api`).
@@ -29,9 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from flows.curate import CurateParams, curate_flow
 from flows.train import TrainParams, train_flow
 from pipeline.home import ledger_path, resolve_home
+from pipeline.sampling import EngineOptions
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
-from pipeline.train import TrainSettings, latest_model
+from pipeline.train import TrainSettings, nightly_model
 
 DEPLOYMENT = "nightly"
 
@@ -40,13 +47,18 @@ class NightlyParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = Field(
-        default=None, description="Model folder; default the newest registered checkpoint."
+        default=None,
+        description="Model folder whose lineage the nights continue; default the newest "
+        "curriculum's model (the tiny policy on a fresh home).",
     )
-    backend: str = "hf"
-    base_urls: list[str] = Field(default_factory=list)
+    backend: str = Field(default="hf", description="hf, vllm or openai (curation and training).")
+    base_urls: list[str] = Field(default_factory=list, description="openai backend servers.")
+    engine: EngineOptions | None = Field(default=None, description="vllm/openai engine options.")
     home: str | None = None
     config: CurateConfig = Field(default_factory=CurateConfig)
-    train: TrainSettings = Field(default_factory=TrainSettings)
+    train: TrainSettings | None = Field(
+        default=None, description="None: the recipe for the model (data/configs/*_train.toml)."
+    )
     skip_train: bool = Field(default=False, description="Curate only (the pre-trainer flow).")
     night: str | None = Field(default=None, description="YYYY-MM-DD; default today (UTC).")
 
@@ -59,13 +71,16 @@ def night_seed(config: CurateConfig, night: date) -> int:
 def nightly_flow(params: NightlyParams) -> dict[str, Any]:
     night = date.fromisoformat(params.night) if params.night else datetime.now(UTC).date()
     config = params.config.model_copy(update={"seed": night_seed(params.config, night)})
-    model = params.model or str(current_model(params.home))
+    folder, why = current_model(params.home, params.model)
+    model = str(folder)
+    print(f"night {night}: model {model} ({why})")
     curate = CurateParams(
         model=model,
         backend=params.backend,
         base_urls=params.base_urls,
         home=params.home,
         config=config,
+        engine=params.engine,
     )
     summary = curate_flow(curate)
     print(f"night {night}: curriculum {summary['curriculum_id']} kept {summary['kept']}")
@@ -78,6 +93,9 @@ def nightly_flow(params: NightlyParams) -> dict[str, Any]:
             model=model,
             home=params.home,
             settings=params.train,
+            backend=params.backend,
+            base_urls=params.base_urls,
+            engine=params.engine,
             resume=True,  # a re-run of the same night continues its own checkpoints
         )
     )
@@ -103,12 +121,12 @@ def write_report(home: str | None, night: date) -> str | None:
     return str(path)
 
 
-def current_model(home: str | None) -> Path:
-    """The newest registered checkpoint, else the bootstrapped tiny policy."""
+def current_model(home: str | None, model: str | None = None) -> tuple[Path, str]:
+    """What a night starts from, and why (`pipeline.train.nightly_model`)."""
     if not ledger_path(home).exists():
-        return resolve_home(home) / "models" / "tiny"
+        return nightly_model(None, model, home)
     with Ledger.open(home, read_only=True) as ledger:
-        return latest_model(ledger, home)
+        return nightly_model(ledger, model, home)
 
 
 def serve(cron: str, params: NightlyParams, name: str = DEPLOYMENT) -> None:

@@ -1,8 +1,10 @@
 """The Prefect training flow: a thin task over `pipeline.train.train`.
 
-One task trains (stages in order, evaluation, checkpoints registered in the ledger); the task is
-not cached — the trainer's own checkpoints are the resume mechanism, and `resume=True` continues
-from the newest valid one. The task's result is a small summary (ids, revisions, before/after).
+One task trains (stages in order, evaluation, checkpoints registered in the ledger) the model the
+curriculum was curated with unless `model` says otherwise, with the recipe for that model unless
+`settings` are given (`pipeline.train.curriculum_model`, `recipe_for`). The task is not cached:
+the trainer's own checkpoints are the resume mechanism, and `resume=True` continues from the
+newest valid one. The task's result is a small summary (ids, revisions, before/after).
 
 Run: `sieve train` (Prefect's ephemeral local API; nothing to start).
 Test: `pytest tests/flows/test_train_flow.py`.
@@ -18,8 +20,16 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.policy.evaluate import overall
+from pipeline.sampling import EngineOptions
 from pipeline.store import Ledger
-from pipeline.train import Progress, TrainResult, TrainSettings, latest_model, train
+from pipeline.train import (
+    Progress,
+    TrainResult,
+    TrainSettings,
+    curriculum_model,
+    recipe_for,
+    train,
+)
 
 
 class TrainParams(BaseModel):
@@ -29,10 +39,18 @@ class TrainParams(BaseModel):
 
     curriculum: str = Field(default="latest", description="Curriculum id or 'latest'.")
     model: str | None = Field(
-        default=None, description="Starting model folder; default the newest checkpoint."
+        default=None,
+        description="Starting model folder; default the model the curriculum was curated with.",
     )
     home: str | None = None
-    settings: TrainSettings = Field(default_factory=TrainSettings)
+    settings: TrainSettings | None = Field(
+        default=None, description="None: the recipe for the model (data/configs/*_train.toml)."
+    )
+    backend: str = Field(default="hf", description="Rollouts: hf, vllm or openai.")
+    base_urls: list[str] = Field(default_factory=list, description="openai backend servers.")
+    engine: EngineOptions | None = Field(
+        default=None, description="vllm/openai engine options (memory, dtype, parallelism)."
+    )
     max_steps: int | None = Field(default=None, ge=1)
     resume: bool = False
 
@@ -68,16 +86,28 @@ def train_task(params: TrainParams) -> dict[str, Any]:
 
     with Ledger.open(params.home) as ledger:
         curriculum_id = resolve_curriculum(ledger, params.curriculum)
-        model = Path(params.model) if params.model else latest_model(ledger, params.home)
+        if params.model:
+            model = Path(params.model)
+        else:
+            model, note = curriculum_model(ledger, curriculum_id, params.home)
+            print(f"model {model} ({note})")
+        settings = params.settings
+        if settings is None:
+            recipe = recipe_for(model)
+            print(recipe.line())
+            settings = recipe.settings
         result = train(
             ledger,
             curriculum_id,
             model,
-            params.settings,
+            settings,
             params.home,
             resume=params.resume,
             max_steps=params.max_steps,
             progress=_PROGRESS[0] if _PROGRESS else None,
+            backend=params.backend,
+            engine=params.engine,
+            base_urls=params.base_urls,
         )
     return {**summary(result), "before": result.before.to_dicts(), "after": result.after.to_dicts()}
 

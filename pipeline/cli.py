@@ -592,24 +592,47 @@ def _train_progress(bar: Progress, total: int) -> object:
     return update
 
 
-def _load_train_settings(config: Path | None, total_steps: int | None = None) -> object:
-    from pipeline.train import TrainSettings, load_settings
+def _train_recipe(config: Path | None, model: Path, steps: int | None) -> tuple[Any, Any]:
+    """(Recipe, TrainSettings): `--config FILE` alone on GRPOConfig's defaults, else the recipe
+    file for the model; `--steps` replaces total_steps."""
+    from pipeline.train import given_recipe, recipe_for
 
-    settings = load_settings(config) if config is not None else TrainSettings()
-    if total_steps is not None:
-        if total_steps < 1:
-            raise SieveError(f"--steps must be >= 1, got {total_steps}")
-        settings = settings.model_copy(
-            update={"grpo": {**settings.grpo, "total_steps": total_steps}}
-        )
+    recipe = given_recipe(config) if config is not None else recipe_for(model)
+    settings = recipe.settings.with_steps(steps)
     settings.grpo_config()
-    return settings
+    return recipe, settings
+
+
+def _check_backend(backend: str, base_url: list[str] | None) -> None:
+    from pipeline.sampling import BACKENDS
+
+    if backend not in BACKENDS:
+        raise SieveError(f"unknown --backend {backend!r}; valid: {', '.join(BACKENDS)}")
+    if backend == "openai" and not base_url:
+        raise SieveError("the openai backend needs --base-url (repeat it for several servers)")
+
+
+def _train_target(curriculum: str, model: Path | None, home: Path | None) -> tuple[str, Path, str]:
+    """(curriculum id, model folder, why that folder), checked before Prefect starts."""
+    from pipeline.export import resolve_curriculum
+    from pipeline.home import ledger_path
+    from pipeline.store import Ledger
+    from pipeline.train import curriculum_model
+
+    if not ledger_path(home).exists():
+        raise SieveError(f"no ledger at {ledger_path(home)}: run `sieve curate` first")
+    with Ledger.open(home, read_only=True) as ledger:
+        cid = resolve_curriculum(ledger, curriculum)
+        if model is not None:
+            return cid, model, "given"
+        folder, why = curriculum_model(ledger, cid, home)
+    return cid, folder, why
 
 
 def _run_train_flow(params: object) -> dict:
     from flows.train import TrainParams, set_progress, train_flow
 
-    assert isinstance(params, TrainParams)
+    assert isinstance(params, TrainParams) and params.settings is not None
     _quiet_prefect(params.home)
     total = params.settings.grpo_config().total_steps
     with _progress("train") as bar:
@@ -642,38 +665,84 @@ def _pct(x: float | None) -> str:
 @app.command()
 def train(
     curriculum: Annotated[str, typer.Option(help="Curriculum id or 'latest'.")] = "latest",
-    config: Annotated[Path | None, typer.Option(help="TrainSettings TOML file.")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="TrainSettings TOML file, alone on GRPOConfig's defaults; default the recipe "
+            "for the model (data/configs/tiny_train.toml or real_train.toml)."
+        ),
+    ] = None,
     model: Annotated[
-        Path | None, typer.Option(help="Starting model folder; default the newest checkpoint.")
+        Path | None,
+        typer.Option(
+            help="Starting model folder; default the model the curriculum was curated with."
+        ),
     ] = None,
     max_steps: Annotated[
         int | None, typer.Option(help="Stop after this many steps (resume later).")
     ] = None,
     steps: Annotated[int | None, typer.Option(help="Total steps (overrides the config).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue from the newest checkpoint.")] = False,
+    backend: BackendOpt = "hf",
+    base_url: BaseUrlOpt = None,
+    gpu_memory_utilization: GpuMemOpt = None,
+    kv_cache_gib: KvCacheOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    dtype: DtypeOpt = "auto",
+    tensor_parallel_size: TPOpt = 1,
+    data_parallel_size: DPOpt = 1,
+    print_config: Annotated[
+        bool,
+        typer.Option(
+            "--print-config",
+            help="Print the effective settings as TOML (a --config file) and exit.",
+        ),
+    ] = False,
     home: HomeOpt = None,
 ) -> None:
     """GRPO on a curated curriculum; checkpoints are registered for the next curation."""
     _quiet_prefect(home)  # before Prefect is imported: this home's own Prefect state
     from flows.train import TrainParams
-    from pipeline.export import resolve_curriculum
-    from pipeline.home import ledger_path
-    from pipeline.store import Ledger
+    from pipeline.train import given_recipe, settings_toml
 
     if max_steps is not None and max_steps < 1:
         raise SieveError(f"--max-steps must be >= 1, got {max_steps}")
-    settings = _load_train_settings(config, steps)
+    if config is not None:
+        given_recipe(config)  # a bad file fails first, whatever else is wrong
+    _check_backend(backend, base_url)
+    engine = _engine(
+        gpu_memory_utilization,
+        kv_cache_gib,
+        max_model_len,
+        dtype,
+        tensor_parallel_size,
+        data_parallel_size,
+    )
     if model is not None and not (model / "config.json").is_file():
         raise SieveError(f"model folder {model} has no config.json")
-    if not ledger_path(home).exists():
-        raise SieveError(f"no ledger at {ledger_path(home)}: run `sieve curate` first")
-    with Ledger.open(home, read_only=True) as ledger:
-        resolve_curriculum(ledger, curriculum)  # fail early, one line
+    if print_config and model is not None:  # no ledger needed to show settings
+        cid, folder, why = curriculum, model, "given"
+    else:
+        cid, folder, why = _train_target(curriculum, model, home)
+    recipe, settings = _train_recipe(config, folder, steps)
+    if print_config:
+        header = [f"sieve train: effective settings for {folder} ({why})", recipe.line()]
+        sys.stdout.write(settings_toml(settings, [*header, f"backend {backend}"]))
+        return
+    out.print(
+        f"train {cid}: model {folder} ({why}); {recipe.line()}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     params = TrainParams(
-        curriculum=curriculum,
-        model=str(model) if model is not None else None,
+        curriculum=cid,
+        model=str(folder),
         home=str(home) if home is not None else None,
-        settings=settings,  # type: ignore[arg-type]
+        settings=settings,
+        backend=backend,
+        base_urls=base_url or [],
+        engine=engine,  # type: ignore[arg-type]
         max_steps=max_steps,
         resume=resume,
     )
@@ -688,9 +757,11 @@ def schedule(
         Path | None, typer.Option(help="TrainSettings TOML file (sieve train --config).")
     ] = None,
     model: Annotated[
-        Path | None, typer.Option(help="Model folder; default the newest checkpoint each night.")
+        Path | None,
+        typer.Option(help="Model folder; each night continues from the newest checkpoint of it."),
     ] = None,
     backend: BackendOpt = "hf",
+    base_url: BaseUrlOpt = None,
     name: Annotated[str, typer.Option(help="Deployment name.")] = "nightly",
     home: HomeOpt = None,
 ) -> None:
@@ -711,13 +782,15 @@ def schedule(
     except Exception as exc:
         raise SieveError(f"invalid --cron {cron!r}: {' '.join(str(exc).split())[:160]}") from exc
     from flows.nightly import NightlyParams, serve
-    from pipeline.train import TrainSettings, load_settings
+    from pipeline.train import load_settings
 
+    _check_backend(backend, base_url)
     cfg = load_curate_config(config) if config is not None else CurateConfig()
-    settings = load_settings(train_config) if train_config is not None else TrainSettings()
+    settings = load_settings(train_config) if train_config is not None else None  # per model
     params = NightlyParams(
         model=str(model.resolve()) if model is not None else None,
         backend=backend,
+        base_urls=base_url or [],
         home=str(Path(home).resolve()) if home is not None else None,
         config=cfg,
         train=settings,
@@ -786,10 +859,10 @@ def demo(
     )
     if c.own_correct != c.problems or c.perturbed_rejected != c.problems:
         raise SieveError("verifier self-check failed: see the counts above")
-    settings = _load_train_settings(None, steps) if steps is not None else DEMO_TRAIN
+    settings = DEMO_TRAIN.with_steps(steps)
     config = DEMO_CURATE.model_copy(update={"n_candidates": n})
     out.print("2. policy -> curate -> train -> eval (one night of the nightly flow)")
-    run = run_loop_demo(home, bootstrap_steps, config, settings, say=out.print)  # type: ignore[arg-type]
+    run = run_loop_demo(home, bootstrap_steps, config, settings, say=out.print)
     if not run.table.is_empty():
         _show(run.table, "held-out pass@1 before -> after (mean over samples at T=1; greedy)")
     cur = run.night["curate"]
@@ -817,12 +890,30 @@ LOOP_SQL = [
 def loop(
     nights: Annotated[int, typer.Option(help="Nights to run back to back.")] = 2,
     config: Annotated[Path | None, typer.Option(help="CurateConfig TOML file.")] = None,
-    train_config: Annotated[Path | None, typer.Option(help="TrainSettings TOML file.")] = None,
+    train_config: Annotated[
+        Path | None,
+        typer.Option(help="TrainSettings TOML file; default the recipe for the model."),
+    ] = None,
     n: Annotated[int | None, typer.Option("--n", help="Candidates per night.")] = None,
     steps: Annotated[int | None, typer.Option(help="Training steps per night.")] = None,
     start: Annotated[
         str | None, typer.Option(help="First night, YYYY-MM-DD (default today, UTC).")
     ] = None,
+    model: Annotated[
+        Path | None,
+        typer.Option(
+            help="Model folder; each night continues from its newest checkpoint (default: the "
+            "newest curriculum's model, the tiny policy on a fresh home)."
+        ),
+    ] = None,
+    backend: BackendOpt = "hf",
+    base_url: BaseUrlOpt = None,
+    gpu_memory_utilization: GpuMemOpt = None,
+    kv_cache_gib: KvCacheOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    dtype: DtypeOpt = "auto",
+    tensor_parallel_size: TPOpt = 1,
+    data_parallel_size: DPOpt = 1,
     home: HomeOpt = None,
 ) -> None:
     """N nights of curate -> train -> eval, each starting from the previous night's checkpoint."""
@@ -833,22 +924,68 @@ def loop(
     from pipeline.selection import CurateConfig, load_curate_config
     from pipeline.store import Ledger
 
+    if nights < 1:
+        raise SieveError(f"--nights must be >= 1, got {nights}")
     cfg = load_curate_config(config) if config is not None else CurateConfig()
     if n is not None:
         if n < 1:
             raise SieveError(f"--n must be >= 1, got {n}")
         cfg = cfg.model_copy(update={"n_candidates": n})
-    settings = _load_train_settings(train_config, steps)
     try:
         first = date.fromisoformat(start) if start else None
     except ValueError:
         raise SieveError(f"--start {start!r} is not a YYYY-MM-DD date") from None
-    model = _model_dir(None, home)
-    if not (model / "config.json").is_file():
-        raise SieveError(f"no tiny policy at {model}: run `sieve bootstrap` first")
-    run_loop(home, nights, cfg, settings, first, say=out.print)  # type: ignore[arg-type]
+    _check_backend(backend, base_url)
+    engine = _engine(
+        gpu_memory_utilization,
+        kv_cache_gib,
+        max_model_len,
+        dtype,
+        tensor_parallel_size,
+        data_parallel_size,
+    )
+    folder, why = _loop_start(model, backend, home)
+    recipe, settings = _train_recipe(train_config, folder, steps)
+    out.print(
+        f"loop: night 1 starts from {folder} ({why}); {recipe.line()}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    run_loop(
+        home,
+        nights,
+        cfg,
+        settings,
+        first,
+        say=out.print,
+        model=str(model) if model is not None else None,
+        backend=backend,
+        base_urls=base_url or [],
+        engine=engine,  # type: ignore[arg-type]
+    )
     with Ledger.open(home, read_only=True) as ledger:
         _show(heldout_by_revision(ledger), "held-out sampled pass@1 by revision (oldest first)")
+
+
+def _loop_start(model: Path | None, backend: str, home: Path | None) -> tuple[Path, str]:
+    """The model the first night starts from, and why; one error line when there is none."""
+    from pipeline.home import ledger_path
+    from pipeline.store import Ledger
+    from pipeline.train import nightly_model
+
+    local = backend != "openai"  # openai: --model may be a served name
+    if model is not None and local and not (model / "config.json").is_file():
+        raise SieveError(f"model folder {model} has no config.json")
+    name = str(model) if model is not None else None
+    if ledger_path(home).exists():
+        with Ledger.open(home, read_only=True) as ledger:
+            folder, why = nightly_model(ledger, name, home)
+    else:
+        folder, why = nightly_model(None, name, home)
+    if local and not (folder / "config.json").is_file():
+        raise SieveError(f"no model at {folder}: run `sieve bootstrap` first, or pass --model")
+    return folder, why
 
 
 @app.command()

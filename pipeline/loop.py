@@ -1,23 +1,25 @@
 """`sieve loop --nights N` and `sieve demo`: the nightly loop, run back to back on this machine.
 
-A night is `flows.nightly.nightly_flow`: curate with the newest checkpoint (the ledger's history
-feeds the prior) → train on that curriculum → held-out eval → the new checkpoint is registered
-and becomes the next night's model. `loop` runs N nights on consecutive dates starting at
-`start`, so each night's curation seed differs (see `flows/nightly.py`), and a re-run of a night
-that already finished adds nothing new (ids follow from the inputs; training resumes).
+A night is `flows.nightly.nightly_flow`: curate with the newest checkpoint of the model's lineage
+(the ledger's history feeds the prior) → train on that curriculum → held-out eval → the new
+checkpoint is registered and becomes the next night's model. `model` names the lineage (default:
+the newest curriculum's model, the tiny policy on a fresh home); `backend`, `base_urls` and
+`engine` choose how curation and training sample. `loop` runs N nights on consecutive dates
+starting at `start`, so each night's curation seed differs (see `flows/nightly.py`), and a re-run
+of a night that already finished adds nothing new (ids follow from the inputs; training resumes).
 
 `demo` is the main job end to end on the embedded default: the foundation check (problems in the
 ledger, verifiers agree), the tiny policy bootstrapped if missing (a shorter budget than
 `sieve bootstrap` so the whole demo fits in ~10 minutes on 2 cores), one night, and a summary.
 
-Test: `pytest tests/test_loop.py`.
+Test: `pytest tests/flows/test_loop.py` (the nightly chain), `tests/cli/test_train_cli.py`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -27,9 +29,10 @@ import polars as pl
 
 from pipeline.errors import SieveError
 from pipeline.home import resolve_home, use_prefect_home
+from pipeline.sampling import EngineOptions
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger, load_query
-from pipeline.train import TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, TrainSettings
+from pipeline.train import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, TrainSettings
 
 Say = Callable[[str], None]
 
@@ -50,8 +53,14 @@ def loop(
     settings: TrainSettings | None = None,
     start: date | None = None,
     say: Say = print,
+    *,
+    model: str | None = None,
+    backend: str = "hf",
+    base_urls: Sequence[str] = (),
+    engine: EngineOptions | None = None,
 ) -> list[dict[str, Any]]:
-    """Run `nights` nightly flows in a row; returns each night's summary."""
+    """Run `nights` nightly flows in a row; returns each night's summary. `settings` None: each
+    night trains with the recipe for its model."""
     if nights < 1:
         raise SieveError(f"--nights must be >= 1, got {nights}")
     quiet_prefect(home)
@@ -62,9 +71,13 @@ def loop(
     for i in range(nights):
         night = first + timedelta(days=i)
         params = NightlyParams(
+            model=model,
+            backend=backend,
+            base_urls=list(base_urls),
+            engine=engine,
             home=str(home) if home is not None else None,
             config=config or CurateConfig(),
-            train=settings or TrainSettings(),
+            train=settings,
             night=night.isoformat(),
         )
         result = nightly_flow(params)
@@ -122,11 +135,12 @@ class DemoRun:
     report: Path | None = None
 
 
-# the tiny policy's recipe (TINY_CURATE, TINY_RECIPE_GRPO); 30 steps × 512 rollouts is about
-# twice what the night's curation spends, the ratio benchmarks/curriculum.py trains with
+# the tiny policy's recipe (TINY_CURATE, TINY_RECIPE = data/configs/tiny_train.toml); 30 steps ×
+# 512 rollouts is about twice what the night's curation spends, the ratio benchmarks/curriculum.py
+# trains with
 DEMO_CURATE = CurateConfig(n_candidates=1000, **TINY_CURATE)  # type: ignore[arg-type]
 DEMO_TRAIN = TrainSettings(
-    grpo={**TINY_RECIPE_GRPO, "total_steps": 30},
+    grpo={**TINY_GRPO, "total_steps": 30},
     rollouts_per_step=TINY_RECIPE_ROLLOUTS_PER_STEP,
     eval_per_level=20,
     eval_samples=4,

@@ -3,8 +3,9 @@
 `train(ledger, curriculum_id, model_dir, settings, home)`:
 
 1. reads the curriculum's items with their problems (question, answer, verifier);
-2. derives a deterministic `train_id` from (curriculum, base revision, settings), so a re-run of
-   the same training finds its own checkpoints (`--resume`) under `<home>/checkpoints/<train_id>`;
+2. derives a deterministic `train_id` from (curriculum, base revision, settings, and the sampling
+   backend when it is not hf), so a re-run of the same training finds its own checkpoints
+   (`--resume`) under `<home>/checkpoints/<train_id>`;
 3. evaluates the starting weights on the held-out set (ledger runs with purpose `eval`), then
    trains stage by stage — each stage gets a share of the steps proportional to what one pass over
    it costs in rollouts, and each step draws items (weighted by their curriculum weight, without
@@ -12,6 +13,12 @@
 4. writes metrics per step to `train_metrics` and to TensorBoard, registers every checkpoint in
    `checkpoints` with its `model_revision` (so the next curation samples from it), evaluates every
    `eval_every` steps and at the end, and marks the run finished.
+
+Which settings: a recipe file, `data/configs/tiny_train.toml` for raw-prompt models (the built-in
+tiny policy) and `data/configs/real_train.toml` for chat models (`recipe_for`), unless a file is
+given; a file is read alone on top of GRPOConfig's documented defaults — nothing is merged in.
+Which model: the one the curriculum was curated with (`curriculum_model`); the nightly loop
+continues from the newest checkpoint of its model's lineage (`nightly_model`, `lineage_head`).
 
 Training rollouts are not written to `rollouts`: their weights change every step, so they do not
 belong to any one `model_revision` and would blur `prompt_stats`.
@@ -53,38 +60,19 @@ from pipeline.policy.model import (
     model_revision,
     read_meta,
 )
-from pipeline.policy.prompts import prompt_format, render
+from pipeline.policy.prompts import PromptFormat, prompt_format, render
+from pipeline.sampling import EngineOptions, Sampler
 from pipeline.sampling.hf import HFSampler
 from pipeline.sampling.training import make_group_sampler
 from pipeline.scoring import verify_batch
 from pipeline.store import Ledger, load_query
 
 GRPO_FIELDS = {f.name for f in dataclasses.fields(GRPOConfig)}
-# Defaults for the built-in tiny policy (issue 5 trials on 2 CPU cores, see README "Training"):
-# at 128 rollouts per step lr 1e-4 was the largest that did not lose held-out accuracy — at 3e-4
-# and above the policy drifts (KL rises, reward does not); with 512 rollouts per step the tiny
-# recipe below trains at 2e-4. A `[grpo]` table in the config file overrides any of them, and
-# the remaining GRPOConfig defaults apply.
-TINY_GRPO: dict[str, Any] = {
-    "lr": 1e-4,
-    "total_steps": 60,
-    "max_new_tokens": 16,
-    "checkpoint_every": 20,
-    "beta_schedule": "fixed",
-    "beta": 0.02,
-}
-
-
-# What the tiny policy learns with on a curated curriculum (benchmarks/curriculum.py): lr 2e-4
-# after a 20-step warm-up, 512 rollouts (64 prompts × G = 8) per step. 16 prompts per step was too
-# noisy to learn from in benchmarks/grpo_headroom.py. `sieve demo` uses it; as a file:
-# data/configs/tiny_train.toml.
-TINY_RECIPE_GRPO: dict[str, Any] = {"lr": 2e-4, "lr_warmup_steps": 20}
-TINY_RECIPE_ROLLOUTS_PER_STEP = 512
 
 
 class TrainSettings(BaseModel):
-    """`sieve train --config FILE`: top-level keys here, GRPO knobs in a `[grpo]` table."""
+    """`sieve train --config FILE`: top-level keys here, GRPO knobs in a `[grpo]` table; a knob
+    the table leaves out takes GRPOConfig's default."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -106,11 +94,19 @@ class TrainSettings(BaseModel):
         unknown = sorted(set(value) - GRPO_FIELDS)
         if unknown:
             raise ValueError(f"unknown key {unknown[0]!r}; GRPOConfig has {sorted(GRPO_FIELDS)}")
-        grpo_config({**TINY_GRPO, **value})  # type and range checks, one line each
+        grpo_config(value)  # type and range checks, one line each
         return value
 
     def grpo_config(self, **overrides: Any) -> GRPOConfig:
-        return grpo_config({**TINY_GRPO, **self.grpo, **overrides})
+        return grpo_config({**self.grpo, **overrides})
+
+    def with_steps(self, total_steps: int | None) -> TrainSettings:
+        """These settings with `total_steps` replaced (`--steps`); unchanged for None."""
+        if total_steps is None:
+            return self
+        if total_steps < 1:
+            raise SieveError(f"--steps must be >= 1, got {total_steps}")
+        return self.model_copy(update={"grpo": {**self.grpo, "total_steps": total_steps}})
 
 
 def grpo_config(values: dict[str, Any]) -> GRPOConfig:
@@ -132,6 +128,206 @@ def load_settings(path: str | Path) -> TrainSettings:
     from pipeline.tomlconfig import load_toml
 
     return load_toml(path, TrainSettings)
+
+
+# ---------------------------------------------------------------------- recipes
+
+# The built-in tiny policy's recipe; data/configs/tiny_train.toml holds the same values (tests
+# compare them). At 128 rollouts per step lr 1e-4 was the largest that did not lose held-out
+# accuracy (issue 5 trials, 3e-4 and above drift); with 512 rollouts per step (64 prompts × G = 8;
+# 16 prompts per step was too noisy in benchmarks/grpo_headroom.py) it trains at 2e-4 after a
+# 20-step warm-up (benchmarks/curriculum.py). 16 new tokens, checkpoints every 20 steps and a
+# fixed β of 0.02 were merged silently under every run before recipes were files; they are
+# written out here so the demo's and the benchmark's numbers do not move.
+TINY_RECIPE_GRPO: dict[str, Any] = {"lr": 2e-4, "lr_warmup_steps": 20}
+TINY_RECIPE_ROLLOUTS_PER_STEP = 512
+TINY_GRPO: dict[str, Any] = {
+    **TINY_RECIPE_GRPO,
+    "total_steps": 30,  # per night: about twice the rollouts an 800-candidate curation spends
+    "max_new_tokens": 16,
+    "checkpoint_every": 20,
+    "beta_schedule": "fixed",
+    "beta": 0.02,
+}
+TINY_RECIPE = TrainSettings(grpo=TINY_GRPO, rollouts_per_step=TINY_RECIPE_ROLLOUTS_PER_STEP)
+RECIPES = Path(__file__).resolve().parents[1] / "data" / "configs"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    path: Path
+    settings: TrainSettings
+    why: str  # why this file: "given", or the model's prompt format
+
+    def line(self) -> str:
+        return f"recipe {_shown(self.path)} ({self.why})"
+
+
+def recipe_for(model_dir: str | Path) -> Recipe:
+    """The recipe file for a model: raw prompts (the built-in tiny policy) -> tiny_train.toml;
+    a chat model -> real_train.toml (small instruct models)."""
+    fmt = folder_prompt_format(model_dir)
+    if fmt == "raw":
+        path, why = RECIPES / "tiny_train.toml", "raw prompts: the built-in tiny policy's recipe"
+    else:
+        path, why = RECIPES / "real_train.toml", "chat model: the small instruct model recipe"
+    if not path.is_file():
+        raise SieveError(f"recipe {path} is missing: pass --config FILE")
+    return Recipe(path, load_settings(path), f"{why}; --config FILE picks another")
+
+
+def given_recipe(path: Path) -> Recipe:
+    return Recipe(path, load_settings(path), "--config")
+
+
+def folder_prompt_format(model_dir: str | Path) -> PromptFormat:
+    """The prompt format of a model folder without loading its weights; a name that is not a
+    local folder (a served model) counts as chat."""
+    folder = Path(model_dir)
+    if not (folder / "config.json").is_file():
+        return "chat"
+    declared = read_meta(folder).get("prompt_format")
+    if declared in ("raw", "chat"):
+        return "raw" if declared == "raw" else "chat"
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    except Exception as exc:  # transformers raises many types for broken folders
+        raise SieveError(f"cannot load the tokenizer of {folder}: {_one_line(exc)}") from exc
+    return prompt_format(folder, tokenizer)
+
+
+def settings_toml(settings: TrainSettings, header: Sequence[str] = ()) -> str:
+    """The effective settings as a file `--config` reads back: TrainSettings at the top level and
+    the resolved GRPOConfig, every field, in `[grpo]` (`sieve train --print-config`)."""
+    lines = [f"# {h}" for h in header]
+    lines += [_toml_line(k, v) for k, v in settings.model_dump(exclude={"grpo"}).items()]
+    lines += ["", "[grpo]"]
+    lines += [_toml_line(k, v) for k, v in dataclasses.asdict(settings.grpo_config()).items()]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_line(key: str, value: Any) -> str:
+    return f"# {key}: unset" if value is None else f"{key} = {_toml_value(value)}"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)  # TOML reads Python's float repr (2e-06, inf, nan) as it is
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a TOML basic string
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+# ---------------------------------------------------------------------- which model
+
+
+def curriculum_model(
+    ledger: Ledger, curriculum_id: str, home: str | Path | None = None
+) -> tuple[Path, str]:
+    """The model folder a curriculum was curated with, and a note saying how it was chosen.
+
+    Curricula record the model (`curricula.model`, `model_revision`); ledgers from before that
+    fall back to the newest registered checkpoint, else the tiny policy. One SieveError line when
+    the folder is gone or was a served model."""
+    rows = ledger.run(
+        "SELECT model, model_revision FROM curricula WHERE curriculum_id = $c", {"c": curriculum_id}
+    )
+    model, revision = rows[0] if rows else (None, None)
+    if not model:
+        path = latest_model(ledger, home)
+        if not (path / "config.json").is_file():
+            raise SieveError(
+                f"curriculum {curriculum_id} records no model and there is no tiny policy at "
+                f"{path}: pass --model FOLDER"
+            )
+        what = "the tiny policy" if path == _tiny(home) else "the newest registered checkpoint"
+        return path, f"curriculum {curriculum_id} records no model: using {what}"
+    if str(revision or "").startswith("served:"):
+        raise SieveError(
+            f"curriculum {curriculum_id} was curated with the served model {model!r} (openai "
+            "backend): pass --model FOLDER holding its weights"
+        )
+    folder = Path(model)
+    if not (folder / "config.json").is_file():
+        raise SieveError(
+            f"curriculum {curriculum_id} was curated with model folder {folder}, which is not a "
+            "model folder here (moved, deleted, or relative to another directory): "
+            "pass --model FOLDER"
+        )
+    note = f"the model curriculum {curriculum_id} was curated with"
+    if revision and folder_revision(folder) != revision:
+        note += f"; warning: its weights changed since (curated with revision {revision})"
+    return folder, note
+
+
+def lineage_head(ledger: Ledger, revision: str) -> Path | None:
+    """The newest checkpoint (of a finished run, still on disk) descended from `revision`:
+    trained from it, or from a checkpoint trained from it, and so on; None when there is none."""
+    for path, _ in ledger.run(load_query("lineage_checkpoints"), {"revision": revision}):
+        if (Path(path) / "config.json").is_file():
+            return Path(path)
+    return None
+
+
+def nightly_model(
+    ledger: Ledger | None, model: str | None, home: str | Path | None = None
+) -> tuple[Path, str]:
+    """What a night curates and trains from, and a note saying why.
+
+    Given a model folder: the newest checkpoint of its lineage, else the folder itself. Without
+    one: the newest checkpoint of the lineage of the model the newest curriculum was curated
+    with (else that model), so nights continue what the last one curated; on a fresh home (or a
+    ledger whose curricula record no model) the newest registered checkpoint, else the tiny
+    policy."""
+    if model is not None:
+        folder = Path(model)
+        if not (folder / "config.json").is_file():
+            return folder, "not a local folder (a served model): no lineage to follow"
+        head = lineage_head(ledger, folder_revision(folder)) if ledger is not None else None
+        if head is not None:
+            return head, f"the newest checkpoint trained from {folder}"
+        return folder, "nothing trained from it yet"
+    rows = ledger.run(load_query("newest_curriculum_model")) if ledger is not None else []
+    if rows and rows[0][1] and not str(rows[0][2] or "").startswith("served:"):
+        cid, name, revision = rows[0]
+        head = lineage_head(ledger, str(revision)) if ledger is not None and revision else None
+        if head is not None:
+            return head, f"the newest checkpoint trained from {name} (curriculum {cid}'s model)"
+        if (Path(name) / "config.json").is_file():
+            return Path(name), f"the model of the newest curriculum {cid}"
+    path = latest_model(ledger, home) if ledger is not None else _tiny(home)
+    if path == _tiny(home):
+        return path, "nothing curated from a local model yet: the tiny policy"
+    return path, "no curriculum names its model: the newest registered checkpoint"
+
+
+def latest_model(ledger: Ledger, home: str | Path | None = None) -> Path:
+    """The newest registered checkpoint that still exists, else the bootstrapped tiny policy."""
+    for (path,) in ledger.run(load_query("latest_checkpoints")):
+        if (Path(path) / "config.json").is_file():
+            return Path(path)
+    return _tiny(home)
+
+
+def _tiny(home: str | Path | None) -> Path:
+    return resolve_home(home) / "models" / "tiny"
 
 
 # ---------------------------------------------------------------------- curriculum → batches
@@ -241,8 +437,13 @@ class TrainResult:
 Progress = Callable[[int, int, dict[str, float]], None]  # (step done, total, metrics)
 
 
-def train_id_for(curriculum_id: str, base_revision: str, settings: TrainSettings) -> str:
+def train_id_for(
+    curriculum_id: str, base_revision: str, settings: TrainSettings, backend: str = "hf"
+) -> str:
+    """The run's id. The backend is part of it when it is not hf (another engine samples other
+    rollouts); hf runs keep the ids they had before backends were selectable."""
     text = f"{curriculum_id}|{base_revision}|{settings.model_dump_json()}"
+    text += f"|{backend}" if backend != "hf" else ""
     return "train-" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -257,20 +458,25 @@ def train(
     max_steps: int | None = None,
     progress: Progress | None = None,
     reward: RewardFn | None = None,
+    backend: str = "hf",
+    engine: EngineOptions | None = None,
+    base_urls: Sequence[str] = (),
 ) -> TrainResult:
     """Train on a curriculum; see the module docstring. Errors are one-line SieveErrors.
 
-    `reward` replaces the problems' verifiers (tests; custom rewards); held-out evaluation always
-    uses the verifiers.
+    `settings` None: the recipe for the model (`recipe_for`). `backend`, `engine`, `base_urls`
+    choose how rollouts are sampled (`pipeline.sampling.training.make_group_sampler`). `reward`
+    replaces the problems' verifiers (tests; custom rewards); held-out evaluation always uses the
+    verifiers.
     """
-    settings = settings or TrainSettings()
+    settings = settings or recipe_for(model_dir).settings
     cfg = settings.grpo_config()
     frame = curriculum_frame(ledger, curriculum_id)
     model, tokenizer = load_policy(model_dir)
-    meta = read_meta(model_dir)
+    cfg = for_device(cfg, next(model.parameters()).device)
     fmt = prompt_format(model_dir, tokenizer)
     base_revision = folder_revision(model_dir)  # the same identity curation records
-    train_id = train_id_for(curriculum_id, base_revision, settings)
+    train_id = train_id_for(curriculum_id, base_revision, settings, backend)
     root = resolve_home(home) / "checkpoints" / train_id
     if ckpt.list_steps(root) and not resume:
         raise SieveError(
@@ -281,50 +487,42 @@ def train(
     batches = CurriculumBatches(
         frame, prompts, settings.rollouts_per_step, cfg.total_steps, cfg.seed
     )
-    group_sampler = make_group_sampler("hf", model, tokenizer, str(model_dir))
-    hf = group_sampler.sampler
-    run = _Run(ledger, train_id, settings, home, fmt, meta, base_revision, curriculum_id)
+    sampler = make_group_sampler(
+        backend, model, tokenizer, str(model_dir), engine=engine, base_urls=base_urls
+    )
+    run = _Run(
+        ledger, train_id, curriculum_id, base_revision, settings, cfg, fmt, tokenizer,
+        eval_sampler(sampler, model, tokenizer, str(model_dir)), batches.stage_of, progress,
+        _writer(settings, home, train_id),
+    )  # fmt: skip
     trainer = Trainer(
         model,
         tokenizer,
-        group_sampler,
+        sampler,
         reward or partial(verifier_reward, marker_required=fmt == "chat"),
         batches,
         cfg,
         root,
+        on_metrics=run.on_metrics,
         on_checkpoint=run.checkpointed,
         write_extra=run.write_meta,
         crash_point=crash_point,
         warn=run.warn,
     )
-    hf.model = trainer.model  # under LoRA the wrapped one samples
-    run.trainer, run.hf = trainer, hf
-    resumed_from = 0
+    run.follow(trainer.model)  # under LoRA the trainer wraps the model: that one is live
     try:
         if resume and ckpt.list_steps(root):
-            resumed_from = trainer.resume()
+            run.step = trainer.resume()
             run.register_missing(root)  # killed between a checkpoint's rename and its row
-        run.start(str(model_dir), dataclasses.asdict(cfg))
+        resumed_from = run.step
+        run.start(str(model_dir))
         before = run.evaluate_base(resumed_from)
         started = time.perf_counter()
-
-        every = cfg.checkpoint_every
-
-        def on_metrics(step: int, m: dict[str, float]) -> None:
-            m["stage"] = float(batches.stage_of(step))
-            run.record(step, m)
-            if (every and (step + 1) % every == 0) or step + 1 == cfg.total_steps:
-                run.flush()  # metrics land before the checkpoint that follows them
-            if settings.eval_every and (step + 1) % settings.eval_every == 0:
-                run.evaluate_live(step + 1)
-            if progress is not None:
-                progress(step + 1, cfg.total_steps, m)
-
-        trainer.on_metrics = on_metrics
         history = trainer.train(max_steps)
-        after = run.evaluate_live(trainer.step) if trainer.step >= cfg.total_steps else before
+        done = trainer.step >= cfg.total_steps
+        after = run.evaluate_live(trainer.step) if done else before
         final = ckpt.list_steps(root)[-1][1]
-        run.finish("finished" if trainer.step >= cfg.total_steps else "running")
+        run.finish("finished" if done else "running")
     except (TrainerError, ckpt.CheckpointError) as exc:
         run.finish("failed")
         raise SieveError(str(exc)) from None
@@ -347,68 +545,113 @@ def train(
     )
 
 
+def for_device(cfg: GRPOConfig, device: torch.device) -> GRPOConfig:
+    """`autocast = "bf16"` where the device computes in bf16 natively (a CUDA GPU with bf16, a
+    CPU with AVX512-BF16 or AMX); elsewhere emulated bf16 is slower than fp32, so it is turned
+    off, with a warning line."""
+    if getattr(cfg, "autocast", "off") != "bf16" or bf16_native(device):
+        return cfg
+    print(f"warning: {device} has no native bf16: autocast off (fp32)", file=sys.stderr)
+    return dataclasses.replace(cfg, autocast="off")
+
+
+def bf16_native(device: torch.device) -> bool:
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    if device.type == "cpu":
+        checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+        return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
+    return False
+
+
+def eval_sampler(group_sampler: Any, model: Any, tokenizer: Any, name: str) -> Sampler:
+    """What held-out evaluation samples with: the training sampler's own engine when it has
+    one (`.sampler`, kept in sync with the weights), else hf over the live model."""
+    inner = getattr(group_sampler, "sampler", None)
+    if inner is not None and hasattr(inner, "sample"):
+        return inner
+    return HFSampler(model=model, tokenizer=tokenizer, model_name=name)
+
+
+def _writer(settings: TrainSettings, home: str | Path | None, train_id: str) -> Any:
+    if not settings.tensorboard:
+        return None
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter(str(resolve_home(home) / "tensorboard" / train_id))
+
+
+@dataclass
 class _Run:
-    """The ledger / TensorBoard side of one training run."""
+    """The recorder of one training run: the trainer's hooks (metrics, checkpoints, warnings)
+    written to the ledger and TensorBoard, and held-out evaluation. Built before the trainer."""
 
-    def __init__(
-        self,
-        ledger: Ledger,
-        train_id: str,
-        settings: TrainSettings,
-        home: str | Path | None,
-        fmt: str,
-        meta: dict[str, Any],
-        base_revision: str,
-        curriculum_id: str,
-    ):
-        self.ledger, self.train_id, self.settings = ledger, train_id, settings
-        self.fmt, self.meta, self.base_revision = fmt, meta, base_revision
-        self.curriculum_id = curriculum_id
-        self.rows: list[tuple[str, int, str, float | None]] = []
-        self.trainer: Trainer | None = None
-        self.hf: HFSampler | None = None
-        self.writer: Any = None
-        if settings.tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
+    ledger: Ledger
+    train_id: str
+    curriculum_id: str
+    base_revision: str
+    settings: TrainSettings
+    cfg: GRPOConfig
+    fmt: PromptFormat
+    tokenizer: Any
+    sampler: Sampler  # held-out evaluation
+    stage_of: Callable[[int], int]
+    progress: Progress | None = None
+    writer: Any = None  # a TensorBoard SummaryWriter, or None
+    model: torch.nn.Module | None = None  # the live model, from `follow`
+    step: int = 0  # the next step to run (what a checkpoint written now is at)
+    rows: list[tuple[str, int, str, float | None]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    last: dict[str, float] = field(default_factory=dict)
+    model_name: str = ""
 
-            self.writer = SummaryWriter(str(resolve_home(home) / "tensorboard" / train_id))
-        self.warnings: list[str] = []
-        self.model_name = ""
-        self.last: dict[str, float] = {}
+    def follow(self, model: torch.nn.Module) -> None:
+        """The module the trainer updates (under LoRA its wrapped model): hashed for the live
+        revision, and what an hf evaluation sampler samples from."""
+        self.model = model
+        if isinstance(self.sampler, HFSampler):
+            self.sampler.model = model  # type: ignore[assignment]
 
     def warn(self, message: str) -> None:
         """Trainer warnings (a refused checkpoint, a skipped step): kept and shown on stderr."""
         self.warnings.append(message)
         print(f"warning: {message}", file=sys.stderr)
 
-    def start(self, model: str, config: dict[str, Any]) -> None:
+    def on_metrics(self, step: int, m: dict[str, float]) -> None:
+        m["stage"] = float(self.stage_of(step))
+        self.record(step, m)
+        every, total = self.cfg.checkpoint_every, self.cfg.total_steps
+        if (every and (step + 1) % every == 0) or step + 1 == total:
+            self.flush()  # metrics land before the checkpoint that follows them
+        if self.settings.eval_every and (step + 1) % self.settings.eval_every == 0:
+            self.evaluate_live(step + 1)
+        if self.progress is not None:
+            self.progress(step + 1, total, m)
+
+    def start(self, model: str) -> None:
         self.model_name = model
-        self._status("running", model, config)
+        self._status("running", model, dataclasses.asdict(self.cfg))
 
     def _status(self, status: str, model: str = "", config: dict[str, Any] | None = None) -> None:
+        if config is None:  # keep config and start time of the stored row
+            self.ledger.run(
+                "UPDATE train_runs SET status = $s, finished_at = now() WHERE train_id = $t",
+                {"s": status, "t": self.train_id},
+            )
+            return
         row = pl.DataFrame(
             {
                 "train_id": [self.train_id],
                 "curriculum_id": [self.curriculum_id],
                 "base_model": [model or self.model_name],
                 "base_revision": [self.base_revision],
-                "config": [
-                    json.dumps({"settings": self.settings.model_dump(), "grpo": config})
-                    if config
-                    else None
-                ],
+                "config": [json.dumps({"settings": self.settings.model_dump(), "grpo": config})],
                 "started_at": [datetime.now(UTC)],
-                "finished_at": [datetime.now(UTC) if status != "running" else None],
+                "finished_at": [None],
                 "status": [status],
             }
         )
-        if config is None:  # keep config and start time of the stored row
-            self.ledger.run(
-                "UPDATE train_runs SET status = $s, finished_at = now() WHERE train_id = $t",
-                {"s": status, "t": self.train_id},
-            )
-        else:
-            self.ledger.write("train_runs", row, on_conflict="replace")
+        self.ledger.write("train_runs", row, on_conflict="replace")
 
     def finish(self, status: str) -> None:
         self.flush()
@@ -417,7 +660,7 @@ class _Run:
             self.writer.close()
 
     def record(self, step: int, metrics: dict[str, float]) -> None:
-        self.last = metrics
+        self.last, self.step = metrics, step + 1
         for name, value in metrics.items():
             finite = value if math.isfinite(value) else None
             self.rows.append((self.train_id, step, name, finite))
@@ -437,14 +680,13 @@ class _Run:
         self.rows = []
 
     def write_meta(self, folder: Path, model: torch.nn.Module) -> None:
-        assert self.trainer is not None
         meta = {
             "prompt_format": self.fmt,
             "source": "grpo",
             "base_revision": self.base_revision,
             "curriculum_id": self.curriculum_id,
             "train_id": self.train_id,
-            "step": self.trainer.step,
+            "step": self.step,
             "model_revision": model_revision(model),
         }
         (folder / SIEVE_META).write_text(json.dumps(meta, indent=1))
@@ -476,24 +718,22 @@ class _Run:
     # -------------------------------------------------------------- held-out evaluation
 
     def _eval_cfg(self) -> EvalConfig:
+        """The recipe's own sampling budget (temperature, max_new_tokens) for held-out eval."""
         s = self.settings
-        assert self.trainer is not None
         return EvalConfig(
             per_level=s.eval_per_level,
             samples=s.eval_samples,
-            temperature=self.trainer.cfg.temperature,
-            max_new_tokens=self.trainer.cfg.max_new_tokens,
-            seed=self.trainer.cfg.seed,
+            temperature=self.cfg.temperature,
+            max_new_tokens=self.cfg.max_new_tokens,
+            seed=self.cfg.seed,
         )
 
     def _evaluate(self, revision: str, step: int) -> pl.DataFrame:
-        assert self.hf is not None
         cfg = self._eval_cfg()
         problems = heldout_set(cfg.per_level, self.settings.eval_families)
         questions = problems["question"].to_list()
-        tokenizer = self.hf.tokenizer
-        prompts_of = dict(zip(questions, render(questions, self.fmt, tokenizer), strict=True))  # type: ignore[arg-type]
-        table = evaluate(self.hf, self.ledger, revision, prompts_of, cfg, problems, self.fmt)
+        prompts_of = dict(zip(questions, render(questions, self.fmt, self.tokenizer), strict=True))
+        table = evaluate(self.sampler, self.ledger, revision, prompts_of, cfg, problems, self.fmt)
         for name in ("greedy", "sampled"):
             mean = overall(table, name) or 0.0
             self.rows.append((self.train_id, step, f"eval_{name}", mean))
@@ -512,9 +752,9 @@ class _Run:
         return self._evaluate(self._live(), step)
 
     def _live(self) -> str:
-        assert self.trainer is not None
-        model = self.trainer.model
-        if self.trainer.cfg.reference == "lora_base":
+        assert self.model is not None, "follow(trainer.model) before training"
+        model = self.model
+        if self.cfg.reference == "lora_base":
             import copy
 
             model = copy.deepcopy(model).merge_and_unload()  # type: ignore[operator]
@@ -524,11 +764,3 @@ class _Run:
 def heldout_table(ledger: Ledger, revision: str) -> pl.DataFrame:
     """Held-out pass@1 by family × level of one revision, from its stored eval runs."""
     return ledger.sql(load_query("eval_by_level"), {"revision": revision})
-
-
-def latest_model(ledger: Ledger, home: str | Path | None = None) -> Path:
-    """The newest registered checkpoint that still exists, else the bootstrapped tiny policy."""
-    for (path,) in ledger.run(load_query("latest_checkpoints")):
-        if (Path(path) / "config.json").is_file():
-            return Path(path)
-    return resolve_home(home) / "models" / "tiny"

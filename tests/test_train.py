@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Item, Sample, Scores
 from pipeline.errors import SieveError
+from pipeline.policy.model import SIEVE_META, folder_revision
 from pipeline.store import Ledger
 from pipeline.train import (
+    RECIPES,
+    TINY_RECIPE,
     CurriculumBatches,
     TrainSettings,
+    curriculum_model,
     latest_model,
+    lineage_head,
     load_settings,
+    nightly_model,
+    recipe_for,
+    settings_toml,
     train,
 )
 
@@ -26,7 +37,14 @@ METRICS = {
     "grad_norm", "skipped_steps", "loss", "time_sample", "time_score", "time_update", "stage",
 }  # fmt: skip
 SMALL = TrainSettings(
-    grpo={"total_steps": 4, "checkpoint_every": 2, "max_new_tokens": 4, "lr": 1e-3},
+    grpo={
+        "total_steps": 4,
+        "checkpoint_every": 2,
+        "max_new_tokens": 4,
+        "lr": 1e-3,
+        "beta_schedule": "fixed",
+        "beta": 0.02,
+    },  # the tiny values train() merged under every run before recipes were files
     rollouts_per_step=16,
     eval_per_level=1,
     eval_samples=2,
@@ -72,6 +90,7 @@ def test_train_records_metrics_checkpoints_and_evals(setup: tuple[Path, Path]) -
         assert final == result.final_checkpoint.resolve()
         assert ckpts["model_revision"][-1] == result.final_revision != result.base_revision
         assert latest_model(ledger, home) == final  # the next curation samples from it
+        assert lineage_head(ledger, result.base_revision) == final  # and the next night
         evals = ledger.sql("SELECT DISTINCT model_revision FROM sampling_runs WHERE purpose='eval'")
         assert set(evals["model_revision"]) == {result.base_revision, result.final_revision}
     assert list((home / "tensorboard" / result.train_id).glob("events.out.tfevents.*"))
@@ -196,3 +215,145 @@ def test_trainer_log_probs_equal_the_samplers(tiny_model_dir: Path) -> None:
     for row, c in enumerate(flat):
         assert c.logprob is not None
         assert float(logp[row, : len(c.token_ids)].sum()) == pytest.approx(c.logprob, abs=1e-4)
+
+
+# ---------------------------------------------------------------------- recipes
+
+
+def chat_copy(model_dir: Path, dest: Path) -> Path:
+    """The tiny policy's folder declared a chat model (what recipe picking reads)."""
+    shutil.copytree(model_dir, dest)
+    meta = json.loads((dest / SIEVE_META).read_text())
+    (dest / SIEVE_META).write_text(json.dumps({**meta, "prompt_format": "chat"}))
+    return dest
+
+
+def test_recipes_are_files_and_nothing_is_merged_under_them() -> None:
+    assert load_settings(RECIPES / "tiny_train.toml") == TINY_RECIPE
+    # what used to be merged silently under every run is the tiny recipe's, written out
+    tiny = TINY_RECIPE.grpo_config()
+    assert (tiny.lr, tiny.total_steps, tiny.max_new_tokens) == (2e-4, 30, 16)
+    assert (tiny.checkpoint_every, tiny.beta_schedule, tiny.beta) == (20, "fixed", 0.02)
+    # a settings table sits on GRPOConfig's documented defaults and nothing else
+    assert TrainSettings(grpo={"lr": 1e-5}).grpo_config() == GRPOConfig(lr=1e-5)
+    real = load_settings(RECIPES / "real_train.toml")
+    cfg = real.grpo_config()
+    assert 1e-6 <= cfg.lr <= 1e-5 and cfg.max_new_tokens >= 256
+    assert cfg.beta_schedule == "warmup" and cfg.beta_start > cfg.beta
+    assert cfg.micro_batch_tokens > 0 and cfg.autocast == "bf16"
+
+
+def test_the_recipe_follows_the_model(tiny_model_dir: Path, tmp_path: Path) -> None:
+    tiny = recipe_for(tiny_model_dir)
+    assert tiny.path.name == "tiny_train.toml" and tiny.settings == TINY_RECIPE
+    chat = recipe_for(chat_copy(tiny_model_dir, tmp_path / "chat"))
+    assert chat.path.name == "real_train.toml"
+    assert chat.settings == load_settings(RECIPES / "real_train.toml")
+    assert chat.settings.grpo_config().max_new_tokens >= 256  # not the tiny 16
+    assert "real_train.toml" in chat.line() and "chat" in chat.line()
+
+
+def test_print_config_round_trips_through_a_config_file(tmp_path: Path) -> None:
+    real = load_settings(RECIPES / "real_train.toml").with_steps(7)
+    path = tmp_path / "effective.toml"
+    path.write_text(settings_toml(real, ["a header"]))
+    again = load_settings(path)
+    assert again.grpo_config() == real.grpo_config()
+    assert again.model_dump(exclude={"grpo"}) == real.model_dump(exclude={"grpo"})
+    assert again.grpo_config().total_steps == 7
+
+
+# ---------------------------------------------------------------------- which model
+
+
+def curriculum_row(ledger: Ledger, cid: str, model: str | None, revision: str | None, at: int):
+    ledger.write(
+        "curricula",
+        pl.DataFrame(
+            {
+                "curriculum_id": [cid],
+                "created_at": [datetime(2026, 1, 1, at, tzinfo=UTC)],
+                "model": pl.Series([model], dtype=pl.Utf8),
+                "model_revision": pl.Series([revision], dtype=pl.Utf8),
+                "config": ["{}"],
+                "status": ["finished"],
+            }
+        ),
+    )
+
+
+def test_the_curriculum_names_its_model(
+    ledger: Ledger, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    revision = folder_revision(tiny_model_dir)
+    curriculum_row(ledger, "cur-a", str(tiny_model_dir), revision, 1)
+    folder, why = curriculum_model(ledger, "cur-a", tmp_path)
+    assert folder == tiny_model_dir and "curated with" in why and "warning" not in why
+    curriculum_row(ledger, "cur-b", str(tiny_model_dir), "another-revision", 2)
+    assert "weights changed" in curriculum_model(ledger, "cur-b", tmp_path)[1]
+    curriculum_row(ledger, "cur-gone", str(tmp_path / "gone"), revision, 3)
+    with pytest.raises(SieveError, match="pass --model FOLDER") as err:
+        curriculum_model(ledger, "cur-gone", tmp_path)
+    assert "\n" not in str(err.value) and str(tmp_path / "gone") in str(err.value)
+    curriculum_row(ledger, "cur-served", "smollm2", "served:smollm2", 4)
+    with pytest.raises(SieveError, match="served model 'smollm2'"):
+        curriculum_model(ledger, "cur-served", tmp_path)
+    # a ledger from before curricula named their model: the tiny policy, and it says so
+    curriculum_row(ledger, "cur-old", None, None, 5)
+    with pytest.raises(SieveError, match="records no model and there is no tiny policy"):
+        curriculum_model(ledger, "cur-old", tmp_path)
+    shutil.copytree(tiny_model_dir, tmp_path / "models" / "tiny")
+    folder, why = curriculum_model(ledger, "cur-old", tmp_path)
+    assert folder == tmp_path / "models" / "tiny" and "records no model" in why
+
+
+def register(ledger: Ledger, tmp_path: Path, train_id: str, base: str, ckpts, status="finished"):
+    """A train run from `base` with checkpoints [(step, revision, hour)], folders on disk."""
+    ledger.write(
+        "train_runs",
+        pl.DataFrame(
+            {
+                "train_id": [train_id], "curriculum_id": ["c"], "base_model": ["m"],
+                "base_revision": [base], "config": ["{}"], "started_at": [datetime.now(UTC)],
+                "finished_at": [datetime.now(UTC)], "status": [status],
+            }
+        ),
+    )  # fmt: skip
+    paths = {}
+    for step, revision, hour in ckpts:
+        path = tmp_path / train_id / f"step-{step}"
+        path.mkdir(parents=True)
+        (path / "config.json").write_text("{}")
+        paths[revision] = path
+        row = {
+            "train_id": [train_id], "step": [step], "path": [str(path)],
+            "model_revision": [revision], "metrics": ["{}"],
+            "created_at": [datetime(2026, 1, 2, hour, tzinfo=UTC)],
+        }  # fmt: skip
+        ledger.write("checkpoints", pl.DataFrame(row))
+    return paths
+
+
+def test_a_lineage_is_followed_to_its_newest_checkpoint(ledger: Ledger, tmp_path: Path) -> None:
+    night1 = register(ledger, tmp_path, "t1", "R0", [(2, "R1a", 1), (4, "R1", 2)])
+    night2 = register(ledger, tmp_path, "t2", "R1", [(4, "R2", 3)])
+    crashed = register(ledger, tmp_path, "t3", "R2", [(2, "R3", 4)], status="running")
+    other = register(ledger, tmp_path, "t9", "Q0", [(4, "Q1", 9)])  # newest, another model
+    assert lineage_head(ledger, "R0") == night2["R2"]  # two generations down
+    assert lineage_head(ledger, "R1") == night2["R2"]
+    assert lineage_head(ledger, "R2") is None  # only an unfinished run trained from it
+    assert lineage_head(ledger, "Q0") == other["Q1"]
+    assert lineage_head(ledger, "nobody") is None
+    shutil.rmtree(night2["R2"])  # a deleted checkpoint is skipped
+    assert lineage_head(ledger, "R0") == night1["R1"]
+    assert crashed["R3"].exists()
+    # no model given: the lineage of the newest curriculum's model
+    curriculum_row(ledger, "cur-1", str(tmp_path / "base"), "R0", 1)
+    folder, why = nightly_model(ledger, None, tmp_path)
+    assert folder == night1["R1"] and "cur-1" in why
+    # a fresh ledger: the tiny policy
+    empty = Ledger.memory()
+    try:
+        assert nightly_model(empty, None, tmp_path)[0] == tmp_path / "models" / "tiny"
+    finally:
+        empty.close()

@@ -1,0 +1,17 @@
+-- Checkpoints descended from one model revision, newest first: the checkpoints of train runs
+-- whose base is $revision or a checkpoint descended from it (recursively), of finished runs only
+-- (a crashed night's checkpoints are resumed by its re-run, not trained from as a new base).
+WITH RECURSIVE lineage(revision) AS (
+    SELECT CAST($revision AS VARCHAR)
+    UNION
+    SELECT c.model_revision
+    FROM lineage AS l
+    JOIN train_runs AS t ON t.base_revision = l.revision
+    JOIN checkpoints AS c ON c.train_id = t.train_id
+)
+SELECT c.path, c.model_revision
+FROM checkpoints AS c
+JOIN train_runs AS t ON t.train_id = c.train_id
+WHERE t.base_revision IN (SELECT revision FROM lineage)
+  AND t.status = 'finished'
+ORDER BY c.created_at DESC, c.step DESC

@@ -1,0 +1,237 @@
+"""`sieve train` / `sieve loop`: which model and which recipe, decided before Prefect starts.
+
+In-process (`pipeline.cli.main`), with the Prefect flow replaced by a recorder: these tests check
+what the CLI hands the flow (model, settings, backend) and what it prints; the flows themselves
+are tested under `tests/flows/`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grpo_core.config import GRPOConfig
+from pipeline import cli
+from pipeline.policy.model import SIEVE_META, folder_revision
+from pipeline.store import Ledger
+from pipeline.train import RECIPES, TINY_RECIPE, load_settings
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    old = sys.argv
+    sys.argv = ["sieve", *argv]
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        sys.argv = old
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_error_line(code: int, err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+@pytest.fixture(autouse=True)
+def own_prefect_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))  # nothing leaks out
+
+
+@pytest.fixture
+def curated_home(
+    tmp_path: Path, tiny_model_dir: Path, write_curriculum: Callable[..., object]
+) -> Callable[[Path | None], Path]:
+    """A home with curriculum `cur-test` curated with `model` (not under <home>/models/tiny)."""
+
+    def make(model: Path | None) -> Path:
+        home = tmp_path / "home"
+        with Ledger.open(home) as ledger:
+            write_curriculum(ledger)
+            revision = folder_revision(model) if model and model.exists() else "r"
+            ledger.run(
+                "UPDATE curricula SET model = $m, model_revision = $r",
+                {"m": str(model) if model else None, "r": revision},
+            )
+        return home
+
+    return make
+
+
+def chat_copy(model_dir: Path, dest: Path) -> Path:
+    shutil.copytree(model_dir, dest)
+    meta = json.loads((dest / SIEVE_META).read_text())
+    (dest / SIEVE_META).write_text(json.dumps({**meta, "prompt_format": "chat"}))
+    return dest
+
+
+@pytest.fixture
+def flow_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Records what `sieve train` hands the Prefect flow instead of running it."""
+    calls: list[Any] = []
+
+    def fake(params: Any) -> dict[str, Any]:
+        calls.append(params)
+        same = {"greedy": 0.1, "sampled": 0.1}
+        return {
+            "train_id": "train-x", "steps": 1, "rollouts": 8, "seconds": 0.1, "before": [],
+            "after": [], "heldout_before": same, "heldout_after": same,
+            "checkpoint": "ckpt", "final_revision": "rev",
+        }  # fmt: skip
+
+    monkeypatch.setattr(cli, "_run_train_flow", fake)
+    return calls
+
+
+def test_train_without_model_trains_the_curriculum_model_with_its_recipe(
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    curated_home: Callable[[Path | None], Path],
+    flow_calls: list[Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    model = tmp_path / "elsewhere" / "tiny-copy"
+    shutil.copytree(tiny_model_dir, model)
+    home = curated_home(model)
+    assert not (home / "models" / "tiny").exists()  # not the tiny fallback of old
+    code, out, err = run_cli(["train", "--home", str(home)], capsys)
+    assert code == 0, err
+    (params,) = flow_calls
+    assert params.model == str(model) and params.curriculum == "cur-test"
+    assert params.settings == TINY_RECIPE and params.backend == "hf"
+    line = next(x for x in out.splitlines() if x.startswith("train cur-test"))
+    assert "tiny_train.toml" in line and str(model) in line and "curated with" in line
+
+
+def test_a_chat_model_gets_the_real_recipe_not_the_tiny_one(
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    curated_home: Callable[[Path | None], Path],
+    flow_calls: list[Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home = curated_home(chat_copy(tiny_model_dir, tmp_path / "chat"))
+    argv = [
+        "train",
+        "--home",
+        str(home),
+        "--steps",
+        "3",
+        "--backend",
+        "vllm",
+        "--kv-cache-gib",
+        "2",
+    ]
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    (params,) = flow_calls
+    real = load_settings(RECIPES / "real_train.toml")
+    assert params.settings == real.with_steps(3)
+    cfg = params.settings.grpo_config()
+    assert cfg.max_new_tokens == real.grpo_config().max_new_tokens >= 256  # not 16
+    assert params.backend == "vllm" and params.engine.kv_cache_gib == 2
+    assert "real_train.toml" in out
+
+
+def test_print_config_shows_the_effective_settings_and_trains_nothing(
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    curated_home: Callable[[Path | None], Path],
+    flow_calls: list[Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home = curated_home(chat_copy(tiny_model_dir, tmp_path / "chat"))
+    code, out, err = run_cli(["train", "--print-config", "--home", str(home)], capsys)
+    assert code == 0, err
+    assert flow_calls == []
+    shown = tomllib.loads(out)
+    real = tomllib.loads((RECIPES / "real_train.toml").read_text())
+    assert shown["grpo"]["lr"] == real["grpo"]["lr"]
+    assert shown["grpo"]["max_new_tokens"] == real["grpo"]["max_new_tokens"] >= 256
+    assert shown["rollouts_per_step"] == real["rollouts_per_step"]
+    assert set(shown["grpo"]) == set(GRPOConfig.__dataclass_fields__)  # resolved: every field
+    assert "real_train.toml" in out.splitlines()[1]
+    # --config FILE alone on GRPOConfig's defaults: nothing merged under it
+    own = tmp_path / "own.toml"
+    own.write_text("[grpo]\nlr = 5e-5\n")
+    argv = ["train", "--print-config", "--config", str(own), "--home", str(home)]
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    shown = tomllib.loads(out)
+    defaults = GRPOConfig()
+    assert shown["grpo"]["lr"] == 5e-5
+    assert shown["grpo"]["max_new_tokens"] == defaults.max_new_tokens
+    assert shown["grpo"]["beta_schedule"] == defaults.beta_schedule
+    assert shown["rollouts_per_step"] == 128  # TrainSettings' default
+
+
+def test_a_missing_curriculum_model_is_one_error_line(
+    tmp_path: Path,
+    curated_home: Callable[[Path | None], Path],
+    flow_calls: list[Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home = curated_home(tmp_path / "gone")
+    for extra in ([], ["--print-config"]):
+        code, _, err = run_cli(["train", "--home", str(home), *extra], capsys)
+        line = one_error_line(code, err)
+        assert str(tmp_path / "gone") in line and "--model" in line
+    assert flow_calls == []
+
+
+def test_an_old_curriculum_without_a_model_falls_back_and_says_so(
+    tiny_model_dir: Path,
+    curated_home: Callable[[Path | None], Path],
+    flow_calls: list[Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home = curated_home(None)
+    code, _, err = run_cli(["train", "--home", str(home)], capsys)
+    assert "no tiny policy" in one_error_line(code, err)
+    shutil.copytree(tiny_model_dir, home / "models" / "tiny")
+    code, out, err = run_cli(["train", "--home", str(home)], capsys)
+    assert code == 0, err
+    assert flow_calls[0].model == str(home / "models" / "tiny")
+    assert "records no model: using the tiny policy" in out
+
+
+def test_loop_takes_model_backend_and_base_url(
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    curated_home: Callable[[Path | None], Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import pipeline.loop
+
+    calls: list[dict[str, Any]] = []
+
+    def fake_loop(home: Any, nights: int, cfg: Any, settings: Any, *args: Any, **kw: Any) -> list:
+        calls.append({"nights": nights, "settings": settings, **kw})
+        return []
+
+    monkeypatch.setattr(pipeline.loop, "loop", fake_loop)
+    model = chat_copy(tiny_model_dir, tmp_path / "chat")
+    home = curated_home(None)
+    url = "http://127.0.0.1:9/v1"
+    argv = ["loop", "--nights", "1", "--model", str(model), "--backend", "openai"]
+    code, out, err = run_cli([*argv, "--base-url", url, "--home", str(home)], capsys)
+    assert code == 0, err
+    (call,) = calls
+    assert call["model"] == str(model) and call["backend"] == "openai"
+    assert call["base_urls"] == [url]
+    assert call["settings"] == load_settings(RECIPES / "real_train.toml")  # the model's recipe
+    assert f"night 1 starts from {model}" in out
+    code, _, err = run_cli(["loop", "--model", str(tmp_path / "nope"), "--home", str(home)], capsys)
+    assert "nope" in one_error_line(code, err)
