@@ -20,12 +20,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from grpo_core.loss import truncated_is_weights
 from grpo_core.types import Item, Sample, TrainerError
 
 # Full-row micro-batches group rows of similar length (less padding): a new bucket starts when a
 # row is this many times longer than the bucket's shortest and the bucket has this many rows.
 BUCKET_STRETCH = 1.25
 BUCKET_MIN_ROWS = 32
+TIS_KEYS = ("logprob_mismatch", "is_weight_mean", "is_clipped_frac")
 
 
 @dataclass
@@ -226,3 +228,38 @@ def share(
     if aggregation == "token_mean":
         return float(v.sum()) / max(totals[0], 1.0)
     return float(v.any(dim=1).sum()) / max(totals[1], 1.0)
+
+
+class StepInputs:
+    """What every iteration of one step shares: micro-batches, fixed log-probs, IS weights."""
+
+    def __init__(
+        self,
+        parts: list[Batch],
+        totals: tuple[float, float],
+        old: list[Tensor] | None,
+        ref: list[Tensor] | None,
+        beta: float,
+        max_tokens: int,
+    ):
+        self.parts, self.totals, self.old, self.ref = parts, totals, old, ref
+        self.beta, self.max_tokens = beta, max_tokens
+        self.weights: dict[int, Tensor] = {}  # micro-batch -> (B, Tc) truncated IS weights
+        self.tis: list[tuple[float, dict[str, float]]] = []  # (engine tokens, metrics) per part
+
+    def is_weights(self, j: int, part: Batch, old: Tensor, cap: float) -> Tensor | None:
+        """Part j's truncated importance weights, from its first iteration's log-probs."""
+        if part.engine_lp is None or part.has_engine is None:
+            return None
+        if j not in self.weights:
+            known = part.comp_mask & part.has_engine[:, None]  # (B, Tc)
+            self.weights[j], metrics = truncated_is_weights(old, part.engine_lp, known, cap)
+            self.tis.append((float(known.sum()), metrics))
+        return self.weights[j]
+
+    def tis_metrics(self) -> dict[str, float]:
+        """Engine/trainer mismatch metrics, token-weighted over micro-batches; {} without."""
+        total = sum(n for n, _ in self.tis)
+        if not self.tis:
+            return {}
+        return {k: sum(n * mm[k] for n, mm in self.tis) / max(total, 1.0) for k in TIS_KEYS}

@@ -65,12 +65,18 @@ from torch import Tensor
 
 from grpo_core import checkpoint as ckpt
 from grpo_core import state as ckpt_state
-from grpo_core.advantages import advantages, length_penalty
-from grpo_core.batch import Batch, build_batch, denominators, micro_batches, share
+from grpo_core.batch import Batch, StepInputs, build_batch, denominators, micro_batches, share
 from grpo_core.config import GRPOConfig
 from grpo_core.logprobs import completion_logp
-from grpo_core.loss import grpo_loss, truncated_is_weights
-from grpo_core.rewards import Component, combine, repetition_penalty
+from grpo_core.loss import grpo_loss
+from grpo_core.rewards import Component
+from grpo_core.scoring import (
+    empty_update_metrics,
+    no_samples_metrics,
+    score_metrics,
+    step_advantages,
+    update_metrics,
+)
 from grpo_core.types import (
     BatchSource,
     Collected,
@@ -92,8 +98,6 @@ __all__ = [
     "RewardFn", "Sample", "Scores", "StepOutput", "Trainer", "TrainerError", "WeightSync",
     "collect",
 ]  # fmt: skip
-
-TIS_KEYS = ("logprob_mismatch", "is_weight_mean", "is_clipped_frac")
 
 
 def collect(trainer: Trainer, step: int) -> Collected:
@@ -223,25 +227,25 @@ class Trainer:
         """The sampling seed of (step, round): a pure function, so resume is exact."""
         return self.cfg.seed * 1_000_003 + step + round_ * 7_919_000
 
-    # ---------------------------------------------------------------- scoring and advantages
+    # ---------------------------------------------------------------- scoring
 
     def _update(
         self, step: int, items: list[Item], flat: list[Sample], group: Tensor, scores: Scores
     ) -> tuple[StepOutput, dict[str, float]]:
         if not flat:  # a collector that found nothing worth training on
-            return self._empty(_no_samples_metrics(self.beta_schedule.value(step)))
-        m = self._score_metrics(step, flat, scores)
+            return self._empty(no_samples_metrics(self.beta_schedule.value(step)))
+        m = score_metrics(flat, scores, self.beta_schedule.value(step))
         known = torch.tensor([r is not None for r in scores.rewards])  # (N,)
         raw = torch.tensor([math.nan if r is None else float(r) for r in scores.rewards])
         if not bool(torch.isfinite(raw[known]).all()):
             return self._skip(m, "non-finite reward")
-        adv, informative = self._advantages(step, flat, group, known, raw)
+        adv, informative = step_advantages(self.cfg, self.components, step, flat, group, known, raw)
         m["zero_var_share"] = 1.0 - len(torch.unique(group[informative])) / len(items)
         m["adv_std"] = float(adv[informative].std(correction=0)) if informative.any() else 0.0
         truncated = torch.tensor([s.truncated for s in flat])  # (N,)
         rows = informative & ~truncated if self.cfg.mask_truncated else informative
         if not bool(rows.any()):
-            return self._empty({**m, **_empty_update_metrics()})
+            return self._empty({**m, **empty_update_metrics()})
         keep = rows.nonzero().squeeze(1).tolist()
         batch = self._tensors(
             [items[int(group[i])] for i in keep], [flat[i] for i in keep], adv[rows]
@@ -252,61 +256,19 @@ class Trainer:
         """Row i = items[i]'s prompt + samples[i], as padded tensors on the model's device."""
         return build_batch(self.tokenizer, items, samples, adv, self.pad_id, self.device)
 
-    def _score_metrics(self, step: int, flat: list[Sample], scores: Scores) -> dict[str, float]:
-        known = [float(r) for r in scores.rewards if r is not None]
-        correct = [c for c in scores.correct if c is not None]
-        lengths = torch.tensor([len(s.token_ids) for s in flat], dtype=torch.float64)  # (N,)
-        rewards = torch.tensor(known, dtype=torch.float32)
-        return {
-            "reward_mean": float(rewards.mean()) if known else math.nan,
-            "reward_std": float(rewards.std(correction=0)) if known else math.nan,
-            "pass_rate": sum(correct) / len(correct) if correct else math.nan,
-            "completion_len": float(lengths.mean()),
-            "truncated_share": float(torch.tensor([s.truncated for s in flat]).float().mean()),
-            "verifier_errors": float(len(flat) - len(known)),
-            "beta": self.beta_schedule.value(step),
-        }
-
-    def _advantages(
-        self, step: int, flat: list[Sample], group: Tensor, known: Tensor, raw: Tensor
-    ) -> tuple[Tensor, Tensor]:
-        """(N,) advantages and (N,) informative flags; an unjudged sample is its own group."""
-        cfg, n = self.cfg, len(flat)
-        gid = torch.where(known, group, group.max() + 1 + torch.arange(n))  # (N,)
-        values = {
-            "reward": torch.where(known, raw, torch.zeros_like(raw)).double(),
-            "repetition": repetition_penalty([s.token_ids for s in flat], cfg.repetition_ngram),
-        }
-        reward = combine(values, self.components, gid, step, cfg.reward_clip)  # (N,)
-        adv, informative = advantages(
-            reward, gid, cfg.estimator, cfg.std_ddof, cfg.adv_eps, cfg.zero_var_tol
-        )
-        lengths = torch.tensor([len(s.token_ids) for s in flat], dtype=torch.float64)  # (N,)
-        adv = length_penalty(
-            adv, lengths, gid, cfg.length_penalty_coef, informative, cfg.std_ddof, cfg.adv_eps
-        )
-        return adv, informative
-
     # ---------------------------------------------------------------- the update
 
     def _optimise(
         self, step: int, batch: Batch, m: dict[str, float]
     ) -> tuple[StepOutput, dict[str, float]]:
         cfg = self.cfg
-        parts = micro_batches(batch, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix)
-        with torch.no_grad():
-            old = [self._logp(p)[0] for p in parts] if cfg.num_iterations > 1 else None
-            ref = [self._ref_logp(p) for p in parts] if cfg.reference != "none" else None
-        ctx = _StepInputs(
-            parts, denominators(batch, cfg.mask_truncated), old, ref,
-            self.beta_schedule.value(step), int(batch.comp_mask.shape[1]),
-        )  # fmt: skip
+        ctx = self._step_inputs(step, batch)
         before = self._snapshot() if cfg.num_iterations > 1 else None
         sums: dict[str, float] = {}
         for _ in range(cfg.num_iterations):
             it_metrics = self._iteration(ctx)
             if isinstance(it_metrics, str):
-                if before is not None:
+                if before is not None:  # an earlier iteration already stepped: undo it
                     self._restore(before)
                 return self._skip(m, it_metrics)
             for k, v in it_metrics.items():
@@ -314,11 +276,34 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         self.beta_schedule.update(sums.get("kl_ref", 0.0))
         self._sync_weights()
-        m.update(_update_metrics(sums, batch), **ctx.tis_metrics())
+        m.update(update_metrics(sums, int(batch.adv.shape[0])), **ctx.tis_metrics())
         return StepOutput(), m
 
-    def _iteration(self, ctx: _StepInputs) -> dict[str, float] | str:
+    def _step_inputs(self, step: int, batch: Batch) -> StepInputs:
+        """Micro-batches, and the log-probs that stay fixed over the step's iterations."""
+        cfg = self.cfg
+        parts = micro_batches(batch, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix)
+        with torch.no_grad():
+            old = [self._logp(p)[0] for p in parts] if cfg.num_iterations > 1 else None
+            ref = [self._ref_logp(p) for p in parts] if cfg.reference != "none" else None
+        totals = denominators(batch, cfg.mask_truncated)
+        beta = self.beta_schedule.value(step)
+        return StepInputs(parts, totals, old, ref, beta, int(batch.comp_mask.shape[1]))
+
+    def _iteration(self, ctx: StepInputs) -> dict[str, float] | str:
         """One optimiser update over every micro-batch: its metrics, or why it was refused."""
+        it_metrics = self._backward(ctx)
+        if isinstance(it_metrics, str):
+            return it_metrics
+        norm = float(torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm))
+        if not math.isfinite(norm):
+            return "non-finite gradient"
+        self.optimizer.step()
+        it_metrics["grad_norm"] = norm
+        return it_metrics
+
+    def _backward(self, ctx: StepInputs) -> dict[str, float] | str:
+        """The whole batch's gradient, accumulated over micro-batches, and the loss metrics."""
         self.optimizer.zero_grad(set_to_none=True)
         it_metrics: dict[str, float] = {}
         for j, part in enumerate(ctx.parts):
@@ -331,15 +316,10 @@ class Trainer:
             (loss * weight).backward()
             for k, v in lm.items():
                 it_metrics[k] = it_metrics.get(k, 0.0) + v * weight
-        norm = float(torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm))
-        if not math.isfinite(norm):
-            return "non-finite gradient"
-        self.optimizer.step()
-        it_metrics["grad_norm"] = norm
         return it_metrics
 
     def _loss(
-        self, part: Batch, j: int, ctx: _StepInputs, logp: Tensor, old: Tensor, logits: Tensor
+        self, part: Batch, j: int, ctx: StepInputs, logp: Tensor, old: Tensor, logits: Tensor
     ) -> tuple[Tensor, dict[str, float]]:
         cfg = self.cfg
         return grpo_loss(
@@ -382,7 +362,7 @@ class Trainer:
         self.warn(f"step skipped: {why}; parameters left unchanged")
         m.setdefault("zero_var_share", math.nan)
         m.setdefault("adv_std", math.nan)
-        return StepOutput(skipped=True), {**m, **_empty_update_metrics(math.nan)}
+        return StepOutput(skipped=True), {**m, **empty_update_metrics(math.nan)}
 
     def _sync_weights(self) -> None:
         if isinstance(self.sampler, WeightSync):
@@ -436,67 +416,8 @@ class Trainer:
         return ckpt_state.restore(self, path, state)
 
 
-class _StepInputs:
-    """What every iteration of one step shares: micro-batches, fixed log-probs, IS weights."""
-
-    def __init__(
-        self,
-        parts: list[Batch],
-        totals: tuple[float, float],
-        old: list[Tensor] | None,
-        ref: list[Tensor] | None,
-        beta: float,
-        max_tokens: int,
-    ):
-        self.parts, self.totals, self.old, self.ref = parts, totals, old, ref
-        self.beta, self.max_tokens = beta, max_tokens
-        self.weights: dict[int, Tensor] = {}  # micro-batch -> (B, Tc) truncated IS weights
-        self.tis: list[tuple[float, dict[str, float]]] = []  # (engine tokens, metrics) per part
-
-    def is_weights(self, j: int, part: Batch, old: Tensor, cap: float) -> Tensor | None:
-        """Part j's truncated importance weights, from its first iteration's log-probs."""
-        if part.engine_lp is None or part.has_engine is None:
-            return None
-        if j not in self.weights:
-            known = part.comp_mask & part.has_engine[:, None]  # (B, Tc)
-            self.weights[j], metrics = truncated_is_weights(old, part.engine_lp, known, cap)
-            self.tis.append((float(known.sum()), metrics))
-        return self.weights[j]
-
-    def tis_metrics(self) -> dict[str, float]:
-        """Engine/trainer mismatch metrics, token-weighted over micro-batches; {} without."""
-        total = sum(n for n, _ in self.tis)
-        if not self.tis:
-            return {}
-        return {k: sum(n * mm[k] for n, mm in self.tis) / max(total, 1.0) for k in TIS_KEYS}
-
-
 def _saved(root: Path, step: int) -> bool:
     return ckpt.step_dir(root, step).is_dir()
-
-
-def _update_metrics(sums: dict[str, float], batch: Batch) -> dict[str, float]:
-    return {
-        "loss": sums["loss"],
-        "kl": sums.get("kl_ref", 0.0),
-        "clip_low_frac": sums["clip_frac_low"],
-        "clip_high_frac": sums["clip_frac_high"],
-        "entropy": sums.get("entropy", math.nan),
-        "grad_norm": sums["grad_norm"],
-        "trained_samples": float(batch.adv.shape[0]),
-    }
-
-
-def _empty_update_metrics(value: float = 0.0) -> dict[str, float]:
-    keys = ("loss", "kl", "clip_low_frac", "clip_high_frac", "entropy", "grad_norm")
-    return {**{k: value for k in keys}, "trained_samples": 0.0}
-
-
-def _no_samples_metrics(beta: float) -> dict[str, float]:
-    m0 = {"zero_var_share": 1.0, "adv_std": 0.0, "beta": beta}
-    nan = {k: math.nan for k in ("reward_mean", "reward_std", "pass_rate")}
-    zero = {k: 0.0 for k in ("completion_len", "truncated_share", "verifier_errors")}
-    return {**m0, **nan, **zero, **_empty_update_metrics()}
 
 
 def _with_lora(model: torch.nn.Module, cfg: GRPOConfig) -> torch.nn.Module:

@@ -15,6 +15,12 @@ from grpo_core.kl import AdaptiveBeta, FixedBeta, WarmupBeta
 def test_defaults_are_valid_and_frozen() -> None:
     cfg = GRPOConfig()
     assert (cfg.group_size, cfg.clip_eps_low, cfg.beta, cfg.beta_start) == (8, 0.2, 0.02, 0.05)
+    assert (cfg.micro_batch_tokens, cfg.autocast, cfg.save_dtype, cfg.tis_cap) == (
+        0,
+        "off",
+        "auto",
+        2.0,
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.lr = 1.0  # type: ignore[misc]
 
@@ -37,6 +43,11 @@ def test_defaults_are_valid_and_frozen() -> None:
         ({"lr": 0.0}, "lr must be > 0"),
         ({"clip_eps_low": 1.5, "clip_eps_high": 2.0}, "in (0, 1)"),
         ({"length_penalty_coef": -0.1}, "must be ≥ 0"),
+        ({"autocast": "fp16"}, "use one of ['off', 'bf16']"),
+        ({"save_dtype": "float16"}, "use one of ['auto', 'float32', 'bfloat16']"),
+        ({"micro_batch_tokens": -1}, "micro_batch_tokens must be ≥ 0"),
+        ({"tis_cap": -1.0}, "or 0 to turn it off"),
+        ({"tis_cap": 0.0, "micro_batch_tokens": 512, "autocast": "bf16"}, None),
     ],
 )
 def test_cross_field_checks_say_how_to_fix(kwargs: dict[str, Any], hint: str | None) -> None:

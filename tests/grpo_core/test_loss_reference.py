@@ -15,7 +15,7 @@ import math
 import pytest
 import torch
 
-from grpo_core.loss import grpo_loss
+from grpo_core.loss import grpo_loss, truncated_is_weights
 
 
 def reference(
@@ -28,6 +28,7 @@ def reference(
     eps_high: float,
     beta: float,
     token_level: bool,
+    is_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     seq_terms, tok_terms = [], []
     for i, n in enumerate(lengths):
@@ -39,7 +40,8 @@ def reference(
                 rho * adv[i], torch.clamp(rho, 1 - eps_low, 1 + eps_high) * adv[i]
             )
             kl = pi_ref / pi - torch.log(pi_ref / pi) - 1
-            terms.append(-(surrogate - beta * kl))
+            w = 1.0 if is_weight is None else float(is_weight[i, t])  # a constant: no gradient
+            terms.append(-(w * surrogate - beta * kl))
         tok_terms += terms
         seq_terms.append(torch.stack(terms).mean())
     return torch.stack(tok_terms).mean() if token_level else torch.stack(seq_terms).mean()
@@ -73,6 +75,54 @@ def test_loss_and_gradient_match_the_published_formula(seed: int, aggregation: s
     assert abs(float(ours.detach()) - float(theirs.detach())) < 1e-6
     assert torch.allclose(grad_ours, grad_theirs, atol=1e-6, rtol=0)
     assert bool((grad_ours[~mask] == 0).all())
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("aggregation", ["token_mean", "seq_mean"])
+def test_importance_weights_scale_only_the_policy_gradient_term(
+    seed: int, aggregation: str
+) -> None:
+    """TIS (Yao et al. 2025; TRL): per token −w·min(ρA, clip(ρ)A) + β·k3, w = min(π_old/μ, cap)."""
+    g = torch.Generator().manual_seed(seed)
+    b, t, cap = 4, 6, 2.0
+    lengths = [6, 2, 4, 1]
+    logp = (-torch.rand(b, t, generator=g, dtype=torch.float64) * 4).requires_grad_()
+    old = logp.detach() + 0.3 * torch.randn(b, t, generator=g, dtype=torch.float64)
+    ref = logp.detach() + 0.5 * torch.randn(b, t, generator=g, dtype=torch.float64)
+    engine = old + 0.8 * torch.randn(b, t, generator=g, dtype=torch.float64)  # μ, the sampler
+    adv = torch.randn(b, generator=g, dtype=torch.float64)
+    mask = torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
+    w_ref = torch.tensor(
+        [[min(math.exp(float(old[i, j] - engine[i, j])), cap) for j in range(t)] for i in range(b)]
+    )
+    weights, m = truncated_is_weights(old, engine, mask, cap)
+    assert torch.allclose(weights[mask].double(), w_ref[mask].double())
+    assert bool((weights[~mask] == 1).all())
+    assert m["is_clipped_frac"] == pytest.approx(float((w_ref[mask] >= cap).double().mean()))
+    assert m["logprob_mismatch"] == pytest.approx(float((old - engine)[mask].abs().mean()))
+    kw = {"eps_low": 0.2, "eps_high": 0.28, "beta": 0.04}
+    ours, _ = grpo_loss(
+        logp, old, adv, mask, torch.ones(b, dtype=torch.bool),
+        aggregation=aggregation, ref_logp=ref, token_weight=weights, **kw,  # type: ignore[arg-type]
+    )  # fmt: skip
+    (grad_ours,) = torch.autograd.grad(ours, logp)
+    theirs = reference(
+        logp, old, ref, adv, lengths, token_level=aggregation == "token_mean", is_weight=w_ref, **kw
+    )
+    (grad_theirs,) = torch.autograd.grad(theirs, logp)
+    assert abs(float(ours.detach()) - float(theirs.detach())) < 1e-6
+    assert torch.allclose(grad_ours, grad_theirs, atol=1e-6, rtol=0)
+
+
+def test_a_zero_cap_measures_the_mismatch_without_weighting() -> None:
+    old = torch.tensor([[-1.0, -2.0, -3.0]])
+    engine = torch.tensor([[-1.5, -2.0, -0.5]])
+    mask = torch.tensor([[True, True, False]])
+    weights, m = truncated_is_weights(old, engine, mask, cap=0.0)
+    assert bool((weights == 1).all())
+    assert m["logprob_mismatch"] == pytest.approx(0.25)
+    assert m["is_weight_mean"] == pytest.approx((math.exp(0.5) + 1) / 2)
+    assert m["is_clipped_frac"] == 0.0
 
 
 def test_clip_fractions_count_the_tokens_where_each_side_binds() -> None:

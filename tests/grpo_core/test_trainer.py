@@ -130,6 +130,40 @@ def test_nan_loss_skips_and_no_checkpoint_comes_from_a_bad_state(
         t.save_checkpoint()
 
 
+def optimiser_state(t: Trainer) -> list[torch.Tensor]:
+    return [v.clone() for s in t.optimizer.state.values() for v in s.values()]
+
+
+def test_nan_in_a_later_iteration_restores_parameters_and_optimiser(
+    toy: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """num_iterations = 3: iteration 1 steps the optimiser, iteration 2 fails; both undone."""
+    t = make(toy, total_steps=12, num_iterations=3)
+    t.train(max_steps=4)
+    assert t.optimizer.state, "no trained step in 4 steps: the optimiser has no state yet"
+    before, state_before = params(t), optimiser_state(t)
+    steps_before = [int(s["step"]) for s in t.optimizer.state.values()]
+    real = trainer_mod.grpo_loss
+    calls = {"n": 0}
+
+    def nan_in_iteration_2(*args: Any, **kw: Any) -> Any:
+        loss, m = real(*args, **kw)
+        calls["n"] += 1
+        return (loss * math.nan if calls["n"] % 3 == 2 else loss), m  # one micro-batch per it.
+
+    monkeypatch.setattr(trainer_mod, "grpo_loss", nan_in_iteration_2)
+    history = t.train(max_steps=4)
+    assert calls["n"] >= 2, "no informative step to poison"
+    assert history[-1]["skipped_steps"] == sum(math.isnan(h["loss"]) for h in history) > 0
+    assert same(before, params(t))
+    after = optimiser_state(t)
+    assert len(after) == len(state_before)
+    assert all(torch.equal(a, b) for a, b in zip(state_before, after, strict=True))
+    assert [int(s["step"]) for s in t.optimizer.state.values()] == steps_before
+    monkeypatch.setattr(trainer_mod, "grpo_loss", real)  # and training goes on from there
+    assert any(h["trained_samples"] > 0 for h in t.train(max_steps=4))
+
+
 def test_non_finite_gradient_is_skipped(toy: dict[str, Any]) -> None:
     t = make(toy, total_steps=4)
     handle = next(t.model.parameters()).register_hook(lambda g: g * math.inf)

@@ -1,0 +1,96 @@
+"""Micro-batches by token budget: every part within the budget, the same gradient as one batch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from grpo_core.batch import Batch, build_batch, micro_batches
+from grpo_core.config import GRPOConfig
+from grpo_core.trainer import Item, Sample, Trainer, TrainerError
+from tests.grpo_core.conftest import (
+    EOS,
+    ToySampler,
+    ToyTokenizer,
+    first_letter_reward,
+    toy_batches,
+    toy_model,
+)
+
+PROMPTS = ("ab", "abcdef", "c", "dcba")
+
+
+def rows() -> tuple[list[Item], list[Sample]]:
+    """Four prompts of different lengths, groups of 4, completions of 1..8 tokens."""
+    gen = torch.Generator().manual_seed(0)
+    items, samples = [], []
+    for prompt in PROMPTS:
+        for _ in range(4):
+            n = int(torch.randint(1, 9, (1,), generator=gen))
+            toks = torch.randint(2, 12, (n,), generator=gen).tolist()
+            if n % 2:
+                toks[-1] = EOS
+            items.append(Item(prompt, "A", 4))
+            samples.append(Sample(tuple(toks), "", truncated=toks[-1] != EOS))
+    return items, samples
+
+
+def trainer(**kw: object) -> Trainer:
+    model = toy_model(3)
+    tok = ToyTokenizer()
+    cfg = GRPOConfig(checkpoint_every=0, lr=1e-2, **kw)  # type: ignore[arg-type]
+    return Trainer(
+        model, tok, ToySampler(model, tok), first_letter_reward, toy_batches(), cfg,
+        warn=lambda m: None,
+    )  # fmt: skip
+
+
+def batch(t: Trainer) -> Batch:
+    items, samples = rows()
+    adv = torch.linspace(-1.0, 1.0, len(items))
+    return build_batch(t.tokenizer, items, samples, adv, t.pad_id, t.device)
+
+
+def cost(part: Batch, share_prefix: bool) -> int:
+    if share_prefix:
+        assert part.prompt_ids is not None and part.comp_ids is not None
+        return part.prompt_ids.numel() + part.comp_ids.numel()
+    return part.ids.numel()
+
+
+@pytest.mark.parametrize("share_prefix", [True, False])
+def test_token_budget_bounds_every_micro_batch_and_keeps_every_row(share_prefix: bool) -> None:
+    b = batch(trainer())
+    budget = 30
+    parts = micro_batches(b, 0, budget, share_prefix)
+    assert len(parts) > 2
+    for part in parts:
+        assert cost(part, share_prefix) <= budget or part.ids.shape[0] == 1
+    kept = sorted(tuple(r) for p in parts for r in (p.adv[:, None]).tolist())
+    assert kept == sorted(tuple(r) for r in b.adv[:, None].tolist())  # each row exactly once
+    capped = micro_batches(b, 3, budget, share_prefix)  # both bounds hold together
+    assert all(p.ids.shape[0] <= 3 for p in capped) and len(capped) >= len(parts)
+
+
+@pytest.mark.parametrize("share_prefix", [True, False])
+@pytest.mark.parametrize("aggregation", ["token_mean", "seq_mean", "dr_grpo"])
+def test_token_budget_gives_the_unsplit_gradient(share_prefix: bool, aggregation: str) -> None:
+    grads = []
+    for tokens in (0, 30):
+        t = trainer(micro_batch_tokens=tokens, share_prefix=share_prefix, aggregation=aggregation)
+        ctx = t._step_inputs(0, batch(t))
+        assert (len(ctx.parts) == 1) == (tokens == 0)
+        metrics = t._backward(ctx)
+        assert isinstance(metrics, dict)
+        grads.append([p.grad.clone() for p in t.params if p.grad is not None])
+    assert len(grads[0]) == len(grads[1]) > 0
+    for whole, split in zip(*grads, strict=True):
+        assert torch.allclose(whole, split, atol=1e-6, rtol=1e-5)
+
+
+def test_engine_logprobs_must_match_the_tokens() -> None:
+    t = trainer()
+    items, samples = rows()
+    samples[0] = Sample(samples[0].token_ids, "", samples[0].truncated, logprobs=(-1.0,) * 99)
+    with pytest.raises(TrainerError, match="one log-prob per token"):
+        build_batch(t.tokenizer, items, samples, torch.zeros(len(items)), t.pad_id, t.device)
