@@ -312,8 +312,8 @@ _HAS_DIGIT = re.compile(r"[0-9]")
 # `679 mod 65`. A single `a/b` is a fraction (a number), not an operation. Linear: one `\s*`
 # per gap, the optional sign takes its own spaces, so no two quantifiers compete for a run.
 _OPERATION = re.compile(
-    r"(?:\d|[)}])\s*(?:[-+*×·÷^]|\\cdot|\\times|\\div|\\ast|\\[bp]?mod|mod\b)"
-    r"\s*(?:[-+]\s*)?(?:\d|[({.]|\\[dt]?frac|\\sqrt)"
+    r"(?:\d|[)}\]])\s*(?:[-+*×·÷^]|\\cdot|\\times|\\div|\\ast|\\[bp]?mod|mod\b)"
+    r"\s*(?:[-+]\s*)?(?:\d|[({\[.]|\\[dt]?frac|\\sqrt)"
     r"|\d\s*!"
 )
 

@@ -98,6 +98,9 @@ def test_parse_number_details() -> None:
         ("2 \\times 3", True),
         ("1+\\frac{1}{2}", True),
         ("7 = 3 + 4", True),
+        ("[-87] + 29", True),  # SmolLM2, real_model audit: brackets around a copied operand
+        ("29 + [-87]", True),
+        ("[1, 2]", False),
         ("3 + 4 = 7", False),
         ("x = -5", False),
         ("-5", False),
