@@ -4,7 +4,7 @@ What it measures, on one candidate pool (default 400 train-split prompts over ev
 level), each prompt answered 16 times by the real vLLM engine with the model's chat template, a
 256-token budget, temperature 0.6 and top-p 0.95 (Sieve's own sampler through `policy_for(...,
 "vllm")`). A first run at temperature 1 was stopped after 200 prompts: at that temperature this
-135 M model wrote a right, marked answer 0.4 % of the time (mostly incoherent text), so every arm
+135 M model wrote a right, marked answer 0.2 % of the time (mostly incoherent text), so every arm
 found almost nothing; its pool is kept (`results/real_model_pool_t1.parquet`) and summarised in
 the JSON under `temperature_1_partial`:
 
@@ -21,9 +21,10 @@ the JSON under `temperature_1_partial`:
      on the kept prompts; their training groups are judged on samples 12-15, which selection
      never saw (so the yield is not flattered by the selection noise);
    the arms' groups are subsets of the same 16 samples, so they see the same answers;
-3. the verifier's precision and recall against hand labels of a random sample of its verdicts
-   (`benchmarks/real_model_labels.jsonl`, labelled by reading each completion; the sample to
-   label is written to `results/real_model_audit.jsonl`).
+3. the verifier's precision and recall against hand labels (`benchmarks/real_model_labels.jsonl`,
+   labelled by reading each completion): the labelled verdicts plus a seeded random top-up of
+   unlabelled ones are written to `results/real_model_audit.jsonl`, the top-up is what is left
+   to label (for the committed run: every "correct" verdict and 40 "wrong" ones).
 
 Two phases: `--phase sample` (needs vLLM: `.venv-vllm/bin/python benchmarks/real_model.py
 --phase sample`; resumable, stores the completions in `results/real_model_pool.parquet`), then
