@@ -4,8 +4,8 @@ atomic file layer).
 Written per checkpoint:
 - a plain model folder at `cfg.save_dtype` (under LoRA: the adapters merged in, so `load_policy`
   and vLLM load it like any other; plus `adapter/` in peft format, from which resume restores the
-  trained adapters exactly). The folder's `config.json` keeps the parameters' dtype, so loading a
-  bf16-saved folder gives back a model in the dtype it trained in;
+  trained adapters exactly). A bf16-saved folder is a bf16 model (config included): loading it
+  gives bf16 parameters, so continuing training from it should `.float()` the model first;
 - `trainer_state.pt`: step, lr scheduler, β schedule, counters, RNG states, config;
 - `resume/` (only the newest checkpoint keeps it): the optimiser state, and fp32 master weights
   when `save_dtype` is less precise than the parameters.
@@ -57,32 +57,23 @@ def lossy(t: Trainer) -> bool:
 
 
 def write_model(t: Trainer, folder: Path) -> None:
-    """The plain model folder (merged under LoRA) at the save dtype, tokenizer, extras."""
-    model = t.model
+    """The plain model folder (merged under LoRA) at the save dtype, tokenizer, extras.
+
+    A folder saved below the parameters' precision is a model of that dtype throughout (its
+    config says so, `write_extra` sees the rounded copy), so its identity
+    (`pipeline.policy.model.folder_revision`) is that of the model loaded from it.
+    """
+    model, dtype = t.model, save_dtype(t)
     if t.cfg.reference == "lora_base":
         model.save_pretrained(folder / ckpt.ADAPTER)  # type: ignore[operator]
         model = copy.deepcopy(t.model).merge_and_unload()  # type: ignore[operator]
-    model.save_pretrained(  # type: ignore[operator]
-        folder, state_dict=_cast(model.state_dict(), save_dtype(t)), safe_serialization=True
-    )
+    if dtype != param_dtype(model):
+        model = (copy.deepcopy(model) if model is t.model else model).to(dtype)
+    model.save_pretrained(folder, safe_serialization=True)  # type: ignore[operator]
     if hasattr(t.tokenizer, "save_pretrained"):
         t.tokenizer.save_pretrained(folder)
     if t.write_extra is not None:
         t.write_extra(folder, model)
-
-
-def _cast(state: dict[str, Tensor], dtype: torch.dtype) -> dict[str, Tensor]:
-    """Floating tensors cast to `dtype`; tied tensors stay one tensor (safetensors dedupes)."""
-    by_ptr: dict[int, Tensor] = {}
-    out = {}
-    for k, v in state.items():
-        if not v.is_floating_point() or v.dtype == dtype:
-            out[k] = v
-            continue
-        if v.data_ptr() not in by_ptr:
-            by_ptr[v.data_ptr()] = v.detach().to(dtype)
-        out[k] = by_ptr[v.data_ptr()]
-    return out
 
 
 def write_resume(t: Trainer, folder: Path) -> None:

@@ -147,6 +147,11 @@ class Trainer:
             self.model = _with_lora(model, cfg)
         self.model.eval()  # no dropout: sampling and scoring see the same function
         self.params = [p for p in self.model.parameters() if p.requires_grad]
+        if any(p.dtype in (torch.bfloat16, torch.float16) for p in self.params):
+            warn(
+                "training 16-bit parameters directly: Adam updates below their resolution are "
+                "lost; load the model in float32 and set autocast='bf16' for 16-bit speed"
+            )
         self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         warmup = cfg.lr_warmup_steps
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(

@@ -1,5 +1,9 @@
 """The `hf` backend: batched sampling with `transformers` on CPU (or CUDA when present).
 
+Inputs are built on the device of the model's parameters, read at each call: a sampler given a
+model object (the trainer's, which `pipeline/train.py` may swap for its LoRA-wrapped one) samples
+wherever that model lives; a folder is loaded on `device` (default: CUDA when available).
+
 Each prompt is encoded once and its prefill (KV cache) computed once, then expanded to its n
 samples; rows are sorted by prompt length and cut into micro-batches that fit two budgets: the
 padded size rows x (prompt + max_new_tokens) bounds the KV cache (`token_budget`), and
@@ -65,11 +69,16 @@ class HFSampler:
         model_name: str | None = None,
         share_prefill: bool = True,
     ):
-        self.device = torch.device(device) if device is not None else default_device()
         if model is None:
             if model_path is None:
                 raise ValueError("give model_path or model + tokenizer")
-            model, tokenizer = load_policy(model_path, self.device)
+            target = torch.device(device) if device is not None else default_device()
+            model, tokenizer = load_policy(model_path, target)
+        elif device is not None and not _same_device(torch.device(device), _device_of(model)):
+            raise ValueError(
+                f"the model is on {_device_of(model)} but device={device!r} was asked; "
+                "move the model first (or leave device unset to sample where it is)"
+            )
         if tokenizer is None:
             raise ValueError("an in-memory model needs its tokenizer")
         self.model, self.tokenizer = model, tokenizer
@@ -79,6 +88,11 @@ class HFSampler:
         self.share_prefill = share_prefill
         self.model_name = model_name or str(model_path or "in-memory")
         self.context = int(getattr(model.config, "max_position_embeddings", 1 << 30))
+
+    @property
+    def device(self) -> torch.device:
+        """Where inputs are built: the model's own device, whatever model is set now."""
+        return _device_of(self.model)
 
     def sample(
         self, prompts: Sequence[str], n: int, params: SamplingParams
@@ -242,6 +256,22 @@ class SampledLogprobs(LogitsProcessor):
             self.steps.append(self.last.gather(-1, new[:, -1:]).squeeze(-1))
         self.last = None
         return torch.stack(self.steps[: new.shape[1]], dim=1)
+
+
+def _device_of(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _same_device(a: torch.device, b: torch.device) -> bool:
+    """cuda and cuda:0 are the same device when the current device is 0."""
+    if a.type != b.type:
+        return False
+    if a.type != "cuda":
+        return True
+    current = torch.cuda.current_device() if torch.cuda.is_available() else 0
+    return (a.index if a.index is not None else current) == (
+        b.index if b.index is not None else current
+    )
 
 
 def _decoding(params: SamplingParams) -> dict[str, object]:

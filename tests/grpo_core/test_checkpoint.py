@@ -102,18 +102,22 @@ def test_bf16_checkpoints_halve_the_weights_and_resume_stays_bitwise(
     )
 
 
-def test_a_bf16_folder_loads_as_a_plain_model_in_the_training_dtype(
+def test_a_bf16_folder_is_a_plain_bf16_model_of_the_rounded_weights(
     toy: dict[str, Any], tmp_path: Path
 ) -> None:
     from transformers import AutoModelForCausalLM
 
+    seen: list[torch.nn.Module] = []
     t = make(toy, tmp_path, total_steps=2, save_dtype="bfloat16")
+    t.write_extra = lambda folder, model: seen.append(model)
     t.train()
     loaded = AutoModelForCausalLM.from_pretrained(ckpt.step_dir(tmp_path, 2))
-    assert all(p.dtype == torch.float32 for p in loaded.parameters())
+    assert all(p.dtype == torch.bfloat16 for p in loaded.parameters())
     ours = dict(t.model.named_parameters())
+    assert all(p.dtype == torch.float32 for p in ours.values())  # training stays fp32
     for name, p in loaded.named_parameters():
-        assert torch.equal(p, ours[name].detach().to(torch.bfloat16).float()), name
+        assert torch.equal(p, ours[name].detach().to(torch.bfloat16)), name
+    assert seen and all(p.dtype == torch.bfloat16 for p in seen[-1].parameters())
 
 
 def test_an_older_checkpoint_resumes_weights_only_with_a_warning(
