@@ -9,7 +9,10 @@ Test: `pytest tests/cli`.
 from __future__ import annotations
 
 import json
+import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -629,13 +632,29 @@ def _train_target(curriculum: str, model: Path | None, home: Path | None) -> tup
     return cid, folder, why
 
 
+@contextmanager
+def _flow_errors_once() -> Iterator[None]:
+    """While a command runs a Prefect flow: Prefect logs a failed task's and flow's traceback
+    before the exception reaches `main`, which prints a SieveError as its one `error:` line (and
+    any other exception's traceback, once). Those run loggers stay quiet meanwhile."""
+    loggers = [logging.getLogger(name) for name in ("prefect.flow_runs", "prefect.task_runs")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
 def _run_train_flow(params: object) -> dict:
     from flows.train import TrainParams, set_progress, train_flow
 
     assert isinstance(params, TrainParams) and params.settings is not None
     _quiet_prefect(params.home)
     total = params.settings.grpo_config().total_steps
-    with _progress("train") as bar:
+    with _progress("train") as bar, _flow_errors_once():
         set_progress(_train_progress(bar, total))  # type: ignore[arg-type]
         try:
             return train_flow(params)
@@ -862,7 +881,8 @@ def demo(
     settings = DEMO_TRAIN.with_steps(steps)
     config = DEMO_CURATE.model_copy(update={"n_candidates": n})
     out.print("2. policy -> curate -> train -> eval (one night of the nightly flow)")
-    run = run_loop_demo(home, bootstrap_steps, config, settings, say=out.print)
+    with _flow_errors_once():
+        run = run_loop_demo(home, bootstrap_steps, config, settings, say=out.print)
     if not run.table.is_empty():
         _show(run.table, "held-out pass@1 before -> after (mean over samples at T=1; greedy)")
     cur = run.night["curate"]
@@ -952,18 +972,19 @@ def loop(
         highlight=False,
         soft_wrap=True,
     )
-    run_loop(
-        home,
-        nights,
-        cfg,
-        settings,
-        first,
-        say=out.print,
-        model=str(model) if model is not None else None,
-        backend=backend,
-        base_urls=base_url or [],
-        engine=engine,  # type: ignore[arg-type]
-    )
+    with _flow_errors_once():
+        run_loop(
+            home,
+            nights,
+            cfg,
+            settings,
+            first,
+            say=out.print,
+            model=str(model) if model is not None else None,
+            backend=backend,
+            base_urls=base_url or [],
+            engine=engine,  # type: ignore[arg-type]
+        )
     with Ledger.open(home, read_only=True) as ledger:
         _show(heldout_by_revision(ledger), "held-out sampled pass@1 by revision (oldest first)")
 
