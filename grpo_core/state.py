@@ -1,5 +1,5 @@
 """What a trainer writes into a checkpoint and how it comes back (`grpo_core.checkpoint` does the
-atomic file layer).
+atomic file layer), and the in-memory snapshot that lets a step be undone part-way.
 
 Written per checkpoint:
 - a plain model folder at `cfg.save_dtype` (under LoRA: the adapters merged in, so `load_policy`
@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from grpo_core import checkpoint as ckpt
-from grpo_core.types import Counters
+from grpo_core.types import Counters, TrainerError
 
 if TYPE_CHECKING:
     from grpo_core.trainer import Trainer
@@ -54,6 +54,38 @@ def lossy(t: Trainer) -> bool:
     """Whether weights saved at `save_dtype` lose precision against the trainable parameters."""
     saved, own = save_dtype(t), param_dtype(t.model)
     return saved != own and torch.finfo(saved).bits <= torch.finfo(own).bits
+
+
+def save(t: Trainer) -> Path:
+    """Checkpoint the trainer at `t.step` under its checkpoint_dir; returns the folder."""
+    if t.checkpoint_dir is None:
+        raise TrainerError("no checkpoint_dir was given to the trainer")
+    for name, p in t.model.named_parameters():
+        if not bool(torch.isfinite(p).all()):
+            raise TrainerError(f"refusing to checkpoint non-finite weights ({name})")
+    return ckpt.save(
+        t.checkpoint_dir,
+        t.step,
+        lambda folder: write_model(t, folder),
+        trainer_state(t),
+        t.cfg.keep_checkpoints,
+        t.crash_point,
+        write_resume=lambda folder: write_resume(t, folder),
+    )
+
+
+def resume(t: Trainer, path: Path | None = None) -> int:
+    """Restore the newest valid checkpoint (or `path`); returns the step it continues at."""
+    if path is None:
+        if t.checkpoint_dir is None:
+            raise TrainerError("resume needs a checkpoint_dir")
+        found = ckpt.latest_valid(t.checkpoint_dir, t.warn)
+        if found is None:
+            raise TrainerError(f"no usable checkpoint under {t.checkpoint_dir}")
+        path, state = found
+    else:
+        state = ckpt.load_state(path)
+    return restore(t, path, state)
 
 
 def write_model(t: Trainer, folder: Path) -> None:
@@ -171,6 +203,19 @@ def _copy_into(path: Path, loaded: dict[str, Tensor], own: dict[str, Tensor]) ->
     with torch.no_grad():
         for k, v in loaded.items():
             own[k].copy_(v)
+
+
+def snapshot(t: Trainer) -> tuple[list[Tensor], dict[str, Any]]:
+    """Parameters and optimiser state before an update that may be discarded part-way."""
+    return [p.detach().clone() for p in t.params], copy.deepcopy(t.optimizer.state_dict())
+
+
+def restore_snapshot(t: Trainer, saved: tuple[list[Tensor], dict[str, Any]]) -> None:
+    params, optimizer = saved
+    with torch.no_grad():
+        for p, value in zip(t.params, params, strict=True):
+            p.copy_(value)
+    t.optimizer.load_state_dict(optimizer)
 
 
 def tied_aliases(state: dict[str, Tensor]) -> dict[str, set[str]]:

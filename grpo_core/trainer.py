@@ -12,28 +12,25 @@ The trainer knows nothing about ledgers or problem generators. It receives four 
 - a `RewardFn` that scores completions (reward and correctness; `None` = verifier error);
 - optional callbacks for metrics and checkpoints (the pipeline writes them to the ledger).
 
-Per step, in order: sample with seed (cfg.seed, step); score; reward components are combined
-(`grpo_core.rewards`), a sample whose reward is `None` is put in a group of its own so it carries
-no advantage and is out of the loss; advantages per group (`grpo_core.advantages`) with the
-length penalty after normalisation; uninformative groups are dropped *before* any forward pass
-(they would contribute nothing); the rows become padded tensors on the model's device and
-micro-batches (`grpo_core.batch`); old log-probs are taken once when `num_iterations` > 1; each
-iteration computes the loss (`grpo_core.loss`) on log-probs from `grpo_core.logprobs`,
-backpropagates over micro-batches (each weighted by its share of the aggregation's denominator,
-so micro-batching does not change the gradient), checks that the loss and the gradient norm are
-finite, clips the norm and steps the optimiser.
+Per step, in order: sample with seed (cfg.seed, step); score; advantages (`grpo_core.scoring`;
+a sample the verifier could not judge is a group of its own, so it carries no advantage);
+uninformative groups are dropped *before* any forward pass; the rows become padded tensors on
+the model's device, cut into micro-batches (`grpo_core.batch`); old log-probs are taken once when
+`num_iterations` > 1; each iteration backpropagates the loss (`grpo_core.loss`) micro-batch by
+micro-batch, each weighted by its share of the aggregation's denominator (so the split does not
+change the gradient), checks that the loss and the gradient norm are finite, clips, steps.
 
-Engine log-probs: when samples carry `logprobs` (the sampling engine's), the trainer's own
-log-probs at the sampling weights (the first forward's, or the old log-probs when
-`num_iterations` > 1) are compared with them (`logprob_mismatch`) and each token's
-policy-gradient term is weighted by min(exp(trainer − engine), `tis_cap`) (truncated importance
-sampling, Yao et al. 2025); `tis_cap` = 0 measures without correcting.
+Engine log-probs: when samples carry `logprobs`, the trainer's log-probs at the sampling weights
+(the first forward's, or the old log-probs when `num_iterations` > 1) are compared with them
+(`logprob_mismatch`) and each token's policy-gradient term is weighted by
+min(exp(trainer − engine), `tis_cap`) (truncated IS, Yao et al. 2025); `tis_cap` = 0 only measures.
 
 Safety: a non-finite reward (NaN / inf from the reward function), loss or gradient skips the
 rest of the step — the gradient is discarded, the parameters and optimiser state stay as they
 were before the step (with `num_iterations` > 1 both are snapshotted before iteration 1 and
-restored if a later iteration fails), the event is counted in `skipped_steps`, and a checkpoint
-is never written from non-finite weights.
+restored if a later iteration fails; the snapshot holds one copy of the trainable parameters
+and of the optimiser state on their device while the step runs), the event is counted in
+`skipped_steps`, and a checkpoint is never written from non-finite weights.
 
 Reference models (cfg.reference): `frozen` — a deep copy of the starting weights, no grad;
 `none` — no KL term (β must be 0); `lora_base` — LoRA adapters (peft) are trained and the base
@@ -147,16 +144,7 @@ class Trainer:
             self.model = _with_lora(model, cfg)
         self.model.eval()  # no dropout: sampling and scoring see the same function
         self.params = [p for p in self.model.parameters() if p.requires_grad]
-        if any(p.dtype in (torch.bfloat16, torch.float16) for p in self.params):
-            warn(
-                "training 16-bit parameters directly: Adam updates below their resolution are "
-                "lost; load the model in float32 and set autocast='bf16' for 16-bit speed"
-            )
-        self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-        warmup = cfg.lr_warmup_steps
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0
-        )
+        self.optimizer, self.scheduler = self._optimiser()
         self.beta_schedule = cfg.make_beta_schedule()
         self.components = [
             Component("reward", 1.0, 0),
@@ -166,6 +154,21 @@ class Trainer:
         self.step = 0  # the next step to run
         self.pad_id = int(getattr(tokenizer, "pad_token_id", None) or 0)
         self.device = next(self.model.parameters()).device
+
+    def _optimiser(self) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+        """AdamW over the trainable parameters and the linear lr warm-up."""
+        cfg = self.cfg
+        if any(p.dtype in (torch.bfloat16, torch.float16) for p in self.params):
+            self.warn(
+                "training 16-bit parameters directly: Adam updates below their resolution are "
+                "lost; load the model in float32 and set autocast='bf16' for 16-bit speed"
+            )
+        optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        warmup = cfg.lr_warmup_steps
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0
+        )
+        return optimizer, scheduler
 
     # ---------------------------------------------------------------- public API
 
@@ -268,13 +271,13 @@ class Trainer:
     ) -> tuple[StepOutput, dict[str, float]]:
         cfg = self.cfg
         ctx = self._step_inputs(step, batch)
-        before = self._snapshot() if cfg.num_iterations > 1 else None
+        before = ckpt_state.snapshot(self) if cfg.num_iterations > 1 else None
         sums: dict[str, float] = {}
         for _ in range(cfg.num_iterations):
             it_metrics = self._iteration(ctx)
             if isinstance(it_metrics, str):
                 if before is not None:  # an earlier iteration already stepped: undo it
-                    self._restore(before)
+                    ckpt_state.restore_snapshot(self, before)
                 return self._skip(m, it_metrics)
             for k, v in it_metrics.items():
                 sums[k] = sums.get(k, 0.0) + v / cfg.num_iterations
@@ -345,18 +348,6 @@ class Trainer:
             token_weight=ctx.is_weights(j, part, old, cfg.tis_cap),
         )
 
-    def _snapshot(self) -> tuple[list[Tensor], dict[str, Any]]:
-        """Parameters and optimiser state before an update that may be discarded part-way."""
-        params = [p.detach().clone() for p in self.params]
-        return params, copy.deepcopy(self.optimizer.state_dict())
-
-    def _restore(self, snapshot: tuple[list[Tensor], dict[str, Any]]) -> None:
-        params, opt = snapshot
-        with torch.no_grad():
-            for p, saved in zip(self.params, params, strict=True):
-                p.copy_(saved)
-        self.optimizer.load_state_dict(opt)
-
     def _empty(self, m: dict[str, float]) -> tuple[StepOutput, dict[str, float]]:
         self.counters.empty_steps += 1
         return StepOutput(), m
@@ -389,36 +380,15 @@ class Trainer:
     # ---------------------------------------------------------------- checkpoints
 
     def save_checkpoint(self) -> Path:
-        if self.checkpoint_dir is None:
-            raise TrainerError("no checkpoint_dir was given to the trainer")
-        for name, p in self.model.named_parameters():
-            if not bool(torch.isfinite(p).all()):
-                raise TrainerError(f"refusing to checkpoint non-finite weights ({name})")
-        path = ckpt.save(
-            self.checkpoint_dir,
-            self.step,
-            lambda folder: ckpt_state.write_model(self, folder),
-            ckpt_state.trainer_state(self),
-            self.cfg.keep_checkpoints,
-            self.crash_point,
-            write_resume=lambda folder: ckpt_state.write_resume(self, folder),
-        )
+        """Write checkpoint `self.step` (`grpo_core.state`); refused for non-finite weights."""
+        path = ckpt_state.save(self)
         if self.on_checkpoint is not None:
             self.on_checkpoint(self.step, path)
         return path
 
     def resume(self, path: Path | None = None) -> int:
         """Restore the newest valid checkpoint (or `path`); returns the step it continues at."""
-        if path is None:
-            if self.checkpoint_dir is None:
-                raise TrainerError("resume needs a checkpoint_dir")
-            found = ckpt.latest_valid(self.checkpoint_dir, self.warn)
-            if found is None:
-                raise TrainerError(f"no usable checkpoint under {self.checkpoint_dir}")
-            path, state = found
-        else:
-            state = ckpt.load_state(path)
-        return ckpt_state.restore(self, path, state)
+        return ckpt_state.resume(self, path)
 
 
 def _saved(root: Path, step: int) -> bool:
