@@ -157,7 +157,7 @@ RECIPES = Path(__file__).resolve().parents[1] / "data" / "configs"
 class Recipe:
     path: Path
     settings: TrainSettings
-    why: str  # why this file: "given", or the model's prompt format
+    why: str  # why this file: "--config", or the model's prompt format
 
     def line(self) -> str:
         return f"recipe {_shown(self.path)} ({self.why})"
@@ -296,23 +296,27 @@ def nightly_model(
     with (else that model), so nights continue what the last one curated; on a fresh home (or a
     ledger whose curricula record no model) the newest registered checkpoint, else the tiny
     policy."""
+    if ledger is None:  # a fresh home: nothing curated or trained yet
+        if model is not None:
+            return Path(model), "nothing trained from it yet"
+        return _tiny(home), "a fresh home: the tiny policy"
     if model is not None:
         folder = Path(model)
         if not (folder / "config.json").is_file():
             return folder, "not a local folder (a served model): no lineage to follow"
-        head = lineage_head(ledger, folder_revision(folder)) if ledger is not None else None
+        head = lineage_head(ledger, folder_revision(folder))
         if head is not None:
             return head, f"the newest checkpoint trained from {folder}"
         return folder, "nothing trained from it yet"
-    rows = ledger.run(load_query("newest_curriculum_model")) if ledger is not None else []
+    rows = ledger.run(load_query("newest_curriculum_model"))
     if rows and rows[0][1] and not str(rows[0][2] or "").startswith("served:"):
         cid, name, revision = rows[0]
-        head = lineage_head(ledger, str(revision)) if ledger is not None and revision else None
+        head = lineage_head(ledger, str(revision)) if revision else None
         if head is not None:
             return head, f"the newest checkpoint trained from {name} (curriculum {cid}'s model)"
         if (Path(name) / "config.json").is_file():
             return Path(name), f"the model of the newest curriculum {cid}"
-    path = latest_model(ledger, home) if ledger is not None else _tiny(home)
+    path = latest_model(ledger, home)
     if path == _tiny(home):
         return path, "nothing curated from a local model yet: the tiny policy"
     return path, "no curriculum names its model: the newest registered checkpoint"
