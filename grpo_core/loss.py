@@ -189,8 +189,8 @@ def truncated_is_weights(
     sampling-time weights and under the engine that sampled them; mask (B, T) the tokens where
     the engine's log-prob is known. Weight = min(exp(trainer − engine), cap), 1 outside the mask;
     cap = 0 turns the correction off (weights 1) but still measures the mismatch.
-    Metrics: `logprob_mismatch` mean |trainer − engine|, `is_weight_mean` mean untruncated-then-
-    capped weight (the raw ratio when cap = 0), `is_clipped_frac` share of tokens above the cap.
+    Metrics over the masked tokens: `logprob_mismatch` mean |trainer − engine|, `is_weight_mean`
+    mean weight applied (the raw ratio when cap = 0), `is_clipped_frac` share above the cap.
     """
     mask = mask.bool()
     delta = torch.where(mask, trainer_logp.detach() - engine_logp, torch.zeros_like(engine_logp))
