@@ -63,6 +63,7 @@ from pipeline.policy.model import (
 from pipeline.policy.prompts import PromptFormat, prompt_format, render
 from pipeline.sampling import EngineOptions, Sampler
 from pipeline.sampling.hf import HFSampler
+from pipeline.sampling.training import HFGroupSampler as HFGroupSampler  # benchmarks import it here
 from pipeline.sampling.training import make_group_sampler
 from pipeline.scoring import verify_batch
 from pipeline.store import Ledger, load_query
