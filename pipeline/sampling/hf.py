@@ -37,6 +37,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from grpo_core.logprobs import cache_kwarg
 from pipeline.errors import SieveError
 from pipeline.policy.model import load_policy
 from pipeline.sampling.base import (
@@ -179,12 +180,12 @@ class HFSampler:
             input_ids=ids[:, :-1],
             attention_mask=mask[:, :-1],
             position_ids=positions[:, :-1],
-            cache=cache,  # filled in place
+            **{cache_kwarg(self.model): cache},  # filled in place
             use_cache=True,
             logits_to_keep=1,  # only the cache is wanted, not (P, T, V) logits
         )
         cache.batch_repeat_interleave(n)  # (P*n, ...) per layer
-        return {"cache": cache}
+        return {cache_kwarg(self.model): cache}
 
     def _completions(
         self, tokens: torch.Tensor, token_lp: torch.Tensor, params: SamplingParams
