@@ -495,10 +495,10 @@ def train(
     sampler = make_group_sampler(
         backend, model, tokenizer, str(model_dir), engine=engine, base_urls=base_urls
     )
+    evaluator = eval_sampler(sampler, backend, model, tokenizer, str(model_dir))
     run = _Run(
-        ledger, train_id, curriculum_id, base_revision, settings, cfg, fmt, tokenizer,
-        eval_sampler(sampler, model, tokenizer, str(model_dir)), batches.stage_of, progress,
-        _writer(settings, home, train_id),
+        ledger, train_id, curriculum_id, base_revision, settings, cfg, fmt, tokenizer, evaluator,
+        batches.stage_of, progress, _writer(settings, home, train_id),
     )  # fmt: skip
     trainer = Trainer(
         model,
@@ -569,11 +569,14 @@ def bf16_native(device: torch.device) -> bool:
     return False
 
 
-def eval_sampler(group_sampler: Any, model: Any, tokenizer: Any, name: str) -> Sampler:
-    """What held-out evaluation samples with: the training sampler's own engine when it has
-    one (`.sampler`, kept in sync with the weights), else hf over the live model."""
+def eval_sampler(
+    group_sampler: Any, backend: str, model: Any, tokenizer: Any, name: str
+) -> Sampler:
+    """What held-out evaluation samples with: the training sampler's own engine where it holds
+    the trained weights (hf; vllm, synced after every update), else hf over the live model (an
+    openai server keeps serving the weights it started with)."""
     inner = getattr(group_sampler, "sampler", None)
-    if inner is not None and hasattr(inner, "sample"):
+    if backend != "openai" and inner is not None and hasattr(inner, "sample"):
         return inner
     return HFSampler(model=model, tokenizer=tokenizer, model_name=name)
 

@@ -357,3 +357,21 @@ def test_a_lineage_is_followed_to_its_newest_checkpoint(ledger: Ledger, tmp_path
         assert nightly_model(empty, None, tmp_path)[0] == tmp_path / "models" / "tiny"
     finally:
         empty.close()
+
+
+def test_held_out_eval_samples_the_weights_being_trained(tiny_model_dir: Path) -> None:
+    from pipeline.policy.model import load_policy
+    from pipeline.sampling.hf import HFSampler
+    from pipeline.train import eval_sampler
+
+    class Engine:  # a synced in-process engine (vllm) or a server (openai)
+        def sample(self, *args: object) -> list:
+            return []
+
+    class Rollouts:
+        sampler = Engine()
+
+    model, tok = load_policy(tiny_model_dir)
+    assert eval_sampler(Rollouts(), "vllm", model, tok, "m") is Rollouts.sampler
+    served = eval_sampler(Rollouts(), "openai", model, tok, "m")  # the server's weights are stale
+    assert isinstance(served, HFSampler) and served.model is model
