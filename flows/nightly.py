@@ -32,7 +32,7 @@ from typing import Any
 from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
-from flows.curate import CurateParams, curate_flow
+from flows.curate import CurateParams, curate_flow, release_policies
 from flows.train import TrainParams, train_flow
 from pipeline.home import ledger_path, resolve_home
 from pipeline.sampling import EngineOptions
@@ -83,6 +83,8 @@ def nightly_flow(params: NightlyParams) -> dict[str, Any]:
         engine=params.engine,
     )
     summary = curate_flow(curate)
+    if params.backend == "vllm":
+        release_policies()  # the training run starts its own engine, fed the trainer's weights
     print(f"night {night}: curriculum {summary['curriculum_id']} kept {summary['kept']}")
     result: dict[str, Any] = {"night": night.isoformat(), "model": model, "curate": summary}
     if params.skip_train or not summary["kept"]:

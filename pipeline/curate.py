@@ -317,6 +317,8 @@ def policy_for(
     from pipeline.sampling import make_sampler
 
     folder = Path(model)
+    if folder.is_dir():  # recorded absolute (curricula.model): `sieve train` may run elsewhere
+        folder = folder.resolve()
     revision = model_identity(folder)  # before the engine starts: a bad folder fails fast
     sampler = make_sampler(backend, folder, base_urls=base_urls, engine=engine)
     tokenizer = getattr(sampler, "tokenizer", None)

@@ -477,7 +477,11 @@ def train(
     settings = settings or recipe_for(model_dir).settings
     cfg = settings.grpo_config()
     frame = curriculum_frame(ledger, curriculum_id)
-    model, tokenizer = load_policy(model_dir)
+    model, tokenizer = load_policy(model_dir, train_device())
+    if next(model.parameters()).dtype != torch.float32:
+        # fp32 master weights: a bf16-saved checkpoint continues at full precision (the recipe's
+        # `autocast` decides what the forward passes compute in)
+        model = model.float()
     cfg = for_device(cfg, next(model.parameters()).device)
     fmt = prompt_format(model_dir, tokenizer)
     base_revision = folder_revision(model_dir)  # the same identity curation records
@@ -548,6 +552,11 @@ def train(
         resumed_from,
         history,
     )
+
+
+def train_device() -> str:
+    """Where the policy trains: the first CUDA GPU when there is one, else the CPU."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def for_device(cfg: GRPOConfig, device: torch.device) -> GRPOConfig:
