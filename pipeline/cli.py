@@ -271,7 +271,11 @@ def _show(frame: object, title: str) -> None:
 BackendOpt = Annotated[str, typer.Option("--backend", help="Sampler: hf, vllm or openai.")]
 ModelOpt = Annotated[
     Path | None,
-    typer.Option("--model", help="Model folder (default: the tiny policy under <home>/models)."),
+    typer.Option(
+        "--model",
+        help="Model folder (default: the newest checkpoint of the newest curriculum's model, "
+        "else that model, else the tiny policy under <home>/models).",
+    ),
 ]
 BaseUrlOpt = Annotated[
     list[str] | None,
@@ -343,6 +347,24 @@ def _model_dir(model: Path | None, home: Path | None) -> Path:
     return model if model is not None else resolve_home(home) / "models" / "tiny"
 
 
+def _current_model(model: Path | None, home: Path | None) -> Path:
+    """`--model`, else what the nightly flow would use: the newest checkpoint of the lineage of
+    the newest curriculum's model (else that model; on a fresh home the tiny policy), named in
+    one line, so `sieve curate --model M` → `sieve train` → `sieve eval` needs M only once."""
+    from pipeline.home import ledger_path
+    from pipeline.store import Ledger
+    from pipeline.train import nightly_model
+
+    if model is not None:
+        return model
+    if not ledger_path(home).exists():
+        return _model_dir(None, home)
+    with Ledger.open(home, read_only=True) as ledger:
+        folder, why = nightly_model(ledger, None, home)
+    out.print(f"model: {folder} ({why})")
+    return folder
+
+
 @app.command()
 def bootstrap(
     seed: Annotated[int, typer.Option(help="Seed for data, init and sampling.")] = 0,
@@ -405,7 +427,7 @@ def eval_cmd(
     from pipeline.policy.evaluate import EvalConfig
     from pipeline.sampling.budget import SamplingConfig
 
-    folder = _model_dir(model, home)
+    folder = _current_model(model, home)
     if samples < 1:
         raise SieveError("--samples must be >= 1")
     sampling = _validated(
@@ -511,7 +533,7 @@ def curate(
         overrides["sampling"] = {**cfg.sampling.model_dump(), **sampling}
     if overrides:
         cfg = _validated(CurateConfig, {**cfg.model_dump(), **overrides})
-    folder = _model_dir(model, home)
+    folder = _current_model(model, home)
     if backend != "openai" and not folder.exists():
         raise SieveError(f"model folder {folder} does not exist (run `sieve bootstrap` first?)")
     engine = _engine(

@@ -235,3 +235,38 @@ def test_loop_takes_model_backend_and_base_url(
     assert f"night 1 starts from {model}" in out
     code, _, err = run_cli(["loop", "--model", str(tmp_path / "nope"), "--home", str(home)], capsys)
     assert "nope" in one_error_line(code, err)
+
+
+def test_eval_and_curate_without_model_follow_the_curated_models_lineage(
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    curated_home: Callable[[Path | None], Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`sieve curate --model M` -> `sieve train` -> `sieve eval`: M is named once; eval (and the
+    next curation) take the newest checkpoint trained from M, not the tiny policy."""
+    import pipeline.curate
+    from tests.test_train import register
+
+    model = tmp_path / "elsewhere" / "tiny-copy"
+    shutil.copytree(tiny_model_dir, model)
+    home = curated_home(model)
+    with Ledger.open(home) as ledger:
+        paths = register(ledger, tmp_path, "train-a", folder_revision(model), [(2, "R1", 3)])
+    loaded: list[Path] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_policy_for(folder: Path, *args: Any, **kw: Any) -> Any:
+        loaded.append(Path(folder))
+        raise Stop
+
+    monkeypatch.setattr(pipeline.curate, "policy_for", fake_policy_for)
+    for argv in (["eval", "--per-level", "1"], ["curate", "--n", "4"]):
+        with pytest.raises(Stop):
+            run_cli([*argv, "--home", str(home)], capsys)
+    assert loaded == [paths["R1"], paths["R1"]]
+    out = capsys.readouterr().out.replace("\n", "")  # rich wraps long lines
+    assert out.count(f"model: {paths['R1']} (the newest checkpoint trained from {model}") == 2
