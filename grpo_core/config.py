@@ -37,7 +37,9 @@ class GRPOConfig:
     group_size: int = 8  # G; seed 002: 8 balances signal vs cost; curriculum items may override
     prompts_per_step: int = 8  # groups per optimiser step; batch = prompts_per_step · G samples
     max_new_tokens: int = 64  # completion budget; longer ones are truncated
-    temperature: float = 1.0  # sampling temperature; < 1 makes more groups uninformative
+    # sampling temperature; log-probs (policy, old, reference) are of logits / T, the
+    # distribution sampled from (as TRL); < 1 makes more groups uninformative
+    temperature: float = 1.0
     # advantages (grpo_core.advantages)
     estimator: EstimatorName = "grpo"  # grpo mean/std; rloo; dr_grpo (no std, Liu et al. 2025)
     std_ddof: int = 0  # 0 population std (default), 1 Bessel; minimal GRPO repos differ here

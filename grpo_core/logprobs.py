@@ -31,23 +31,34 @@ def forward_precision(device: torch.device, autocast: str) -> Iterator[None]:
 
 
 def completion_logp(
-    model: torch.nn.Module, b: Batch, share_prefix: bool, autocast: str = "off"
+    model: torch.nn.Module,
+    b: Batch,
+    share_prefix: bool,
+    autocast: str = "off",
+    temperature: float = 1.0,
 ) -> tuple[Tensor, Tensor]:
-    """Log-probs (B, Tc) of the completion tokens and their logits (B, Tc, V)."""
+    """Log-probs (B, Tc) of the completion tokens and their logits (B, Tc, V), both of the
+    distribution the completions were sampled from: logits / `temperature` (as TRL scores them;
+    vLLM's `processed_logprobs` are the same quantity when top-p and top-k are off)."""
     device = b.ids.device
     with forward_precision(device, autocast):
         if share_prefix:
-            return shared_prefix_logp(model, b)
+            return shared_prefix_logp(model, b, temperature)
         logits = model(input_ids=b.ids, attention_mask=b.attn).logits  # (B, L, V)
-        return gather_completion(logits, b)
+        return gather_completion(logits, b, temperature)
 
 
-def gather_completion(logits: Tensor, b: Batch) -> tuple[Tensor, Tensor]:
+def _tempered(logits: Tensor, temperature: float) -> Tensor:
+    return logits if temperature == 1.0 else logits / temperature
+
+
+def gather_completion(logits: Tensor, b: Batch, temperature: float = 1.0) -> tuple[Tensor, Tensor]:
     """Pick the logits that predict each completion token; (B, Tc) log-probs, (B, Tc, V)."""
     tc = b.comp_mask.shape[1]
     pos = b.starts[:, None] + torch.arange(tc, device=logits.device)[None, :]  # (B, Tc)
     pos = pos.clamp(max=logits.shape[1] - 2)
     picked = logits.gather(1, pos[..., None].expand(-1, -1, logits.shape[-1])).float()
+    picked = _tempered(picked, temperature)
     targets = b.ids.gather(1, (pos + 1).clamp(max=b.ids.shape[1] - 1))  # (B, Tc)
     logp = torch.log_softmax(picked, dim=-1).gather(-1, targets[..., None]).squeeze(-1)
     return logp, picked
@@ -71,7 +82,9 @@ def cache_kwarg(model: torch.nn.Module) -> str:
 _CACHE_KWARG: dict[type, str] = {}
 
 
-def shared_prefix_logp(model: torch.nn.Module, b: Batch) -> tuple[Tensor, Tensor]:
+def shared_prefix_logp(
+    model: torch.nn.Module, b: Batch, temperature: float = 1.0
+) -> tuple[Tensor, Tensor]:
     """`gather_completion`'s result with each distinct prompt run through the model once.
 
     The prompts (left-padded) give a KV cache and the logits of each completion's first token;
@@ -110,5 +123,6 @@ def shared_prefix_logp(model: torch.nn.Module, b: Batch) -> tuple[Tensor, Tensor
         logits = torch.cat([first, rest], dim=1).float()  # (B, Tc, V)
     else:
         logits = first.float()
+    logits = _tempered(logits, temperature)
     logp = torch.log_softmax(logits, dim=-1).gather(-1, b.comp_ids[..., None]).squeeze(-1)
     return logp, logits

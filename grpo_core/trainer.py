@@ -368,14 +368,18 @@ class Trainer:
 
     def _logp(self, b: Batch) -> tuple[Tensor, Tensor]:
         """Log-probs (B, Tc) of the completion tokens and their logits (B, Tc, V)."""
-        return completion_logp(self.model, b, self.cfg.share_prefix, self.cfg.autocast)
+        cfg = self.cfg
+        return completion_logp(self.model, b, cfg.share_prefix, cfg.autocast, cfg.temperature)
 
     def _ref_logp(self, b: Batch) -> Tensor:
         cfg = self.cfg
         if self.ref_model is not None:
-            return completion_logp(self.ref_model, b, cfg.share_prefix, cfg.autocast)[0]
+            model = self.ref_model
+            return completion_logp(model, b, cfg.share_prefix, cfg.autocast, cfg.temperature)[0]
         with self.model.disable_adapter():  # type: ignore[operator]
-            return completion_logp(self.model, b, cfg.share_prefix, cfg.autocast)[0]
+            return completion_logp(self.model, b, cfg.share_prefix, cfg.autocast, cfg.temperature)[
+                0
+            ]
 
     # ---------------------------------------------------------------- checkpoints
 

@@ -3,8 +3,8 @@
 One in-process engine (`make_group_sampler("vllm", ...)`, fp32 like the trainer's weights) for
 the module:
 1. the engine's log-probs of its sampled tokens match the trainer's own (a forward pass of the
-   HF model, log-softmax of untempered logits) within `TOLERANCE`; a completion that stopped
-   ends with the end-of-sequence token, one log-prob per token id;
+   HF model, log-softmax of logits / temperature, at 1 and 0.6) within `TOLERANCE`; a
+   completion that stopped ends with the end-of-sequence token, one log-prob per token id;
 2. after the trainer's weights are perturbed, the engine still scores with the old ones until
    `sync_weights`, and with the new ones (not the old) after it: the push lands;
 3. a 2-step `grpo_core.Trainer` run with this sampler pushes after every update and reports a
@@ -95,24 +95,30 @@ def prompts(policy: tuple[Any, Any]) -> list[str]:
     ]
 
 
-def trainer_logprobs(model: Any, tokenizer: Any, prompt: str, sample: Sample) -> torch.Tensor:
-    """The trainer's log-prob of each sampled token: log-softmax of the untempered logits."""
+def trainer_logprobs(
+    model: Any, tokenizer: Any, prompt: str, sample: Sample, temperature: float = 1.0
+) -> torch.Tensor:
+    """The trainer's log-prob of each sampled token: log-softmax of logits / temperature."""
     ids = list(tokenizer(prompt)["input_ids"])
     with torch.no_grad():
         logits = model(torch.tensor([ids + list(sample.token_ids)])).logits[0].float()
-    logp = torch.log_softmax(logits[len(ids) - 1 : -1], dim=-1)  # (T, V)
+    logp = torch.log_softmax(logits[len(ids) - 1 : -1] / temperature, dim=-1)  # (T, V)
     return logp.gather(-1, torch.tensor(sample.token_ids)[:, None]).squeeze(-1)  # (T,)
 
 
 def gaps(
-    model: Any, tokenizer: Any, prompts: list[str], groups: list[list[Sample]]
+    model: Any,
+    tokenizer: Any,
+    prompts: list[str],
+    groups: list[list[Sample]],
+    temperature: float = 1.0,
 ) -> torch.Tensor:
     """|engine − trainer| for every sampled token of every group."""
     out = []
     for prompt, group in zip(prompts, groups, strict=True):
         for s in group:
             assert s.logprobs is not None and len(s.logprobs) == len(s.token_ids)
-            mine = trainer_logprobs(model, tokenizer, prompt, s)
+            mine = trainer_logprobs(model, tokenizer, prompt, s, temperature)
             out.append((mine - torch.tensor(s.logprobs)).abs())
     return torch.cat(out)
 
@@ -141,8 +147,9 @@ def test_engine_logprobs_match_the_trainers(
     assert [len(g) for g in sampled] == [3, 2]
     gap = gaps(model, tokenizer, prompts, sampled)
     assert float(gap.max()) < TOLERANCE, float(gap.max())
-    tempered = sample(engine, prompts, temperature=0.6)  # log-probs stay untempered
-    assert float(gaps(model, tokenizer, prompts, tempered).max()) < TOLERANCE
+    tempered = sample(engine, prompts, temperature=0.6)  # log-probs of logits / 0.6
+    assert float(gaps(model, tokenizer, prompts, tempered, 0.6).max()) < TOLERANCE
+    assert float(gaps(model, tokenizer, prompts, tempered).mean()) > 10 * TOLERANCE  # not raw
     config = json.loads((smollm2 / "generation_config.json").read_text())
     eos = config.get("eos_token_id", tokenizer.eos_token_id)
     eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tokenizer.eos_token_id}

@@ -18,7 +18,8 @@ a backend:
   per-token log-probs asked of the server) correct for that.
 
 Samples from vLLM and openai carry the engine's log-prob of each token (`Sample.logprobs`,
-untempered, the trainer's own quantity); the trainer compares them with its own
+of logits / temperature from vLLM, the trainer's own quantity; an OpenAI-compatible server
+reports what its own `logprobs_mode` says); the trainer compares them with its own
 (`logprob_mismatch`) and corrects a mismatch with truncated importance weights. Alignment: a
 vLLM completion that stopped at the end-of-sequence token already ends with it (and its
 log-prob); where the hf and openai paths append the token themselves, its log-prob is unknown,
@@ -254,7 +255,9 @@ def make_group_sampler(
         from pipeline.sampling.vllm import VLLMSampler
 
         options = training_engine(engine, model)
-        extra = {"logprobs_mode": "raw_logprobs"}  # untempered, as the trainer computes them
+        # after temperature (training samples with top-p and top-k off): log-softmax of
+        # logits / T, what the trainer computes (grpo_core.logprobs.completion_logp)
+        extra = {"logprobs_mode": "processed_logprobs"}
         sampler = VLLMSampler(model_dir, options, extra=extra, in_process=True)
         return VLLMGroupSampler(sampler, tokenizer)
     if backend == "openai":

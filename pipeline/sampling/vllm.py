@@ -43,9 +43,10 @@ Training (`pipeline.sampling.training`) needs two more things, both checked on v
   engine seeds the global RNGs;
 - `sample_ids` samples from token-id prompts (the trainer's own tokenisation, so engine and
   trainer condition on the same tokens) with its own n per prompt, in one engine call, and
-  returns `TokenCompletion`s carrying the engine's log-prob of every sampled token. vLLM's
-  `logprobs_mode` default, `raw_logprobs`, is the log-softmax of the raw logits (before
-  temperature, top-k/top-p): the quantity the trainer computes. A completion that ends at the
+  returns `TokenCompletion`s carrying the engine's log-prob of every sampled token. The
+  training sampler asks for vLLM's `processed_logprobs` (the log-softmax of logits /
+  temperature, after top-k/top-p, which training leaves off): the quantity the trainer
+  computes. A completion that ends at the
   end-of-sequence token has it as its last token id, with its log-prob.
 
 Test: `make test-vllm` (own venv with vLLM: the mapping on real vLLM objects, then a real engine

@@ -87,3 +87,23 @@ def test_padded_rows_match_a_row_by_row_fill() -> None:
             assert int(mask[r].sum()) == len(row)
             assert ids[r][mask[r] == 0].eq(0).all()
     assert _padded([[], []], pad=3, min_width=1)[0].tolist() == [[3], [3]]
+
+
+def test_log_probs_are_of_the_tempered_distribution() -> None:
+    """At temperature T both paths score logits / T (what was sampled from), equal to each other
+    and to a plain log-softmax of the scaled logits; T = 1 is the raw distribution."""
+    from grpo_core.logprobs import completion_logp
+
+    model = toy_model(3)
+    b = ragged_batch(make_trainer(True, model))
+    with torch.no_grad():
+        logits = model(input_ids=b.ids, attention_mask=b.attn).logits
+        raw = _gather_completion(logits, b)[0]
+        for share in (False, True):
+            at_one = completion_logp(model, b, share, temperature=1.0)[0]
+            at_half = completion_logp(model, b, share, temperature=0.5)[0]
+            want = _gather_completion(logits / 0.5, b)[0]
+            mask = b.comp_mask
+            assert torch.allclose(at_one[mask], raw[mask], atol=1e-5)
+            assert torch.allclose(at_half[mask], want[mask], atol=1e-5)
+            assert not torch.allclose(at_half[mask], raw[mask], atol=1e-3)

@@ -71,15 +71,16 @@ class FakeEngine:
         for ids, g in zip(prompt_ids, sizes, strict=True):
             text = self.tokenizer.decode(ids)
             [group] = self.hf.sample([text], g, params)
-            out.append([self._as_vllm(list(ids), c) for c in group])
+            out.append([self._as_vllm(list(ids), c, params.temperature) for c in group])
         return out
 
-    def _as_vllm(self, prompt: list[int], c: Completion) -> TokenCompletion:
-        """vLLM keeps the end-of-sequence token and its log-prob; logprobs are untempered."""
+    def _as_vllm(self, prompt: list[int], c: Completion, temperature: float) -> TokenCompletion:
+        """vLLM keeps the end-of-sequence token and its log-prob; `processed_logprobs` are of
+        logits / temperature."""
         ids = c.token_ids + ((self.tokenizer.eos_token_id,) if c.finish_reason == "stop" else ())
         with torch.no_grad():
             logits = self.model(torch.tensor([prompt + list(ids)])).logits[0]
-        logp = torch.log_softmax(logits[len(prompt) - 1 : -1].float(), dim=-1)
+        logp = torch.log_softmax(logits[len(prompt) - 1 : -1].float() / temperature, dim=-1)
         lp = logp.gather(-1, torch.tensor(ids)[:, None]).squeeze(-1)
         return TokenCompletion(
             c.text, ids, c.finish_reason, float(lp.sum()), token_logprobs=tuple(lp.tolist())
