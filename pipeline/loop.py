@@ -39,10 +39,13 @@ Say = Callable[[str], None]
 
 def quiet_prefect(home: str | Path | None = None) -> None:
     """Prefect set up for a Sieve run: this home's own Prefect state (`use_prefect_home`), warnings
-    only, no analytics."""
+    only, no analytics, and a start-up limit for Prefect's ephemeral API server that a loaded
+    machine meets (its 20 s default timed out here with both cores busy, e.g. next to a vLLM
+    engine; 120 s unless set)."""
     use_prefect_home(home)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # offline machines
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     logging.getLogger("prefect").setLevel(logging.WARNING)
 
 
