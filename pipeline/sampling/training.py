@@ -63,18 +63,23 @@ def _stderr(message: str) -> None:
 
 
 def by_size(
-    sample: Callable[[list[str], int], list[list[Completion]]],
+    sampler: Any,
     prompts: Sequence[str],
     sizes: Sequence[int],
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
 ) -> list[list[Completion]]:
-    """`sample(prompts, g)` once per distinct group size g (ascending), the groups back in
-    prompt order."""
+    """`sampler.sample(prompts, g, params)` once per distinct group size g (ascending, seeded
+    seed + g), the groups back in prompt order."""
     index: dict[int, list[int]] = defaultdict(list)
     for i, g in enumerate(sizes):
         index[int(g)].append(i)
     out: list[list[Completion]] = [[] for _ in prompts]
     for g, idx in sorted(index.items()):
-        for i, group in zip(idx, sample([prompts[i] for i in idx], g), strict=True):
+        params = SamplingParams(temperature, max_new_tokens=max_new_tokens, seed=seed + g)
+        groups = sampler.sample([prompts[i] for i in idx], g, params)
+        for i, group in zip(idx, groups, strict=True):
             out[i] = group
     return out
 
@@ -105,11 +110,8 @@ class HFGroupSampler:
         max_new_tokens: int,
         seed: int,
     ) -> list[list[Sample]]:
-        def sample(chunk: list[str], g: int) -> list[list[Completion]]:
-            params = SamplingParams(temperature, max_new_tokens=max_new_tokens, seed=seed + g)
-            return self.sampler.sample(chunk, g, params)
-
-        return [[self._sample(c) for c in g] for g in by_size(sample, prompts, sizes)]
+        groups = by_size(self.sampler, prompts, sizes, temperature, max_new_tokens, seed)
+        return [[self._sample(c) for c in g] for g in groups]
 
     def _sample(self, c: Completion) -> Sample:
         ids = c.token_ids + ((self.eos,) if c.finish_reason == "stop" else ())
@@ -172,11 +174,7 @@ class OpenAIGroupSampler:
         max_new_tokens: int,
         seed: int,
     ) -> list[list[Sample]]:
-        def sample(chunk: list[str], g: int) -> list[list[Completion]]:
-            params = SamplingParams(temperature, max_new_tokens=max_new_tokens, seed=seed + g)
-            return self.sampler.sample(chunk, g, params)
-
-        groups = by_size(sample, prompts, sizes)
+        groups = by_size(self.sampler, prompts, sizes, temperature, max_new_tokens, seed)
         if any(c.text and not c.token_ids for g in groups for c in g):
             raise SieveError(
                 "the openai server returned no token ids (vLLM's return_token_ids); training "
