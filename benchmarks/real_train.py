@@ -29,8 +29,9 @@ Held-out: `pipeline.policy.evaluate` on `--heldout` problems per level of LEVELS
 T 0.6 / top-p 0.95 plus greedy, 256 tokens, always through vLLM (fp32): the sieve-vllm arm on
 its own synced engine, the others by saving the final weights and running
 `.venv-vllm/bin/python benchmarks/real_train.py --eval-only DIR --arm NAME`. Up to 12
-completions the verifier judged correct after training are stored for a hand check
-(`hand_check`); `hand_check_truly_correct` is filled in by reading them.
+completions the verifier judged correct after training are stored (`after.correct`) for a hand
+check: their labels, written by reading them, are in results/real_train_hand_check.json and
+counted into real_train.json's `hand_check` by the merge.
 
 Time per step: gaps between consecutive step ends after WARMUP steps
 (`benchmarks/trainer_vs_trl.step_times`), mean and median; rollouts/s = P·G / mean.
@@ -259,6 +260,7 @@ def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         "split_seconds": split,
         "after": after,
         "per_step": per_step,
+        "load_1m_at_step_ends": LOADS,
         "recipe": dataclasses.asdict(cfg),
     }
 
@@ -366,6 +368,7 @@ def run_trl(args: argparse.Namespace) -> dict[str, Any]:
         **step_times(steps.times[1:]),
         "after": after,
         "per_step": per_step,
+        "load_1m_at_step_ends": LOADS,
         "trl": trl.__version__,
     }
 
@@ -380,11 +383,16 @@ def held_set() -> pl.DataFrame:
     return heldout_problems(LEVELS, HELDOUT)
 
 
+LOADS: list[float] = []  # the machine's 1-minute load average at each step end (2 cores here)
+
+
 def progress(arm: str, stamps: list[float], logs: list[dict[str, Any]]) -> None:
     """Step-end times and logs so far (results/real_train_<arm>_progress.json): what is left
     of an arm that was stopped before it finished."""
+    LOADS.append(round(os.getloadavg()[0], 2))
     path = RESULTS / f"real_train_{arm}_progress.json"
-    path.write_text(json.dumps({"step_ends_s": [t - stamps[0] for t in stamps], "logs": logs}))
+    ends = [t - stamps[0] for t in stamps]
+    path.write_text(json.dumps({"step_ends_s": ends, "load_1m": LOADS, "logs": logs}))
 
 
 def read_curriculum() -> pl.DataFrame:
@@ -419,11 +427,32 @@ def merge() -> dict[str, Any]:
         "time_per_step_ratio": ratios,
         "missing_arms": [a for a in ARMS if a not in arms],
         "partial_arms": partial,
+        "hand_check": hand_check(arms),
         "arms": arms,
     }
     (RESULTS / "real_train.json").write_text(json.dumps(result, indent=1))
     plot(result)
     return result
+
+
+def hand_check(arms: dict[str, Any]) -> dict[str, Any]:
+    """The hand labels of each arm's judged-correct held-out completions
+    (results/real_train_hand_check.json, written by reading them), as counts."""
+    path = RESULTS / "real_train_hand_check.json"
+    labels = json.loads(path.read_text()) if path.exists() else {}
+    out: dict[str, Any] = {"how": labels.get("how")}
+    for arm, r in arms.items():
+        seen = len(r["after"]["correct"])
+        given = labels.get(arm, {}).get("labels", [])
+        out[arm] = {
+            "judged_correct_read": seen,
+            "labelled": len(given),
+            "truly_correct": sum(x == "correct" for x in given),
+            "contradicted": sum(x == "contradicted" for x in given),
+            "wrong": sum(x == "wrong" for x in given),
+            "notes": labels.get(arm, {}).get("notes", {}),
+        }
+    return out
 
 
 def arm_summary(r: dict[str, Any], start: dict[str, Any] | None) -> dict[str, Any]:

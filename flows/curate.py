@@ -2,10 +2,16 @@
 
 generate + prior -> screen (one task per chunk) -> screen decisions -> refine (per chunk) ->
 pooled stats -> curriculum. The ledger is the source of truth for resuming: every chunk task
-commits its rollouts in one transaction and is skipped when already committed; chunk tasks are
-also cached by Prefect on (run, chunk, problem ids, code version) with persisted results, so a
-re-run after a crash does not redo committed chunks. Runs left `running` by a killed process are
-marked `crashed` at the start (a resumed run sets its own status again).
+commits its rollouts in one transaction, and `sample_run` starts a chunk task only for a chunk
+whose rollouts are not all stored (and checks they are after it). A chunk task's Prefect cache
+key (`_chunk_key`: code version, ledger id, run, chunk, problem ids) exists only while the
+chunk's rows are in the ledger, so a persisted result never stands in for rows that a copied,
+restored or partly deleted ledger lacks (such a ledger keeps its id; trusting the cache made it
+curate nothing and exit 0). Runs left `running` by a killed process are marked `crashed` at the
+start (a resumed run sets its own status again).
+
+The flow's ledger is transient (`Ledger.open(..., transient=True)`): it holds DuckDB's file lock
+only while it reads or commits, so `sieve sql` and other readers work while a curation runs.
 
 Run: `sieve curate` (Prefect's ephemeral local API; nothing to start).
 Test: `pytest tests/flows`.
@@ -76,7 +82,7 @@ def release_policies() -> None:
 def ledger(home: str | None) -> Ledger:
     key = str(home)
     if key not in _LEDGERS:
-        _LEDGERS[key] = Ledger.open(home)
+        _LEDGERS[key] = Ledger.open(home, transient=True)
     return _LEDGERS[key]
 
 
@@ -85,15 +91,22 @@ def close_ledgers() -> None:
         _LEDGERS.popitem()[1].close()
 
 
-def _chunk_key(context: Any, arguments: dict[str, Any]) -> str:
-    """Code version, the ledger's own id, run, chunk index and problem ids.
+def _chunk_key(context: Any, arguments: dict[str, Any]) -> str | None:
+    """Code version, the ledger's own id, run, chunk index and problem ids; None (no cache:
+    sample it) while the chunk's rollouts are not all in the ledger.
 
-    The ledger id matters: a chunk task's result means "committed to *that* ledger"; a fresh or
-    recreated ledger (new id) must not reuse it.
+    A chunk task's result means "committed to *that* ledger", so a fresh or recreated ledger
+    (new id) must not reuse it; and a copy, a restored backup or a ledger with rows deleted keeps
+    its id, so the rows themselves are checked before a cached result may stand for them.
     """
-    ids = ",".join(arguments["chunk"]["problem_id"].to_list())
-    ledger_id = ledger(arguments["params"].home).ledger_id
-    text = f"{CODE_VERSION}|{ledger_id}|{arguments['info'].run_id}|{arguments['index']}|{ids}"
+    chunk, info = arguments["chunk"], arguments["info"]
+    led = ledger(arguments["params"].home)
+    with led.connected():
+        if not core.chunk_stored(led, info, chunk):
+            return None
+        ledger_id = led.ledger_id
+    ids = ",".join(chunk["problem_id"].to_list())
+    text = f"{CODE_VERSION}|{ledger_id}|{info.run_id}|{arguments['index']}|{ids}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -112,7 +112,7 @@ def write_report(home: str | None, night: date) -> str | None:
 
     from pipeline.report import build_report
 
-    with Ledger.open(home) as ledger:
+    with Ledger.open(home, read_only=True) as ledger:  # readers are not locked out meanwhile
         path = build_report(ledger, resolve_home(home) / "report").path.resolve()
     create_link_artifact(
         key="sieve-report",

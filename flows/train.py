@@ -4,7 +4,9 @@ One task trains (stages in order, evaluation, checkpoints registered in the ledg
 curriculum was curated with unless `model` says otherwise, with the recipe for that model unless
 `settings` are given (`pipeline.train.curriculum_model`, `recipe_for`). The task is not cached:
 the trainer's own checkpoints are the resume mechanism, and `resume=True` continues from the
-newest valid one. The task's result is a small summary (ids, revisions, before/after).
+newest valid one. The task's result is a small summary (ids, revisions, before/after). Its
+ledger is transient: DuckDB's file lock is held only while metrics, evaluation rollouts or a
+checkpoint row are committed, so readers can query the ledger while training runs.
 
 Run: `sieve train` (Prefect's ephemeral local API; nothing to start).
 Test: `pytest tests/flows/test_train_flow.py`.
@@ -84,7 +86,7 @@ def set_progress(callback: Progress | None) -> None:
 def train_task(params: TrainParams) -> dict[str, Any]:
     from pipeline.export import resolve_curriculum
 
-    with Ledger.open(params.home) as ledger:
+    with Ledger.open(params.home, transient=True) as ledger:
         curriculum_id = resolve_curriculum(ledger, params.curriculum)
         if params.model:
             model = Path(params.model)

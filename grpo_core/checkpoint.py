@@ -87,6 +87,31 @@ def save(
     tmp = root / f".tmp-{final.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
+    try:
+        _write_tmp(tmp, write_model, state, crash_point, write_resume)
+    except Exception:  # e.g. a full disk: leave no half-written folder (a kill still may)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if final.exists():  # a re-run of the same step after a crash: replace it whole
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+    _fsync_dir(root)
+    crash_point("train.checkpoint.after_rename")
+    prune(root, keep)
+    for _, path in list_steps(root):
+        if path != final:
+            drop_resume(path)
+    return final
+
+
+def _write_tmp(
+    tmp: Path,
+    write_model: Callable[[Path], None],
+    state: dict[str, Any],
+    crash_point: Callable[[str], None],
+    write_resume: Callable[[Path], None] | None,
+) -> None:
+    """Every file of a checkpoint, its manifest last, all fsynced, into the temp folder."""
     write_model(tmp)
     torch.save(state, tmp / STATE)
     if write_resume is not None:
@@ -99,16 +124,6 @@ def save(
         with p.open("rb") as f:
             os.fsync(f.fileno())
     _fsync_dir(tmp)
-    if final.exists():  # a re-run of the same step after a crash: replace it whole
-        shutil.rmtree(final)
-    os.rename(tmp, final)
-    _fsync_dir(root)
-    crash_point("train.checkpoint.after_rename")
-    prune(root, keep)
-    for _, path in list_steps(root):
-        if path != final:
-            drop_resume(path)
-    return final
 
 
 def drop_resume(path: Path) -> None:

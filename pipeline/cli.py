@@ -1,15 +1,19 @@
 """The `sieve` command line.
 
 Every command takes `--home` (else `$SIEVE_HOME`, else `./data`). A user error prints one line,
-`error: ...`, on stderr and exits 1; usage errors exit 2 (Typer's convention).
+`error: ...`, on stderr and exits 1; usage errors exit 2 (Typer's convention); so does a full
+disk, whatever was writing. Commands that run Prefect flows keep Prefect's logs in
+`<home>/logs/prefect.log` unless `sieve --verbose CMD`, and tie Prefect's temporary API server to
+their own process (`pipeline.procs`).
 
 Test: `pytest tests/cli`.
 """
 
 from __future__ import annotations
 
+import errno
 import json
-import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +39,25 @@ app = typer.Typer(
 )
 out = Console()
 err = Console(stderr=True)
+
+
+@app.callback()
+def _options(
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            help="Show Prefect's and other libraries' logs and progress bars on the console "
+            "(default: flows log to <home>/logs/prefect.log). Also $SIEVE_VERBOSE=1.",
+        ),
+    ] = False,
+) -> None:
+    """Options for every command (put them before the command: `sieve --verbose curate`)."""
+    from pipeline.runlog import VERBOSE_ENV
+
+    if verbose:
+        os.environ[VERBOSE_ENV] = "1"
+
 
 HomeOpt = Annotated[
     Path | None,
@@ -131,10 +154,23 @@ def ingest(
     ),
     level_field: Annotated[str | None, typer.Option(help="Optional integer level field.")] = None,
     heldout_pct: Annotated[float, typer.Option(help="Percent held out, fixed by hash.")] = 10.0,
+    allow_conflicts: Annotated[
+        bool,
+        typer.Option(
+            "--allow-conflicts",
+            help="Keep a question given different answers, each as its own problem.",
+        ),
+    ] = False,
+    max_line_bytes: Annotated[
+        int | None, typer.Option(help="Longest JSONL line accepted, in bytes (default 1 MiB).")
+    ] = None,
     home: HomeOpt = None,
 ) -> None:
-    """Import external problems (GSM8K-style '#### 42' answers are recognised)."""
-    from pipeline.problems.ingest import read_external
+    """Import external problems (GSM8K-style '#### 42' answers are recognised).
+
+    All or nothing: a bad record (named by file and line) imports nothing.
+    """
+    from pipeline.problems.ingest import MAX_LINE_BYTES, conflicting_questions, read_external
     from pipeline.store import Ledger
 
     if not file.exists():
@@ -146,11 +182,16 @@ def ingest(
         family=family,
         level_field=level_field,
         heldout_pct=heldout_pct,
+        allow_conflicts=allow_conflicts,
+        max_line_bytes=MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
     )
     with Ledger.open(home) as ledger:
         new = ledger.write("problems", frame)
         where = ledger.path
     _print_counts(frame, f"{file.name}: {frame.height} problems ({new} new) -> {where}")
+    clashes = conflicting_questions(frame) if allow_conflicts else 0
+    if clashes:
+        out.print(f"{clashes} question(s) kept with more than one answer (--allow-conflicts)")
 
 
 @app.command()
@@ -183,48 +224,91 @@ def sql(
     query: Annotated[str, typer.Argument(help="A read-only query (SELECT, EXPLAIN, SHOW...).")],
     format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
     output: Annotated[Path | None, typer.Option(help="Write to this file.")] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", envvar="SIEVE_SQL_TIMEOUT", help="Stop the query after this many seconds."
+        ),
+    ] = 60.0,
+    memory_limit: Annotated[
+        str,
+        typer.Option(
+            "--memory-limit",
+            envvar="SIEVE_SQL_MEMORY_LIMIT",
+            help="DuckDB's memory for the query, e.g. 512MB or 4GiB; while it runs the process "
+            "may grow by at most about twice this.",
+        ),
+    ] = "2GB",
     home: HomeOpt = None,
 ) -> None:
-    """Run a read-only query on the ledger (views: group_stats, prompt_stats, ...)."""
-    from pipeline.store import Ledger, check_read_only
+    """Run one read-only query on the ledger (views: group_stats, prompt_stats, ...). It runs
+    sandboxed: it reads only the ledger, writes nothing, changes no setting, and stops at
+    --timeout and --memory-limit. Lists and structs become JSON text in csv and table output."""
+    from pipeline.store import Ledger, QueryLimits, Sandbox, check_query
+    from pipeline.store.sandbox_sql import View, exit_process
 
-    check_read_only(query)
+    statement = check_query(query)
+    limits = QueryLimits.from_options(timeout, memory_limit)
     if format is Format.parquet and output is None:
         raise SieveError("--format parquet needs --output FILE")
-    with Ledger.open(home, read_only=True) as ledger:
-        try:
-            frame = ledger.sql(query)
-        except Exception as exc:  # DuckDB's own message, on one line
-            raise SieveError(f"query failed: {' '.join(str(exc).split())}") from exc
-    _emit(frame, format, output)
-
-
-def _emit(frame: object, format: Format, output: Path | None) -> None:
-    import polars as pl
-
-    assert isinstance(frame, pl.DataFrame)
-    if output is not None and not output.parent.exists():
+    if output is not None and not output.parent.is_dir():
         raise SieveError(f"cannot write {output}: directory {output.parent} does not exist")
-    if format is Format.table:
-        if output is None:
+    views: dict[Format, View] = {Format.parquet: "native", Format.json: "json"}
+    view = views.get(format, "text")
+    with Ledger.open(home, read_only=True) as ledger:
+        if output is not None and ledger.path is not None:
+            target, own = output.resolve(), ledger.path.resolve()
+            if target in (own, own.with_name(own.name + ".wal")):
+                raise SieveError(f"refused: --output {output} is the ledger itself")
+        result = Sandbox(ledger.con, limits, on_stuck=exit_process).run(statement, view)
+    _emit(result, format, output)
+
+
+def _emit(result: object, format: Format, output: Path | None) -> None:
+    """Write a `Sandbox.run` result: Parquet from the native view, a JSON array from the json
+    view (one object per row), CSV or a table from the text view."""
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    assert isinstance(result, pa.Table)
+    if format is Format.parquet:
+        assert output is not None
+        try:
+            pq.write_table(result, output)
+        except (OSError, pa.ArrowException) as exc:
+            raise SieveError(f"cannot write {output}: {' '.join(str(exc).split())}") from exc
+    elif format is Format.json:
+        rows = result.column(0).to_pylist()
+        _write_text("[\n" + ",\n".join(rows) + "\n]\n" if rows else "[]\n", output)
+    else:
+        frame = pl.from_arrow(result)  # text view: numbers, booleans and strings only
+        assert isinstance(frame, pl.DataFrame)
+        if format is Format.csv:
+            _write_text(frame.write_csv(), output)
+        elif output is None:
             out.print(_table(frame))
         else:
-            Console(file=output.open("w"), width=200).print(_table(frame, max_rows=frame.height))
-    elif format is Format.csv:
-        text = frame.write_csv()
-        _write_text(text, output)
-    elif format is Format.json:
-        _write_text(json.dumps(frame.to_dicts(), default=str, indent=1) + "\n", output)
-    else:
-        assert output is not None
-        frame.write_parquet(output)
+            with _writing(output) as handle:
+                Console(file=handle, width=200).print(_table(frame, max_rows=frame.height))
 
 
 def _write_text(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text)
+        with _writing(output) as handle:
+            handle.write(text)
+
+
+@contextmanager
+def _writing(output: Path) -> Iterator[Any]:
+    """`output` open for writing text; an OSError becomes one `error:` line."""
+    try:
+        with output.open("w", encoding="utf-8") as handle:
+            yield handle
+    except OSError as exc:
+        raise SieveError(f"cannot write {output}: {exc.strerror or exc}") from exc
 
 
 @app.command()
@@ -485,7 +569,11 @@ def _run_eval(policy: object, cfg: object, home: Path | None) -> None:
             problems,
             policy.prompt_format,
         )
-    _show(table, f"held-out pass@1 by family x level (greedy; mean of {cfg.samples} samples)")
+    _show(
+        table,
+        f"held-out pass@1 by family x level (greedy: T=0; sampled: {cfg.samples} per problem at "
+        f"T={cfg.temperature:g}; errors: verifier errors, counted as wrong)",
+    )
 
 
 def _progress(label: str) -> Progress:
@@ -498,6 +586,7 @@ def _progress(label: str) -> Progress:
         TimeElapsedColumn(),
         console=err,
         transient=True,
+        disable=not err.is_terminal,  # off a terminal a bar only leaves a blank line behind
     )
 
 
@@ -556,7 +645,7 @@ def _run_curate_flow(
     cfg: object,
     engine: object = None,
 ) -> dict:
-    _quiet_prefect(home)
+    _start_flows(home)
     from flows.curate import CurateParams, run
 
     params = CurateParams(
@@ -654,29 +743,24 @@ def _train_target(curriculum: str, model: Path | None, home: Path | None) -> tup
     return cid, folder, why
 
 
-@contextmanager
-def _flow_errors_once() -> Iterator[None]:
-    """While a command runs a Prefect flow: Prefect logs a failed task's and flow's traceback
-    before the exception reaches `main`, which prints a SieveError as its one `error:` line (and
-    any other exception's traceback, once). Those run loggers stay quiet meanwhile."""
-    loggers = [logging.getLogger(name) for name in ("prefect.flow_runs", "prefect.task_runs")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
+def _start_flows(home: str | Path | None) -> None:
+    """Before a command runs Prefect flows: Prefect set up for this home, its logs (a failed
+    task's traceback among them) in <home>/logs/prefect.log unless --verbose, so a failure shows
+    as `main`'s one `error:` line; and its temporary API server started tied to this process, so
+    a killed run leaves no server behind (`pipeline.procs`)."""
+    from pipeline.loop import quiet_prefect
+    from pipeline.procs import start_prefect_server
+
+    start_prefect_server(quiet_prefect(home))
 
 
 def _run_train_flow(params: object) -> dict:
     from flows.train import TrainParams, set_progress, train_flow
 
     assert isinstance(params, TrainParams) and params.settings is not None
-    _quiet_prefect(params.home)
+    _start_flows(params.home)
     total = params.settings.grpo_config().total_steps
-    with _progress("train") as bar, _flow_errors_once():
+    with _progress("train") as bar:
         set_progress(_train_progress(bar, total))  # type: ignore[arg-type]
         try:
             return train_flow(params)
@@ -903,8 +987,8 @@ def demo(
     settings = DEMO_TRAIN.with_steps(steps)
     config = DEMO_CURATE.model_copy(update={"n_candidates": n})
     out.print("2. policy -> curate -> train -> eval (one night of the nightly flow)")
-    with _flow_errors_once():
-        run = run_loop_demo(home, bootstrap_steps, config, settings, say=out.print)
+    _start_flows(home)
+    run = run_loop_demo(home, bootstrap_steps, config, settings, say=out.print)
     if not run.table.is_empty():
         _show(run.table, "held-out pass@1 before -> after (mean over samples at T=1; greedy)")
     cur = run.night["curate"]
@@ -994,19 +1078,19 @@ def loop(
         highlight=False,
         soft_wrap=True,
     )
-    with _flow_errors_once():
-        run_loop(
-            home,
-            nights,
-            cfg,
-            settings,
-            first,
-            say=out.print,
-            model=str(model) if model is not None else None,
-            backend=backend,
-            base_urls=base_url or [],
-            engine=engine,  # type: ignore[arg-type]
-        )
+    _start_flows(home)
+    run_loop(
+        home,
+        nights,
+        cfg,
+        settings,
+        first,
+        say=out.print,
+        model=str(model) if model is not None else None,
+        backend=backend,
+        base_urls=base_url or [],
+        engine=engine,  # type: ignore[arg-type]
+    )
     with Ledger.open(home, read_only=True) as ledger:
         _show(heldout_by_revision(ledger), "held-out sampled pass@1 by revision (oldest first)")
 
@@ -1110,7 +1194,39 @@ def main() -> None:
             sys.exit(exc.exit_code)
         if type(exc).__name__ == "Exit" and hasattr(exc, "exit_code"):
             sys.exit(exc.exit_code)
-        raise
+        full = _disk_full(exc)
+        if full is None:
+            raise
+        err.print(
+            f"error: disk full: {full}; free some space and re-run (what was committed is kept)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.exit(1)
+
+
+_FULL_TEXTS = ("no space left on device", "disk quota exceeded", "storagefull")
+
+
+def _disk_full(exc: BaseException) -> str | None:
+    """One line naming what could not be written, when `exc` or an exception it was raised from
+    (or while handling) is a full disk or quota (errno, or DuckDB's and safetensors' text)."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        cause = todo.pop()
+        if cause is None or id(cause) in seen:
+            continue
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = cause.filename or "a file"
+            return f"cannot write {where} ({cause.strerror or 'no space left'})"
+        text = " ".join(str(cause).split())
+        if any(t in text.lower() for t in _FULL_TEXTS):
+            return text[:300]
+        todo += [cause.__cause__, cause.__context__, *getattr(cause, "exceptions", ())]
+    return None
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipeline.crash import crash_point
+from pipeline.errors import SieveError
 from pipeline.problems import generate_cells, generate_mix, mix_cells
 from pipeline.rollouts import RunInfo, rollout_frame, run_row
 from pipeline.sampling.base import Sampler
@@ -130,10 +131,16 @@ def chunks(problems: pl.DataFrame, cfg: CurateConfig) -> list[pl.DataFrame]:
 
 
 def pending_chunks(ledger: Ledger, info: RunInfo, parts: list[pl.DataFrame]) -> list[int]:
-    """Indices of chunks not yet committed for this run."""
+    """Indices of chunks whose rollouts are not all in the ledger for this run (the ledger is
+    the only record of what is done: a cached task result or a run's status is not)."""
     done = ledger.query("done_problems", run_id=info.run_id, group_size=info.group_size)
     stored = set(done["problem_id"])
     return [i for i, c in enumerate(parts) if not set(c["problem_id"]) <= stored]
+
+
+def chunk_stored(ledger: Ledger, info: RunInfo, chunk: pl.DataFrame) -> bool:
+    """True when every problem of the chunk has its G rollouts in the ledger for this run."""
+    return not pending_chunks(ledger, info, [chunk])
 
 
 def sample_chunk(
@@ -184,6 +191,11 @@ def sample_run(
     set_status(ledger, info, "running")
     for done, index in enumerate(todo, start=1):
         run_chunk(parts[index], index)
+        if not chunk_stored(ledger, info, parts[index]):  # never mark a run done on trust
+            raise SieveError(
+                f"chunk {index} of run {info.run_id} reported done, but its rollouts are not "
+                f"in the ledger {ledger.path or '(in memory)'}"
+            )
         if progress:
             progress(info.purpose, done, len(todo))
     set_status(ledger, info, "finished")

@@ -1,6 +1,8 @@
 """Where Sieve keeps its files: `--home` flag, else `$SIEVE_HOME`, else `./data`.
 
-The ledger is `<home>/sieve.duckdb`; models, checkpoints and exports live beside it.
+The ledger is `<home>/sieve.duckdb`; models, checkpoints and exports live beside it, and so does
+`sieve.duckdb.writer`, the lock a writing process holds (`pipeline/store/locks.py`). Only writing
+commands create a home; reading ones stop with "no ledger at ..." instead.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline import runlog
 from pipeline.errors import SieveError
 from pipeline.home import resolve_home, use_prefect_home
 from pipeline.sampling import EngineOptions
@@ -37,16 +38,20 @@ from pipeline.train import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, TrainSettin
 Say = Callable[[str], None]
 
 
-def quiet_prefect(home: str | Path | None = None) -> None:
-    """Prefect set up for a Sieve run: this home's own Prefect state (`use_prefect_home`), warnings
-    only, no analytics, and a start-up limit for Prefect's ephemeral API server that a loaded
-    machine meets (its 20 s default timed out here with both cores busy, e.g. next to a vLLM
-    engine; 120 s unless set)."""
+def quiet_prefect(home: str | Path | None = None) -> Path | None:
+    """Prefect set up for a Sieve run: this home's own Prefect state (`use_prefect_home`), no
+    analytics, a start-up limit for Prefect's ephemeral API server that a loaded machine meets
+    (its 20 s default timed out here with both cores busy, e.g. next to a vLLM engine; 120 s
+    unless set), and its logs (warnings and up; info with `$SIEVE_VERBOSE`) in
+    `<home>/logs/prefect.log` unless verbose (`pipeline.runlog`). Call before Prefect is
+    imported; it imports Prefect. Returns the log file, or None when logs stay on the console."""
     use_prefect_home(home)
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    level = "INFO" if runlog.verbose() else "WARNING"
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", level)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # offline machines
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    logging.getLogger("prefect").setLevel(logging.WARNING)
+    logging.getLogger("prefect").setLevel(level)
+    return runlog.route(home)
 
 
 def loop(
@@ -184,17 +189,20 @@ def demo(
 
 
 def before_after(train: dict[str, Any] | None) -> pl.DataFrame:
-    """Held-out pass@1 before and after, by family × level, from a train flow's summary."""
+    """Held-out pass@1 before and after, by family × level, from a train flow's summary (its
+    tables come from the `heldout_pass1` view; `errors_*`: verifier errors, counted as wrong)."""
     if train is None:
         return pl.DataFrame()
     before = pl.DataFrame(train["before"])
     after = pl.DataFrame(train["after"])
     if before.is_empty() or after.is_empty():
         return pl.DataFrame()
+    names = [c for c in ("greedy", "sampled", "errors") if c in before.columns and c in after]
+    cells = ["family", "level"] + (["problems"] if "problems" in before.columns else [])
     return (
-        before.rename({"greedy": "greedy_before", "sampled": "sampled_before"})
-        .join(after.select("family", "level", "greedy", "sampled"), on=["family", "level"])
-        .rename({"greedy": "greedy_after", "sampled": "sampled_after"})
+        before.select(*cells, *names)
+        .join(after.select("family", "level", *names), on=["family", "level"], suffix="_after")
+        .rename({c: f"{c}_before" for c in names})
         .with_columns((pl.col("sampled_after") - pl.col("sampled_before")).alias("sampled_gain"))
         .sort("family", "level")
     )

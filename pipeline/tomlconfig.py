@@ -28,6 +28,12 @@ def load_toml(path: str | Path, model: type[M]) -> M:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SieveError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SieveError(f"{path}: is a directory, not a TOML file") from None
+    except UnicodeDecodeError as exc:
+        raise SieveError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise SieveError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise SieveError(f"{path}: invalid TOML ({exc})") from None
     try:

@@ -52,7 +52,7 @@ from grpo_core.trainer import Item, RewardFn, Sample, Scores, Trainer, TrainerEr
 from pipeline.crash import crash_point
 from pipeline.errors import SieveError
 from pipeline.home import resolve_home
-from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
+from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall, revision_table
 from pipeline.policy.model import (
     SIEVE_META,
     folder_revision,
@@ -752,7 +752,9 @@ class _Run:
         prompts_of = dict(zip(questions, render(questions, self.fmt, self.tokenizer), strict=True))
         table = evaluate(self.sampler, self.ledger, revision, prompts_of, cfg, problems, self.fmt)
         for name in ("greedy", "sampled"):
-            mean = overall(table, name) or 0.0
+            mean = overall(table, name)
+            if mean is None:  # no run of this mode (temperature 0 records no sampled run)
+                continue
             self.rows.append((self.train_id, step, f"eval_{name}", mean))
             if self.writer is not None:
                 self.writer.add_scalar(f"eval/{name}", mean, step)
@@ -779,5 +781,6 @@ class _Run:
 
 
 def heldout_table(ledger: Ledger, revision: str) -> pl.DataFrame:
-    """Held-out pass@1 by family × level of one revision, from its stored eval runs."""
-    return ledger.sql(load_query("eval_by_level"), {"revision": revision})
+    """Held-out pass@1 by family × level of one revision: its newest greedy and sampled eval
+    runs, read from the `heldout_pass1` view."""
+    return revision_table(ledger, revision)

@@ -31,8 +31,10 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def lock_holder() -> Callable[[Path], AbstractContextManager[None]]:
-    """`with lock_holder(path):` keeps a DuckDB write lock on `path` from another process."""
+def lock_holder(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], AbstractContextManager[None]]:
+    """`with lock_holder(path):` keeps a DuckDB write lock on `path` from another process.
+    Openers (this process and its children) wait only 1 s for it, not the default minute."""
+    monkeypatch.setenv("SIEVE_LOCK_WAIT", "1")
 
     @contextmanager
     def hold(path: Path) -> Iterator[None]:

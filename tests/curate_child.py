@@ -27,6 +27,6 @@ def simulated_policy(cfg: CurateConfig) -> Policy:
 
 
 if __name__ == "__main__":
-    with Ledger.open(path=Path(sys.argv[1])) as ledger:
+    with Ledger.open(path=Path(sys.argv[1]), transient=True) as ledger:  # as the flow opens it
         curate(ledger, simulated_policy(CFG), CFG)
     print("done")

@@ -15,14 +15,19 @@ import polars as pl
 import pytest
 from PIL import Image
 
+from pipeline import cli
 from pipeline.curate import Policy, curate
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
 from pipeline.problems import generate_cells, mix_cells
 from pipeline.report import build_report
-from pipeline.report.sections import CURVES
+from pipeline.report.page import table_html
+from pipeline.report.sections import CURVES, heldout_table
+from pipeline.sampling.base import Completion
 from pipeline.sampling.simulated import SimulatedSampler
+from pipeline.scoring.verdict import Verdict, verifier_error
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger, check_read_only
+from tests.store.eval_rows import Outcomes, add_problems, add_run
 
 GUIDE = Path(__file__).resolve().parents[1] / "README.md"
 IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
@@ -122,6 +127,127 @@ def test_the_heldout_table_compares_the_first_and_last_revision(
     assert frame["after"].to_list() == [1.0] * frame.height
     text = build_report(busy, tmp_path).path.read_text()
     assert "Before: rev-a; after: rev-b." in text
+
+
+# Two revisions, each with a greedy run and a one-sample sampled run (eval_samples = 1), some of
+# whose verifier calls failed: rev-b's sampled run is 3 right + 1 verifier error = 0.75, which
+# the report once showed as 1.00 (errors left out) while the CLI showed 0.75.
+CELLS = {"a1": ("arith", 1), "a2": ("arith", 1), "a3": ("arith", 2), "w1": ("word", 1)}
+RUNS: list[tuple[str, str, float, Outcomes]] = [
+    ("a-g", "rev-a", 0.0, {"a1": [True], "a2": [False], "a3": [False], "w1": [False]}),
+    ("a-s", "rev-a", 1.0, {"a1": [None], "a2": [True], "a3": [False], "w1": [False]}),
+    ("b-g", "rev-b", 0.0, {"a1": [True], "a2": [True], "a3": [None], "w1": [False]}),
+    ("b-s", "rev-b", 1.0, {"a1": [True], "a2": [True], "a3": [True], "w1": [None]}),
+]
+
+
+def shown_by_the_cli(monkeypatch: pytest.MonkeyPatch) -> dict[str, pl.DataFrame]:
+    """The frames the CLI prints, by title (what `_show` renders as a table)."""
+    frames: dict[str, pl.DataFrame] = {}
+    monkeypatch.setattr(cli, "_show", lambda frame, title: frames.__setitem__(title, frame))
+    return frames
+
+
+def report_table(ledger: Ledger, page: str) -> pl.DataFrame:
+    section = heldout_table(ledger)
+    assert len(section.tables) == 1
+    caption, table = section.tables[0]
+    assert table_html(caption, table) in page  # the page shows exactly this frame
+    return table
+
+
+def test_the_cli_tables_and_the_report_agree_on_runs_with_verifier_errors(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flows.train import summary
+    from pipeline.train import TrainResult
+    from pipeline.train import heldout_table as revision_heldout
+
+    with Ledger.open(home) as ledger:
+        add_problems(ledger, CELLS)
+        for minute, (run_id, revision, temperature, outcomes) in enumerate(RUNS):
+            add_run(ledger, run_id, revision, temperature, outcomes, minute=minute)
+        before, after = revision_heldout(ledger, "rev-a"), revision_heldout(ledger, "rev-b")
+        page = build_report(ledger, home / "report").path.read_text()
+        report = report_table(ledger, page)
+    frames = shown_by_the_cli(monkeypatch)
+    cli.stats(home=home)  # `sieve stats`: held-out sampled pass@1 by revision
+    result = TrainResult("t", "c", "rev-a", "rev-b", home, 1, 1, 1.0, before, after)
+    capsys.readouterr()
+    cli._print_train({**summary(result), "before": before.to_dicts(), "after": after.to_dicts()})
+    line = " ".join(capsys.readouterr().out.split())  # rich wraps at the console width
+    by_revision = frames["held-out sampled pass@1 by revision (oldest first)"]
+    train_table = frames["held-out pass@1 before -> after"]
+
+    cells = ["family", "level"]
+    for mode in ("greedy", "sampled"):
+        rows = report.filter(pl.col("mode") == mode).sort(cells)
+        joined = rows.join(train_table, on=cells)
+        assert joined.height == 3
+        assert joined["before"].to_list() == joined[f"{mode}_before"].to_list()
+        assert joined["after"].to_list() == joined[f"{mode}_after"].to_list()
+    sampled = report.filter(pl.col("mode") == "sampled").sort(cells)
+    assert sampled["before"].to_list() == by_revision.sort(cells)["rev-a"].to_list()
+    assert sampled["after"].to_list() == by_revision.sort(cells)["rev-b"].to_list()
+    # the verifier errors count as wrong everywhere: word 1 (error only) is 0, not missing or 1
+    assert sampled["after"].to_list() == [1.0, 1.0, 0.0]
+    assert sampled["after_errors"].to_list() == [0, 0, 1]
+    assert "held-out sampled 25.0% -> 75.0%, greedy 25.0% -> 50.0%" in line
+
+
+class ErrsOnLevelOne:
+    """The gold answer everywhere, but level-1 prompts get a completion whose check fails."""
+
+    backend = "fake"
+    model_name = "fake"
+
+    def __init__(self, answers: dict[str, str], level_one: set[str]):
+        self.answers, self.level_one = answers, level_one
+
+    def sample(self, prompts: list[str], n: int, params: object) -> list[list[Completion]]:
+        texts = ["ERR" if p in self.level_one else self.answers[p] for p in prompts]
+        return [[Completion(t, (1,), "stop")] * n for t in texts]
+
+
+def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sieve eval`'s own code path (`_run_eval`) against the report, on a run whose verifier
+    fails on every level-1 completion."""
+    import pipeline.rollouts
+
+    real = pipeline.rollouts.verify_batch
+
+    def failing(texts: list[str], *args: object, **kwargs: object) -> list[Verdict]:
+        verdicts = real(texts, *args, **kwargs)  # type: ignore[arg-type]
+        return [
+            verifier_error("test") if t == "ERR" else v
+            for t, v in zip(texts, verdicts, strict=True)
+        ]
+
+    monkeypatch.setattr(pipeline.rollouts, "verify_batch", failing)
+    held = heldout_set(2)
+    prompt = {q: f"{q}=" for q in held["question"]}
+    answers = {prompt[q]: a for q, a in zip(held["question"], held["answer"], strict=True)}
+    level_one = {
+        prompt[q] for q, lv in zip(held["question"], held["level"], strict=True) if lv == 1
+    }
+    policy = Policy(ErrsOnLevelOne(answers, level_one), "rev", lambda qs: [prompt[q] for q in qs])
+    frames = shown_by_the_cli(monkeypatch)
+    cli._run_eval(policy, EvalConfig(per_level=2, samples=3), home)
+    (printed,) = frames.values()
+    with Ledger.open(home, read_only=True) as ledger:
+        page = build_report(ledger, home / "report").path.read_text()
+        report = report_table(ledger, page)
+    cells = ["family", "level"]
+    wide = report.pivot(on="mode", index=cells, values="after").sort(cells)
+    assert wide["greedy"].to_list() == printed["greedy"].to_list()
+    assert wide["sampled"].to_list() == printed["sampled"].to_list()
+    errors = report.group_by(cells).agg(pl.col("after_errors").sum()).sort(cells)
+    assert errors["after_errors"].to_list() == printed["errors"].to_list()
+    level1 = printed.filter(pl.col("level") == 1)
+    assert set(level1["greedy"]) == {0.0} and set(level1["errors"]) == {2 * 4}  # 2 problems x 4
+    assert set(printed.filter(pl.col("level") > 1)["sampled"]) == {1.0}
 
 
 def test_training_curves_skip_missing_and_non_finite_values(busy: Ledger) -> None:

@@ -31,7 +31,7 @@ def even_length(items: Sequence[Item], samples: Sequence[Sample]) -> Scores:
 
 if __name__ == "__main__":
     home = Path(sys.argv[1])
-    with Ledger.open(home) as ledger:
+    with Ledger.open(home, transient=True) as ledger:  # as the training flow opens it
         result = train(
             ledger,
             "cur-test",

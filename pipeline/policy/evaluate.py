@@ -1,11 +1,17 @@
-"""Held-out evaluation by family x level: greedy pass@1 and the mean over k samples.
+"""Held-out evaluation by family x level: greedy pass@1 and pass@1 over k samples.
 
 The held-out set is drawn from a fixed evaluation seed over the whole generator mix, keeping only
 problems whose hash puts them in the held-out split, so every revision is measured on the same
 problems and none of them is ever used for curation or training. Both runs are written to the
 ledger (purpose `eval`); `prompt_stats` pools only the sampled one (greedy runs are excluded).
 
-Test: `pytest tests/policy/test_evaluate.py`.
+The numbers are read back from the ledger's `heldout_pass1` view (migration 0005), the one
+definition of held-out pass@1 that the CLI, the flows, the report and the benchmarks share:
+greedy means a run recorded at temperature 0, and a verifier error counts as a wrong answer
+(shown again in `errors`). A temperature of 0 records only the greedy run (a "sampled" run at
+temperature 0 would be a second greedy one).
+
+Test: `pytest tests/policy/test_evaluate.py tests/store/test_heldout_view.py`.
 """
 
 from __future__ import annotations
@@ -53,11 +59,27 @@ def heldout_set(per_level: int, families: list[str] | None = None) -> pl.DataFra
 
 
 def overall(table: pl.DataFrame, column: str) -> float | None:
-    """Mean of a by-level pass-rate column over all problems (levels weighted by their size)."""
-    if table.is_empty():
+    """Pass@1 of a by-level column over all its problems (levels weighted by their problem
+    count): the `pass1` that `heldout_runs` gives the run. None where the column is empty."""
+    known = table.filter(pl.col(column).is_not_null()) if column in table.columns else table[:0]
+    if known.is_empty():
         return None
-    n = table["problems"].cast(pl.Float64)
-    return float((table[column].fill_null(0.0) * n).sum()) / float(n.sum())
+    n = known["problems"].cast(pl.Float64)
+    return float((known[column] * n).sum()) / float(n.sum())
+
+
+def runs_table(ledger: Ledger, run_ids: list[str]) -> pl.DataFrame:
+    """Held-out pass@1 by family x level of these eval runs (one greedy and/or one sampled):
+    family, level, problems, greedy, sampled, errors (verifier errors, counted as wrong)."""
+    return ledger.query("eval_by_level", runs=run_ids)
+
+
+def revision_table(ledger: Ledger, revision: str) -> pl.DataFrame:
+    """`runs_table` of a revision's newest greedy and newest sampled eval run."""
+    rows = ledger.run(
+        "SELECT run_id FROM heldout_runs WHERE model_revision = $r AND latest", {"r": revision}
+    )
+    return runs_table(ledger, [r for (r,) in rows])
 
 
 def evaluate(
@@ -69,7 +91,7 @@ def evaluate(
     problems: pl.DataFrame | None = None,
     prompt_format: str = "raw",
 ) -> pl.DataFrame:
-    """Run greedy + sampled evaluation, record both runs; return pass rates by family x level.
+    """Run greedy + sampled evaluation, record both runs; return `runs_table` of the two.
 
     `prompts_of` maps question -> rendered prompt in `prompt_format` (raw | chat), which also
     sets the default budget and whether answers need a marker.
@@ -77,24 +99,16 @@ def evaluate(
     problems = problems if problems is not None else heldout_set(cfg.per_level)
     ledger.write("problems", problems)
     prompts = [prompts_of[q] for q in problems["question"]]
-    results = {}
     sampling = cfg.sampling()
-    for name, n, greedy in (("greedy", 1, True), ("sampled", cfg.samples, False)):
+    modes = [(1, True)] + ([(cfg.samples, False)] if cfg.temperature > 0 else [])
+    run_ids = []
+    for n, greedy in modes:
         params = sampling.params(prompt_format, cfg.seed, greedy=greedy)
         groups = sampler.sample(prompts, n, params)
         info = RunInfo(
             "eval", sampler.model_name, model_revision, sampler.backend, n, params,
             prompt_format=prompt_format,
         )  # fmt: skip
-        _, rows = record_run(ledger, info, problems, groups)
-        results[name] = rows.group_by("problem_id").agg(
-            pl.col("correct").fill_null(False).mean().alias(name)
-        )
-    table = problems.select("problem_id", "family", "level")
-    for frame in results.values():
-        table = table.join(frame, on="problem_id")
-    return (
-        table.group_by("family", "level")
-        .agg(pl.len().alias("problems"), pl.col("greedy").mean(), pl.col("sampled").mean())
-        .sort("family", "level")
-    )
+        info, _ = record_run(ledger, info, problems, groups)
+        run_ids.append(info.run_id)
+    return runs_table(ledger, run_ids)

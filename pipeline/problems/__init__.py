@@ -71,8 +71,9 @@ def family_levels(family: str) -> list[int]:
     return sorted(get_family(family).LEVELS)
 
 
-def _parse_part(part: str, spec: str) -> list[int]:
-    """One comma-separated piece of a level spec: `3` or `1-5`."""
+def _parse_part(part: str, spec: str, family: str, valid: dict[int, str]) -> list[int]:
+    """One comma-separated piece of a level spec: `3` or `1-5` (its ends checked against the
+    family's levels before the range is listed, so `1-99999999999` fails at once)."""
     low, sep, high = part.partition("-")
     try:
         start = int(low)
@@ -81,6 +82,8 @@ def _parse_part(part: str, spec: str) -> list[int]:
         raise SieveError(f"invalid level spec {spec!r}; use e.g. 3, 1-5, 1,3,5 or all") from None
     if end < start:
         raise SieveError(f"invalid level range {part!r} in {spec!r}; write it low-high")
+    check_level(family, valid, start)
+    check_level(family, valid, end)
     return list(range(start, end + 1))
 
 
@@ -91,7 +94,7 @@ def parse_levels(spec: str, family: str) -> list[int]:
     if text == "all":
         return sorted(valid)
     parts = [part.strip() for part in text.split(",")]
-    levels = sorted({level for part in parts for level in _parse_part(part, spec)})
+    levels = sorted({level for part in parts for level in _parse_part(part, spec, family, valid)})
     for level in levels:
         check_level(family, valid, level)
     return levels

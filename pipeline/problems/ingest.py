@@ -4,12 +4,30 @@ GSM8K-style answers (a worked solution ending `#### 42`) are recognised: the ans
 text after the last `####` with thousands separators removed, and the full solution is kept in
 params as `solution`. Any bad record raises `SieveError` naming the file and line (or row), and
 nothing is returned, so a caller imports all of a file or none of it.
+
+What is refused, with the reason:
+- JSONL is split on `\\n` only (read as bytes, never `str.splitlines`, which also breaks at U+2028,
+  U+0085 or a form feed inside a string); a line over `max_line_bytes` (default 1 MiB) is refused
+  without reading the rest of it; raw control characters inside strings are tolerated.
+- An answer that is NaN or infinite (JSON `NaN`, `Infinity`, `1e999`, or the text `nan`/`inf`):
+  no verifier ever scores it correct. An answer over `MAX_ANSWER_CHARS` (1,000) characters: a
+  final answer is short (the longest MATH answers are a few hundred characters of LaTeX); longer
+  text is a solution in the wrong field, and the cap also keeps digit strings far below Python's
+  4,300-digit `int()` limit.
+- Text that is not valid Unicode (a lone surrogate such as JSON `"\\ud800"`), a level outside
+  32 bits.
+- The same question with two different answers (after the `####` split), unless
+  `allow_conflicts`; the same question with the same answer is a duplicate and keeps its first
+  occurrence.
+
 Test: `.venv/bin/pytest tests/problems/test_ingest.py -q`.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +37,13 @@ import polars as pl
 
 from pipeline.errors import SieveError
 from pipeline.problems.base import Row, build_frame, check_heldout_pct, make_row, params_json
+from pipeline.scoring.numeric import is_non_finite
 
 GSM_MARK = "####"
+MAX_LINE_BYTES = 1 << 20  # default limit on one JSONL line (1 MiB)
+MAX_ANSWER_CHARS = 1000  # longest final answer accepted (see the module docstring)
+_INT32 = (-(2**31), 2**31 - 1)  # the ledger's `level` column is INTEGER
+_INT_DIGITS = 4300  # Python's default limit for int() on a string of digits
 _THOUSANDS = re.compile(r"-?\d{1,3}(,\d{3})+(\.\d+)?")
 
 # (where, record): `where` is "data.jsonl:17" or "data.parquet row 17", for error messages.
@@ -37,22 +60,50 @@ def split_gsm_answer(text: str) -> tuple[str, str | None]:
     return final, text
 
 
-def _jsonl_records(path: Path) -> Iterator[Record]:
+class _BigInt(str):
+    """A JSON integer too long for `int()`, kept as its digits (only a problem if it is used)."""
+
+
+def _parse_int(digits: str) -> int | str:
+    return int(digits) if len(digits) <= _INT_DIGITS else _BigInt(digits)
+
+
+def _json_record(raw: bytes, where: str) -> dict[str, Any]:
+    """One JSONL line as a JSON object; `SieveError` naming `where` otherwise."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SieveError(f"{path.name}: not UTF-8 text ({exc.reason})") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path.name}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SieveError(f"{where}: invalid JSON ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise SieveError(f"{where}: expected a JSON object, got {type(record).__name__}")
-        yield where, record
+        raise SieveError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        record = json.loads(text, strict=False, parse_int=_parse_int)
+    except json.JSONDecodeError as exc:
+        raise SieveError(f"{where}: invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise SieveError(f"{where}: invalid JSON (nested too deeply)") from None
+    if not isinstance(record, dict):
+        raise SieveError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    return record
+
+
+def _jsonl_records(path: Path, max_line_bytes: int) -> Iterator[Record]:
+    """Records of a JSONL file, split on `\\n` only; a line over `max_line_bytes` is refused."""
+    try:
+        f = path.open("rb")
+    except OSError as exc:
+        raise SieveError(f"{path.name}: cannot read ({exc.strerror})") from None
+    with f:
+        number = 0
+        while raw := f.readline(max_line_bytes + 1):  # never more than one limit's worth
+            number += 1
+            where = f"{path.name}:{number}"
+            if len(raw.removesuffix(b"\n")) > max_line_bytes:
+                raise SieveError(
+                    f"{where}: line longer than {max_line_bytes:,} bytes (raise --max-line-bytes)"
+                )
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+            if raw.strip():
+                yield where, _json_record(raw, where)
 
 
 def _parquet_records(path: Path, fields: list[str]) -> Iterator[Record]:
@@ -68,17 +119,52 @@ def _parquet_records(path: Path, fields: list[str]) -> Iterator[Record]:
         yield f"{path.name} row {number}", record
 
 
+def _clip(text: str, width: int = 40) -> str:
+    """`text` for an error message: repr'd, and cut to about `width` characters."""
+    return repr(text) if len(text) <= width else repr(text[:width]) + f"... ({len(text):,} chars)"
+
+
+def _check_unicode(text: str, what: str, where: str) -> None:
+    """Refuse text that cannot be stored as UTF-8 (a lone surrogate such as JSON "\\ud800")."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        raise SieveError(
+            f"{where}: {what} holds a lone surrogate (U+{code:04X}) at character {exc.start}; "
+            "it is not valid Unicode text"
+        ) from None
+
+
 def _text_field(record: dict[str, Any], field: str, where: str) -> str:
-    """A required non-empty text field; numbers (not booleans) are accepted as their text."""
+    """A required non-empty text field; finite numbers (not booleans) are accepted as their text."""
     if field not in record:
         raise SieveError(f"{where}: missing field {field!r}")
     value = record[field]
     if isinstance(value, bool) or (value is not None and not isinstance(value, str | int | float)):
         raise SieveError(f"{where}: field {field!r} must be text or a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SieveError(f"{where}: field {field!r} is {value}, not a finite number")
     text = "" if value is None else str(value).strip()
     if not text:
         raise SieveError(f"{where}: empty {field!r}")
+    _check_unicode(text, f"field {field!r}", where)
     return text
+
+
+def _answer(record: dict[str, Any], field: str, where: str) -> tuple[str, str | None]:
+    """(final answer, full solution or None) of a record, refused when it cannot be a gold."""
+    answer, solution = split_gsm_answer(_text_field(record, field, where))
+    if not answer:
+        raise SieveError(f"{where}: empty answer after {GSM_MARK!r}")
+    if len(answer) > MAX_ANSWER_CHARS:
+        raise SieveError(
+            f"{where}: answer is {len(answer):,} characters long; at most {MAX_ANSWER_CHARS:,} "
+            f"(a final answer, not a solution: end a worked solution with '{GSM_MARK} answer')"
+        )
+    if is_non_finite(answer):
+        raise SieveError(f"{where}: answer {_clip(answer)} is not a finite number")
+    return answer, solution
 
 
 def _level(record: dict[str, Any], field: str | None, where: str) -> int:
@@ -87,20 +173,49 @@ def _level(record: dict[str, Any], field: str | None, where: str) -> int:
     if field not in record:
         raise SieveError(f"{where}: missing field {field!r}")
     value = record[field]
+    low, high = _INT32
+    if isinstance(value, _BigInt) or (isinstance(value, int) and not low <= value <= high):
+        raise SieveError(f"{where}: level field {field!r} is out of range ({low} to {high})")
     if isinstance(value, bool) or not isinstance(value, int):
-        raise SieveError(f"{where}: level field {field!r} must be an integer, got {value!r}")
+        shown = _clip(value) if isinstance(value, str) else repr(value)
+        raise SieveError(f"{where}: level field {field!r} must be an integer, got {shown}")
     return value
 
 
-def _records(path: Path, fields: list[str]) -> Iterator[Record]:
+def _records(path: Path, fields: list[str], max_line_bytes: int) -> Iterator[Record]:
     if not path.is_file():
         raise SieveError(f"no such file: {path}")
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        return _jsonl_records(path)
+        return _jsonl_records(path, max_line_bytes)
     if suffix == ".parquet":
         return _parquet_records(path, fields)
     raise SieveError(f"{path.name}: unsupported file type {suffix!r}; use .jsonl or .parquet")
+
+
+class _Conflicts:
+    """Questions seen with more than one answer: where each was first seen, and the clashes."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, tuple[str, str]] = {}  # question -> (answer, where)
+        self.clashes: dict[str, tuple[str, str, str, str]] = {}  # question -> first clash
+
+    def add(self, question: str, answer: str, where: str) -> None:
+        seen = self.first.setdefault(question, (answer, where))
+        if seen[0] != answer and question not in self.clashes:
+            self.clashes[question] = (where, seen[1], answer, seen[0])
+
+    def check(self) -> None:
+        """Raise `SieveError` describing the first clash and how many questions clash."""
+        if not self.clashes:
+            return
+        where, first_where, answer, first_answer = next(iter(self.clashes.values()))
+        n = len(self.clashes)
+        raise SieveError(
+            f"{where}: same question as {first_where} with a different answer "
+            f"({_clip(answer)} here, {_clip(first_answer)} there); {n} question(s) with "
+            "conflicting answers in all; fix the file, or pass --allow-conflicts to keep them all"
+        )
 
 
 def read_external(
@@ -113,22 +228,31 @@ def read_external(
     source: str | None = None,
     heldout_pct: float = 10.0,
     verifier: str = "math",
+    allow_conflicts: bool = False,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> pl.DataFrame:
     """Problems from a `.jsonl` or `.parquet` file as a `PROBLEM_SCHEMA` frame.
 
-    Duplicates (same problem id) keep their first occurrence. Raises `SieveError` on any bad
-    record, naming the file and line, so nothing is imported from a partly bad file.
+    Duplicates (same question, answer and verifier) keep their first occurrence. Raises
+    `SieveError` on any bad record, naming the file and line, so nothing is imported from a
+    partly bad file; also on a question given two different answers unless `allow_conflicts`
+    (then every answer is kept, each as its own problem; `conflicting_questions` counts them).
     """
     check_heldout_pct(heldout_pct)
+    if max_line_bytes < 1:
+        raise SieveError(
+            f"--max-line-bytes must be a positive number of bytes, got {max_line_bytes}"
+        )
     file = Path(path)
-    fields = [question_field, answer_field] + ([level_field] if level_field else [])
     label = source if source is not None else f"file:{file.name}"
+    _check_unicode(label, "the source label", file.name)
+    _check_unicode(family, "the family name", file.name)
+    fields = [question_field, answer_field] + ([level_field] if level_field else [])
     rows: dict[str, Row] = {}
-    for where, record in _records(file, fields):
+    conflicts = _Conflicts()
+    for where, record in _records(file, fields, max_line_bytes):
         question = _text_field(record, question_field, where)
-        answer, solution = split_gsm_answer(_text_field(record, answer_field, where))
-        if not answer:
-            raise SieveError(f"{where}: empty answer after {GSM_MARK!r}")
+        answer, solution = _answer(record, answer_field, where)
         row = make_row(
             source=label,
             family=family,
@@ -140,4 +264,13 @@ def read_external(
             heldout_pct=heldout_pct,
         )
         rows.setdefault(row[0], row)
+        conflicts.add(question, answer, where)
+    if not allow_conflicts:
+        conflicts.check()
     return build_frame(rows.values())
+
+
+def conflicting_questions(frame: pl.DataFrame) -> int:
+    """How many questions of a problem frame carry more than one distinct answer."""
+    per_question = frame.group_by("question").agg(pl.col("answer").n_unique().alias("answers"))
+    return per_question.filter(pl.col("answers") > 1).height

@@ -172,9 +172,12 @@ def training_curves(ledger: Ledger) -> Section:
 def heldout_table(ledger: Ledger) -> Section:
     section = Section(
         "heldout",
-        "Held-out pass rate, before and after",
+        "Held-out pass@1, before and after",
         "Eval runs on held-out problems (never curated or trained on): before = the earliest "
-        "evaluated model revision, after = the latest; greedy and sampled runs kept apart.",
+        "evaluated model revision, after = the latest, each revision's newest run of a mode; "
+        "greedy (temperature 0) and sampled runs kept apart. pass@1 as `sieve eval` prints it "
+        "(the heldout_pass1 view): a verifier error counts as wrong and is counted in "
+        "after_errors.",
     )
     frame = ledger.query("report_heldout")
     if frame.height == 0:
@@ -185,9 +188,9 @@ def heldout_table(ledger: Ledger) -> Section:
     )
     table = frame.select(
         "family", "level", "mode", "before", "after",
-        (pl.col("after") - pl.col("before")).alias("change"), "after_samples",
+        (pl.col("after") - pl.col("before")).alias("change"), "after_samples", "after_errors",
     )  # fmt: skip
-    section.tables.append(("held-out pass rate by family × level", table))
+    section.tables.append(("held-out pass@1 by family × level", table))
     return section
 
 

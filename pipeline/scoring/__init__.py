@@ -5,8 +5,9 @@
 `RewardSpec` weights the reward components. `marker_required=True` (chat models) takes the answer
 only from an answer marker and gives no credit for an unevaluated expression such as a copied
 question (see verifiers.py). math-verify only ever runs in a killable child process
-under a deadline (see worker.py), so callers on any thread get an answer or a "verifier_error"
-within the deadline, never a hang or an exception.
+under a deadline (see worker.py), and every text step in the caller's process is linear, on at
+most `MAX_COMPLETION_CHARS` characters, so callers on any thread get an answer or a
+"verifier_error" within the deadline, never a hang or an exception.
 
 Test: `.venv/bin/pytest tests/scoring -q`
 """

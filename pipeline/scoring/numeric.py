@@ -82,7 +82,9 @@ _NUMBER_WORDS = {w: Fraction(i) for i, w in enumerate(_WORDS)} | {
 _TEXT_CMD = re.compile(
     r"\\(?:text|textbf|textrm|textit|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}"
 )
-_DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree")
+# `^\circ`, `^{\circ}`, `\circ`, `\degree`. Each run of spaces is possessive (`\s*+`): with a
+# plain `\s*\{?\s*`, a long run of spaces after `^` was split every possible way (quadratic).
+_DEGREE = re.compile(r"\^\s*+\{?\s*+\\circ\s*+\}?|\\circ|\\degree")
 _SIMPLE_SUBS = (
     ("\\dfrac", "\\frac"),
     ("\\tfrac", "\\frac"),
@@ -103,6 +105,9 @@ _SIMPLE_SUBS = (
     ("\\ ", " "),
     ("~", " "),
 )
+# What Python's float() reads as NaN or an infinity. No such answer is ever correct (ingest refuses
+# such golds); LaTeX `\infty` is a symbol, not a float spelling, and stays for math-verify.
+_NON_FINITE = re.compile(r"[-+]?(?:nan|inf|infinity)", re.IGNORECASE)
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _MAX_DIGITS = 4000  # Python refuses int() on longer strings; such answers go to math-verify
 
@@ -167,8 +172,10 @@ def _repeating(whole: str, fixed: str, period: str) -> Fraction:
 
 
 def _match_value(m: re.Match[str]) -> Fraction | None:
-    """Signed value of a `_NUMBER` match."""
+    """Signed value of a `_NUMBER` match; None when a numeral is out of range."""
     if m.group("rr") is not None:
+        if len(m.group("ri")) + len(m.group("rf")) > _MAX_DIGITS:
+            return None
         value: Fraction | None = _repeating(m.group("ri"), m.group("rf"), m.group("rr"))
     elif m.group("fn") is not None:
         value = _ratio(m.group("fn"), m.group("fd"))
@@ -299,6 +306,11 @@ def same_number(a: Number, b: Number) -> bool:
     if a.percent and a.value / 100 == b.value:
         return True
     return b.percent and b.value / 100 == a.value
+
+
+def is_non_finite(text: str) -> bool:
+    """True when `text` is a float spelling of NaN or an infinity (`nan`, `-inf`, `Infinity`)."""
+    return len(text) < 64 and _NON_FINITE.fullmatch(normalise(text)) is not None
 
 
 def _squash(text: str) -> str:

@@ -19,6 +19,12 @@ wrong, so echoing the question earns nothing. The default (False) keeps the bare
 the tiny raw-prompt model needs (`17/3`, and `5+2` still counts for 7 there). Verifiers that do not
 read answer markers (e.g. "code") ignore the flag.
 
+Bounded time: every text step in this process (extraction, the fast path, the prose and
+punctuation checks here) is linear in the completion's length, and a completion longer than
+`MAX_COMPLETION_CHARS` is not read at all ("no_answer"), so the parent's share of a verdict stays
+far below the math-verify deadline; math-verify itself runs in the killable worker. A NaN or
+infinity spelled as a float (`nan`, `inf`, `-Infinity`) is never correct, as gold or as answer.
+
 `verify` never raises for a bad completion: an exception inside a verifier, a math-verify timeout
 or a crashed worker all give `Verdict(reward=None, correct=None, reason="verifier_error")`. It does
 raise `ValueError` for caller mistakes (unknown verifier name, non-positive timeout).
@@ -34,7 +40,13 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from pipeline.scoring.extract import extract, extract_answer
-from pipeline.scoring.numeric import fast_path, gold_number, is_bare_number, is_unevaluated
+from pipeline.scoring.numeric import (
+    fast_path,
+    gold_number,
+    is_bare_number,
+    is_non_finite,
+    is_unevaluated,
+)
 from pipeline.scoring.verdict import (
     RewardSpec,
     Verdict,
@@ -51,7 +63,13 @@ _PROSE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}[ \t]+[A-Za-z]{2,}")
 # A sentence mark just inside closing math delimiters (`$2^{10}.$`): math-verify 0.9 then falls
 # back to reading the leading `2`, so it is dropped before asking (not the dots of an ellipsis).
 _MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
-VERIFIER_VERSION = f"sieve-math/2+math-verify/{metadata.version('math-verify')}"
+# 3: NaN/infinity never correct; completions over MAX_COMPLETION_CHARS are not read.
+VERIFIER_VERSION = f"sieve-math/3+math-verify/{metadata.version('math-verify')}"
+# Longest completion a verifier reads. Default sampling budgets are 16 (raw) and 512 (chat) tokens;
+# 200 000 characters is 20 000 tokens at 10 characters a token, beyond any budget in use, so a
+# longer text is a runaway sampler or a hostile input, not an answer. Linear scans of this much
+# text take well under 0.5 s, which keeps a verdict inside the default 3 s deadline.
+MAX_COMPLETION_CHARS = 200_000
 
 
 @dataclass(frozen=True)
@@ -119,6 +137,8 @@ def math_verifier(
     if candidate is None:
         return Check(False, False, _components(False, False), "no answer found")
     formatted = explicit or is_bare_number(completion)
+    if is_non_finite(candidate) or is_non_finite(answer):
+        return Check(True, False, _components(False, formatted), "non-finite number")
     if marker_required and gold_number(answer) is not None and is_unevaluated(candidate):
         return Check(True, False, _components(False, formatted), "unevaluated expression")
     decided = fast_path(candidate, answer)
@@ -141,6 +161,8 @@ def exact_verifier(
     if candidate is None:
         return Check(False, False, _components(False, False), "no answer found")
     gold = answer.strip()
+    if is_non_finite(candidate) or is_non_finite(gold):
+        return Check(True, False, _components(False, explicit), "non-finite number")
     whole = not marker_required and completion.strip() == gold
     correct = whole or candidate.strip() == gold
     return Check(True, correct, _components(correct, explicit or whole), "exact")
@@ -152,6 +174,10 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
+def _too_long(completion: str) -> str:
+    return f"completion of {len(completion):,} characters, over the {MAX_COMPLETION_CHARS:,} cap"
+
+
 def _run(
     fn: VerifierFn,
     completion: str,
@@ -161,6 +187,8 @@ def _run(
     marker_required: bool = False,
 ) -> Verdict:
     try:
+        if len(completion) > MAX_COMPLETION_CHARS:
+            return no_answer(_components(False, False), spec, _too_long(completion))
         if marker_required and fn in _MARKER_AWARE:
             check = fn(completion, answer, timeout, marker_required=True)
         else:

@@ -7,6 +7,16 @@ or not at all. Natural keys are declared per table in `sieve_natural_keys` (migr
 rows are skipped (`ignore`) or overwritten (`replace`) by an anti-join on that key, which also
 works for `rollouts`, whose key has no index because an index makes bulk ingest ~20x slower.
 
+Connections. `Ledger.open(home)` holds one connection until closed (short commands). A
+long-running writer (a curation, a training run) opens with `transient=True`: it connects for
+each statement, batch or transaction and disconnects right after, so DuckDB's file lock is free
+between commits and `sieve sql` or a DuckDB shell can read while a night runs. A read-write
+ledger also holds the writer lease for its whole life, so two writers never interleave (a
+curation's `reconcile_running` relies on that). Whoever finds the file or the lease taken waits
+up to `$SIEVE_LOCK_WAIT` seconds (default 60) and then fails naming the holder (`locks.py`).
+A read-only open never creates a ledger (a missing one is an error) but applies pending
+migrations first; a file DuckDB cannot read is reported as damaged and left as it is.
+
 Test: `pytest tests/store`.
 """
 
@@ -14,7 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +37,7 @@ import pyarrow as pa
 from pipeline.crash import crash_point
 from pipeline.errors import SieveError
 from pipeline.home import ledger_path
+from pipeline.store import locks
 
 OnConflict = Literal["ignore", "replace"]
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
@@ -56,53 +68,108 @@ def migrations() -> list[tuple[int, str, str]]:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
+    return locks.one_line(exc)
 
 
 def _connect(path: Path | None, read_only: bool) -> duckdb.DuckDBPyConnection:
     if path is None:
         return duckdb.connect(":memory:")
-    try:
-        return duckdb.connect(str(path), read_only=read_only)
-    except duckdb.IOException as exc:
-        text = _one_line(exc)
-        if "lock" in text.lower():
-            holder = re.search(r"\(PID (\d+)\)", text)
-            who = f" (process {holder.group(1)})" if holder else ""
-            raise SieveError(
-                f"ledger {path} is locked by another writer{who}; wait for it to finish "
-                "or point --home / SIEVE_HOME at another ledger"
-            ) from exc
-        raise SieveError(f"cannot open ledger {path}: {text}") from exc
-    except duckdb.Error as exc:
-        raise SieveError(f"cannot open ledger {path}: {_one_line(exc)}") from exc
+    return locks.connect(path, read_only)
 
 
 class Ledger:
-    """One open connection to the ledger. Use `Ledger.open(...)` or `Ledger.memory()`."""
+    """The ledger and its connection. Use `Ledger.open(...)` or `Ledger.memory()`."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path | None, read_only: bool):
-        self.con = con
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection | None,
+        path: Path | None,
+        read_only: bool,
+        *,
+        transient: bool = False,
+        lease: Path | None = None,
+    ):
+        self._con = con
         self.path = path
         self.read_only = read_only
+        self.transient = transient
+        self._lease = lease
         self._keys: dict[str, list[str]] = {}
         self._columns: dict[str, list[str]] = {}
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
     def open(
-        cls, home: str | Path | None = None, *, read_only: bool = False, path: Path | None = None
+        cls,
+        home: str | Path | None = None,
+        *,
+        read_only: bool = False,
+        path: Path | None = None,
+        transient: bool = False,
     ) -> Ledger:
-        """Open (and create or migrate, if needed) the ledger under `home`."""
+        """Open the ledger under `home` (or at `path`); see the module docstring.
+
+        Read-write creates or migrates it. Read-only needs it to exist (pending migrations are
+        applied first). `transient`: connect only inside each operation (long-running writers).
+        """
         path = Path(path) if path is not None else ledger_path(home)
-        if read_only:
-            if not path.exists() or cls._pending(path):
-                cls.open(path=path).close()  # create / migrate first, then reopen read-only
-            return cls(_connect(path, read_only=True), path, True)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        ledger = cls(_connect(path, read_only=False), path, False)
-        ledger.migrate()
+        if read_only and not path.is_file():
+            raise SieveError(
+                f"no ledger at {path}: run `sieve generate`, `sieve ingest` or `sieve curate` "
+                "first (or check --home / SIEVE_HOME)"
+            )
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        lease = None if read_only else locks.take_lease(path)
+        ledger = cls(None, path, read_only, transient=transient, lease=lease)
+        try:
+            ledger._con = _connect(path, read_only)
+            ledger._prepare_file()
+        except BaseException:
+            ledger.close()
+            raise
+        if transient:
+            ledger._disconnect()
         return ledger
+
+    def _prepare_file(self) -> None:
+        """Read the migration state (a file DuckDB cannot read fails here, unchanged) and apply
+        what is pending; a read-only ledger does that over a brief read-write connection."""
+        assert self.path is not None
+        try:
+            self._check_size(self.path)
+            pending = self.pending_migrations()
+        except duckdb.Error as exc:
+            raise locks.damaged(self.path, exc) from None
+        if not pending:
+            return
+        writer = self
+        if self.read_only:
+            self._disconnect()
+            writer = Ledger(_connect(self.path, read_only=False), self.path, False)
+        try:
+            writer.migrate()
+        except duckdb.Error as exc:
+            raise SieveError(f"cannot migrate ledger {self.path}: {_one_line(exc)}") from None
+        finally:
+            if writer is not self:
+                writer.close()
+        if self.read_only:
+            self._con = _connect(self.path, read_only=True)
+
+    def _check_size(self, path: Path) -> None:
+        """A file too short to hold the blocks in use was truncated (a partial copy or restore);
+        DuckDB itself would fail only once a query reached a missing block. Skipped while a
+        write-ahead log is pending (its changes are not in the file yet)."""
+        if path.with_name(path.name + ".wal").exists():
+            return
+        block, used = self.run("SELECT block_size, used_blocks FROM pragma_database_size()")[0]
+        size = path.stat().st_size
+        if size < block * used:  # free blocks at the end are cut off, used ones never
+            raise SieveError(
+                f"ledger {path} is damaged or not a DuckDB file: it is {size} bytes, too short "
+                f"for its {used} blocks of {block} bytes in use (truncated?)"
+            )
 
     @classmethod
     def memory(cls) -> Ledger:
@@ -111,16 +178,42 @@ class Ledger:
         ledger.migrate()
         return ledger
 
-    @staticmethod
-    def _pending(path: Path) -> bool:
-        con = _connect(path, read_only=True)
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The open connection; a transient ledger has one only inside `connected()`."""
+        if self._con is None:
+            raise SieveError(
+                f"ledger {self.path} is not connected"
+                + (" (transient: use `with ledger.connected():`)" if self.transient else "")
+            )
+        return self._con
+
+    @contextmanager
+    def connected(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The connection for a group of statements. A transient ledger connects here (waiting
+        for other processes' locks) and disconnects when the outermost such block ends."""
+        if self._con is not None or not self.transient:
+            yield self.con
+            return
+        assert self.path is not None
+        self._con = _connect(self.path, self.read_only)
         try:
-            return bool(Ledger(con, path, True).pending_migrations())
+            yield self._con
         finally:
+            self._disconnect()
+
+    def _disconnect(self) -> None:
+        con, self._con = self._con, None
+        if con is not None:
             con.close()
 
     def close(self) -> None:
-        self.con.close()
+        try:
+            self._disconnect()
+        finally:
+            lease, self._lease = self._lease, None
+            if lease is not None:
+                locks.drop_lease(lease)
 
     def __enter__(self) -> Ledger:
         return self
@@ -131,7 +224,8 @@ class Ledger:
     def run(self, statement: Any, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
         """Execute one statement and fetch its whole result (DuckDB 2 keeps an unfinished result
         open on the connection until every row is fetched)."""
-        return self.con.execute(statement, dict(params or {})).fetchall()
+        with self.connected() as con:
+            return con.execute(statement, dict(params or {})).fetchall()
 
     # -- migrations ------------------------------------------------------------------------
     def applied_migrations(self) -> dict[int, str]:
@@ -161,22 +255,32 @@ class Ledger:
 
     def migrate(self) -> list[int]:
         """Apply pending migrations, each in its own transaction. Returns the versions applied."""
-        self.run(load_query("create_schema_migrations"))
-        done = []
-        for version, name, text in self.pending_migrations():
-            with self.transaction():
-                for statement in self.con.extract_statements(text):
-                    self.run(statement)
-                self.run(
-                    "INSERT INTO schema_migrations VALUES ($v, $n, $c, now())",
-                    {"v": version, "n": name, "c": _checksum(text)},
-                )
-            done.append(version)
-        return done
+        with self.connected() as con:
+            pending = self.pending_migrations()
+            if pending:
+                self.run(load_query("create_schema_migrations"))
+            for version, name, text in pending:
+                with self.transaction():
+                    for statement in con.extract_statements(text):
+                        self.run(statement)
+                    self.run(
+                        "INSERT INTO schema_migrations VALUES ($v, $n, $c, now())",
+                        {"v": version, "n": name, "c": _checksum(text)},
+                    )
+            return [version for version, _, _ in pending]
 
     # -- transactions and writes -----------------------------------------------------------
-    def transaction(self) -> _Transaction:
-        return _Transaction(self)
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN ... COMMIT on one connection; ROLLBACK when the block raises."""
+        with self.connected():
+            self.run("BEGIN TRANSACTION")
+            try:
+                yield
+            except BaseException:
+                self.run("ROLLBACK")
+                raise
+            self.run("COMMIT")
 
     def table_columns(self, table: str) -> list[str]:
         if table not in self._columns:
@@ -213,17 +317,18 @@ class Ledger:
         """
         if self.read_only:
             raise SieveError(f"ledger {self.path} is open read-only")
-        prepared = {t: self._prepare(t, rows) for t, rows in batches.items()}
-        views = {t: f"_sieve_batch_{t}" for t in prepared}
-        for table, arrow in prepared.items():  # registered outside the transaction, so a failed
-            self.con.register(views[table], arrow)  # insert leaves nothing to clean up inside it
-        try:
-            with self.transaction():
-                written = {t: self._insert(t, views[t], on_conflict) for t in prepared}
-                crash_point("ledger.before_commit")
-        finally:
-            for view in views.values():
-                self.con.unregister(view)
+        with self.connected() as con:
+            prepared = {t: self._prepare(t, rows) for t, rows in batches.items()}
+            views = {t: f"_sieve_batch_{t}" for t in prepared}
+            for table, arrow in prepared.items():  # registered outside the transaction, so a
+                con.register(views[table], arrow)  # failed insert leaves nothing to clean up
+            try:
+                with self.transaction():
+                    written = {t: self._insert(t, views[t], on_conflict) for t in prepared}
+                    crash_point("ledger.before_commit")
+            finally:
+                for view in views.values():
+                    con.unregister(view)
         return written
 
     def _prepare(self, table: str, rows: pl.DataFrame | pa.Table) -> pa.Table:
@@ -260,7 +365,8 @@ class Ledger:
 
     def sql(self, query: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
         """Run one statement and return its result as a Polars frame."""
-        return self.con.sql(query, params=dict(params or {})).pl()
+        with self.connected() as con:
+            return con.sql(query, params=dict(params or {})).pl()
 
     def query(self, name: str, **params: Any) -> pl.DataFrame:
         """Run the stored query `queries/<name>.sql` with bound parameters."""
@@ -271,17 +377,6 @@ class Ledger:
         self.table_columns(table)  # validates the name before it is spliced into SQL
         rows = self.run(f"SELECT count(*), coalesce(bit_xor(hash(t)), 0) FROM {table} AS t")
         return int(rows[0][0]), int(rows[0][1])
-
-
-class _Transaction:
-    def __init__(self, ledger: Ledger):
-        self.ledger = ledger
-
-    def __enter__(self) -> None:
-        self.ledger.run("BEGIN TRANSACTION")
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self.ledger.run("COMMIT" if exc_type is None else "ROLLBACK")
 
 
 def _may_have_duplicates(frame: pl.DataFrame, key: list[str]) -> bool:
@@ -296,8 +391,9 @@ def _checksum(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def check_read_only(query: str) -> None:
-    """Refuse anything but SELECT / EXPLAIN (SHOW and DESCRIBE parse as SELECT)."""
+def check_read_only(query: str) -> list[duckdb.Statement]:
+    """The statements of `query` if each is a SELECT (SHOW, DESCRIBE and SUMMARIZE parse as
+    one) or an EXPLAIN of a SELECT without ANALYZE; else a SieveError saying why not."""
     try:
         statements = duckdb.extract_statements(query)
     except duckdb.Error as exc:
@@ -311,3 +407,49 @@ def check_read_only(query: str) -> None:
                 f"refused: {kind} statements are not allowed; `sieve sql` is read-only "
                 "(SELECT, EXPLAIN, SHOW, DESCRIBE)"
             )
+        if kind == "EXPLAIN":
+            _check_explain(str(statement.query))
+    return statements
+
+
+_ANALYZE = {"analyze", "analyse"}
+
+
+def _check_explain(text: str) -> None:
+    """EXPLAIN [(FORMAT name)] followed by one SELECT. EXPLAIN ANALYZE, in any spelling, runs
+    the statement it explains (a COPY writes its file, a SET changes a setting), so it is out."""
+    words = _words(text)
+    if not words or words[0][1].lower() != "explain":
+        raise SieveError("refused: cannot read this EXPLAIN statement")
+    rest = 1
+    if len(words) > 1 and words[1][1] == "(":
+        close = next((i for i, (_, w) in enumerate(words) if w == ")"), len(words))
+        options = [w.strip('"').lower() for _, w in words[2:close]]
+        analyze = bool(_ANALYZE.intersection(options))
+        if not analyze and (options[:1] != ["format"] or len(options) != 2):
+            raise SieveError("refused: EXPLAIN takes no option but (FORMAT name) here")
+        rest = close + 1
+    else:
+        analyze = len(words) > 1 and words[1][1].strip('"').lower() in _ANALYZE
+    if analyze:
+        raise SieveError(
+            "refused: EXPLAIN ANALYZE runs the statement it explains; use EXPLAIN without ANALYZE"
+        )
+    inner = text[words[rest][0] :] if rest < len(words) else ""
+    try:
+        kinds = [s.type.name for s in duckdb.extract_statements(inner)]
+    except duckdb.Error as exc:
+        raise SieveError(f"invalid SQL: {_one_line(exc)}") from exc
+    if kinds != ["SELECT"]:
+        raise SieveError("refused: EXPLAIN is allowed only of a SELECT")
+
+
+def _words(text: str) -> list[tuple[int, str]]:
+    """(offset, text) of each token of `text` but its comments, from DuckDB's own tokenizer."""
+    tokens = duckdb.tokenize(text)
+    ends = [start for start, _ in tokens[1:]] + [len(text)]
+    return [
+        (start, text[start:end].strip())
+        for (start, kind), end in zip(tokens, ends, strict=True)
+        if kind != duckdb.token_type.comment
+    ]

@@ -63,6 +63,7 @@ def test_generate_writes_problems_and_prints_counts_by_level(tmp_path: Path) -> 
     ],
 )
 def test_bad_input_gives_one_clear_line(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
+    Ledger.open(tmp_path).close()  # an empty ledger: read commands refuse a home without one
     assert needle in one_error_line(sieve(*args, home=tmp_path))
 
 
@@ -77,6 +78,7 @@ def test_malformed_jsonl_names_file_and_line_and_imports_nothing(tmp_path: Path)
     good = json.dumps({"q": "What is 2+2?", "a": "#### 4"})
     path = tmp_path / "bad.jsonl"
     path.write_text(f"{good}\n{good.replace('2+2', '3+3')}\n{{not json\n")
+    Ledger.open(tmp_path).close()  # so that "imports nothing" can be read back below
     line = one_error_line(
         sieve("ingest", str(path), "--question-field", "q", "--answer-field", "a", home=tmp_path)
     )
@@ -136,6 +138,7 @@ def test_verify_prints_the_verdict(tmp_path: Path) -> None:
 
 
 def test_stats_on_a_fresh_home(tmp_path: Path) -> None:
+    Ledger.open(tmp_path).close()  # an empty ledger (no ledger at all: tests/store/test_open.py)
     result = sieve("stats", home=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "problems" in result.stdout and "none yet" in result.stdout

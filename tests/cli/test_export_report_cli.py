@@ -83,6 +83,7 @@ def test_bad_export_input_is_one_line_and_writes_nothing(
 
 def test_no_curriculum_yet_is_one_line(tmp_path: Path) -> None:
     out = tmp_path / "out"
+    Ledger.open(tmp_path / "fresh").close()  # an empty ledger; without one it is "no ledger at"
     result = sieve("export", "--output", str(out), "--home", str(tmp_path / "fresh"))
     assert "no curriculum yet" in one_error_line(result)
     assert not out.exists()

@@ -1,4 +1,5 @@
-"""Held-out evaluation: the same problems every time, both runs recorded, pass rates by level."""
+"""Held-out evaluation: the same problems every time, both runs recorded, pass@1 by level from
+the ledger's heldout_pass1 view (greedy and sampled told apart by temperature)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.store import Ledger
 
@@ -52,3 +53,47 @@ def test_evaluate_records_two_runs_and_reports_by_level(ledger: Ledger) -> None:
     runs = ledger.sql("SELECT purpose, group_size, temperature FROM sampling_runs ORDER BY 2")
     assert runs.rows() == [("eval", 1, 0.0), ("eval", 3, 1.0)]
     assert ledger.checksum("rollouts")[0] == problems.height * 4
+
+
+class RightWhenSampled:
+    """Right at temperature > 0, wrong when greedy: the two columns cannot be confused."""
+
+    backend = "fake"
+    model_name = "fake"
+
+    def __init__(self, answers: dict[str, str]):
+        self.answers = answers
+
+    def sample(
+        self, prompts: Sequence[str], n: int, params: SamplingParams
+    ) -> list[list[Completion]]:
+        right = params.temperature > 0
+        return [
+            [Completion(self.answers[p] if right else "wrong", (1,), "stop")] * n for p in prompts
+        ]
+
+
+def test_one_sample_at_temperature_one_is_the_sampled_column(ledger: Ledger) -> None:
+    """eval_samples = 1 gives two runs of group size 1; the stored table (what a resumed
+    training reads back) still tells them apart by temperature."""
+    from pipeline.train import heldout_table
+
+    problems = heldout_set(2, ["arith"])
+    prompts_of = {q: f"{q}=" for q in problems["question"]}
+    answers = {f"{q}=": a for q, a in zip(problems["question"], problems["answer"], strict=True)}
+    cfg = EvalConfig(samples=1)
+    table = evaluate(RightWhenSampled(answers), ledger, "rev", prompts_of, cfg, problems)
+    assert set(table["greedy"]) == {0.0} and set(table["sampled"]) == {1.0}
+    assert (overall(table, "greedy"), overall(table, "sampled")) == (0.0, 1.0)
+    assert heldout_table(ledger, "rev").equals(table)
+
+
+def test_temperature_zero_records_only_the_greedy_run(ledger: Ledger) -> None:
+    problems = heldout_set(2, ["arith"])
+    prompts_of = {q: f"{q}=" for q in problems["question"]}
+    answers = {f"{q}=": a for q, a in zip(problems["question"], problems["answer"], strict=True)}
+    cfg = EvalConfig(samples=4, temperature=0.0)
+    table = evaluate(AnswersArithOnly(answers), ledger, "rev", prompts_of, cfg, problems)
+    assert ledger.run("SELECT group_size, temperature FROM sampling_runs") == [(1, 0.0)]
+    assert set(table["greedy"]) == {1.0} and table["sampled"].null_count() == table.height
+    assert overall(table, "sampled") is None

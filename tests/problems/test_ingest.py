@@ -1,4 +1,6 @@
-"""Importing external problem files with `pipeline.problems.ingest.read_external`.
+"""Importing external problem files with `pipeline.problems.ingest.read_external`, and the
+`sieve ingest` command: what is refused (one error line naming file and line, nothing stored),
+what is tolerated (unusual line separators inside strings), conflicts and the line-size limit.
 
 Run: `.venv/bin/pytest tests/problems/test_ingest.py -q`.
 """
@@ -6,16 +8,27 @@ Run: `.venv/bin/pytest tests/problems/test_ingest.py -q`.
 from __future__ import annotations
 
 import json
+import sys
+import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 
+from pipeline import cli
 from pipeline.errors import SieveError
 from pipeline.problems import PROBLEM_SCHEMA, split_for
 from pipeline.problems.base import problem_id
-from pipeline.problems.ingest import read_external, split_gsm_answer
+from pipeline.problems.ingest import (
+    MAX_ANSWER_CHARS,
+    MAX_LINE_BYTES,
+    conflicting_questions,
+    read_external,
+    split_gsm_answer,
+)
+from pipeline.store import Ledger
 
 GSM_SOLUTION = "Each box holds 617 pens.\n2 * 617 = <<2*617=1234>>1234\n#### 1,234"
 
@@ -172,3 +185,286 @@ def test_unknown_suffix(tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(SieveError, match="no such file"):
         read_external(tmp_path / "nope.jsonl")
+
+
+def write_lines(path: Path, lines: list[str], newline: str = "\n") -> Path:
+    """Raw JSONL text, written as given (no escaping), one entry a line."""
+    path.write_bytes((newline.join(lines) + newline).encode("utf-8", "surrogatepass"))
+    return path
+
+
+GOOD = '{"question": "1+1", "answer": "2"}'
+GOOD_LV = '{"question": "1+1", "answer": "2", "lv": 1}'  # for cases that read a level field "lv"
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\u0085", "\x0c", "\x0b", "\x1c", "\r"])
+def test_unusual_line_separators_inside_strings_import(tmp_path: Path, sep: str) -> None:
+    """Only `\\n` ends a record: U+2028, U+0085, a form feed etc. inside a string stay in it."""
+    question = f"first part{sep}second part"
+    lines = [GOOD, json.dumps({"question": question, "answer": "7"}, ensure_ascii=False)]
+    if sep in "\x0c\x0b\x1c\r":  # json.dumps escapes these; write them raw as lax writers do
+        lines.append('{"question": "raw' + sep + 'control", "answer": "8"}')
+    lines.append('{"question": "broken"')
+    path = write_lines(tmp_path / "data.jsonl", lines)
+    with pytest.raises(SieveError) as info:
+        read_external(path)
+    assert one_line_error(info).startswith(f"data.jsonl:{len(lines)}: invalid JSON")
+    frame = read_external(write_lines(tmp_path / "ok.jsonl", lines[:-1]))
+    assert question in frame["question"].to_list()
+    assert frame.height == len(lines) - 1
+
+
+def test_crlf_and_bom(tmp_path: Path) -> None:
+    path = tmp_path / "win.jsonl"
+    path.write_bytes(
+        b"\xef\xbb\xbf" + (GOOD + "\r\n" + '{"question": "a", "answer": 3}\r\n').encode()
+    )
+    frame = read_external(path)
+    assert frame.select("question", "answer").rows() == [("1+1", "2"), ("a", "3")]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("NaN", "nan"),
+        ("Infinity", "inf"),
+        ("-Infinity", "-inf"),
+        ("1e999", "inf"),
+        ('"nan"', "'nan'"),
+        ('"-inf"', "'-inf'"),
+        ('"Infinity"', "'Infinity'"),
+        ('"so #### NaN"', "'NaN'"),
+    ],
+)
+def test_non_finite_answer_refused(tmp_path: Path, value: str, shown: str) -> None:
+    path = write_lines(
+        tmp_path / "data.jsonl", [GOOD, '{"question": "q", "answer": ' + value + "}"]
+    )
+    with pytest.raises(SieveError) as info:
+        read_external(path)
+    message = one_line_error(info)
+    assert message.startswith("data.jsonl:2: ") and "not a finite number" in message
+    assert shown in message
+
+
+def test_non_finite_parquet_answer_refused(tmp_path: Path) -> None:
+    path = tmp_path / "set.parquet"
+    pl.DataFrame({"question": ["a", "b"], "answer": [1.5, float("nan")]}).write_parquet(path)
+    with pytest.raises(SieveError, match=r"^set\.parquet row 2: field 'answer' is nan, not a fin"):
+        read_external(path)
+
+
+def test_infinity_symbol_is_an_answer(tmp_path: Path) -> None:
+    """LaTeX `\\infty` is a symbolic answer math-verify can judge, not a float spelling."""
+    path = write_jsonl(
+        tmp_path / "data.jsonl", [{"question": "lim 1/x^2 at 0?", "answer": "\\infty"}]
+    )
+    assert read_external(path)["answer"].to_list() == ["\\infty"]
+
+
+def test_answer_length_cap(tmp_path: Path) -> None:
+    at_cap = "9" * MAX_ANSWER_CHARS
+    long_solution = "step. " * 2000 + "#### 5"
+    records = [
+        {"question": "big", "answer": at_cap},
+        {"question": "worked", "answer": long_solution},
+    ]
+    frame = read_external(write_jsonl(tmp_path / "ok.jsonl", records))
+    assert frame["answer"].to_list() == [at_cap, "5"]  # the cap is on the final answer
+    over = [*records, {"question": "bigger", "answer": at_cap + "9"}]
+    with pytest.raises(SieveError) as info:
+        read_external(write_jsonl(tmp_path / "data.jsonl", over))
+    message = one_line_error(info)
+    assert message.startswith("data.jsonl:3: answer is 1,001 characters long; at most 1,000")
+
+
+def test_five_thousand_digit_integer_answer(tmp_path: Path) -> None:
+    """A JSON integer past Python's int() limit (a traceback before) is refused by length."""
+    path = write_lines(tmp_path / "data.jsonl", ['{"question": "q", "answer": ' + "7" * 5000 + "}"])
+    with pytest.raises(SieveError) as info:
+        read_external(path)
+    assert one_line_error(info).startswith("data.jsonl:1: answer is 5,000 characters long")
+    # ... and the same number in a field nobody reads does not stop the import
+    path = write_lines(
+        tmp_path / "ok.jsonl", ['{"question": "q", "answer": 1, "x": ' + "7" * 5000 + "}"]
+    )
+    assert read_external(path).height == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "fragment"),
+    [
+        (
+            '{"question": "\\ud800", "answer": "1"}',
+            "field 'question' holds a lone surrogate (U+D800)",
+        ),
+        (
+            '{"question": "a", "answer": "x\\udfff"}',
+            "field 'answer' holds a lone surrogate (U+DFFF)",
+        ),
+        ('{"question": "a", "answer": "1", "lv": 2147483648}', "level field 'lv' is out of range"),
+        ('{"question": "a", "answer": "1", "lv": -2147483649}', "level field 'lv' is out of range"),
+        ('{"question": "a", "answer": "1", "lv": ' + "9" * 5000 + "}", "'lv' is out of range"),
+        ('{"question": "a", "answer": "1", "lv": 2.0}', "level field 'lv' must be an integer"),
+        ("[" * 200_000 + "]" * 200_000, "invalid JSON (nested too deeply)"),
+    ],
+)
+def test_bad_values_name_the_line(tmp_path: Path, line: str, fragment: str) -> None:
+    level = '"lv"' in line
+    path = write_lines(tmp_path / "data.jsonl", [GOOD_LV if level else GOOD, line])
+    with pytest.raises(SieveError) as info:
+        read_external(path, level_field="lv" if level else None)
+    message = one_line_error(info)
+    assert message.startswith("data.jsonl:2: ") and fragment in message
+
+
+def test_level_at_int32_bounds_is_kept(tmp_path: Path) -> None:
+    records = [{"q": "a", "a": "1", "lv": 2**31 - 1}, {"q": "b", "a": "1", "lv": -(2**31)}]
+    frame = read_external(write_jsonl(tmp_path / "data.jsonl", records), "q", "a", level_field="lv")
+    assert frame["level"].to_list() == [2**31 - 1, -(2**31)]
+
+
+def test_not_utf8_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(GOOD.encode() + b"\n" + b'{"question": "caf\xe9", "answer": "1"}\n')
+    with pytest.raises(SieveError) as info:
+        read_external(path)
+    assert one_line_error(info).startswith("data.jsonl:2: not UTF-8 text (invalid continuation")
+
+
+def test_conflicting_answers_refused_unless_allowed(tmp_path: Path) -> None:
+    records = [
+        {"question": "What is 6*7?", "answer": "42"},
+        {"question": "How far?", "answer": "It is 2 km.\n#### 2,000"},
+        {"question": "What is 6*7?", "answer": "43"},
+        {"question": "How far?", "answer": "#### 2000"},  # same final answer: a duplicate
+        {"question": "Pick one", "answer": "A"},
+        {"question": "Pick one", "answer": "B"},
+        {"question": "What is 6*7?", "answer": "44"},
+    ]
+    path = write_jsonl(tmp_path / "data.jsonl", records)
+    with pytest.raises(SieveError) as info:
+        read_external(path)
+    message = one_line_error(info)
+    assert message.startswith("data.jsonl:3: same question as data.jsonl:1 with a different answer")
+    assert "('43' here, '42' there)" in message
+    assert "2 question(s) with conflicting answers" in message and "--allow-conflicts" in message
+    frame = read_external(path, allow_conflicts=True)
+    assert frame.height == 6  # only the 2,000 / 2000 duplicate is dropped
+    assert conflicting_questions(frame) == 2
+
+
+def test_same_question_same_answer_is_a_duplicate(tmp_path: Path) -> None:
+    records = [{"question": "q", "answer": "1"}, {"question": " q ", "answer": 1}]
+    frame = read_external(write_jsonl(tmp_path / "data.jsonl", records))
+    assert frame.height == 1 and conflicting_questions(frame) == 0
+
+
+def test_line_size_limit(tmp_path: Path) -> None:
+    line = '{"question": "q", "answer": "1", "pad": "' + "x" * 100 + '"}'
+    size = len(line.encode())
+    path = write_lines(tmp_path / "data.jsonl", [GOOD, line])
+    assert read_external(path, max_line_bytes=size).height == 2  # the newline does not count
+    with pytest.raises(SieveError) as info:
+        read_external(path, max_line_bytes=size - 1)
+    assert one_line_error(info) == (
+        f"data.jsonl:2: line longer than {size - 1:,} bytes (raise --max-line-bytes)"
+    )
+    with pytest.raises(SieveError, match="--max-line-bytes must be a positive"):
+        read_external(path, max_line_bytes=0)
+
+
+def test_huge_line_refused_without_reading_it(tmp_path: Path) -> None:
+    """A 32 MiB line meets the 1 MiB default limit; at most about one limit is ever read."""
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as f:
+        f.write(GOOD.encode() + b'\n{"question": "q", "answer": "')
+        chunk = b"x" * (1 << 20)
+        for _ in range(32):
+            f.write(chunk)
+        f.write(b'"}\n')
+    tracemalloc.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(SieveError) as info:
+            read_external(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert one_line_error(info).startswith(f"huge.jsonl:2: line longer than {MAX_LINE_BYTES:,}")
+    assert peak < 4 * MAX_LINE_BYTES, peak
+    assert time.monotonic() - start < 5
+
+
+# ---- the `sieve ingest` command: one error line, nothing stored, the new options ----
+
+
+def run_ingest(args: list[str], home: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    old = sys.argv
+    sys.argv = ["sieve", "ingest", *args, "--home", str(home)]
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        sys.argv = old
+    captured = capsys.readouterr()
+    return code, captured.err if code else captured.out
+
+
+def problems_checksum(home: Path) -> tuple[int, int]:
+    with Ledger.open(home, read_only=True) as ledger:
+        return ledger.checksum("problems")
+
+
+BAD_FILES = {
+    "surrogate": ['{"question": "\\ud800", "answer": "1"}'],
+    "nan": ['{"question": "q", "answer": NaN}'],
+    "digits": ['{"question": "q", "answer": ' + "1" * 5000 + "}"],
+    "conflict": ['{"question": "q", "answer": "1"}', '{"question": "q", "answer": "2"}'],
+    "level": ['{"question": "q", "answer": "1", "lv": 4294967296}'],
+    "long line": ['{"question": "' + "q" * 2000 + '", "answer": "1"}'],
+}
+
+
+REASONS = {
+    "surrogate": "lone surrogate",
+    "nan": "not a finite number",
+    "digits": "5,000 characters long",
+    "conflict": "same question as bad.jsonl:2",
+    "level": "out of range",
+    "long line": "line longer than 1,000 bytes",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_cli_bad_file_is_one_line_and_stores_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    home = tmp_path / "home"
+    seed = write_jsonl(tmp_path / "seed.jsonl", [{"question": "seed", "answer": "1"}])
+    assert run_ingest([str(seed)], home, capsys)[0] == 0
+    before = problems_checksum(home)
+    level = case == "level"
+    lines = [GOOD_LV if level else GOOD, *BAD_FILES[case]]  # nothing of a bad file is stored
+    path = write_lines(tmp_path / "bad.jsonl", lines)
+    extra = ["--level-field", "lv"] if level else []
+    extra += ["--max-line-bytes", "1000"] if case == "long line" else []
+    code, err = run_ingest([str(path), *extra], home, capsys)
+    shown = [line for line in err.splitlines() if line.strip()]
+    assert code == 1 and len(shown) == 1, err
+    assert shown[0].startswith(f"error: bad.jsonl:{len(lines)}: "), shown[0]
+    assert REASONS[case] in shown[0]
+    assert problems_checksum(home) == before
+
+
+def test_cli_allow_conflicts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home = tmp_path / "home"
+    path = write_lines(tmp_path / "two.jsonl", BAD_FILES["conflict"])
+    code, err = run_ingest([str(path)], home, capsys)
+    assert code == 1 and "--allow-conflicts" in err
+    code, out = run_ingest([str(path), "--allow-conflicts"], home, capsys)
+    assert code == 0 and "1 question(s) kept with more than one answer" in out
+    with Ledger.open(home, read_only=True) as ledger:
+        assert ledger.checksum("problems")[0] == 2

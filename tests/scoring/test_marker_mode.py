@@ -87,7 +87,7 @@ def test_batch_flags() -> None:
 
 
 def test_version() -> None:
-    assert VERIFIER_VERSION.startswith("sieve-math/2+math-verify/")
+    assert VERIFIER_VERSION.startswith("sieve-math/3+math-verify/")
 
 
 def gsm8k_solutions() -> list[tuple[str, str]]:

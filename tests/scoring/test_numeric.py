@@ -139,6 +139,10 @@ ADVERSARIAL = [
     "1," * 50_000 + "1",
     "1 000" * 20_000,
     "0." + "3" * 50_000 + "...",
+    "$^" + " " * 100_000 + "x",  # two space runs around `{?` in the degree regex: was quadratic
+    "$^" + "\n" * 100_000 + "1",
+    "^{" + " " * 100_000 + "\\",
+    "0." + "1" * 100_000 + "\\overline{3}",  # a repeating decimal too long to evaluate
 ]
 
 

@@ -106,3 +106,32 @@ def test_batch() -> None:
     assert [v.correct for v in mixed] == [True, True]
     with pytest.raises(ValueError, match="length"):
         verify_batch(["5"], ["5", "6"])
+
+
+@pytest.mark.parametrize("verifier", ["math", "exact"])
+@pytest.mark.parametrize(
+    ("completion", "gold"),
+    [
+        ("nan", "nan"),
+        ("NaN", "NaN"),
+        ("\\boxed{nan}", "nan"),
+        ("inf", "inf"),
+        ("\\boxed{-Infinity}", "-Infinity"),
+        ("$inf$", "inf"),
+        ("\\boxed{inf}", "5"),
+        ("5", "nan"),
+    ],
+)
+def test_non_finite_never_correct(verifier: str, completion: str, gold: str) -> None:
+    """A float NaN or infinity, as gold or as answer, is wrong (it used to match itself)."""
+    for marker in (False, True):
+        verdict = verify(completion, gold, verifier, marker_required=marker)
+        assert verdict.correct is not True, (completion, gold, marker)
+    verdict = verify(completion, gold, verifier)
+    assert verdict.reason == "wrong" and verdict.detail == "non-finite number"
+
+
+def test_infinity_symbol_still_judged() -> None:
+    """LaTeX `\\infty` is a symbol, not a float spelling: it is still compared as before."""
+    assert verify("\\boxed{\\infty}", "\\infty").correct is True
+    assert verify("\\boxed{\\infty}", "5").correct is False

@@ -33,6 +33,9 @@ VIEWS = {
     "run_summary",
     "curriculum_summary",
     "rejection_summary",
+    "heldout_problem_pass1",
+    "heldout_runs",
+    "heldout_pass1",
 }
 
 
@@ -241,6 +244,7 @@ def test_reading_statements_pass(query: str) -> None:
 
 def test_read_only_connection_cannot_write_even_if_the_guard_is_bypassed(tmp_path: Path) -> None:
     path = tmp_path / "l.duckdb"
+    Ledger.open(path=path).close()
     with Ledger.open(path=path, read_only=True) as led:
         with pytest.raises(Exception, match=r"(?i)read-only"):
             led.run("DROP TABLE problems")

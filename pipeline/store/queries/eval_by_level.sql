@@ -1,14 +1,14 @@
--- Held-out pass@1 of one model revision by family x level, from its eval runs:
--- greedy = runs with one sample per problem, sampled = runs with several.
+-- Held-out pass@1 by family x level of the eval runs in $runs (at most one greedy and one
+-- sampled run), side by side. pass@1, the mode and verifier errors (counted as wrong, and in
+-- `errors`) are defined once, in the heldout_pass1 view (migration 0005).
 SELECT
-    p.family,
-    p.level,
-    count(DISTINCT p.problem_id) AS problems,
-    avg(coalesce(r.correct, false)::DOUBLE) FILTER (WHERE s.group_size = 1) AS greedy,
-    avg(coalesce(r.correct, false)::DOUBLE) FILTER (WHERE s.group_size > 1) AS sampled
-FROM rollouts r
-JOIN sampling_runs s USING (run_id)
-JOIN problems p USING (problem_id)
-WHERE s.purpose = 'eval' AND s.model_revision = $revision
-GROUP BY p.family, p.level
-ORDER BY p.family, p.level
+    family,
+    level,
+    max(problems)                                    AS problems,
+    max(pass1) FILTER (WHERE mode = 'greedy')        AS greedy,
+    max(pass1) FILTER (WHERE mode = 'sampled')       AS sampled,
+    sum(errors)::BIGINT                              AS errors
+FROM heldout_pass1
+WHERE list_contains($runs::VARCHAR[], run_id)
+GROUP BY family, level
+ORDER BY family, level

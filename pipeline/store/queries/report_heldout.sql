@@ -1,45 +1,31 @@
--- Held-out pass rate by family x level, before (earliest evaluated revision) and after (latest),
--- separately for greedy (temperature 0) and sampled eval runs.
-WITH eval_runs AS (
-    SELECT
-        run_id,
-        model_revision,
-        CASE WHEN coalesce(temperature, 1.0) > 0 THEN 'sampled' ELSE 'greedy' END AS mode,
-        coalesce(started_at, finished_at) AS seen_at
-    FROM sampling_runs
-    WHERE purpose = 'eval'
-), revisions AS (
-    SELECT model_revision, min(seen_at) AS first_at, max(seen_at) AS last_at
-    FROM eval_runs
+-- Held-out pass@1 by family x level, before (earliest evaluated revision) and after (latest),
+-- separately for greedy and sampled runs: each revision's newest run of a mode, from the
+-- heldout_pass1 view (migration 0005: one definition of pass@1, mode and verifier errors).
+WITH revisions AS (
+    SELECT model_revision, min(started_at) AS first_at, max(started_at) AS last_at
+    FROM heldout_runs
     GROUP BY model_revision
 ), ends AS (
     SELECT
         arg_min(model_revision, first_at) AS before_rev,
         arg_max(model_revision, last_at) AS after_rev
     FROM revisions
-), rates AS (
-    SELECT
-        p.family,
-        p.level,
-        e.mode,
-        e.model_revision,
-        count(r.reward) AS n,
-        count(*) FILTER (WHERE r.correct) / nullif(count(r.reward), 0) AS pass_rate
-    FROM rollouts AS r
-    JOIN eval_runs AS e USING (run_id)
-    JOIN problems AS p USING (problem_id)
-    GROUP BY p.family, p.level, e.mode, e.model_revision
+), shown AS (
+    SELECT h.*, x.before_rev, x.after_rev
+    FROM heldout_pass1 AS h
+    CROSS JOIN ends AS x
+    WHERE h.latest AND h.model_revision IN (x.before_rev, x.after_rev)
 )
 SELECT
-    r.family,
-    r.level,
-    r.mode,
-    any_value(x.before_rev) AS before_revision,
-    any_value(x.after_rev) AS after_revision,
-    max(r.pass_rate) FILTER (WHERE r.model_revision = x.before_rev) AS before,
-    max(r.pass_rate) FILTER (WHERE r.model_revision = x.after_rev) AS after,
-    max(r.n) FILTER (WHERE r.model_revision = x.after_rev) AS after_samples
-FROM rates AS r
-CROSS JOIN ends AS x
-GROUP BY r.family, r.level, r.mode
-ORDER BY r.family, r.level, r.mode
+    family,
+    level,
+    mode,
+    any_value(before_rev)                                    AS before_revision,
+    any_value(after_rev)                                     AS after_revision,
+    max(pass1) FILTER (WHERE model_revision = before_rev)    AS before,
+    max(pass1) FILTER (WHERE model_revision = after_rev)     AS after,
+    max(samples) FILTER (WHERE model_revision = after_rev)   AS after_samples,
+    max(errors) FILTER (WHERE model_revision = after_rev)    AS after_errors
+FROM shown
+GROUP BY family, level, mode
+ORDER BY family, level, mode

@@ -1,0 +1,548 @@
+"""`sieve sql` as a sandbox (issue 17, point 1), and its output formats.
+
+A catalogue of hostile statements runs in-process against one small ledger that sits next to
+files holding a secret (text, CSV, JSON, Parquet, another DuckDB ledger, a model's
+`config.json`) and with the secret in the environment. Every statement must exit non-zero
+with one `error:` line that says why, the secret must appear nowhere in the output, and every
+file under the test's root (the ledger included) must keep its bytes, with no file added or
+removed; the ledger's table checksums are compared as well. A control test shows the same
+reads do find the secret on a connection that is not locked down, so the probe can fail.
+
+Test: `pytest tests/cli/test_sql_sandbox.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from pipeline import cli
+from pipeline.curate import Policy, curate
+from pipeline.demo import EXAMPLE_SQL
+from pipeline.problems import generate_cells, mix_cells
+from pipeline.sampling.simulated import SimulatedSampler
+from pipeline.selection import CurateConfig
+from pipeline.store import Ledger
+
+SECRET = "sieve-sandbox-secret-7f3a9c"
+TABLES = ("problems", "sampling_runs", "rollouts", "curricula", "curriculum_items")
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+# (id, SQL, needle in the error line, extra options); {o} is the folder of secret files,
+# {l} the ledger file
+HOSTILE: list[tuple[str, str, str, list[str]]] = [
+    ("read_text a file", "SELECT * FROM read_text('{o}/secret.txt')", "reads only the ledger", []),
+    (
+        "read_text /etc/shadow",
+        "SELECT * FROM read_text('/etc/shadow')",
+        "reads only the ledger",
+        [],
+    ),
+    (
+        "read_text environ",
+        "SELECT * FROM read_text('/proc/self/environ')",
+        "reads only the ledger",
+        [],
+    ),
+    (
+        "read_blob environ",
+        "SELECT content FROM read_blob('/proc/self/environ')",
+        "reads only the ledger",
+        [],
+    ),
+    ("read_text ~", "SELECT * FROM read_text('~/.bashrc')", "reads only the ledger", []),
+    (
+        "read_text past the ledger",
+        "SELECT * FROM read_text('{l}/../../outside/secret.txt')",
+        "reads only the ledger",
+        [],
+    ),
+    ("read_csv", "SELECT * FROM read_csv('{o}/secret.csv')", "reads only the ledger", []),
+    (
+        "read_csv_auto no header",
+        "SELECT * FROM read_csv_auto('{o}/secret.csv', header = false)",
+        "reads only the ledger",
+        [],
+    ),
+    ("read_json", "SELECT * FROM read_json('{o}/secret.json')", "reads only the ledger", []),
+    (
+        "read_parquet",
+        "SELECT * FROM read_parquet('{o}/secret.parquet')",
+        "reads only the ledger",
+        [],
+    ),
+    ("file as a table", "SELECT * FROM '{o}/secret.csv'", "reads only the ledger", []),
+    ("sniff_csv", "SELECT * FROM sniff_csv('{o}/secret.csv')", "reads only the ledger", []),
+    (
+        "parquet_metadata",
+        "SELECT * FROM parquet_metadata('{o}/secret.parquet')",
+        "reads only the ledger",
+        [],
+    ),
+    ("glob /root", "SELECT * FROM glob('/root/*')", "reads only the ledger", []),
+    ("glob beside the ledger", "SELECT * FROM glob('{o}/*')", "reads only the ledger", []),
+    (
+        "network read",
+        "SELECT * FROM read_csv('https://example.com/x.csv')",
+        "reads only the ledger",
+        [],
+    ),
+    ("COPY TO a file", "COPY problems TO '{o}/dump.csv'", "read-only", []),
+    ("COPY over another ledger", "COPY (SELECT 1) TO '{o}/other.duckdb'", "read-only", []),
+    (
+        "EXPLAIN ANALYZE COPY",
+        "EXPLAIN ANALYZE COPY (SELECT * FROM problems) TO '{o}/dump.csv'",
+        "EXPLAIN ANALYZE",
+        [],
+    ),
+    (
+        "EXPLAIN ANALYZE COPY over config.json",
+        "EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO '{o}/model/config.json' (FORMAT json)",
+        "EXPLAIN ANALYZE",
+        [],
+    ),
+    (
+        "EXPLAIN (ANALYZE) COPY",
+        "EXPLAIN (ANALYZE) COPY (SELECT 1) TO '{o}/dump.csv'",
+        "EXPLAIN ANALYZE",
+        [],
+    ),
+    ('EXPLAIN ("ANALYZE")', 'EXPLAIN ("ANALYZE") SELECT 1', "EXPLAIN ANALYZE", []),
+    ("ANALYSE behind a comment", "explain /* x */ analyse SELECT 1", "EXPLAIN ANALYZE", []),
+    ("EXPLAIN ANALYZE SET", "EXPLAIN ANALYZE SET threads = 64", "EXPLAIN ANALYZE", []),
+    ("EXPLAIN ANALYZE INSTALL", "EXPLAIN ANALYZE INSTALL httpfs", "EXPLAIN ANALYZE", []),
+    ("EXPLAIN of a COPY", "EXPLAIN COPY problems TO '{o}/dump.csv'", "only of a SELECT", []),
+    ("ATTACH another ledger", "ATTACH '{o}/other.duckdb' AS other", "read-only", []),
+    ("ATTACH a new file", "ATTACH '{o}/new.duckdb'", "read-only", []),
+    ("DETACH", "DETACH sieve", "read-only", []),
+    ("USE", "USE memory", "read-only", []),
+    ("INSTALL", "INSTALL httpfs", "read-only", []),
+    ("LOAD", "LOAD httpfs", "read-only", []),
+    ("SET", "SET enable_external_access = true", "read-only", []),
+    ("RESET", "RESET lock_configuration", "read-only", []),
+    ("PRAGMA", "PRAGMA enable_profiling", "read-only", []),
+    ("PRAGMA output file", "PRAGMA profiling_output = '{o}/profile.json'", "read-only", []),
+    (
+        "CALL enable_logging",
+        "CALL enable_logging(storage := 'file', storage_path := '{o}/logs')",
+        "read-only",
+        [],
+    ),
+    (
+        "enable_logging in FROM",
+        "SELECT * FROM enable_logging(storage := 'file', storage_path := '{o}/logs')",
+        "cannot change settings",
+        [],
+    ),
+    ("CREATE SECRET", "CREATE SECRET s (TYPE s3, KEY_ID 'k', SECRET 'v')", "read-only", []),
+    (
+        "CREATE PERSISTENT SECRET",
+        "CREATE PERSISTENT SECRET s (TYPE s3, KEY_ID 'k', SECRET 'v')",
+        "read-only",
+        [],
+    ),
+    ("EXPORT DATABASE", "EXPORT DATABASE '{o}/export'", "read-only", []),
+    ("CHECKPOINT", "CHECKPOINT", "read-only", []),
+    ("UPDATE", "UPDATE problems SET level = 0", "read-only", []),
+    ("second statement", "SELECT 1; COPY problems TO '{o}/dump.csv'", "read-only", []),
+    ("two SELECTs", "SELECT 1; SELECT 2", "one statement", []),
+    (
+        "statement after a comment",
+        "SELECT 1 -- harmless\n; DROP TABLE problems",
+        "read-only",
+        [],
+    ),
+    ("comment hiding DELETE", "/* SELECT */ DELETE FROM problems", "read-only", []),
+    (
+        "query() running a COPY",
+        "SELECT * FROM query('COPY problems TO ''{o}/dump.csv''')",
+        "query failed",
+        [],
+    ),
+    (
+        "range(1e14)",
+        "SELECT count(*) FROM range(100000000000000)",
+        "--timeout",
+        ["--timeout", "1"],
+    ),
+    (
+        "endless recursion",
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r",
+        "--timeout",
+        ["--timeout", "1"],
+    ),
+    (
+        "repeat('x', 1e9)",
+        "SELECT strlen(repeat('x', 1000000000))",
+        "--memory-limit",
+        ["--memory-limit", "100MB"],
+    ),
+    (
+        "a list of 1e8",
+        "SELECT list(i) FROM range(100000000) AS t(i)",
+        "--memory-limit",
+        ["--memory-limit", "100MB"],
+    ),
+]
+
+# statements that do run, and must still read no secret and change nothing
+HARMLESS = [
+    "SELECT * FROM duckdb_secrets()",
+    "SELECT * FROM which_secret('s3://bucket/x', 's3')",
+    "SELECT * FROM checkpoint()",
+    "SELECT * FROM truncate_duckdb_logs()",
+    "SELECT current_setting('home_directory') AS home",
+    "SELECT 1;",
+]
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    old = sys.argv
+    sys.argv = ["sieve", *argv]
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        sys.argv = old
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def sql(query: str, root: Path, *options: str) -> list[str]:
+    """argv for `sieve sql` on the fixture's ledger (the query after `--`: it may start with
+    a comment that reads like an option)."""
+    return ["sql", "--home", str(root / "home"), *options, "--", query]
+
+
+def tree(root: Path) -> dict[str, str]:
+    """sha256 of every file under `root`, by relative path."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def checksums(root: Path) -> dict[str, tuple[int, int]]:
+    with Ledger.open(root / "home", read_only=True) as ledger:
+        return {t: ledger.checksum(t) for t in TABLES}
+
+
+def one_error_line(code: int, out: str, err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code != 0, (out, err)
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A curated ledger under `home/` and secret files under `outside/`."""
+    root = tmp_path_factory.mktemp("sandbox")
+    cfg = CurateConfig(n_candidates=60, mix={"arith": "1-4"}, seed=1, chunk_size=30)
+    cells = [(f, level, cfg.n_candidates) for f, level, _ in mix_cells(cfg.mix_levels())]
+    problems = generate_cells(cells, cfg.seed)
+    rate = {1: 1.0, 2: 0.7, 3: 0.4, 4: 0.1}
+    prompts = [f"{q}=" for q in problems["question"]]
+    sampler = SimulatedSampler(
+        dict(zip(prompts, problems["answer"], strict=True)),
+        {p: rate[level] for p, level in zip(prompts, problems["level"], strict=True)},
+    )
+    with Ledger.open(root / "home") as ledger:
+        curate(ledger, Policy(sampler, "rev-a", lambda qs: [f"{q}=" for q in qs]), cfg)
+    outside = root / "outside"
+    (outside / "model").mkdir(parents=True)
+    (outside / "secret.txt").write_text(SECRET + "\n")
+    (outside / "secret.csv").write_text(f"token\n{SECRET}\n")
+    (outside / "secret.json").write_text(json.dumps({"token": SECRET}))
+    (outside / "model" / "config.json").write_text(json.dumps({"secret": SECRET}))
+    pl.DataFrame({"token": [SECRET]}).write_parquet(outside / "secret.parquet")
+    other = duckdb.connect(str(outside / "other.duckdb"))
+    other.execute("CREATE TABLE t AS SELECT ? AS token", [SECRET])
+    other.close()
+    return root
+
+
+def fill(query: str, root: Path) -> str:
+    return query.replace("{o}", str(root / "outside")).replace(
+        "{l}", str(root / "home" / "sieve.duckdb")
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "needle", "options"), [c[1:] for c in HOSTILE], ids=[c[0] for c in HOSTILE]
+)
+def test_hostile_sql_is_one_line_reads_no_secret_and_changes_no_file(
+    root: Path,
+    capsys: pytest.CaptureFixture[str],
+    query: str,
+    needle: str,
+    options: list[str],
+) -> None:
+    files, tables = tree(root), checksums(root)
+    code, out, err = run_cli(sql(fill(query, root), root, *options), capsys)
+    line = one_error_line(code, out, err)
+    assert needle in line, line
+    assert SECRET not in out + err
+    assert tree(root) == files  # nothing written, created or removed, the ledger included
+    assert checksums(root) == tables
+
+
+def test_the_environment_stays_unread(root: Path) -> None:
+    """/proc/self/environ shows the environment a process started with, so this runs `sieve`
+    as a child started with the secret in its environment (and a control child that finds it)."""
+    env = {**os.environ, "SIEVE_SANDBOX_SECRET": SECRET}
+    control = (
+        "import duckdb; print(duckdb.sql(\"FROM read_text('/proc/self/environ')\").fetchall())"
+    )
+    found = subprocess.run([sys.executable, "-c", control], env=env, capture_output=True, text=True)
+    assert SECRET in found.stdout
+    for query in (
+        "SELECT * FROM read_text('/proc/self/environ')",
+        "SELECT content FROM read_blob('/proc/self/environ')",
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", *sql(query, root)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        line = one_error_line(result.returncode, result.stdout, result.stderr)
+        assert "reads only the ledger" in line
+        assert SECRET not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("query", HARMLESS)
+def test_harmless_system_functions_run_and_still_change_nothing(
+    root: Path, capsys: pytest.CaptureFixture[str], query: str
+) -> None:
+    files = tree(root)
+    code, out, err = run_cli(sql(query, root, "--format", "csv"), capsys)
+    assert code == 0 and err == "", err
+    assert SECRET not in out
+    assert tree(root) == files
+
+
+def test_the_catalogue_covers_every_attack_of_the_issue() -> None:
+    assert len(HOSTILE) >= 25
+    text = "\n".join(q for _, q, _, _ in HOSTILE)
+    for attack in ("/etc/shadow", "/proc/self/environ", "glob('/root", "EXPLAIN ANALYZE COPY",
+                   "EXPLAIN ANALYZE SET", "EXPLAIN ANALYZE INSTALL", "range(100000000000000)",
+                   "repeat('x', 1000000000)", "ATTACH", "INSTALL", "LOAD", "PRAGMA", "CALL",
+                   "SECRET", "read_parquet", "read_csv", "--", "/*"):  # fmt: skip
+        assert attack in text, attack
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM read_text('{o}/secret.txt')",
+        "SELECT * FROM read_csv('{o}/secret.csv')",
+        "SELECT * FROM read_parquet('{o}/secret.parquet')",
+        "SELECT token FROM other.t",
+    ],
+)
+def test_control_the_same_reads_find_the_secret_without_the_sandbox(root: Path, query: str) -> None:
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{root / 'outside' / 'other.duckdb'}' AS other (READ_ONLY)")
+    try:
+        found = str(con.execute(fill(query, root)).fetchall())
+    finally:
+        con.close()
+    assert SECRET in found
+
+
+def test_the_sandboxed_connection_reports_its_locked_settings(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    names = (
+        "enable_external_access",
+        "autoload_known_extensions",
+        "autoinstall_known_extensions",
+        "lock_configuration",
+        "allow_persistent_secrets",
+        "threads",
+        "memory_limit",
+    )
+    query = f"SELECT name, value FROM duckdb_settings() WHERE name IN {names}"
+    plain = duckdb.connect()  # how this DuckDB prints a 300MB limit
+    plain.execute("SET memory_limit = '300MB'")
+    limit = plain.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    plain.close()
+    code, out, err = run_cli(
+        sql(query, root, "--format", "json", "--memory-limit", "300MB"), capsys
+    )
+    assert code == 0, err
+    settings = {row["name"]: row["value"] for row in json.loads(out)}
+    assert settings["enable_external_access"] == "false"
+    assert settings["autoload_known_extensions"] == "false"
+    assert settings["autoinstall_known_extensions"] == "false"
+    assert settings["allow_persistent_secrets"] == "false"
+    assert settings["lock_configuration"] == "true"
+    assert 1 <= int(settings["threads"]) <= 4
+    assert settings["memory_limit"] == limit
+
+
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        (["--timeout", "0"], "--timeout must be > 0"),
+        (["--timeout", "-3"], "--timeout must be > 0"),
+        (["--timeout", "soon"], "--timeout"),
+        (["--memory-limit", "lots"], "--memory-limit must be a size"),
+        (["--memory-limit", "2 parsecs"], "--memory-limit must be a size"),
+        (["--memory-limit", "1KB"], "at least 16MiB"),
+        (["--output", "{o}/no/such/dir/x.csv", "--format", "csv"], "does not exist"),
+        (["--output", "{o}/model", "--format", "csv"], "cannot write"),
+        (["--format", "parquet"], "--output"),
+        (["--output", "{l}", "--format", "csv"], "is the ledger itself"),
+    ],
+)
+def test_bad_sql_options_are_one_line(
+    root: Path, capsys: pytest.CaptureFixture[str], options: list[str], needle: str
+) -> None:
+    files = tree(root)
+    args = [fill(o, root) for o in options]
+    line = one_error_line(*run_cli(sql("SELECT 1 AS x", root, *args), capsys))
+    assert needle in line, line
+    assert tree(root) == files
+
+
+def test_the_timeout_can_come_from_the_environment(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SIEVE_SQL_TIMEOUT", "0.5")
+    started = time.monotonic()
+    code, out, err = run_cli(sql("SELECT count(*) FROM range(100000000000000)", root), capsys)
+    assert "query stopped after 0.5 s (--timeout)" in one_error_line(code, out, err)
+    assert time.monotonic() - started < 30
+
+
+def test_a_query_that_ignores_the_interrupt_ends_the_process_soon_after_the_timeout(
+    root: Path,
+) -> None:
+    # one jaro_winkler over two 3 MB strings runs for minutes and never checks for an interrupt
+    query = "SELECT jaro_winkler_similarity(repeat('a', 3000000), repeat('b', 3000000))"
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", *sql(query, root, "--timeout", "1")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    elapsed = time.monotonic() - started
+    line = one_error_line(result.returncode, result.stdout, result.stderr)
+    assert "query stopped after 1 s (--timeout)" in line and "process was ended" in line
+    assert elapsed < 30  # interpreter start (~3 s) + 1 s + 1 s of grace, with room for a busy CI
+
+
+def guide_queries() -> list[str]:
+    """Every statement of the README's SQL examples, and the ones the demo prints."""
+    blocks = re.findall(r"```sql\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    found = [str(s.query).strip() for b in blocks for s in duckdb.extract_statements(b)]
+    return [*found, *EXAMPLE_SQL, *cli.LOOP_SQL, "SELECT * FROM run_summary"]
+
+
+def direct(root: Path, query: str) -> pl.DataFrame:
+    with Ledger.open(root / "home", read_only=True) as ledger:
+        return ledger.sql(query)
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "parquet"])
+@pytest.mark.parametrize("query", guide_queries(), ids=lambda q: q.strip().split("\n")[0][:40])
+def test_each_guide_query_prints_in_every_format(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], query: str, fmt: str
+) -> None:
+    expected = direct(root, query)
+    target = tmp_path / f"out.{fmt}"
+    code, _, err = run_cli(sql(query, root, "--format", fmt, "--output", str(target)), capsys)
+    assert code == 0 and err == "", err
+    if fmt == "csv":
+        got = pl.read_csv(target, infer_schema=False)
+        assert got.columns == expected.columns and got.height == expected.height
+    elif fmt == "json":
+        rows = json.loads(target.read_text())
+        assert len(rows) == expected.height
+        assert all(list(row) == expected.columns for row in rows)
+    elif fmt == "parquet":
+        got = pl.read_parquet(target)
+        assert got.schema == expected.schema and got.height == expected.height
+        if "LIMIT" not in query.upper():  # a LIMIT over tied rows may keep other rows each run
+            # row order of ties and sums over threads may differ from run to run
+            assert_frame_equal(got.sort(pl.all()), expected.sort(pl.all()), check_exact=False)
+    else:  # a whole box (rich folds long headers over several lines, so they are not matched)
+        lines = target.read_text().splitlines()
+        assert lines[0].startswith("┏") and lines[-1].startswith("└")
+        assert len(lines) >= 4 + expected.height
+
+
+def test_list_columns_become_json_text_in_csv_and_stay_lists_in_json(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = "SELECT run_id, pass_rate_histogram FROM run_summary ORDER BY run_id"
+    expected = direct(root, query)
+    assert isinstance(expected.schema["pass_rate_histogram"], pl.List)  # the case the issue hit
+    code, out, err = run_cli(sql(query, root, "--format", "csv"), capsys)
+    assert code == 0 and err == "", err
+    cells = pl.read_csv(out.encode(), infer_schema=False)["pass_rate_histogram"].to_list()
+    assert [json.loads(c) for c in cells] == expected["pass_rate_histogram"].to_list()
+    code, out, err = run_cli(sql(query, root, "--format", "json"), capsys)
+    assert code == 0 and err == "", err
+    assert [r["pass_rate_histogram"] for r in json.loads(out)] == expected[
+        "pass_rate_histogram"
+    ].to_list()
+
+
+def test_types_polars_cannot_print_become_duckdbs_text(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = (
+        "SELECT 1 AS a, 2 AS a, INTERVAL 3 DAY AS gap, union_value(k := 1) AS u, "
+        "'infinity'::DATE AS never, {'x': [1, 2]} AS nested, '\\xAA'::BLOB AS raw"
+    )
+    code, out, err = run_cli(sql(query, root, "--format", "csv"), capsys)
+    assert code == 0 and err == "", err
+    assert out.splitlines() == [
+        "a,a_1,gap,u,never,nested,raw",
+        '1,2,3 days,"{""k"":1}",infinity,"{""x"":[1,2]}",\\xAA',
+    ]
+    code, out, err = run_cli(sql(query, root, "--format", "json"), capsys)
+    assert code == 0 and err == "", err
+    assert json.loads(out) == [
+        {
+            "a": 1,
+            "a_1": 2,
+            "gap": "3 days",
+            "u": {"k": 1},
+            "never": "infinity",
+            "nested": {"x": [1, 2]},
+            "raw": "\\xAA",
+        }
+    ]
+    code, out, err = run_cli(sql(query, root), capsys)
+    assert code == 0 and err == "" and "3 days" in out and "a_1" in out
+
+
+@pytest.mark.parametrize(
+    "query", ["EXPLAIN SELECT * FROM prompt_stats", "EXPLAIN (FORMAT json) SELECT 1", "SHOW TABLES"]
+)
+def test_plain_explain_and_show_still_work(
+    root: Path, capsys: pytest.CaptureFixture[str], query: str
+) -> None:
+    code, out, err = run_cli(sql(query, root, "--format", "json"), capsys)
+    assert code == 0 and err == "", err
+    assert len(json.loads(out)) >= 1
