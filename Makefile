@@ -33,7 +33,7 @@ report-deps:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 test: $(STAMP) report-deps sandbox-deps
-	$(BIN)/pytest -q -m "not slow and not gpu"
+	$(BIN)/pytest -q -m "not slow and not gpu" --durations=15
 
 # the slow learning test: ~80 s, plus ~75 s the first time to bootstrap the policy it starts
 # from (kept in .pytest_cache, keyed on the recipe and code; --durations shows setup vs call)

@@ -174,11 +174,14 @@ def heldout(sampler: Any, tokenizer: Any, held: pl.DataFrame, revision: str) -> 
 
 def eval_folder(folder: Path) -> dict[str, Any]:
     """Held-out eval of a saved model folder on a fresh vLLM engine."""
+    from transformers import AutoTokenizer
+
     from pipeline.curate import policy_for
 
     policy = policy_for(folder, "vllm", engine=engine_options())
     held = heldout_problems(LEVELS, HELDOUT)
-    return heldout(policy.sampler, policy.sampler.tokenizer, held, policy.model_revision)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    return heldout(policy.sampler, tokenizer, held, policy.model_revision)
 
 
 def eval_elsewhere(model: Any, tokenizer: Any, arm: str, python: Path) -> dict[str, Any]:
@@ -515,6 +518,39 @@ def plot(result: dict[str, Any]) -> None:
     fig.savefig(RESULTS / "real_train.png", dpi=110)
 
 
+def recover_trl(log: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The TRL arm's JSON rebuilt after its process ended between training and the held-out
+    eval (the first run here did, on a bug in `eval_folder`): step ends from its progress file,
+    per-step logs from TRL's console log `log` (its last step's log is written after the last
+    step-end callback, so the progress file lacks it), and the saved weights evaluated again
+    (`--eval-only`, eval.json next to them)."""
+    import ast
+
+    ends = json.loads((RESULTS / "real_train_trl_progress.json").read_text())
+    text, logs, start = log.read_text(), [], 0
+    while (start := text.find("{'loss': '", start)) >= 0:  # TRL's console form: string values
+        end = text.index("}", start) + 1
+        logs.append(ast.literal_eval(text[start:end]))
+        start = end
+    per_step = [
+        {
+            "step": i + 1,
+            "reward": float(h["reward"]),
+            "kl": float(h["kl"]),
+            "completion_len": float(h["completions/mean_length"]),
+        }
+        for i, h in enumerate(logs[: args.steps])
+    ]
+    folder = Path("/tmp/sieve-real-train") / "trl"
+    return {
+        **step_times(ends["step_ends_s"][1:]),
+        "after": json.loads((folder / "eval.json").read_text()),
+        "per_step": per_step,
+        "load_1m_at_step_ends": ends["load_1m"],
+        "recovered_from": [log.name, "real_train_trl_progress.json", "eval.json"],
+    }
+
+
 def main() -> None:
     global HELDOUT
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -531,6 +567,7 @@ def main() -> None:
     ap.add_argument("--heldout", type=int, default=HELDOUT, help="held-out problems per level")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--vllm-python", type=Path, default=ROOT / ".venv-vllm" / "bin" / "python")
+    ap.add_argument("--recover-trl", type=Path, help="rebuild the trl arm from this console log")
     args = ap.parse_args()
     HELDOUT = args.heldout
     if args.eval_only:
@@ -540,7 +577,12 @@ def main() -> None:
         if not (args.model / "config.json").is_file():
             raise SystemExit(f"no model at {args.model}: `sieve models add smollm2-135m`")
         began = time.perf_counter()
-        res = run_trl(args) if args.arm == "trl" else run_sieve(args.arm.split("-")[1], args)
+        if args.recover_trl is not None:
+            res = recover_trl(args.recover_trl, args)
+        elif args.arm == "trl":
+            res = run_trl(args)
+        else:
+            res = run_sieve(args.arm.split("-")[1], args)
         shape = {
             "steps": args.steps,
             "prompts_per_step": args.prompts,
