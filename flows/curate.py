@@ -3,12 +3,12 @@
 generate + prior -> screen (one task per chunk) -> screen decisions -> refine (per chunk) ->
 pooled stats -> curriculum. The ledger is the source of truth for resuming: every chunk task
 commits its rollouts in one transaction, and `sample_run` starts a chunk task only for a chunk
-whose rollouts are not all stored (and checks they are after it). A chunk task's Prefect cache
-key (`_chunk_key`: code version, ledger id, run, chunk, problem ids) exists only while the
-chunk's rows are in the ledger, so a persisted result never stands in for rows that a copied,
-restored or partly deleted ledger lacks (such a ledger keeps its id; trusting the cache made it
-curate nothing and exit 0). Runs left `running` by a killed process are marked `crashed` at the
-start (a resumed run sets its own status again).
+whose rollouts are not all stored (and checks they are after it). Chunk tasks keep no Prefect
+result cache: a persisted result keyed on the ledger's id once stood in for rows that a copied,
+restored or partly deleted ledger lacked (such a ledger keeps its id), and that ledger curated
+nothing and exited 0; the rows themselves are the only record of what is done. Runs left
+`running` by a killed process are marked `crashed` at the start (a resumed run sets its own
+status again).
 
 The flow's ledger is transient (`Ledger.open(..., transient=True)`): it holds DuckDB's file lock
 only while it reads or commits, so `sieve sql` and other readers work while a curation runs.
@@ -19,7 +19,6 @@ Test: `pytest tests/flows`.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import polars as pl
@@ -32,8 +31,6 @@ from pipeline.sampling import EngineOptions
 from pipeline.selection import CurateConfig, Screened, build_curriculum, screen_survivors
 from pipeline.selection.rules import concat_rejections
 from pipeline.store import Ledger, load_query
-
-CODE_VERSION = "curate-v1"  # bump when what a chunk task stores changes
 
 
 class CurateParams(BaseModel):
@@ -91,25 +88,6 @@ def close_ledgers() -> None:
         _LEDGERS.popitem()[1].close()
 
 
-def _chunk_key(context: Any, arguments: dict[str, Any]) -> str | None:
-    """Code version, the ledger's own id, run, chunk index and problem ids; None (no cache:
-    sample it) while the chunk's rollouts are not all in the ledger.
-
-    A chunk task's result means "committed to *that* ledger", so a fresh or recreated ledger
-    (new id) must not reuse it; and a copy, a restored backup or a ledger with rows deleted keeps
-    its id, so the rows themselves are checked before a cached result may stand for them.
-    """
-    chunk, info = arguments["chunk"], arguments["info"]
-    led = ledger(arguments["params"].home)
-    with led.connected():
-        if not core.chunk_stored(led, info, chunk):
-            return None
-        ledger_id = led.ledger_id
-    ids = ",".join(chunk["problem_id"].to_list())
-    text = f"{CODE_VERSION}|{ledger_id}|{info.run_id}|{arguments['index']}|{ids}"
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 @task(cache_policy=NO_CACHE)
 def select_candidates(
     params: CurateParams, exclude: list[str]
@@ -121,7 +99,7 @@ def select_candidates(
     return core.prior(cands, params.config, history)
 
 
-@task(cache_key_fn=_chunk_key, persist_result=True, task_run_name="{info.purpose}-chunk-{index}")
+@task(cache_policy=NO_CACHE, task_run_name="{info.purpose}-chunk-{index}")
 def sample_chunk(params: CurateParams, chunk: pl.DataFrame, info: core.RunInfo, index: int) -> int:
     return core.sample_chunk(
         ledger(params.home), policy(params), chunk, info, params.config.seed, index
@@ -129,7 +107,7 @@ def sample_chunk(params: CurateParams, chunk: pl.DataFrame, info: core.RunInfo, 
 
 
 def sample_stage(params: CurateParams, problems: pl.DataFrame, info: core.RunInfo) -> None:
-    """The plain chunk loop of `pipeline.curate`, with each chunk run as a cached task."""
+    """The plain chunk loop of `pipeline.curate`, with each chunk run as a Prefect task."""
     core.sample_run(
         ledger(params.home),
         policy(params),
@@ -191,4 +169,4 @@ def run(params: CurateParams) -> dict[str, Any]:
     return curate_flow(params)
 
 
-__all__ = ["CODE_VERSION", "CurateParams", "curate_flow", "run"]
+__all__ = ["CurateParams", "curate_flow", "run"]

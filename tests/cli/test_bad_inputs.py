@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import cli
 from pipeline.store import Ledger
+from tests.cli_runner import run_cli as run_sieve
 
 TABLES = ("problems", "sampling_runs", "rollouts", "curricula", "curriculum_items", "train_runs")
 
@@ -229,16 +229,8 @@ def error_line(code: int, err: str) -> str:
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    old = sys.argv
-    sys.argv = ["sieve", *argv]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = old
-    return code, capsys.readouterr().err
+    code, _, err = run_sieve(argv, capsys)
+    return code, err
 
 
 @pytest.fixture(scope="module")
@@ -368,7 +360,13 @@ def fill(disk: Path) -> None:
     assert shutil.disk_usage(disk).free == 0
 
 
-def test_disk_full_during_curate_is_one_line_and_leaves_the_ledger_unchanged(
+@pytest.mark.parametrize(
+    "command",
+    [["curate", "--n", "10"], ["train", "--steps", "1"]],
+    ids=["curate", "train"],
+)
+def test_disk_full_during_a_run_is_one_line_and_leaves_the_ledger_unchanged(
+    command: list[str],
     small_disk: Path,
     tiny_model_dir: Path,
     write_curriculum: Callable[[Ledger], object],
@@ -379,25 +377,7 @@ def test_disk_full_during_curate_is_one_line_and_leaves_the_ledger_unchanged(
         write_curriculum(ledger)
     fill(small_disk)
     before = checksums(home)
-    argv = ["curate", "--n", "10", "--model", str(tiny_model_dir), "--home", str(home)]
-    code, err = run_cli(argv, capfd)
-    assert "disk full" in error_line(code, err)
-    assert checksums(home) == before
-
-
-def test_disk_full_during_train_is_one_line_and_leaves_the_ledger_unchanged(
-    small_disk: Path,
-    tiny_model_dir: Path,
-    write_curriculum: Callable[[Ledger], object],
-    capfd: pytest.CaptureFixture[str],
-) -> None:
-    home = small_disk / "home"
-    with Ledger.open(home) as ledger:
-        write_curriculum(ledger)
-    fill(small_disk)
-    before = checksums(home)
-    argv = ["train", "--steps", "1", "--model", str(tiny_model_dir), "--home", str(home)]
-    code, err = run_cli(argv, capfd)
+    code, err = run_cli([*command, "--model", str(tiny_model_dir), "--home", str(home)], capfd)
     assert "disk full" in error_line(code, err)
     assert checksums(home) == before
 

@@ -34,6 +34,7 @@ from pipeline.problems import generate_cells, mix_cells
 from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
+from tests.cli_runner import run_cli
 
 SECRET = "sieve-sandbox-secret-7f3a9c"
 TABLES = ("problems", "sampling_runs", "rollouts", "curricula", "curriculum_items")
@@ -205,20 +206,6 @@ HARMLESS = [
     "SELECT current_setting('home_directory') AS home",
     "SELECT 1;",
 ]
-
-
-def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    old = sys.argv
-    sys.argv = ["sieve", *argv]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = old
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def sql(query: str, root: Path, *options: str) -> list[str]:

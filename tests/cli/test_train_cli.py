@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -22,20 +21,7 @@ from pipeline import cli
 from pipeline.policy.model import SIEVE_META, folder_revision
 from pipeline.store import Ledger
 from pipeline.train import RECIPES, TINY_RECIPE, load_settings
-
-
-def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    old = sys.argv
-    sys.argv = ["sieve", *argv]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = old
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.cli_runner import run_cli
 
 
 def one_error_line(code: int, err: str) -> str:

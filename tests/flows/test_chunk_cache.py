@@ -1,10 +1,10 @@
-"""Prefect's cached chunk results never stand in for rollouts the ledger lacks.
+"""Only the ledger's rows say what is done: nothing cached stands in for rollouts it lacks.
 
-A copied ledger keeps its `ledger_id`, and the chunk tasks' persisted results are keyed on it;
-so a copy whose rollouts were deleted, or an older copy restored over the ledger, must still be
-sampled again and end equal to a clean run (same rollouts, same curriculum, rollouts spent > 0).
-All runs of this module share the session's Prefect harness, so a stale cached result is there
-to be (wrongly) found.
+A copied ledger keeps its `ledger_id` (chunk results were once persisted under it), so a copy
+whose rollouts were deleted, or an older copy restored over the ledger, must still be sampled
+again and end equal to a clean run (same rollouts, same curriculum, rollouts spent > 0). All
+runs of this module share the session's Prefect harness, so anything Prefect kept from an
+earlier run is there to be (wrongly) found.
 """
 
 from __future__ import annotations

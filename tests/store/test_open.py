@@ -9,32 +9,23 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-from pipeline import cli
 from pipeline.errors import SieveError
 from pipeline.problems import generate_mix
 from pipeline.store import Ledger, migrations
 from pipeline.store import ledger as ledger_module
+from tests.cli_runner import run_cli as run_sieve
 
 MB = 2**20
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
     """`sieve ARGV` in this process: (exit code, non-empty stderr lines)."""
-    old = sys.argv
-    sys.argv = ["sieve", *argv]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = old
-    return code, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    code, _, err = run_sieve(argv, capsys)
+    return code, [line for line in err.splitlines() if line.strip()]
 
 
 @pytest.mark.parametrize("transient", [False, True])
