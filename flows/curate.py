@@ -169,4 +169,6 @@ def run(params: CurateParams) -> dict[str, Any]:
     return curate_flow(params)
 
 
-__all__ = ["CurateParams", "curate_flow", "run"]
+curate = core.curate  # moving here: the plain-call entry of the same sequence
+
+__all__ = ["CurateParams", "curate", "curate_flow", "run"]
