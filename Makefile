@@ -46,7 +46,7 @@ test-all: $(STAMP) report-deps sandbox-deps
 lint: $(STAMP)
 	$(BIN)/ruff check pipeline grpo_core flows tests benchmarks
 	$(BIN)/ruff format --check pipeline grpo_core flows tests benchmarks
-	$(BIN)/mypy pipeline grpo_core
+	$(BIN)/mypy pipeline grpo_core flows
 
 format: $(STAMP)
 	$(BIN)/ruff format pipeline grpo_core flows tests benchmarks

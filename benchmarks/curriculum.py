@@ -52,25 +52,20 @@ import numpy as np
 import polars as pl
 import torch
 
+from flows.curate import curate
 from grpo_core.collect import dynamic_sampling, pilot_commit
 from grpo_core.config import GRPOConfig
-from grpo_core.trainer import Item, Trainer
-from pipeline.curate import Policy, curate
+from grpo_core.trainer import Hooks, Item, Trainer
+from pipeline.batches import CurriculumBatches, curriculum_frame, verifier_reward
+from pipeline.curate import Policy
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
 from pipeline.policy.model import load_policy, model_revision
 from pipeline.problems import FAMILIES, family_levels, generate_mix
+from pipeline.recipes import TINY_GRPO, TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
 from pipeline.sampling.hf import HFSampler
 from pipeline.sampling.training import HFGroupSampler
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
-from pipeline.train import (
-    TINY_GRPO,
-    TINY_RECIPE_GRPO,
-    TINY_RECIPE_ROLLOUTS_PER_STEP,
-    CurriculumBatches,
-    curriculum_frame,
-    verifier_reward,
-)
 
 RESULTS = Path(__file__).parent / "results"
 ARMS = ("uniform", "dapo", "pilot_commit", "sieve")
@@ -80,6 +75,8 @@ G = 8
 # policy's recipe, as `sieve demo` uses it (pipeline.train / pipeline.selection.config)
 BENCH_GRPO: dict[str, Any] = {**TINY_RECIPE_GRPO, "beta": 0.02, "beta_schedule": "fixed"}
 SIEVE_CURATE: dict[str, Any] = dict(TINY_CURATE)
+
+QUIET = Hooks(warning=lambda m: None)  # the trainer's warnings are not shown
 
 
 @dataclass(frozen=True)
@@ -212,7 +209,7 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
         }[arm]
         trainer = Trainer(
             model, tok, sampler, verifier_reward, lambda s: draw(s, 0),
-            grpo_config(setup, seed, steps), collector=collector, warn=lambda m: None,
+            grpo_config(setup, seed, steps), collector=collector, hooks=QUIET,
         )  # fmt: skip
         spent = train_until(trainer, tracker, 0, setup.budget, zero_var)
     else:
@@ -289,7 +286,7 @@ def sieve_nights(
             step0 = trainer.step if trainer is not None else 0
             trainer = Trainer(
                 model, tok, sampler, verifier_reward, lambda s, b=batches, s0=step0: b(s - s0),
-                grpo_config(setup, seed + night, step0 + steps), warn=lambda m: None,
+                grpo_config(setup, seed + night, step0 + steps), hooks=QUIET,
             )  # fmt: skip
             trainer.step = step0
             spent = train_until(trainer, tracker, spent, night_budget, zero_var)

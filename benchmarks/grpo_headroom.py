@@ -41,16 +41,18 @@ import numpy as np
 import polars as pl
 import torch
 
+from flows.curate import curate
 from grpo_core.config import GRPOConfig
-from grpo_core.trainer import Item, Trainer
-from pipeline.curate import curate, policy_for
+from grpo_core.trainer import Hooks, Item, Trainer
+from pipeline.batches import CurriculumBatches, curriculum_frame, verifier_reward
+from pipeline.curate import policy_for
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
 from pipeline.policy.model import load_policy
 from pipeline.problems import generate_mix
 from pipeline.sampling.hf import HFSampler
+from pipeline.sampling.training import HFGroupSampler
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
-from pipeline.train import CurriculumBatches, HFGroupSampler, curriculum_frame, verifier_reward
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -169,7 +171,9 @@ def run_arm(
     info.update(prompts_per_step=arm.per_step, steps=arm.steps)
     cfg = GRPOConfig(**GRPO, total_steps=arm.steps, seed=seed)
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
-    trainer = Trainer(model, tok, sampler, verifier_reward, batches, cfg, warn=lambda m: None)
+    trainer = Trainer(
+        model, tok, sampler, verifier_reward, batches, cfg, hooks=Hooks(warning=lambda m: None)
+    )
     started = time.perf_counter()
     history = trainer.train()
     seconds = time.perf_counter() - started

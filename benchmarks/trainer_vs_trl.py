@@ -87,11 +87,11 @@ def run_sieve(
     prompts: int = PROMPTS, g: int = G, seed: int = 0,
 ) -> dict:  # fmt: skip
     from grpo_core.config import GRPOConfig
-    from grpo_core.trainer import Item, Trainer
+    from grpo_core.trainer import Hooks, Item, Trainer
+    from pipeline.batches import verifier_reward
     from pipeline.policy.model import load_policy
     from pipeline.sampling.hf import HFSampler
     from pipeline.sampling.training import HFGroupSampler
-    from pipeline.train import verifier_reward
 
     model, tok = load_policy(model_dir)
     items = [
@@ -104,13 +104,15 @@ def run_sieve(
         return [items[(start + i) % len(items)] for i in range(prompts)]
 
     cfg = GRPOConfig(
-        lr=lr, total_steps=steps, group_size=g, max_new_tokens=MAX_NEW, beta=beta,
+        lr=lr, total_steps=steps, max_new_tokens=MAX_NEW, beta=beta,
         beta_schedule="fixed", checkpoint_every=0, aggregation="token_mean", seed=seed,
     )  # fmt: skip
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
-    trainer = Trainer(model, tok, sampler, verifier_reward, batch, cfg, warn=lambda m: None)
+    trainer = Trainer(
+        model, tok, sampler, verifier_reward, batch, cfg, hooks=Hooks(warning=lambda m: None)
+    )
     stamps = []
-    trainer.on_metrics = lambda step, m: stamps.append(time.perf_counter())
+    trainer.hooks = Hooks(metrics=lambda step, m: stamps.append(time.perf_counter()))
     history = trainer.train()[WARMUP + 1 :]
     split = {
         k: statistics.fmean(h[f"time_{k}"] for h in history) for k in ("sample", "score", "update")

@@ -1,4 +1,5 @@
-"""The Prefect curation flow: thin tasks over `pipeline.curate`.
+"""The curation job, written once: `curate_flow` (a Prefect flow) and `curate` (the same
+sequence called without a Prefect run), over the steps in `pipeline.curate`.
 
 generate + prior -> screen (one task per chunk) -> screen decisions -> refine (per chunk) ->
 pooled stats -> curriculum. The ledger is the source of truth for resuming: every chunk task
@@ -12,9 +13,11 @@ status again).
 
 The flow's ledger is transient (`Ledger.open(..., transient=True)`): it holds DuckDB's file lock
 only while it reads or commits, so `sieve sql` and other readers work while a curation runs.
+A `Runtime` (`flows.runtime`) may hand the flow an open ledger, a loaded policy and the progress
+hook (one event per committed chunk).
 
 Run: `sieve curate` (Prefect's ephemeral local API; nothing to start).
-Test: `pytest tests/flows`.
+Test: `pytest tests/flows tests/test_curate.py tests/test_curate_crash.py`.
 """
 
 from __future__ import annotations
@@ -26,7 +29,11 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
+from flows.runtime import Runtime, in_flow_run, step
 from pipeline import curate as core
+from pipeline.curate import CurateResult, Policy
+from pipeline.hooks import Progress
+from pipeline.rollouts import RunInfo
 from pipeline.sampling import EngineOptions
 from pipeline.selection import CurateConfig, Screened, build_curriculum, screen_survivors
 from pipeline.selection.rules import concat_rejections
@@ -48,8 +55,7 @@ class CurateParams(BaseModel):
     )
 
 
-_POLICIES: dict[tuple[object, ...], core.Policy] = {}
-_LEDGERS: dict[str, Ledger] = {}
+_POLICIES: dict[tuple[object, ...], Policy] = {}
 
 
 def policy_key(params: CurateParams) -> tuple[object, ...]:
@@ -57,8 +63,8 @@ def policy_key(params: CurateParams) -> tuple[object, ...]:
     return (params.model, params.backend, tuple(params.base_urls), params.engine)
 
 
-def policy(params: CurateParams) -> core.Policy:
-    """One loaded policy per `policy_key` in this process."""
+def policy(params: CurateParams) -> Policy:
+    """One loaded policy per `policy_key` in this process (the nightly loop's nights share it)."""
     key = policy_key(params)
     if key not in _POLICIES:
         _POLICIES[key] = core.policy_for(
@@ -76,99 +82,127 @@ def release_policies() -> None:
             close()
 
 
-def ledger(home: str | None) -> Ledger:
-    key = str(home)
-    if key not in _LEDGERS:
-        _LEDGERS[key] = Ledger.open(home, transient=True)
-    return _LEDGERS[key]
-
-
-def close_ledgers() -> None:
-    while _LEDGERS:
-        _LEDGERS.popitem()[1].close()
+# ---------------------------------------------------------------------- steps
 
 
 @task(cache_policy=NO_CACHE)
 def select_candidates(
-    params: CurateParams, exclude: list[str]
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    led = ledger(params.home)
-    led.run(load_query("reconcile_running"))
-    history = core.load_history(led, exclude)
-    cands = core.candidates(led, params.config, history)
-    return core.prior(cands, params.config, history)
+    ledger: Ledger, cfg: CurateConfig, exclude: list[str]
+) -> tuple[int, pl.DataFrame, pl.DataFrame]:
+    """(candidates generated, kept by the prior, rejected by it)."""
+    ledger.run(load_query("reconcile_running"))
+    history = core.load_history(ledger, exclude)
+    cands = core.candidates(ledger, cfg, history)
+    kept, rejected = core.prior(cands, cfg, history)
+    return cands.height, kept, rejected
 
 
 @task(cache_policy=NO_CACHE, task_run_name="{info.purpose}-chunk-{index}")
-def sample_chunk(params: CurateParams, chunk: pl.DataFrame, info: core.RunInfo, index: int) -> int:
-    return core.sample_chunk(
-        ledger(params.home), policy(params), chunk, info, params.config.seed, index
-    )
+def sample_chunk(
+    ledger: Ledger, pol: Policy, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int
+) -> int:
+    return core.sample_chunk(ledger, pol, chunk, info, seed, index)
 
 
-def sample_stage(params: CurateParams, problems: pl.DataFrame, info: core.RunInfo) -> None:
-    """The plain chunk loop of `pipeline.curate`, with each chunk run as a Prefect task."""
+def sample_stage(
+    ledger: Ledger,
+    pol: Policy,
+    problems: pl.DataFrame,
+    info: RunInfo,
+    cfg: CurateConfig,
+    progress: Progress | None,
+) -> None:
+    """The chunk loop of `pipeline.curate.sample_run`, each chunk one step."""
     core.sample_run(
-        ledger(params.home),
-        policy(params),
+        ledger,
+        pol,
         problems,
         info,
-        params.config,
-        run_chunk=lambda chunk, index: sample_chunk(params, chunk, info, index),
+        cfg,
+        progress,
+        run_chunk=lambda chunk, index: step(
+            sample_chunk, ledger, pol, chunk, info, cfg.seed, index
+        ),
     )
 
 
 @task(cache_policy=NO_CACHE)
-def screen_decisions(params: CurateParams, run_id: str) -> tuple[Screened, list[int]]:
-    stats = core.run_stats(ledger(params.home), [run_id])
-    return screen_survivors(stats, params.config), core.histogram(stats)
+def screen_decisions(ledger: Ledger, cfg: CurateConfig, run_id: str) -> tuple[Screened, list[int]]:
+    stats = core.run_stats(ledger, [run_id])
+    return screen_survivors(stats, cfg), core.histogram(stats)
 
 
 @task(cache_policy=NO_CACHE)
 def make_curriculum(
-    params: CurateParams,
+    ledger: Ledger,
+    pol: Policy,
+    cfg: CurateConfig,
     runs: list[str],
     screened: Screened,
     rejected: pl.DataFrame,
     curriculum_id: str,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    led = ledger(params.home)
     refined = screened.refine["problem_id"].implode()
-    pooled = core.run_stats(led, runs).filter(pl.col("problem_id").is_in(refined))
-    items, dropped = build_curriculum(pooled, screened.all_correct, params.config)
+    pooled = core.run_stats(ledger, runs).filter(pl.col("problem_id").is_in(refined))
+    items, dropped = build_curriculum(pooled, screened.all_correct, cfg)
     rejections = concat_rejections([rejected, screened.rejections, dropped])
-    core.write_curriculum(led, curriculum_id, policy(params), params.config, items, rejections)
+    core.write_curriculum(ledger, curriculum_id, pol, cfg, items, rejections)
     return items, rejections
 
 
-@flow(name="sieve-curate", log_prints=True)
-def curate_flow(params: CurateParams) -> dict[str, Any]:
-    """Curate a two-stage curriculum for the model; returns a summary."""
-    cfg, pol = params.config, policy(params)
+# ---------------------------------------------------------------------- the sequence
+
+
+def curate(
+    ledger: Ledger, pol: Policy, cfg: CurateConfig, progress: Progress | None = None
+) -> CurateResult:
+    """The whole curation, resumable (see `pipeline.curate`). Inside `curate_flow` each step is a
+    Prefect task; called directly, the same steps run as plain functions."""
     key = core.curation_key(cfg, pol.model_revision)
     screen = core.run_info(pol, "screen", cfg.screen_g, key, cfg)
     refine = core.run_info(pol, "refine", cfg.refine_g, key, cfg)
+    runs = [screen.run_id, refine.run_id]
+    n_cands, kept, rejected = step(select_candidates, ledger, cfg, runs)
+    sample_stage(ledger, pol, kept, screen, cfg, progress)
+    screened, hist = step(screen_decisions, ledger, cfg, screen.run_id)
+    to_refine = kept.filter(pl.col("problem_id").is_in(screened.refine["problem_id"].implode()))
+    sample_stage(ledger, pol, to_refine, refine, cfg, progress)
+    cid = f"cur-{key}"
+    items, rejections = step(make_curriculum, ledger, pol, cfg, runs, screened, rejected, cid)
+    spent = core.rollouts_spent(ledger, runs)
+    return CurateResult(cid, screen.run_id, refine.run_id, n_cands, items, rejections, spent, hist)
+
+
+@flow(name="sieve-curate", log_prints=True)
+def curate_flow(params: CurateParams, runtime: Runtime | None = None) -> dict[str, Any]:
+    """Curate a two-stage curriculum for the model; returns a summary."""
+    rt = runtime or Runtime()
+    pol = rt.policy or policy(params)
+    ledger = rt.ledger or Ledger.open(params.home, transient=True)
     try:
-        kept, rejected = select_candidates(params, [screen.run_id, refine.run_id])
-        sample_stage(params, kept, screen)
-        screened, hist = screen_decisions(params, screen.run_id)
-        to_refine = kept.filter(pl.col("problem_id").is_in(screened.refine["problem_id"].implode()))
-        sample_stage(params, to_refine, refine)
-        runs = [screen.run_id, refine.run_id]
-        items, rejections = make_curriculum(params, runs, screened, rejected, f"cur-{key}")
-        spent = core.rollouts_spent(ledger(params.home), runs)
+        result = curate(ledger, pol, params.config, rt.progress)
     finally:
-        close_ledgers()
-    summary = core.summarise(f"cur-{key}", items, rejections, hist, spent)
-    get_run_logger().info("curriculum %s: %s", f"cur-{key}", summary["kept"])
+        if rt.ledger is None:
+            ledger.close()
+    summary = summarise(result)
+    if in_flow_run():
+        get_run_logger().info("curriculum %s: %s", result.curriculum_id, summary["kept"])
     return summary
 
 
-def run(params: CurateParams) -> dict[str, Any]:
+def summarise(result: CurateResult) -> dict[str, Any]:
+    return core.summarise(
+        result.curriculum_id,
+        result.items,
+        result.rejections,
+        result.screen_histogram,
+        result.rollouts,
+    )
+
+
+def run(params: CurateParams, progress: Progress | None = None) -> dict[str, Any]:
     """Run the flow (on the ephemeral local API unless PREFECT_API_URL points at a server)."""
-    return curate_flow(params)
+    return curate_flow(params, Runtime(progress=progress))
 
-
-curate = core.curate  # moving here: the plain-call entry of the same sequence
 
 __all__ = ["CurateParams", "curate", "curate_flow", "run"]

@@ -1,6 +1,6 @@
 """The nightly flow: curate with the newest checkpoint -> train on that curriculum -> eval.
 
-Each night continues a lineage (`pipeline.train.nightly_model`): with a model folder given, the
+Each night continues a lineage (`pipeline.lineage.nightly_model`): with a model folder given, the
 newest checkpoint trained from it (or from a checkpoint trained from it, and so on; finished runs
 only), else the folder itself; without one, the lineage of the model the newest curriculum was
 curated with, and on a fresh home the bootstrapped tiny policy. So each night samples from what
@@ -35,10 +35,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from flows.curate import CurateParams, curate_flow, release_policies
 from flows.train import TrainParams, train_flow
 from pipeline.home import ledger_path, resolve_home
+from pipeline.lineage import nightly_model
+from pipeline.recipes import TrainSettings
 from pipeline.sampling import EngineOptions
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
-from pipeline.train import TrainSettings, nightly_model
 
 DEPLOYMENT = "nightly"
 
@@ -124,7 +125,7 @@ def write_report(home: str | None, night: date) -> str | None:
 
 
 def current_model(home: str | None, model: str | None = None) -> tuple[Path, str]:
-    """What a night starts from, and why (`pipeline.train.nightly_model`)."""
+    """What a night starts from, and why (`pipeline.lineage.nightly_model`)."""
     if not ledger_path(home).exists():
         return nightly_model(None, model, home)
     with Ledger.open(home, read_only=True) as ledger:

@@ -1,19 +1,30 @@
-"""The Prefect training flow: a thin task over `pipeline.train.train`.
+"""The training job, written once: `train_flow` (a Prefect flow) and `train` (the same sequence
+called without a Prefect run), over the steps and the recorder in `pipeline.train`.
 
-One task trains (stages in order, evaluation, checkpoints registered in the ledger) the model the
-curriculum was curated with unless `model` says otherwise, with the recipe for that model unless
-`settings` are given (`pipeline.train.curriculum_model`, `recipe_for`). The task is not cached:
-the trainer's own checkpoints are the resume mechanism, and `resume=True` continues from the
-newest valid one. The task's result is a small summary (ids, revisions, before/after). Its
-ledger is transient: DuckDB's file lock is held only while metrics, evaluation rollouts or a
-checkpoint row are committed, so readers can query the ledger while training runs.
+plan (ids, curriculum, settings; fails fast on a run that exists without `--resume`) -> load the
+trainee (fp32, LoRA-wrapped when the recipe trains adapters) -> sampler, held-out evaluator,
+recorder, trainer, in that order, around that one model -> resume from the newest checkpoint ->
+held-out eval of the starting weights -> train (metrics, checkpoints registered, per-step
+progress through the recorder's hooks) -> held-out eval of the trained weights -> status.
+
+The flow trains the model the curriculum was curated with unless `model` says otherwise, with the
+recipe for that model unless `settings` are given (`pipeline.lineage.curriculum_model`,
+`pipeline.recipes.recipe_for`). Steps keep no Prefect result cache: the trainer's own
+checkpoints are the resume mechanism, and `resume=True` continues from the newest valid one. The
+flow's ledger is transient: DuckDB's file lock is held only while metrics, evaluation rollouts or
+a checkpoint row are committed, so readers can query the ledger while training runs. A
+`Runtime` (`flows.runtime`) may hand it an open ledger, a reward function (tests; custom rewards;
+held-out evaluation always uses the verifiers) and the progress hook.
 
 Run: `sieve train` (Prefect's ephemeral local API; nothing to start).
-Test: `pytest tests/flows/test_train_flow.py`.
+Test: `pytest tests/flows/test_train_flow.py tests/test_train.py tests/test_train_crash.py`.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +32,22 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
+from flows.runtime import Runtime, step
+from grpo_core import checkpoint as ckpt
+from grpo_core.trainer import RewardFn, Trainer, TrainerError
+from pipeline import train as core
+from pipeline.batches import CurriculumBatches, verifier_reward
+from pipeline.crash import crash_point
+from pipeline.errors import SieveError
+from pipeline.hooks import Progress
+from pipeline.lineage import curriculum_model
 from pipeline.policy.evaluate import overall
+from pipeline.policy.prompts import render
+from pipeline.recipes import TrainSettings, recipe_for
 from pipeline.sampling import EngineOptions
+from pipeline.sampling.training import make_group_sampler
 from pipeline.store import Ledger
-from pipeline.train import (
-    Progress,
-    TrainResult,
-    TrainSettings,
-    curriculum_model,
-    recipe_for,
-    train,
-)
+from pipeline.train import Recorder, TrainPlan, TrainResult
 
 
 class TrainParams(BaseModel):
@@ -72,52 +88,157 @@ def summary(result: TrainResult) -> dict[str, Any]:
     }
 
 
-_PROGRESS: list[Progress] = []  # set by the CLI in this process; not a flow parameter
-
-
-def set_progress(callback: Progress | None) -> None:
-    """Show per-step progress (reward, pass rate, KL, zero-variance share) from the task."""
-    _PROGRESS.clear()
-    if callback is not None:
-        _PROGRESS.append(callback)
+# ---------------------------------------------------------------------- steps
 
 
 @task(cache_policy=NO_CACHE)
-def train_task(params: TrainParams) -> dict[str, Any]:
+def plan_run(
+    ledger: Ledger,
+    curriculum_id: str,
+    model_dir: Path,
+    settings: TrainSettings,
+    home: str | Path | None,
+    backend: str,
+    resume: bool,
+) -> TrainPlan:
+    return core.plan(ledger, curriculum_id, model_dir, settings, home, backend, resume)
+
+
+@task(cache_policy=NO_CACHE)
+def resume_run(trainer: Trainer, recorder: Recorder, resume: bool) -> int:
+    """The step the run continues at (0 for a fresh run); the run's row set to running."""
+    if resume and ckpt.list_steps(recorder.run.root):
+        recorder.step = trainer.resume()
+        recorder.register_missing()
+    recorder.start()
+    return recorder.step
+
+
+@task(cache_policy=NO_CACHE)
+def evaluate_base(recorder: Recorder, resumed_from: int) -> Any:
+    return recorder.evaluate_base(resumed_from)
+
+
+@task(cache_policy=NO_CACHE)
+def train_steps(trainer: Trainer, max_steps: int | None) -> list[dict[str, float]]:
+    return trainer.train(max_steps)
+
+
+@task(cache_policy=NO_CACHE)
+def evaluate_live(recorder: Recorder, at_step: int) -> Any:
+    return recorder.evaluate_live(at_step)
+
+
+def build(
+    ledger: Ledger,
+    run: TrainPlan,
+    home: str | Path | None,
+    rollouts: tuple[str, EngineOptions | None, Sequence[str]],
+    reward: RewardFn | None,
+    progress: Progress | None,
+) -> tuple[Trainer, Recorder]:
+    """Trainee, sampler, evaluator, recorder, trainer: each built once, around one model."""
+    backend, engine, base_urls = rollouts
+    trainee = core.load_trainee(run.model_dir, run.cfg)
+    model, tokenizer, fmt = trainee
+    prompts = render(run.frame["question"].to_list(), fmt, tokenizer)
+    batches = CurriculumBatches(
+        run.frame, prompts, run.settings.rollouts_per_step, run.cfg.total_steps, run.cfg.seed
+    )
+    sampler = make_group_sampler(
+        backend, model, tokenizer, str(run.model_dir), engine=engine, base_urls=base_urls
+    )
+    evaluator = core.eval_sampler(sampler, backend, model, tokenizer, str(run.model_dir))
+    recorder = core.recorder_for(ledger, run, trainee, evaluator, batches.stage_of, progress, home)
+    reward = reward or partial(verifier_reward, marker_required=fmt == "chat")
+    trainer = Trainer(
+        model, tokenizer, sampler, reward, batches, run.cfg, run.root,
+        hooks=recorder, crash_point=crash_point,
+    )  # fmt: skip
+    return trainer, recorder
+
+
+# ---------------------------------------------------------------------- the sequence
+
+
+def train(
+    ledger: Ledger,
+    curriculum_id: str,
+    model_dir: Path,
+    settings: TrainSettings | None = None,
+    home: str | Path | None = None,
+    *,
+    resume: bool = False,
+    max_steps: int | None = None,
+    progress: Progress | None = None,
+    reward: RewardFn | None = None,
+    backend: str = "hf",
+    engine: EngineOptions | None = None,
+    base_urls: Sequence[str] = (),
+) -> TrainResult:
+    """Train on a curriculum; see the module docstring. Errors are one-line SieveErrors.
+
+    `settings` None: the recipe for the model. `backend`, `engine`, `base_urls` choose how
+    rollouts are sampled (`pipeline.sampling.training.make_group_sampler`). Inside `train_flow`
+    each step is a Prefect task; called directly, the same steps run as plain functions."""
+    settings = settings or recipe_for(model_dir).settings
+    run = step(plan_run, ledger, curriculum_id, model_dir, settings, home, backend, resume)
+    rollouts = (backend, engine, base_urls)
+    trainer, recorder = build(ledger, run, home, rollouts, reward, progress)
+    try:
+        resumed_from = step(resume_run, trainer, recorder, resume)
+        before = step(evaluate_base, recorder, resumed_from)
+        started = time.perf_counter()
+        history = step(train_steps, trainer, max_steps)
+        done = trainer.step >= run.cfg.total_steps
+        after = step(evaluate_live, recorder, trainer.step) if done else before
+        seconds = time.perf_counter() - started
+        recorder.finish("finished" if done else "running")
+    except (TrainerError, ckpt.CheckpointError) as exc:
+        recorder.finish("failed")
+        raise SieveError(str(exc)) from None
+    except BaseException:
+        recorder.finish("failed")
+        raise
+    return core.result_of(run, trainer, seconds, (before, after), resumed_from, history)
+
+
+def resolve(ledger: Ledger, params: TrainParams) -> tuple[str, Path, TrainSettings]:
+    """(curriculum id, starting model, settings) from the parameters, each default named in
+    one printed line."""
     from pipeline.export import resolve_curriculum
 
-    with Ledger.open(params.home, transient=True) as ledger:
-        curriculum_id = resolve_curriculum(ledger, params.curriculum)
-        if params.model:
-            model = Path(params.model)
-        else:
-            model, note = curriculum_model(ledger, curriculum_id, params.home)
-            print(f"model {model} ({note})")
-        settings = params.settings
-        if settings is None:
-            recipe = recipe_for(model)
-            print(recipe.line())
-            settings = recipe.settings
-        result = train(
-            ledger,
-            curriculum_id,
-            model,
-            settings,
-            params.home,
-            resume=params.resume,
-            max_steps=params.max_steps,
-            progress=_PROGRESS[0] if _PROGRESS else None,
-            backend=params.backend,
-            engine=params.engine,
-            base_urls=params.base_urls,
-        )
-    return {**summary(result), "before": result.before.to_dicts(), "after": result.after.to_dicts()}
+    curriculum_id = resolve_curriculum(ledger, params.curriculum)
+    if params.model:
+        model = Path(params.model)
+    else:
+        model, note = curriculum_model(ledger, curriculum_id, params.home)
+        print(f"model {model} ({note})")
+    settings = params.settings
+    if settings is None:
+        recipe = recipe_for(model)
+        print(recipe.line())
+        settings = recipe.settings
+    return curriculum_id, model, settings
 
 
 @flow(name="sieve-train", log_prints=True)
-def train_flow(params: TrainParams) -> dict[str, Any]:
+def train_flow(params: TrainParams, runtime: Runtime | None = None) -> dict[str, Any]:
     """Train on a curriculum; returns a summary with the before/after held-out tables."""
-    out = train_task(params)
+    rt = runtime or Runtime()
+    ledger = rt.ledger or Ledger.open(params.home, transient=True)
+    try:
+        curriculum_id, model, settings = resolve(ledger, params)
+        result = train(
+            ledger, curriculum_id, model, settings, params.home,
+            resume=params.resume, max_steps=params.max_steps, progress=rt.progress,
+            reward=rt.reward, backend=params.backend, engine=params.engine,
+            base_urls=params.base_urls,
+        )  # fmt: skip
+    finally:
+        if rt.ledger is None:
+            ledger.close()
+    out = {**summary(result), "before": result.before.to_dicts(), "after": result.after.to_dicts()}
     print(
         f"trained {out['train_id']} for {out['steps']} steps ({out['rollouts']} rollouts): "
         f"held-out sampled {out['heldout_before']['sampled']} -> {out['heldout_after']['sampled']}"
@@ -125,4 +246,4 @@ def train_flow(params: TrainParams) -> dict[str, Any]:
     return out
 
 
-__all__ = ["TrainParams", "set_progress", "summary", "train_flow"]
+__all__ = ["TrainParams", "summary", "train", "train_flow"]

@@ -2,8 +2,11 @@
 
 Each field says what it trades off and where its default comes from. Seed articles are in
 `../shared/seeds/` (000: advantages, length bias, length penalty; 002: engineering defaults such
-as lr, G, KL β). Modes are `Literal` types, so a typo is a type error for mypy and a `ValueError`
+as lr, KL β). Modes are `Literal` types, so a typo is a type error for mypy and a `ValueError`
 at run time. Cross-field checks live in `__post_init__` and say how to fix the input.
+
+There is no group size or prompts-per-step knob: each step's prompts are the batch source's
+items, and each item carries its own G (`Item.group_size`, from the curriculum).
 
 Departure from seed 002: its lr 2e-6 is for 7B models; the built-in tiny char-level model needs
 roughly 1e-4..1e-3, so the default is 1e-4.
@@ -33,9 +36,7 @@ class GRPOConfig:
     max_grad_norm: float = 1.0  # grad clipping; a common RLHF default (TRL, verl)
     total_steps: int = 200  # optimiser steps per training run (one night)
     seed: int = 0  # torch seed; resume reproduces the uninterrupted run
-    # sampling
-    group_size: int = 8  # G; seed 002: 8 balances signal vs cost; curriculum items may override
-    prompts_per_step: int = 8  # groups per optimiser step; batch = prompts_per_step · G samples
+    # sampling (G and the step's prompts come from the batch source's items)
     max_new_tokens: int = 64  # completion budget; longer ones are truncated
     # sampling temperature; log-probs (policy, old, reference) are of logits / T, the
     # distribution sampled from (as TRL); < 1 makes more groups uninformative
@@ -111,12 +112,9 @@ class GRPOConfig:
                 raise ValueError(f"{name}={getattr(self, name)!r}; use one of {list(options)}")
 
     def _check_ranges(self) -> None:
-        positive = ("lr", "max_grad_norm", "temperature", "max_new_tokens", "prompts_per_step")
-        for name in positive:
+        for name in ("lr", "max_grad_norm", "temperature", "max_new_tokens"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.group_size < 2:
-            raise ValueError(f"group_size={self.group_size}: GRPO needs G ≥ 2 to compare samples")
         if self.std_ddof not in (0, 1):
             raise ValueError(f"std_ddof={self.std_ddof}; use 0 (population) or 1 (Bessel)")
         if self.num_iterations < 1:

@@ -125,6 +125,15 @@ def _metrics(
     }
 
 
+def _check(aggregation: str, beta: float, ref_logp: Tensor | None) -> None:
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(
+            f"unknown aggregation {aggregation!r}; choose one of {sorted(AGGREGATIONS)}"
+        )
+    if beta > 0 and ref_logp is None:
+        raise ValueError("beta > 0 needs ref_logp; pass reference log-probs or set beta = 0")
+
+
 def grpo_loss(
     logp: Tensor,
     old_logp: Tensor,
@@ -152,12 +161,7 @@ def grpo_loss(
     token_weight (B, T) multiplies each token's policy-gradient term (importance weights,
     treated as constants).
     """
-    if aggregation not in AGGREGATIONS:
-        raise ValueError(
-            f"unknown aggregation {aggregation!r}; choose one of {sorted(AGGREGATIONS)}"
-        )
-    if beta > 0 and ref_logp is None:
-        raise ValueError("beta > 0 needs ref_logp; pass reference log-probs or set beta = 0")
+    _check(aggregation, beta, ref_logp)
     valid = valid_tokens(mask, informative, truncated)  # (B, T)
     per_token, ratio = clipped_surrogate(logp, old_logp, adv, eps_low, eps_high, valid)
     metrics = _metrics(ratio, adv, valid, eps_low, eps_high)

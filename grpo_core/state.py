@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from grpo_core import checkpoint as ckpt
+from grpo_core.lora import merged
 from grpo_core.types import Counters, TrainerError
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def resume(t: Trainer, path: Path | None = None) -> int:
     if path is None:
         if t.checkpoint_dir is None:
             raise TrainerError("resume needs a checkpoint_dir")
-        found = ckpt.latest_valid(t.checkpoint_dir, t.warn)
+        found = ckpt.latest_valid(t.checkpoint_dir, t.hooks.warn)
         if found is None:
             raise TrainerError(f"no usable checkpoint under {t.checkpoint_dir}")
         path, state = found
@@ -98,14 +99,13 @@ def write_model(t: Trainer, folder: Path) -> None:
     model, dtype = t.model, save_dtype(t)
     if t.cfg.reference == "lora_base":
         model.save_pretrained(folder / ckpt.ADAPTER)  # type: ignore[operator]
-        model = copy.deepcopy(t.model).merge_and_unload()  # type: ignore[operator]
+        model = merged(t.model)
     if dtype != param_dtype(model):
         model = (copy.deepcopy(model) if model is t.model else model).to(dtype)
     model.save_pretrained(folder, safe_serialization=True)  # type: ignore[operator]
     if hasattr(t.tokenizer, "save_pretrained"):
         t.tokenizer.save_pretrained(folder)
-    if t.write_extra is not None:
-        t.write_extra(folder, model)
+    t.hooks.write_extra(folder, model)
 
 
 def write_resume(t: Trainer, folder: Path) -> None:
@@ -145,7 +145,7 @@ def restore(t: Trainer, path: Path, state: dict[str, Any]) -> int:
     if "optimizer" in state:
         t.optimizer.load_state_dict(state["optimizer"])
     else:
-        t.warn(
+        t.hooks.warn(
             f"checkpoint {path} has no optimiser state (only the newest checkpoint keeps it); "
             "resuming its weights with fresh optimiser moments: not an exact continuation"
         )

@@ -65,6 +65,7 @@ from grpo_core import state as ckpt_state
 from grpo_core.batch import Batch, StepInputs, build_batch, denominators, micro_batches, share
 from grpo_core.config import GRPOConfig
 from grpo_core.logprobs import completion_logp
+from grpo_core.lora import with_lora
 from grpo_core.loss import grpo_loss
 from grpo_core.rewards import Component
 from grpo_core.scoring import (
@@ -80,6 +81,7 @@ from grpo_core.types import (
     Collector,
     Counters,
     GroupSampler,
+    Hooks,
     Item,
     MetricsSink,
     RewardFn,
@@ -87,13 +89,14 @@ from grpo_core.types import (
     Scores,
     StepOutput,
     TrainerError,
+    TrainerHooks,
     WeightSync,
 )
 
 __all__ = [
-    "BatchSource", "Collected", "Collector", "Counters", "GroupSampler", "Item", "MetricsSink",
-    "RewardFn", "Sample", "Scores", "StepOutput", "Trainer", "TrainerError", "WeightSync",
-    "collect",
+    "BatchSource", "Collected", "Collector", "Counters", "GroupSampler", "Hooks", "Item",
+    "MetricsSink", "RewardFn", "Sample", "Scores", "StepOutput", "Trainer", "TrainerError",
+    "TrainerHooks", "WeightSync", "collect",
 ]  # fmt: skip
 
 
@@ -119,29 +122,23 @@ class Trainer:
         cfg: GRPOConfig,
         checkpoint_dir: Path | None = None,
         *,
-        on_metrics: MetricsSink | None = None,
-        on_checkpoint: Callable[[int, Path], None] | None = None,
-        write_extra: Callable[[Path, torch.nn.Module], None] | None = None,
+        hooks: TrainerHooks | None = None,
         crash_point: Callable[[str], None] = lambda name: None,
-        warn: Callable[[str], None] = print,
         collector: Collector | None = None,
     ):
         self.cfg = cfg
         self.tokenizer, self.sampler, self.reward_fn = tokenizer, sampler, reward_fn
         self.batches, self.checkpoint_dir = batches, checkpoint_dir
-        self.on_metrics, self.on_checkpoint = on_metrics, on_checkpoint
-        self.write_extra = write_extra
+        self.hooks: TrainerHooks = hooks if hooks is not None else Hooks()
         self.collector = collector
-        self.crash_point, self.warn = crash_point, warn
+        self.crash_point = crash_point
         if cfg.deterministic:
             torch.use_deterministic_algorithms(True, warn_only=True)
         torch.manual_seed(cfg.seed)
-        self.model = model
+        self.model = with_lora(model, cfg)  # an owner that wrapped it already keeps its object
         self.ref_model: torch.nn.Module | None = None
         if cfg.reference == "frozen":
             self.ref_model = copy.deepcopy(model).eval().requires_grad_(False)
-        elif cfg.reference == "lora_base":
-            self.model = _with_lora(model, cfg)
         self.model.eval()  # no dropout: sampling and scoring see the same function
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer, self.scheduler = self._optimiser()
@@ -159,7 +156,7 @@ class Trainer:
         """AdamW over the trainable parameters and the linear lr warm-up."""
         cfg = self.cfg
         if any(p.dtype in (torch.bfloat16, torch.float16) for p in self.params):
-            self.warn(
+            self.hooks.warn(
                 "training 16-bit parameters directly: Adam updates below their resolution are "
                 "lost; load the model in float32 and set autocast='bf16' for 16-bit speed"
             )
@@ -184,8 +181,7 @@ class Trainer:
             out = self.run_step(self.step)
             history.append(out.metrics)
             self.step += 1
-            if self.on_metrics is not None:
-                self.on_metrics(self.step - 1, out.metrics)
+            self.hooks.on_metrics(self.step - 1, out.metrics)
             self.crash_point("train.after_step")
             if self.checkpoint_dir is not None and every and self.step % every == 0:
                 self.save_checkpoint()
@@ -355,7 +351,7 @@ class Trainer:
     def _skip(self, m: dict[str, float], why: str) -> tuple[StepOutput, dict[str, float]]:
         self.optimizer.zero_grad(set_to_none=True)
         self.counters.skipped_steps += 1
-        self.warn(f"step skipped: {why}; parameters left unchanged")
+        self.hooks.warn(f"step skipped: {why}; parameters left unchanged")
         m.setdefault("zero_var_share", math.nan)
         m.setdefault("adv_std", math.nan)
         return StepOutput(skipped=True), {**m, **empty_update_metrics(math.nan)}
@@ -386,8 +382,7 @@ class Trainer:
     def save_checkpoint(self) -> Path:
         """Write checkpoint `self.step` (`grpo_core.state`); refused for non-finite weights."""
         path = ckpt_state.save(self)
-        if self.on_checkpoint is not None:
-            self.on_checkpoint(self.step, path)
+        self.hooks.on_checkpoint(self.step, path)
         return path
 
     def resume(self, path: Path | None = None) -> int:
@@ -397,14 +392,3 @@ class Trainer:
 
 def _saved(root: Path, step: int) -> bool:
     return ckpt.step_dir(root, step).is_dir()
-
-
-def _with_lora(model: torch.nn.Module, cfg: GRPOConfig) -> torch.nn.Module:
-    try:
-        from peft import LoraConfig, get_peft_model
-    except ImportError:
-        raise TrainerError(
-            'reference="lora_base" needs peft: pip install "grpo-sieve[lora]"'
-        ) from None
-    lora = LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, target_modules="all-linear")
-    return get_peft_model(model, lora)

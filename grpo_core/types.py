@@ -8,7 +8,10 @@ Nothing here computes anything; `grpo_core.trainer` re-exports these names, so
   corrected for with truncated importance weights (`grpo_core.loss.truncated_is_weights`);
 - `WeightSync` is the optional method of a sampler that holds its own copy of the weights (a
   vLLM engine): the trainer pushes the model into it after every optimiser update;
-- `RewardFn` scores completions (reward and correctness; `None` = verifier error).
+- `RewardFn` scores completions (reward and correctness; `None` = verifier error);
+- `TrainerHooks` is what the trainer tells its owner: per-step metrics, a checkpoint written,
+  files to add to a checkpoint before it is published, warnings. `Hooks` implements it with
+  optional callables (the pipeline's recorder, `pipeline.train.Recorder`, is another).
 
 Test: `.venv/bin/pytest tests/grpo_core/test_trainer.py -q`.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import torch
@@ -89,6 +93,46 @@ class RewardFn(Protocol):
 
 BatchSource = Callable[[int], Sequence[Item]]
 MetricsSink = Callable[[int, dict[str, float]], None]
+
+
+class TrainerHooks(Protocol):
+    """What the trainer reports while it trains, in this order within a step: `on_metrics`
+    after the step, then (on the checkpoint schedule) `write_extra` while the checkpoint is
+    still a temporary folder and `on_checkpoint` once it is published. `warn` gets one-line
+    warnings (a skipped step, a refused checkpoint, an inexact resume)."""
+
+    def on_metrics(self, step: int, metrics: dict[str, float]) -> None: ...
+
+    def write_extra(self, folder: Path, model: torch.nn.Module) -> None: ...
+
+    def on_checkpoint(self, step: int, path: Path) -> None: ...
+
+    def warn(self, message: str) -> None: ...
+
+
+@dataclass
+class Hooks:
+    """`TrainerHooks` from optional callables; unset ones do nothing (`warn` prints)."""
+
+    metrics: MetricsSink | None = None
+    extra: Callable[[Path, torch.nn.Module], None] | None = None
+    checkpoint: Callable[[int, Path], None] | None = None
+    warning: Callable[[str], None] = print
+
+    def on_metrics(self, step: int, metrics: dict[str, float]) -> None:
+        if self.metrics is not None:
+            self.metrics(step, metrics)
+
+    def write_extra(self, folder: Path, model: torch.nn.Module) -> None:
+        if self.extra is not None:
+            self.extra(folder, model)
+
+    def on_checkpoint(self, step: int, path: Path) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint(step, path)
+
+    def warn(self, message: str) -> None:
+        self.warning(message)
 
 
 class TrainerError(ValueError):

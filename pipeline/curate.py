@@ -1,13 +1,15 @@
-"""One curation: candidates -> history prior -> screen (small G) -> refine (large G) -> curriculum.
+"""The steps of one curation: candidates -> history prior -> screen (small G) -> refine (large G)
+-> curriculum.
 
-Everything here is a plain function over the ledger and a sampler; `flows/curate.py` wraps the
-steps as Prefect tasks. Identifiers are derived from the inputs (config, model revision), and
+Everything here is a plain function over the ledger and a sampler; the sequence itself is written
+once, in `flows/curate.py` (`curate_flow`, and `curate` for a call without a Prefect run).
+Identifiers are derived from the inputs (config, model revision), and
 sampling is done in chunks of prompts sorted by id, each chunk seeded from (seed, run, chunk)
 and committed with its rollouts in one transaction. So a re-run after a crash skips the
 committed chunks and redraws the missing ones exactly, and a re-run of a finished curation adds
 nothing.
 
-Test: `pytest tests/test_curate.py`.
+Test: `pytest tests/test_curate.py tests/test_curate_crash.py`.
 """
 
 from __future__ import annotations
@@ -22,28 +24,26 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from grpo_core.seeds import derive_seed
 from pipeline.crash import crash_point
 from pipeline.errors import SieveError
+from pipeline.hooks import Progress, report
 from pipeline.problems import generate_cells, generate_mix, mix_cells
 from pipeline.rollouts import RunInfo, rollout_frame, run_row
 from pipeline.sampling.base import Sampler
 from pipeline.selection import (
     CurateConfig,
     allocate_candidates,
-    build_curriculum,
     group_stats,
     history_prior,
     prefilter,
-    screen_survivors,
 )
 from pipeline.selection.rules import concat_rejections
-from pipeline.store import Ledger, load_query
+from pipeline.store import Ledger
 from pipeline.timing import timed
 
 if TYPE_CHECKING:
     from pipeline.sampling import EngineOptions
-
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,9 @@ def prior(
 
 
 def chunk_seed(seed: int, run_id: str, index: int) -> int:
-    digest = hashlib.sha256(f"{seed}|{run_id}|{index}".encode()).hexdigest()
-    return int(digest[:8], 16)
+    """The sampling seed of one chunk: a function of (seed, run, chunk) only, so a re-run redraws
+    a missing chunk exactly."""
+    return derive_seed(seed, run_id, index)
 
 
 def chunks(problems: pl.DataFrame, cfg: CurateConfig) -> list[pl.DataFrame]:
@@ -196,8 +197,7 @@ def sample_run(
                 f"chunk {index} of run {info.run_id} reported done, but its rollouts are not "
                 f"in the ledger {ledger.path or '(in memory)'}"
             )
-        if progress:
-            progress(info.purpose, done, len(todo))
+        report(progress, "curate", info.purpose, done, len(todo))
     set_status(ledger, info, "finished")
     return problems.height * info.group_size
 
@@ -265,42 +265,6 @@ def write_curriculum(
             "curriculum_items": items.with_columns(tag),
             "rejections": rejections.with_columns(tag),
         }
-    )
-
-
-def curate(
-    ledger: Ledger, policy: Policy, cfg: CurateConfig, progress: Progress | None = None
-) -> CurateResult:
-    """The whole curation, resumable; see the module docstring."""
-    ledger.run(load_query("reconcile_running"))
-    key = curation_key(cfg, policy.model_revision)
-    screen = run_info(policy, "screen", cfg.screen_g, key, cfg)
-    refine = run_info(policy, "refine", cfg.refine_g, key, cfg)
-    history = load_history(ledger, [screen.run_id, refine.run_id])
-    cands = candidates(ledger, cfg, history)
-    kept, rejected = prior(cands, cfg, history)
-    sample_run(ledger, policy, kept, screen, cfg, progress)
-    screen_stats = run_stats(ledger, [screen.run_id])
-    screened = screen_survivors(screen_stats, cfg)
-    to_refine = kept.filter(pl.col("problem_id").is_in(screened.refine["problem_id"].implode()))
-    sample_run(ledger, policy, to_refine, refine, cfg, progress)
-    pooled = run_stats(ledger, [screen.run_id, refine.run_id]).filter(
-        pl.col("problem_id").is_in(screened.refine["problem_id"].implode())
-    )
-    items, dropped = build_curriculum(pooled, screened.all_correct, cfg)
-    rejections = concat_rejections([rejected, screened.rejections, dropped])
-    curriculum_id = f"cur-{key}"
-    write_curriculum(ledger, curriculum_id, policy, cfg, items, rejections)
-    spent = rollouts_spent(ledger, [screen.run_id, refine.run_id])
-    return CurateResult(
-        curriculum_id,
-        screen.run_id,
-        refine.run_id,
-        cands.height,
-        items,
-        rejections,
-        spent,
-        histogram(screen_stats),
     )
 
 

@@ -8,6 +8,8 @@ so a failing command prints only its one `error:` line and the tracebacks stay i
 also switches off Hugging Face's progress bars and sends Python warnings to the same file. With
 `sieve --verbose` (which sets `$SIEVE_VERBOSE=1`) everything stays on the console. Records the
 file cannot take (a full disk) are dropped, never reported as a second traceback.
+`quiet_prefect(home)` is the whole set-up a command or the nightly loop does before Prefect runs:
+this home's Prefect state, Prefect's settings for an offline, loaded machine, and `route`.
 
 Test: `pytest tests/cli/test_bad_inputs.py` (one line on stderr for failing flows).
 """
@@ -19,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from pipeline.home import resolve_home
+from pipeline.home import resolve_home, use_prefect_home
 
 VERBOSE_ENV = "SIEVE_VERBOSE"
 
@@ -35,6 +37,22 @@ def verbose() -> bool:
 def log_file(home: str | Path | None = None) -> Path:
     """The file a quiet run's library logs go to."""
     return (resolve_home(home) / "logs" / "prefect.log").absolute()
+
+
+def quiet_prefect(home: str | Path | None = None) -> Path | None:
+    """Prefect set up for a Sieve run: this home's own Prefect state (`use_prefect_home`), no
+    analytics, a start-up limit for Prefect's ephemeral API server that a loaded machine meets
+    (its 20 s default timed out here with both cores busy, e.g. next to a vLLM engine; 120 s
+    unless set), and its logs (warnings and up; info with `$SIEVE_VERBOSE`) in
+    `<home>/logs/prefect.log` unless verbose (`route`). Call before Prefect is imported; it
+    imports Prefect. Returns the log file, or None when logs stay on the console."""
+    use_prefect_home(home)
+    level = "INFO" if verbose() else "WARNING"
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", level)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # offline machines
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    logging.getLogger("prefect").setLevel(level)
+    return route(home)
 
 
 class _LogFile(logging.FileHandler):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from pipeline import cli
+from flows import cli
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

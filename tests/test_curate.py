@@ -5,31 +5,12 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline.curate import Policy, curate
-from pipeline.problems import generate_cells, mix_cells
-from pipeline.sampling.simulated import SimulatedSampler
+from flows.curate import curate
 from pipeline.selection import REASONS, CurateConfig
 from pipeline.store import Ledger
+from tests.simulated import RATES, reachable_problems, simulated_policy
 
 TABLES = ("sampling_runs", "rollouts", "curricula", "curriculum_items", "rejections", "problems")
-
-
-def simulated_policy(cfg: CurateConfig) -> Policy:
-    """Pass rate by level: easy levels solved, hard ones never, the middle in between.
-
-    Knows every problem a curation with `cfg`'s seed can generate, however the candidates are
-    spread over the levels (each level's stream starts the same).
-    """
-    cells = [(f, lv, cfg.n_candidates) for f, lv, _ in mix_cells(cfg.mix_levels())]
-    problems = generate_cells(cells, cfg.seed)
-    rates = {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.08, 6: 0.0}
-    answers = {f"{q}=": a for q, a in zip(problems["question"], problems["answer"], strict=True)}
-    p = {
-        f"{q}=": rates.get(lv, 0.0)
-        for q, lv in zip(problems["question"], problems["level"], strict=True)
-    }
-    sampler = SimulatedSampler(answers, p)
-    return Policy(sampler, "rev-sim", lambda qs: [f"{q}=" for q in qs])
 
 
 @pytest.fixture
@@ -40,7 +21,7 @@ def cfg() -> CurateConfig:
 
 
 def test_curation_leaves_runs_two_stages_and_reasons(ledger: Ledger, cfg: CurateConfig) -> None:
-    result = curate(ledger, simulated_policy(cfg), cfg)
+    result = curate(ledger, simulated_policy(reachable_problems(cfg), RATES), cfg)
     runs = ledger.sql("SELECT purpose, group_size, status FROM sampling_runs ORDER BY purpose")
     assert runs.rows() == [("refine", 32, "finished"), ("screen", 8, "finished")]
     items = ledger.sql("SELECT * FROM curriculum_items")
@@ -61,7 +42,7 @@ def test_curation_leaves_runs_two_stages_and_reasons(ledger: Ledger, cfg: Curate
 
 
 def test_running_again_with_the_same_seed_adds_nothing(ledger: Ledger, cfg: CurateConfig) -> None:
-    policy = simulated_policy(cfg)
+    policy = simulated_policy(reachable_problems(cfg), RATES)
     curate(ledger, policy, cfg)
     before = {t: ledger.checksum(t) for t in TABLES}
     drawn = policy.sampler.calls  # type: ignore[attr-defined]
@@ -71,7 +52,7 @@ def test_running_again_with_the_same_seed_adds_nothing(ledger: Ledger, cfg: Cura
 
 
 def test_history_prior_skips_flat_prompts_next_time(ledger: Ledger, cfg: CurateConfig) -> None:
-    policy = simulated_policy(cfg)
+    policy = simulated_policy(reachable_problems(cfg), RATES)
     curate(ledger, policy, cfg)
     again = curate(ledger, policy, cfg.model_copy(update={"refine_g": 40}))  # a new curation
     skipped = again.rejections.filter(pl.col("reason") == "skipped_by_history")
@@ -85,11 +66,11 @@ def test_history_prior_skips_flat_prompts_next_time(ledger: Ledger, cfg: CurateC
 def test_next_curation_spreads_candidates_by_cell_history(
     ledger: Ledger, cfg: CurateConfig
 ) -> None:
-    first = curate(ledger, simulated_policy(cfg), cfg)
+    first = curate(ledger, simulated_policy(reachable_problems(cfg), RATES), cfg)
     counts = ledger.sql("SELECT level, count(*) AS n FROM problems GROUP BY level ORDER BY level")
     assert counts["n"].to_list() == [50] * 6  # no history: the even spread
     nxt = cfg.model_copy(update={"seed": 4})
-    second = curate(ledger, simulated_policy(nxt), nxt)
+    second = curate(ledger, simulated_policy(reachable_problems(nxt), RATES), nxt)
     assert second.curriculum_id != first.curriculum_id
     made = ledger.sql(
         "SELECT p.level, count(*) AS n FROM problems AS p JOIN rollouts AS r USING (problem_id) "
@@ -108,6 +89,7 @@ def test_next_curation_spreads_candidates_by_cell_history(
 
 def test_an_empty_or_flat_pool_gives_an_empty_curriculum(ledger: Ledger) -> None:
     cfg = CurateConfig(n_candidates=60, mix={"arith": "1"}, seed=1, chunk_size=50)
-    result = curate(ledger, simulated_policy(cfg), cfg)  # level 1: always right
+    policy = simulated_policy(reachable_problems(cfg), RATES)  # level 1: always right
+    result = curate(ledger, policy, cfg)
     assert result.items.filter(pl.col("reason") != "replay").height == 0
     assert set(result.rejections["reason"]) <= {"all_correct", "heldout", "duplicate"}

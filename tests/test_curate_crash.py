@@ -1,4 +1,6 @@
-"""Kill the curation (SIGKILL) at six points; each re-run ends equal to an uninterrupted run."""
+"""Kill the shipped curation flow (SIGKILL) at six points; each re-run ends equal to an
+uninterrupted run. The children run `flows.curate.curate_flow` under Prefect, against one
+Prefect test server for the module."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.store import Ledger
+from tests.prefect_api import prefect_api  # noqa: F401 (the module's Prefect server)
 
 CHILD = Path(__file__).with_name("curate_child.py")
 COMPARED = ("rollouts", "curriculum_items", "rejections", "problems")

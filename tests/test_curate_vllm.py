@@ -47,7 +47,7 @@ def test_sieve_curate_on_the_vllm_backend(tmp_path: Path, request: pytest.Fixtur
     args = ["curate", "--backend", "vllm", "--model", str(model), "--config", str(config)]
     args += ["--home", str(tmp_path), "--max-model-len", "1024"]
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *args],
+        [sys.executable, "-m", "flows.cli", *args],
         env=env,
         capture_output=True,
         text=True,

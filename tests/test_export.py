@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.curate import Policy, curate
+from flows.curate import curate
 from pipeline.errors import SieveError
 from pipeline.export import (
     FORMATS,
@@ -25,9 +25,9 @@ from pipeline.export import (
 )
 from pipeline.policy.prompts import INSTRUCTION, render_chat, render_raw
 from pipeline.problems import generate_mix
-from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
+from tests.simulated import RATES, simulated_policy
 
 STATS = [c for c in SIEVE_COLUMNS if c not in ("family", "level", "problem_id")]
 
@@ -36,13 +36,7 @@ def curated(ledger: Ledger, seed: int = 3) -> str:
     """A curriculum curated on a simulated policy whose pass rate falls with the level."""
     cfg = CurateConfig(n_candidates=120, mix={"arith": "1-6"}, seed=seed, chunk_size=40)
     problems = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
-    rates = {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.08, 6: 0.0}
-    pairs = zip(problems["question"], problems["answer"], problems["level"], strict=True)
-    answers, p = {}, {}
-    for q, a, level in pairs:
-        answers[f"{q}="], p[f"{q}="] = a, rates[level]
-    policy = Policy(SimulatedSampler(answers, p), "rev-sim", lambda qs: [f"{q}=" for q in qs])
-    return curate(ledger, policy, cfg).curriculum_id
+    return curate(ledger, simulated_policy(problems, RATES), cfg).curriculum_id
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import torch
 
 from grpo_core import checkpoint as ckpt
 from grpo_core.config import GRPOConfig
-from grpo_core.trainer import Item, Sample, Scores, Trainer
+from grpo_core.trainer import Hooks, Item, Sample, Scores, Trainer
 from pipeline.policy.model import TinySize, new_tiny_model
 from pipeline.sampling.base import SamplingParams
 from pipeline.sampling.hf import HFSampler
@@ -80,7 +80,16 @@ def make(device: str, tmp: Path | None = None, **kw: Any) -> Trainer:
     )
     sampler = EngineLike(HFGroupSampler(hf), torch.device(device))
     items = [Item(p, "", 4) for p in PROMPTS]
-    t = Trainer(model, tok, sampler, digit_first, lambda s: items, cfg, tmp, warn=lambda m: None)
+    t = Trainer(
+        model,
+        tok,
+        sampler,
+        digit_first,
+        lambda s: items,
+        cfg,
+        tmp,
+        hooks=Hooks(warning=lambda m: None),
+    )
     hf.model = t.model  # under LoRA the wrapped model samples, as in pipeline/train.py
     hook = on_device_hook(torch.device(device))
     for m in (t.model, t.ref_model):

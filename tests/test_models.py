@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli import app
+from flows.cli import app
 from pipeline.curate import model_identity
 from pipeline.errors import SieveError
 from pipeline.models import BUILTIN, add_folder, add_model, list_models

@@ -15,32 +15,23 @@ import polars as pl
 import pytest
 from PIL import Image
 
-from pipeline import cli
-from pipeline.curate import Policy, curate
+from flows import cli
+from flows.curate import curate
+from pipeline.curate import Policy
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
-from pipeline.problems import generate_cells, mix_cells
 from pipeline.report import build_report
 from pipeline.report.page import table_html
 from pipeline.report.sections import CURVES, heldout_table
 from pipeline.sampling.base import Completion
-from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.scoring.verdict import Verdict, verifier_error
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger, check_read_only
+from tests.simulated import reachable_problems, simulated_policy
 from tests.store.eval_rows import Outcomes, add_problems, add_run
 
 GUIDE = Path(__file__).resolve().parents[1] / "README.md"
 IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def policy_for(problems: pl.DataFrame, revision: str, rates: dict[int, float]) -> Policy:
-    answers, p = {}, {}
-    for q, a, level in zip(
-        problems["question"], problems["answer"], problems["level"], strict=True
-    ):
-        answers[f"{q}="], p[f"{q}="] = a, rates.get(level, 0.0)
-    return Policy(SimulatedSampler(answers, p), revision, lambda qs: [f"{q}=" for q in qs])
 
 
 def train_metrics() -> pl.DataFrame:
@@ -68,16 +59,16 @@ def busy() -> Iterator[Ledger]:
     """Two revisions curated and evaluated (before: never right, after: always), and metrics."""
     ledger = Ledger.memory()
     cfg = CurateConfig(n_candidates=120, mix={"arith": "1-6"}, seed=3, chunk_size=40)
-    # every problem a curation with this seed can generate, however it spreads the candidates
-    cells = [(f, lv, cfg.n_candidates) for f, lv, _ in mix_cells(cfg.mix_levels())]
-    problems = generate_cells(cells, cfg.seed)
-    curate(ledger, policy_for(problems, "rev-a", {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.1}), cfg)
+    problems = reachable_problems(cfg)  # however the curation spreads the candidates
+    rates_a = {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.1}
+    curate(ledger, simulated_policy(problems, rates_a, "rev-a"), cfg)
     cfg2 = cfg.model_copy(update={"refine_g": 24})
-    curate(ledger, policy_for(problems, "rev-b", {1: 1.0, 2: 1.0, 3: 0.8, 4: 0.5, 5: 0.3}), cfg2)
+    rates_b = {1: 1.0, 2: 1.0, 3: 0.8, 4: 0.5, 5: 0.3}
+    curate(ledger, simulated_policy(problems, rates_b, "rev-b"), cfg2)
     held = heldout_set(2, ["arith"])
     prompts_of = {q: f"{q}=" for q in held["question"]}
     for revision, rate in (("rev-a", 0.0), ("rev-b", 1.0)):
-        policy = policy_for(held, revision, dict.fromkeys(range(1, 11), rate))
+        policy = simulated_policy(held, dict.fromkeys(range(1, 11), rate), revision)
         evaluate(policy.sampler, ledger, revision, prompts_of, EvalConfig(2, 4), held)
     ledger.write("train_metrics", train_metrics())
     yield ledger
@@ -142,9 +133,11 @@ RUNS: list[tuple[str, str, float, Outcomes]] = [
 
 
 def shown_by_the_cli(monkeypatch: pytest.MonkeyPatch) -> dict[str, pl.DataFrame]:
-    """The frames the CLI prints, by title (what `_show` renders as a table)."""
+    """The frames the CLI prints, by title (what `flows.cli.common.show` renders as a table;
+    each command module imports it by name, so it is replaced in each of them)."""
     frames: dict[str, pl.DataFrame] = {}
-    monkeypatch.setattr(cli, "_show", lambda frame, title: frames.__setitem__(title, frame))
+    for module in (cli.curate, cli.query, cli.train):  # eval, stats, train's summary
+        monkeypatch.setattr(module, "show", lambda frame, title: frames.__setitem__(title, frame))
     return frames
 
 

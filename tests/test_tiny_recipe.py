@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.loop import DEMO_CURATE, DEMO_TRAIN
+from flows.loop import DEMO_CURATE, DEMO_TRAIN
+from pipeline.recipes import TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, load_settings
 from pipeline.selection import TINY_CURATE, CurateConfig, load_curate_config
-from pipeline.train import TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, load_settings
 
 CONFIGS = Path(__file__).parents[1] / "data" / "configs"
 

@@ -1,4 +1,5 @@
-"""`pipeline.train`: a curriculum from the ledger trained with grpo_core, recorded in the ledger."""
+"""Training (`flows.train.train`, the training flow's sequence, over `pipeline.train`'s
+recorder): a curriculum from the ledger trained with grpo_core, recorded in the ledger."""
 
 from __future__ import annotations
 
@@ -11,25 +12,22 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from flows.train import train
 from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Item, Sample, Scores
+from pipeline.batches import CurriculumBatches
 from pipeline.errors import SieveError
+from pipeline.lineage import curriculum_model, latest_model, lineage_head, nightly_model
 from pipeline.policy.model import SIEVE_META, folder_revision
-from pipeline.store import Ledger
-from pipeline.train import (
+from pipeline.recipes import (
     RECIPES,
     TINY_RECIPE,
-    CurriculumBatches,
     TrainSettings,
-    curriculum_model,
-    latest_model,
-    lineage_head,
     load_settings,
-    nightly_model,
     recipe_for,
     settings_toml,
-    train,
 )
+from pipeline.store import Ledger
 
 METRICS = {
     "reward_mean", "reward_std", "pass_rate", "zero_var_share", "adv_std", "kl", "beta",
@@ -150,7 +148,9 @@ def test_batches_follow_stages_fill_the_budget_and_are_reproducible() -> None:
     [
         ("[grpo]\nlrr = 1e-3\n", "unknown key 'lrr'"),
         ("[grpo]\nlr = 'fast'\n", "grpo.lr must be float"),
-        ("[grpo]\ngroup_size = 1\n", "G ≥ 2"),
+        ("[grpo]\ngroup_size = 8\n", "unknown key 'group_size'"),  # G comes from each item
+        ("[grpo]\nprompts_per_step = 8\n", "unknown key 'prompts_per_step'"),
+        ("[grpo]\nnum_iterations = 0\n", "set it to 1 or more"),
         ("[grpo]\nclip_eps_low = 0.3\nclip_eps_high = 0.1\n", "clip_eps_high"),
         ("rollouts_per_step = 1\n", "rollouts_per_step"),
         ("eval_evry = 3\n", "eval_evry"),
@@ -194,11 +194,11 @@ def test_trainer_log_probs_equal_the_samplers(tiny_model_dir: Path) -> None:
 
     from grpo_core.config import GRPOConfig
     from grpo_core.trainer import Trainer
+    from pipeline.batches import verifier_reward
     from pipeline.policy.model import load_policy
     from pipeline.sampling.base import SamplingParams
     from pipeline.sampling.hf import HFSampler
     from pipeline.sampling.training import HFGroupSampler
-    from pipeline.train import verifier_reward
 
     model, tok = load_policy(tiny_model_dir)
     hf = HFSampler(model=model, tokenizer=tok)

@@ -1,4 +1,6 @@
-"""Kill training (SIGKILL) at named points; a --resume re-run ends equal to an uninterrupted run."""
+"""Kill the shipped training flow (SIGKILL) at named points; a --resume re-run ends equal to an
+uninterrupted run. The children run `flows.train.train_flow` under Prefect, against one Prefect
+test server for the module."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.store import Ledger
+from tests.prefect_api import prefect_api  # noqa: F401 (the module's Prefect server)
 
 CHILD = Path(__file__).with_name("train_child.py")
 

@@ -7,8 +7,8 @@ the module:
    completion that stopped ends with the end-of-sequence token, one log-prob per token id;
 2. after the trainer's weights are perturbed, the engine still scores with the old ones until
    `sync_weights`, and with the new ones (not the old) after it: the push lands;
-3. a 2-step `grpo_core.Trainer` run with this sampler pushes after every update and reports a
-   small `logprob_mismatch` at step 2.
+3. a 2-step `grpo_core.trainer.Trainer` run with this sampler pushes after every update and
+   reports a small `logprob_mismatch` at step 2.
 
 The trainer's own log-prob paths are checked too, full rows and shared prefix: this venv's
 transformers (< 5.20, vLLM's pin) names the KV-cache argument `past_key_values`, and before
@@ -205,7 +205,7 @@ def test_a_two_step_training_run_keeps_the_engine_in_step(
     model, tokenizer = policy
     before = {k: v.clone() for k, v in model.state_dict().items()}
     cfg = GRPOConfig(
-        total_steps=2, prompts_per_step=2, max_new_tokens=16, lr=5e-5, reference="none",
+        total_steps=2, max_new_tokens=16, lr=5e-5, reference="none",
         beta=0.0, beta_schedule="fixed", checkpoint_every=0, seed=0,
     )  # fmt: skip
     items = [Item(p, "", 4) for p in prompts]

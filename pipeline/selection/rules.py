@@ -129,6 +129,15 @@ CELL_PRIOR_STRENGTH = 2.0
 CELL_HISTORY_COLUMNS = ("family", "level", "model_revision", "n", "zero_variance", "last_seen")
 
 
+def largest_remainder(exact: np.ndarray, n: int) -> np.ndarray:
+    """Integer counts summing to `n` from real shares `exact` (which sum to `n`): floors, then
+    one more for the largest remainders (a stable sort keeps cell order among equal ones)."""
+    counts = np.floor(exact).astype(np.int64)
+    order = np.argsort(-(exact - counts), kind="stable")[: n - int(counts.sum())]
+    counts[order] += 1
+    return counts
+
+
 def allocate_candidates(
     cells: list[tuple[str, int, float]], history: pl.DataFrame, n: int, cfg: CurateConfig
 ) -> pl.DataFrame | None:
@@ -165,23 +174,16 @@ def allocate_candidates(
     table = mix.join(seen, on=["family", "level"], how="left").with_columns(
         pl.col("seen").fill_null(0), pl.col("informative").fill_null(0)
     )
-    total_seen = int(table["seen"].sum())
-    if total_seen == 0:
+    if (total_seen := int(table["seen"].sum())) == 0:
         return None
     base = (float(table["informative"].sum()) + 1.0) / (total_seen + 2.0)
-    strength = CELL_PRIOR_STRENGTH
+    k = CELL_PRIOR_STRENGTH
     table = table.with_columns(
-        ((pl.col("informative") + strength * base) / (pl.col("seen") + strength)).alias("yield")
+        ((pl.col("informative") + k * base) / (pl.col("seen") + k)).alias("yield")
     )
-    mean_yield = float((table["share"] * table["yield"]).sum())
-    explore = cfg.explore_share
-    weight = table["share"] * (explore + (1.0 - explore) * table["yield"] / mean_yield)
-    exact = (weight / weight.sum() * n).to_numpy()
-    counts = np.floor(exact).astype(np.int64)
-    remainder = exact - counts
-    # largest remainders first; a stable sort keeps cell order among equal remainders
-    order = np.argsort(-remainder, kind="stable")[: n - int(counts.sum())]
-    counts[order] += 1
+    mean_yield, e = float((table["share"] * table["yield"]).sum()), cfg.explore_share
+    weight = table["share"] * (e + (1.0 - e) * table["yield"] / mean_yield)
+    counts = largest_remainder((weight / weight.sum() * n).to_numpy(), n)
     return (
         table.with_columns(pl.Series("candidates", counts))
         .sort("order")

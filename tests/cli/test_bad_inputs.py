@@ -433,7 +433,7 @@ def test_verbose_shows_prefect_logs_and_the_default_keeps_them_in_the_log_file(
     def sieve(*options: str) -> subprocess.CompletedProcess[str]:
         argv = [*options, "curate", "--n", "10", "--model", str(model), "--home", str(home)]
         return subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", *argv],
+            [sys.executable, "-m", "flows.cli", *argv],
             capture_output=True,
             text=True,
             env=env,

@@ -102,7 +102,7 @@ def clean_env() -> dict[str, str]:
 def start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "pipeline.cli", *argv],
+            [sys.executable, "-m", "flows.cli", *argv],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=clean_env(),

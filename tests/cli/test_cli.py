@@ -1,4 +1,5 @@
-"""The `sieve` command line, run as a user would (subprocesses): output and one-line errors."""
+"""The `sieve` command line, run as a user would (subprocesses): output and one-line errors; and
+where the shared option blocks (`flows.cli.options`) sit in each command's options."""
 
 from __future__ import annotations
 
@@ -18,11 +19,40 @@ def sieve(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     uses_home = {"generate", "ingest", "sql", "stats", "eval", "bootstrap", "curate", "curriculum"}
     extra = ["--home", str(home)] if args[0] in uses_home else []
     return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *args, *extra],
+        [sys.executable, "-m", "flows.cli", *args, *extra],
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+ENGINE_OPTIONS = [
+    "--gpu-memory-utilization", "--kv-cache-gib", "--max-model-len", "--dtype",
+    "--tensor-parallel-size", "--data-parallel-size",
+]  # fmt: skip
+SAMPLING_OPTIONS = ["--max-new-tokens", "--temperature", "--top-p", "--stop"]
+
+
+@pytest.mark.parametrize(
+    ("command", "before", "block", "after"),
+    [
+        ("curate", "--seed", [*SAMPLING_OPTIONS, *ENGINE_OPTIONS], "--home"),
+        ("eval", "--seed", [*SAMPLING_OPTIONS, *ENGINE_OPTIONS], "--home"),
+        ("train", "--base-url", ENGINE_OPTIONS, "--print-config"),
+        ("loop", "--base-url", ENGINE_OPTIONS, "--home"),
+    ],
+)
+def test_option_blocks_take_the_place_of_their_parameter(
+    command: str, before: str, block: list[str], after: str
+) -> None:
+    import typer
+
+    from flows.cli import app
+
+    group = typer.main.get_group(app)
+    names = [param.opts[0] for param in group.commands[command].params]
+    start = names.index(before)
+    assert names[start : start + len(block) + 2] == [before, *block, after]
 
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.curate import Policy, curate
+from flows.curate import curate
 from pipeline.problems import generate_mix
-from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
+from tests.simulated import simulated_policy
 
 
 def sieve(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, timeout=120
     )
 
 
@@ -37,10 +37,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("home")
     cfg = CurateConfig(n_candidates=80, mix={"arith": "2-5"}, seed=1, chunk_size=40)
     problems = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
-    rates = {2: 0.9, 3: 0.6, 4: 0.3, 5: 0.1}
-    answers = {f"{q}=": a for q, a in zip(problems["question"], problems["answer"], strict=True)}
-    p = {f"{q}=": rates[lv] for q, lv in zip(problems["question"], problems["level"], strict=True)}
-    policy = Policy(SimulatedSampler(answers, p), "rev-sim", lambda qs: [f"{q}=" for q in qs])
+    policy = simulated_policy(problems, {2: 0.9, 3: 0.6, 4: 0.3, 5: 0.1})
     with Ledger.open(path) as ledger:
         curate(ledger, policy, cfg)
     return path

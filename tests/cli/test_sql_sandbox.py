@@ -27,14 +27,13 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from pipeline import cli
-from pipeline.curate import Policy, curate
+from flows import cli
+from flows.curate import curate
 from pipeline.demo import EXAMPLE_SQL
-from pipeline.problems import generate_cells, mix_cells
-from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 from tests.cli_runner import run_cli
+from tests.simulated import reachable_problems, simulated_policy
 
 SECRET = "sieve-sandbox-secret-7f3a9c"
 TABLES = ("problems", "sampling_runs", "rollouts", "curricula", "curriculum_items")
@@ -240,16 +239,10 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A curated ledger under `home/` and secret files under `outside/`."""
     root = tmp_path_factory.mktemp("sandbox")
     cfg = CurateConfig(n_candidates=60, mix={"arith": "1-4"}, seed=1, chunk_size=30)
-    cells = [(f, level, cfg.n_candidates) for f, level, _ in mix_cells(cfg.mix_levels())]
-    problems = generate_cells(cells, cfg.seed)
-    rate = {1: 1.0, 2: 0.7, 3: 0.4, 4: 0.1}
-    prompts = [f"{q}=" for q in problems["question"]]
-    sampler = SimulatedSampler(
-        dict(zip(prompts, problems["answer"], strict=True)),
-        {p: rate[level] for p, level in zip(prompts, problems["level"], strict=True)},
-    )
+    rates = {1: 1.0, 2: 0.7, 3: 0.4, 4: 0.1}
+    policy = simulated_policy(reachable_problems(cfg), rates, "rev-a")
     with Ledger.open(root / "home") as ledger:
-        curate(ledger, Policy(sampler, "rev-a", lambda qs: [f"{q}=" for q in qs]), cfg)
+        curate(ledger, policy, cfg)
     outside = root / "outside"
     (outside / "model").mkdir(parents=True)
     (outside / "secret.txt").write_text(SECRET + "\n")
@@ -302,7 +295,7 @@ def test_the_environment_stays_unread(root: Path) -> None:
         "SELECT content FROM read_blob('/proc/self/environ')",
     ):
         result = subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", *sql(query, root)],
+            [sys.executable, "-m", "flows.cli", *sql(query, root)],
             env=env,
             capture_output=True,
             text=True,
@@ -426,7 +419,7 @@ def test_a_query_that_ignores_the_interrupt_ends_the_process_soon_after_the_time
     query = "SELECT jaro_winkler_similarity(repeat('a', 3000000), repeat('b', 3000000))"
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *sql(query, root, "--timeout", "1")],
+        [sys.executable, "-m", "flows.cli", *sql(query, root, "--timeout", "1")],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,6 +1,6 @@
 """`sieve train` / `sieve loop`: which model and which recipe, decided before Prefect starts.
 
-In-process (`pipeline.cli.main`), with the Prefect flow replaced by a recorder: these tests check
+In-process (`flows.cli.main`), with the Prefect flow replaced by a recorder: these tests check
 what the CLI hands the flow (model, settings, backend) and what it prints; the flows themselves
 are tested under `tests/flows/`.
 """
@@ -12,15 +12,16 @@ import shutil
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from flows.cli import train as train_cli
 from grpo_core.config import GRPOConfig
-from pipeline import cli
 from pipeline.policy.model import SIEVE_META, folder_revision
+from pipeline.recipes import RECIPES, TINY_RECIPE, load_settings
 from pipeline.store import Ledger
-from pipeline.train import RECIPES, TINY_RECIPE, load_settings
 from tests.cli_runner import run_cli
 
 
@@ -64,11 +65,11 @@ def chat_copy(model_dir: Path, dest: Path) -> Path:
 
 @pytest.fixture
 def flow_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Records what `sieve train` hands the Prefect flow instead of running it."""
+    """Records the `TrainParams` fields `sieve train` hands `run_train` instead of training."""
     calls: list[Any] = []
 
-    def fake(params: Any) -> dict[str, Any]:
-        calls.append(params)
+    def fake(**params: Any) -> dict[str, Any]:
+        calls.append(SimpleNamespace(**params))
         same = {"greedy": 0.1, "sampled": 0.1}
         return {
             "train_id": "train-x", "steps": 1, "rollouts": 8, "seconds": 0.1, "before": [],
@@ -76,7 +77,7 @@ def flow_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
             "checkpoint": "ckpt", "final_revision": "rev",
         }  # fmt: skip
 
-    monkeypatch.setattr(cli, "_run_train_flow", fake)
+    monkeypatch.setattr(train_cli, "run_train", fake)
     return calls
 
 
@@ -199,7 +200,7 @@ def test_loop_takes_model_backend_and_base_url(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import pipeline.loop
+    import flows.loop
 
     calls: list[dict[str, Any]] = []
 
@@ -207,7 +208,7 @@ def test_loop_takes_model_backend_and_base_url(
         calls.append({"nights": nights, "settings": settings, **kw})
         return []
 
-    monkeypatch.setattr(pipeline.loop, "loop", fake_loop)
+    monkeypatch.setattr(flows.loop, "loop", fake_loop)
     model = chat_copy(tiny_model_dir, tmp_path / "chat")
     home = curated_home(None)
     url = "http://127.0.0.1:9/v1"

@@ -17,10 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from flows import curate as curate_flow
-from flows.train import TrainParams, set_progress, train_flow
+from flows.runtime import Runtime
+from flows.train import TrainParams, train_flow
+from pipeline.hooks import ProgressEvent
 from pipeline.policy.model import folder_revision
+from pipeline.recipes import TrainSettings
 from pipeline.store import Ledger
-from pipeline.train import TrainSettings
 
 _spec = importlib.util.spec_from_file_location(
     "curate_child", Path(__file__).parents[1] / "curate_child.py"
@@ -34,7 +36,7 @@ def sieve_sql(home: Path, query: str) -> subprocess.CompletedProcess[str]:
     """`sieve sql QUERY --format csv` in a subprocess that gives up after 5 s of lock waiting."""
     env = {**os.environ, "SIEVE_LOCK_WAIT": "5"}
     return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "sql", query, "--format=csv", f"--home={home}"],
+        [sys.executable, "-m", "flows.cli", "sql", query, "--format=csv", f"--home={home}"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -97,15 +99,11 @@ def test_sieve_sql_answers_during_a_training_flow(
         )
     seen: list[subprocess.CompletedProcess[str]] = []
 
-    def progress(step: int, total: int, metrics: dict[str, float]) -> None:
-        if step == 2:
+    def progress(event: ProgressEvent) -> None:
+        if event.done == 2:
             seen.append(sieve_sql(home, "SELECT count(*) AS n FROM checkpoints"))
 
-    set_progress(progress)
-    try:
-        out = train_flow(TrainParams(home=str(home), settings=SETTINGS))
-    finally:
-        set_progress(None)
+    out = train_flow(TrainParams(home=str(home), settings=SETTINGS), Runtime(progress=progress))
     assert out["steps"] == 3
     (result,) = seen
     assert result.returncode == 0, result.stderr

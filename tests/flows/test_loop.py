@@ -8,11 +8,11 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.loop import heldout_by_revision, loop
+from flows.loop import heldout_by_revision, loop
 from pipeline.policy.model import folder_revision
+from pipeline.recipes import TrainSettings
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
-from pipeline.train import TrainSettings
 
 CURATE = CurateConfig(n_candidates=120, mix={"arith": "2-3"}, seed=2, chunk_size=64)
 TRAIN = TrainSettings(

@@ -75,7 +75,7 @@ def test_schedule_registers_a_cron_deployment(
             [
                 sys.executable,
                 "-m",
-                "pipeline.cli",
+                "flows.cli",
                 "schedule",
                 "--cron",
                 "0 2 * * *",
@@ -117,7 +117,7 @@ def test_schedule_registers_a_cron_deployment(
 def test_schedule_without_a_server_is_one_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     result = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "schedule", "--cron", "0 2 * * *"],
+        [sys.executable, "-m", "flows.cli", "schedule", "--cron", "0 2 * * *"],
         env=env,
         capture_output=True,
         text=True,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from flows.train import TrainParams, train_flow
 from pipeline.policy.model import folder_revision
+from pipeline.recipes import TrainSettings
 from pipeline.store import Ledger
-from pipeline.train import TrainSettings
 
 SETTINGS = TrainSettings(
     grpo={"total_steps": 2, "checkpoint_every": 0, "max_new_tokens": 4},

@@ -7,7 +7,7 @@ import torch
 
 from grpo_core.batch import Batch, build_batch, micro_batches
 from grpo_core.config import GRPOConfig
-from grpo_core.trainer import Item, Sample, Trainer, TrainerError
+from grpo_core.trainer import Hooks, Item, Sample, Trainer, TrainerError
 from tests.grpo_core.conftest import (
     EOS,
     ToySampler,
@@ -41,7 +41,7 @@ def trainer(**kw: object) -> Trainer:
     cfg = GRPOConfig(checkpoint_every=0, lr=1e-2, **kw)  # type: ignore[arg-type]
     return Trainer(
         model, tok, ToySampler(model, tok), first_letter_reward, toy_batches(), cfg,
-        warn=lambda m: None,
+        hooks=Hooks(warning=lambda m: None),
     )  # fmt: skip
 
 

@@ -12,9 +12,9 @@ import torch
 
 from grpo_core import checkpoint as ckpt
 from grpo_core.config import GRPOConfig
-from grpo_core.trainer import Trainer
+from grpo_core.trainer import Hooks, Trainer
 
-BASE = {"lr": 3e-3, "max_new_tokens": 3, "prompts_per_step": 4, "checkpoint_every": 2}
+BASE = {"lr": 3e-3, "max_new_tokens": 3, "checkpoint_every": 2}
 
 
 def make(toy: dict[str, Any], root: Path, warn: Any = None, **kw: Any) -> Trainer:
@@ -23,7 +23,7 @@ def make(toy: dict[str, Any], root: Path, warn: Any = None, **kw: Any) -> Traine
     sampler = toy["sampler"](model, tok)
     return Trainer(
         model, tok, sampler, toy["reward"], toy["batches"](), cfg, root,
-        warn=warn or (lambda m: None),
+        hooks=Hooks(warning=warn or (lambda m: None)),
     )  # fmt: skip
 
 
@@ -109,7 +109,7 @@ def test_a_bf16_folder_is_a_plain_bf16_model_of_the_rounded_weights(
 
     seen: list[torch.nn.Module] = []
     t = make(toy, tmp_path, total_steps=2, save_dtype="bfloat16")
-    t.write_extra = lambda folder, model: seen.append(model)
+    t.hooks = Hooks(extra=lambda folder, model: seen.append(model))
     t.train()
     loaded = AutoModelForCausalLM.from_pretrained(ckpt.step_dir(tmp_path, 2))
     assert all(p.dtype == torch.bfloat16 for p in loaded.parameters())

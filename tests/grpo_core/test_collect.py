@@ -45,13 +45,19 @@ def test_pilot_commit_trains_on_committed_groups_of_48(toy: dict[str, Any]) -> N
         seen.append(len(samples))
         return easy(items, samples)
 
-    t = trainer(toy, pilot_commit(source, target=2, low=0.0, high=1.0, max_rounds=2))
+    t = trainer(toy, pilot_commit(source, target=2, low=0.0, high=1.0, max_rounds=2), seed=0)
     t.reward_fn = spy
     h = t.run_step(0).metrics
     # pilot: 3 prompts × 16; commit: the first 2 kept × 32 more
     assert seen[:2] == [48, 64]
     assert h["rollouts"] == 48 + 64
-    assert h["trained_samples"] in (0.0, 96.0)
+    # Exactly the two committed groups of 48 ("a" and "b"), every sample of both. Which groups
+    # are informative depends on what the toy policy samples; everything here is seeded (the
+    # toy model's init with 0, the sampling with cfg.seed = 0 and the step), and with these
+    # seeds "a" gets 2 and "b" 5 right answers of 48, so both are informative: 96. A step that
+    # trained on nothing (0), dropped a group (48), lost the pilot samples (64) or let the
+    # third, uncommitted pilot in (112) fails here.
+    assert h["trained_samples"] == 96.0
 
 
 def test_pilot_commit_with_an_empty_band_spends_but_does_not_train(toy: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from grpo_core.kl import AdaptiveBeta, FixedBeta, WarmupBeta
 
 def test_defaults_are_valid_and_frozen() -> None:
     cfg = GRPOConfig()
-    assert (cfg.group_size, cfg.clip_eps_low, cfg.beta, cfg.beta_start) == (8, 0.2, 0.02, 0.05)
+    assert (cfg.clip_eps_low, cfg.beta, cfg.beta_start) == (0.2, 0.02, 0.05)
     assert (cfg.micro_batch_tokens, cfg.autocast, cfg.save_dtype, cfg.tis_cap) == (
         0,
         "off",
@@ -38,7 +38,7 @@ def test_defaults_are_valid_and_frozen() -> None:
         ({"beta_schedule": "adaptive", "beta": 0.0}, "needs beta > 0"),
         ({"estimator": "ppo"}, "use one of"),
         ({"aggregation": "sum"}, "use one of"),
-        ({"group_size": 1}, "G ≥ 2"),
+        ({"max_new_tokens": 0}, "max_new_tokens must be > 0"),
         ({"std_ddof": 2}, "use 0 (population) or 1"),
         ({"lr": 0.0}, "lr must be > 0"),
         ({"clip_eps_low": 1.5, "clip_eps_high": 2.0}, "in (0, 1)"),
@@ -56,6 +56,15 @@ def test_cross_field_checks_say_how_to_fix(kwargs: dict[str, Any], hint: str | N
         return
     with pytest.raises(ValueError, match=re.escape(hint)):
         GRPOConfig(**kwargs)
+
+
+@pytest.mark.parametrize("name", ["group_size", "prompts_per_step"])
+def test_group_size_and_prompts_per_step_are_not_trainer_knobs(name: str) -> None:
+    # the trainer takes G from each item and a step's prompts from the batch source, so a field
+    # here would be a setting that changes nothing; a TOML that sets one fails as unknown
+    assert name not in {f.name for f in dataclasses.fields(GRPOConfig)}
+    with pytest.raises(TypeError, match=name):
+        GRPOConfig(**{name: 8})
 
 
 def test_make_beta_schedule() -> None:

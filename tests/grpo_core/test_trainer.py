@@ -13,13 +13,13 @@ import torch
 import grpo_core.trainer as trainer_mod
 from grpo_core import checkpoint as ckpt
 from grpo_core.config import GRPOConfig
-from grpo_core.trainer import Item, Scores, Trainer
+from grpo_core.trainer import Hooks, Item, Scores, Trainer
+from tests.grpo_core.test_advantages import slow_advantages
 
 BASE = {
     "lr": 3e-3,
     "max_new_tokens": 3,
     "checkpoint_every": 0,
-    "prompts_per_step": 4,
 }
 METRICS = {
     "reward_mean", "reward_std", "pass_rate", "zero_var_share", "adv_std", "kl", "beta",
@@ -40,7 +40,7 @@ def make(toy: dict[str, Any], tmp: Path | None = None, reward: Any = None, **kw:
         toy["batches"](),
         cfg,
         tmp,
-        warn=lambda msg: None,
+        hooks=Hooks(warning=lambda msg: None),
     )
 
 
@@ -188,14 +188,88 @@ def test_constant_rewards_give_empty_steps_without_updates(toy: dict[str, Any]) 
     assert same(before, params(t))
 
 
-def test_verifier_errors_carry_no_advantage(toy: dict[str, Any]) -> None:
-    def half_unknown(items: Any, samples: Any) -> Scores:
-        s = toy["reward"](items, samples)
-        rewards = [None if i % 2 else r for i, r in enumerate(s.rewards)]
-        return Scores(rewards, s.correct)
+class EvenSamples:
+    """A sampler's groups without their odd-numbered samples (the ones `half_unknown` leaves
+    unjudged): the same step as if the verifier had never seen them."""
 
-    history = make(toy, reward=half_unknown, total_steps=2).train()
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def sample_groups(self, prompts: Any, sizes: Any, **kw: Any) -> list[list[Any]]:
+        return [g[0::2] for g in self.inner.sample_groups(prompts, sizes, **kw)]
+
+
+def even_first_token(items: Any, samples: Any) -> Scores:
+    """1 when a completion starts with an even token id: right about half the time at random
+    init, so even 4 judged samples of a group are nearly always informative."""
+    correct = [s.token_ids[0] % 2 == 0 for s in samples]
+    return Scores([float(c) for c in correct], list(correct))
+
+
+def half_unknown(items: Any, samples: Any) -> Scores:
+    """`even_first_token` with every odd-numbered sample unjudged (reward None, as on an error)."""
+    s = even_first_token(items, samples)
+    return Scores([None if i % 2 else r for i, r in enumerate(s.rewards)], s.correct)
+
+
+def spy_advantages(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, torch.Tensor]]:
+    """Each step's (N,) group ids, known flags, raw rewards, advantages and informative flags."""
+    seen: list[dict[str, torch.Tensor]] = []
+    real = trainer_mod.step_advantages
+
+    def spy(cfg: Any, comps: Any, step: int, flat: Any, group: Any, known: Any, raw: Any) -> Any:
+        adv, informative = real(cfg, comps, step, flat, group, known, raw)
+        seen.append({"group": group, "known": known, "raw": raw, "adv": adv, "inf": informative})
+        return adv, informative
+
+    monkeypatch.setattr(trainer_mod, "step_advantages", spy)
+    return seen
+
+
+def applied_gradients(t: Trainer) -> list[list[torch.Tensor]]:
+    """The (clipped) gradient of every optimiser step `t` takes, recorded just before it."""
+    grads: list[list[torch.Tensor]] = []
+
+    def record(*_: Any) -> None:
+        grads.append([torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in t.params])
+
+    t.optimizer.register_step_pre_hook(record)
+    return grads
+
+
+def test_verifier_errors_carry_no_advantage(
+    toy: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unjudged sample gets advantage exactly 0 and adds nothing to the loss or gradient (the
+    step equals the same step without it), while the judged samples of its group keep the
+    group-relative advantage of their own rewards."""
+    seen = spy_advantages(monkeypatch)
+    t = make(toy, reward=half_unknown, total_steps=2)
+    grads = applied_gradients(t)
+    history = t.train()
     assert all(h["verifier_errors"] == 4 * 8 / 2 for h in history)
+    for step in seen:
+        known, adv, inf = step["known"], step["adv"], step["inf"]
+        assert known.tolist() == [True, False] * (4 * 8 // 2)
+        assert torch.equal(adv[~known], torch.zeros_like(adv[~known]))  # exactly 0, not ~1e-9
+        assert not inf[~known].any()  # so out of the batch and the loss's denominator
+        want = slow_advantages(step["raw"][known].tolist(), step["group"][known].tolist(), "grpo")
+        assert adv[known].tolist() == pytest.approx(want, rel=1e-6, abs=1e-9)
+    trained = [int(step["inf"].sum()) for step in seen]
+    assert [h["trained_samples"] for h in history] == trained
+    assert trained[0] > 0, "no informative group at step 0: nothing to compare"
+
+    without = make(toy, reward=even_first_token, total_steps=2)  # the unjudged never drawn
+    without.sampler = EvenSamples(without.sampler)
+    grads_without = applied_gradients(without)
+    history_without = without.train()
+    assert len(grads) == len(grads_without) == sum(n > 0 for n in trained)
+    for step_grads, step_grads_without in zip(grads, grads_without, strict=True):
+        for g, g_without in zip(step_grads, step_grads_without, strict=True):
+            assert torch.allclose(g, g_without, rtol=1e-5, atol=1e-9)
+    for h, h_without in zip(history, history_without, strict=True):
+        assert h["loss"] == pytest.approx(h_without["loss"], rel=1e-6, abs=1e-9)
+        assert h["trained_samples"] == h_without["trained_samples"]
 
 
 @pytest.mark.parametrize("share_prefix", [True, False])
@@ -298,12 +372,46 @@ def test_empty_batch_is_an_error(toy: dict[str, Any]) -> None:
 
 
 def test_groups_of_different_sizes_in_one_batch(toy: dict[str, Any]) -> None:
+    """Groups of G = 4, 16 and 2 in one step: each is normalised with its own mean and std (a
+    slow per-group loop agrees; one pooled group would not) and all of them go into the step's
+    single update."""
     cfg = GRPOConfig(**{**BASE, "total_steps": 2})
     model, tok = toy["model"](), toy["tokenizer"]()
+    sizes = {"a": 4, "b": 16, "c": 2}
+    right = {"a": 1, "b": 5, "c": 1}  # the first k samples of a group are right: every group
+    # is informative, with its own mean (1/4, 5/16, 1/2) and std
 
     def ragged(step: int) -> list[Item]:
         return [Item("a", "A", 4), Item("b", "B", 16), Item("c", "C", 2)]
 
-    t = Trainer(model, tok, toy["sampler"](model, tok), toy["reward"], ragged, cfg)
+    def first_k_right(items: Any, samples: Any) -> Scores:
+        index: dict[str, int] = {}
+        rewards: list[float | None] = []
+        for it in items:
+            j = index[it.prompt] = index.get(it.prompt, -1) + 1
+            rewards.append(float(j < right[it.prompt]))
+        return Scores(rewards, [r == 1.0 for r in rewards])
+
+    t = Trainer(model, tok, toy["sampler"](model, tok), first_k_right, ragged, cfg)
+    rows: list[tuple[list[str], list[float]]] = []
+    to_tensors = t._tensors
+
+    def spy(items: list[Item], samples: Any, adv: torch.Tensor) -> Any:
+        rows.append(([it.prompt for it in items], adv.tolist()))
+        return to_tensors(items, samples, adv)
+
+    t._tensors = spy  # type: ignore[method-assign]
+    updates = applied_gradients(t)
     history = t.train()
     assert history[-1]["rollouts_total"] == 2 * (4 + 16 + 2)
+
+    prompts = [p for p, g in sizes.items() for _ in range(g)]
+    rewards = [float(j < right[p]) for p, g in sizes.items() for j in range(g)]
+    group = [list(sizes).index(p) for p in prompts]
+    want = slow_advantages(rewards, group, "grpo")
+    assert want != pytest.approx(slow_advantages(rewards, [0] * len(rewards), "grpo"), abs=1e-3)
+    assert len(rows) == len(updates) == 2  # one update per step, holding every group
+    for step_prompts, adv in rows:
+        assert step_prompts == prompts
+        assert adv == pytest.approx(want, rel=1e-6, abs=1e-9)
+    assert [h["trained_samples"] for h in history] == [4 + 16 + 2] * 2

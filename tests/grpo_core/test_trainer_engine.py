@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from grpo_core.config import GRPOConfig
-from grpo_core.trainer import Sample, Scores, Trainer, WeightSync
+from grpo_core.trainer import Hooks, Sample, Scores, Trainer, WeightSync
 from tests.grpo_core.conftest import (
     ToySampler,
     ToyTokenizer,
@@ -19,7 +19,7 @@ from tests.grpo_core.conftest import (
     toy_model,
 )
 
-BASE = {"lr": 3e-3, "max_new_tokens": 3, "checkpoint_every": 0, "prompts_per_step": 4}
+BASE = {"lr": 3e-3, "max_new_tokens": 3, "checkpoint_every": 0}
 
 
 class EngineSampler(ToySampler):
@@ -53,7 +53,9 @@ def make(offset: float = 0.0, reward: Any = first_letter_reward, **kw: Any) -> T
     model, tok = toy_model(), ToyTokenizer()
     cfg = GRPOConfig(**{**BASE, **kw})
     sampler = EngineSampler(model, tok, offset)
-    return Trainer(model, tok, sampler, reward, toy_batches(), cfg, warn=lambda m: None)
+    return Trainer(
+        model, tok, sampler, reward, toy_batches(), cfg, hooks=Hooks(warning=lambda m: None)
+    )
 
 
 def params(t: Trainer) -> list[torch.Tensor]:

@@ -9,7 +9,7 @@ from grpo_core.batch import padded as _padded
 from grpo_core.config import GRPOConfig
 from grpo_core.logprobs import gather_completion as _gather_completion
 from grpo_core.logprobs import shared_prefix_logp as _shared_prefix_logp
-from grpo_core.trainer import Item, Sample, Trainer
+from grpo_core.trainer import Hooks, Item, Sample, Trainer
 from tests.grpo_core.conftest import (
     EOS,
     ToySampler,
@@ -42,7 +42,7 @@ def make_trainer(share: bool, model: torch.nn.Module | None = None) -> Trainer:
     cfg = GRPOConfig(total_steps=6, seed=1, checkpoint_every=0, share_prefix=share, lr=1e-2)
     return Trainer(
         model, tok, ToySampler(model, tok), first_letter_reward, toy_batches(), cfg,
-        warn=lambda m: None,
+        hooks=Hooks(warning=lambda m: None),
     )  # fmt: skip
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.curate import Policy, curate
+from flows.curate import curate
 from pipeline.export import export_curriculum
 from pipeline.integrations.trl import SieveReward, completion_text, reward_function
 from pipeline.problems import generate_mix
-from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.scoring import Check, register_verifier
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
+from tests.simulated import RATES, simulated_policy
 
 
 @register_verifier("test_trl_raises")
@@ -70,10 +70,7 @@ def test_it_pickles_and_keeps_its_name() -> None:
 def _exported_curriculum(tmp_path: Path) -> Path:
     cfg = CurateConfig(n_candidates=120, mix={"arith": "1-6"}, seed=3, chunk_size=40)
     problems = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
-    rates = {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.08, 6: 0.0}
-    answers = {f"{q}=": a for q, a in zip(problems["question"], problems["answer"], strict=True)}
-    p = {f"{q}=": rates[lv] for q, lv in zip(problems["question"], problems["level"], strict=True)}
-    policy = Policy(SimulatedSampler(answers, p), "rev-sim", lambda qs: [f"{q}=" for q in qs])
+    policy = simulated_policy(problems, RATES)
     with Ledger.memory() as ledger:
         curate(ledger, policy, cfg)
         return export_curriculum(ledger, "latest", "trl", tmp_path).path

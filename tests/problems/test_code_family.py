@@ -118,7 +118,7 @@ def test_every_template_reference_passes_its_tests_in_the_sandbox(template: str)
 def test_cli_generate_family_code(tmp_path: Path) -> None:
     args = ["generate", "--family", "code", "--n", "50", "--seed", "3", "--home", str(tmp_path)]
     result = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
     assert "code: 50 problems" in " ".join(result.stdout.split())

@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline import cli
+from flows import cli
 from pipeline.errors import SieveError
 from pipeline.problems import PROBLEM_SCHEMA, split_for
 from pipeline.problems.base import problem_id

@@ -1,4 +1,4 @@
-"""OpenAISampler against `pipeline.sampling.server` over real HTTP on 127.0.0.1 (no mocks).
+"""OpenAISampler against `tests/sampling/server.py` over real HTTP on 127.0.0.1 (no mocks).
 
 A tiny deterministic fake sampler answers most tests; the last one serves the real HFSampler over
 a random tiny model and checks the HTTP path gives what a direct call gives.
@@ -19,7 +19,7 @@ from pipeline.errors import SieveError
 from pipeline.sampling import EngineOptions, make_sampler
 from pipeline.sampling.base import Completion, FinishReason, SamplingParams, check_n
 from pipeline.sampling.openai import OpenAISampler, completions_url, request_body
-from pipeline.sampling.server import SamplerServer, running
+from tests.sampling.server import SamplerServer, running
 
 
 def client(urls: str | list[str], model: str = "fake-model", **options: Any) -> OpenAISampler:

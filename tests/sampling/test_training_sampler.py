@@ -3,8 +3,8 @@ group samplers against fakes, the weights they push (LoRA merged), and their one
 
 `FakeEngine` stands in for an in-process `VLLMSampler`: it holds its own copy of a tiny model,
 samples with it, reports each token's log-prob the way vLLM does (end-of-sequence token included,
-with its log-prob) and takes pushed weights, so a short `grpo_core.Trainer` run shows the push
-reaching the engine. The real engine: tests/test_train_vllm.py under `make test-vllm`.
+with its log-prob) and takes pushed weights, so a short `grpo_core.trainer.Trainer` run shows the
+push reaching the engine. The real engine: tests/test_train_vllm.py under `make test-vllm`.
 
 Test: `.venv/bin/pytest tests/sampling/test_training_sampler.py -q` (~20 s).
 """
@@ -29,7 +29,6 @@ from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.sampling.engine import EngineLog, TokenCompletion
 from pipeline.sampling.hf import HFSampler
 from pipeline.sampling.openai import parse_choices
-from pipeline.sampling.server import running
 from pipeline.sampling.training import (
     OPENAI_WARNING,
     OpenAIGroupSampler,
@@ -41,6 +40,7 @@ from pipeline.sampling.training import (
     with_eos,
 )
 from pipeline.sampling.vllm import VLLMSampler
+from tests.sampling.server import running
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +207,7 @@ def test_a_two_step_run_keeps_the_engine_on_the_trainers_weights(tiny: tuple[Any
 
     model, tokenizer = tiny
     cfg = GRPOConfig(
-        total_steps=2, prompts_per_step=2, max_new_tokens=6, lr=1e-2, reference="none",
+        total_steps=2, max_new_tokens=6, lr=1e-2, reference="none",
         beta=0.0, beta_schedule="fixed", checkpoint_every=0, seed=0,
     )  # fmt: skip
     items = [Item("1+1=", "2", 4), Item("2+3=", "5", 4)]

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curate_child import CFG, simulated_policy
 
-from pipeline.curate import curate
+from flows.curate import curate
 from pipeline.errors import SieveError
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.store import Ledger

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.loop import heldout_by_revision
+from flows.loop import heldout_by_revision
 from pipeline.policy.evaluate import overall, revision_table, runs_table
 from pipeline.store import Ledger
 from tests.store.eval_rows import Outcomes, add_problems, add_run, slow_pass1

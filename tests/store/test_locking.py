@@ -165,7 +165,7 @@ def start_curation(home: Path, mode: str, free: int, wait: float) -> subprocess.
 
 def sieve_sql(home: Path, query: str, wait: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "sql", query, "--format=csv", f"--home={home}"],
+        [sys.executable, "-m", "flows.cli", "sql", query, "--format=csv", f"--home={home}"],
         capture_output=True,
         text=True,
         timeout=120,

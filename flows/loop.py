@@ -12,13 +12,16 @@ of a night that already finished adds nothing new (ids follow from the inputs; t
 ledger, verifiers agree), the tiny policy bootstrapped if missing (a shorter budget than
 `sieve bootstrap` so the whole demo fits in ~10 minutes on 2 cores), one night, and a summary.
 
-Test: `pytest tests/flows/test_loop.py` (the nightly chain), `tests/cli/test_train_cli.py`.
+Prefect is imported only when a night runs (after `pipeline.runlog.quiet_prefect`), so the CLI's
+`sieve stats` and `sieve train` can use `heldout_by_revision` and `before_after` without it.
+
+Run: `sieve loop --nights 2`, `sieve demo` (`flows/cli/nightly.py`).
+Test: `pytest tests/flows/test_loop.py` (the nightly chain), `tests/cli/test_train_cli.py` (what
+`sieve loop` hands `loop`), `tests/store/test_heldout_view.py`, `tests/test_tiny_recipe.py`.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -27,31 +30,15 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import runlog
 from pipeline.errors import SieveError
-from pipeline.home import resolve_home, use_prefect_home
+from pipeline.home import resolve_home
+from pipeline.recipes import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, TrainSettings
+from pipeline.runlog import quiet_prefect
 from pipeline.sampling import EngineOptions
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger, load_query
-from pipeline.train import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, TrainSettings
 
 Say = Callable[[str], None]
-
-
-def quiet_prefect(home: str | Path | None = None) -> Path | None:
-    """Prefect set up for a Sieve run: this home's own Prefect state (`use_prefect_home`), no
-    analytics, a start-up limit for Prefect's ephemeral API server that a loaded machine meets
-    (its 20 s default timed out here with both cores busy, e.g. next to a vLLM engine; 120 s
-    unless set), and its logs (warnings and up; info with `$SIEVE_VERBOSE`) in
-    `<home>/logs/prefect.log` unless verbose (`pipeline.runlog`). Call before Prefect is
-    imported; it imports Prefect. Returns the log file, or None when logs stay on the console."""
-    use_prefect_home(home)
-    level = "INFO" if runlog.verbose() else "WARNING"
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", level)
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # offline machines
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    logging.getLogger("prefect").setLevel(level)
-    return runlog.route(home)
 
 
 def loop(
@@ -105,11 +92,12 @@ def night_line(index: int, result: dict[str, Any]) -> str:
     b, a = train["heldout_before"]["sampled"], train["heldout_after"]["sampled"]
     return (
         f"{text}; trained {train['steps']} steps ({train['rollouts']} rollouts); "
-        f"held-out sampled pass@1 {_pct(b)} -> {_pct(a)}; new revision {train['final_revision']}"
+        f"held-out sampled pass@1 {pct(b)} -> {pct(a)}; new revision {train['final_revision']}"
     )
 
 
-def _pct(x: float | None) -> str:
+def pct(x: float | None) -> str:
+    """A pass rate as a percentage, `n/a` when there is none."""
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 

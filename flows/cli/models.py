@@ -1,7 +1,5 @@
 """`sieve models add|list`: put a real model under `<home>/models` and see what is there.
 
-Kept out of `pipeline/cli.py` (one module per job, the shape the CLI is moving to).
-
 Test: `pytest tests/test_models.py`.
 """
 
@@ -12,12 +10,10 @@ from typing import Annotated
 
 import typer
 
-models_app = typer.Typer(help="Model folders under <home>/models.", no_args_is_help=True)
+from flows.cli.common import err, out, show
+from flows.cli.options import HomeOpt
 
-HomeOpt = Annotated[
-    Path | None,
-    typer.Option("--home", help="Sieve home (ledger, models); default $SIEVE_HOME or ./data."),
-]
+models_app = typer.Typer(help="Model folders under <home>/models.", no_args_is_help=True)
 
 
 @models_app.command("add")
@@ -33,7 +29,6 @@ def add(
     home: HomeOpt = None,
 ) -> None:
     """Write a model folder (with sieve.json saying where it came from) under <home>/models."""
-    from pipeline.cli import err, out
     from pipeline.models import add_folder, add_model
     from pipeline.policy.model import read_meta
 
@@ -51,8 +46,7 @@ def list_cmd(home: HomeOpt = None) -> None:
     """Model folders under <home>/models with their content revision and source."""
     import polars as pl
 
-    from pipeline.cli import _show
     from pipeline.models import list_models
 
     rows = list_models(home)
-    _show(pl.DataFrame(rows) if rows else pl.DataFrame(), "models")
+    show(pl.DataFrame(rows) if rows else pl.DataFrame(), "models")

@@ -3,8 +3,9 @@
 `serve(sampler)` starts `POST /v1/completions`, `GET /v1/models` and `GET /health` (vLLM's
 liveness route: 200, empty object) on a background thread and returns `(server, base_url)`; stop
 it with `server.shutdown(); server.server_close()` (or use `running(sampler)` as a context
-manager). The tests point `OpenAISampler` at it; for a quick local
-endpoint over a model folder: `python -m pipeline.sampling.server --model PATH --port 8000`.
+manager). The tests point `OpenAISampler` at it; for a quick local endpoint over a model
+folder, from the repository root: `python -m tests.sampling.server --model PATH --port 8000`.
+Test code, not shipped: it lives under tests/ and the package never imports it.
 
 The request becomes `SamplingParams` and one `sampler.sample(prompts, n, params)` call; a prompt
 list gives choice indices `j * n + i`. Each choice has index, text and finish_reason; `logprobs`
@@ -21,7 +22,7 @@ normal answers; `itertools.repeat(503)`: fail forever). `server.requests` counts
 Sampler calls are serialized by a lock unless `serialize=False` (the HF sampler is not
 thread-safe: it seeds torch's global generator).
 
-Test: `pytest tests/sampling/test_openai.py`.
+Test: `pytest tests/sampling/test_openai.py tests/sampling/test_training_sampler.py`.
 """
 
 from __future__ import annotations

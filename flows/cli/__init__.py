@@ -1,0 +1,69 @@
+"""The `sieve` command line (`sieve = flows.cli:main`; also `python -m flows.cli`).
+
+One module per job; this one only puts their commands into one Typer `app`, in the order
+`sieve --help` lists them:
+
+- `data`: generate, ingest, verify (problems in, one verdict out)
+- `query`: sql, stats, curriculum show (read the ledger)
+- `curate`: bootstrap, eval, curate
+- `train`: train
+- `nightly`: schedule, demo, loop
+- `export`: export, report
+- `models`: models add, models list
+- `common`, `options`: the consoles, tables and one-line errors; the shared options
+
+Every command takes `--home` (else `$SIEVE_HOME`, else `./data`). A user error prints one line,
+`error: ...`, on stderr and exits 1 (a full disk too, whatever was writing); usage errors exit 2
+(Typer's convention). Commands that run Prefect flows keep Prefect's logs in
+`<home>/logs/prefect.log` unless `sieve --verbose CMD`, and tie Prefect's temporary API server to
+their own process (`pipeline.procs`). The CLI sits above `flows`: it builds a job's parameters,
+calls the job in one function per job (`curate.run_curate`, `curate.run_eval`,
+`train.run_train`, `nightly.run_schedule`, `nightly.run_loop`) and prints the result.
+
+Test: `pytest tests/cli`.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from flows.cli import common, curate, data, export, nightly, query, train
+from flows.cli.models import models_app
+from flows.cli.nightly import LOOP_SQL
+from flows.cli.query import stats
+from flows.cli.train import print_train
+
+app = typer.Typer(
+    name="sieve",
+    help="Curate RL data for reasoning models with GRPO's own signal, and train on it.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.callback()(common.options)
+app.command()(data.generate)
+app.command()(data.ingest)
+app.command()(data.verify)
+app.command()(query.sql)
+app.command()(query.stats)
+app.command()(curate.bootstrap)
+app.command("eval")(curate.eval_cmd)
+app.command()(curate.curate)
+app.command()(train.train)
+app.command()(nightly.schedule)
+app.command()(nightly.demo)
+app.command()(nightly.loop)
+app.command()(export.export)
+app.command()(export.report)
+app.add_typer(query.curriculum_app, name="curriculum")
+app.add_typer(models_app, name="models")
+
+# reached as `cli.NAME` by tests/test_report.py and tests/cli/test_sql_sandbox.py
+_print_train = print_train
+_run_eval = curate.run_eval
+__all__ = ["LOOP_SQL", "app", "main", "print_train", "stats"]
+
+
+def main() -> None:
+    """Entry point: run the app, turning a SieveError into one line and exit code 1."""
+    common.run_app(app)

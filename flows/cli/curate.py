@@ -1,0 +1,251 @@
+"""`sieve bootstrap`, `sieve eval`, `sieve curate`: a policy, its held-out score, its curriculum.
+
+Without `--model`, eval and curate take what the nightly flow would: the newest checkpoint of
+the newest curriculum's model (`current_model`). The calls into the jobs are `run_curate` (the
+Prefect curation flow, `flows.curate.curate_flow`) and `run_eval` (`flows.evaluate.eval_flow`).
+
+Test: `pytest tests/cli/test_cli.py tests/cli/test_train_cli.py tests/cli/test_bad_inputs.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from flows.cli.common import out, progress, show, start_flows, validated
+from flows.cli.options import (
+    ENGINE,
+    SAMPLING,
+    BackendOpt,
+    BaseUrlOpt,
+    ConfigOpt,
+    EngineArgs,
+    HomeOpt,
+    ModelOpt,
+    SamplingArgs,
+    option_blocks,
+)
+from pipeline.errors import SieveError
+
+if TYPE_CHECKING:
+    from pipeline.curate import Policy
+    from pipeline.hooks import ProgressEvent
+    from pipeline.policy.evaluate import EvalConfig
+    from pipeline.sampling import EngineOptions
+    from pipeline.selection import CurateConfig
+
+
+def bootstrap(
+    seed: Annotated[int, typer.Option(help="Seed for data, init and sampling.")] = 0,
+    max_steps: Annotated[
+        int, typer.Option(help="Supervised steps (the same seed gives the same weights).")
+    ] = 700,
+    max_minutes: Annotated[
+        float | None, typer.Option(help="Train for this wall-clock budget instead of steps.")
+    ] = None,
+    per_level: Annotated[int, typer.Option(help="Held-out problems per level in eval.")] = 40,
+    home: HomeOpt = None,
+) -> None:
+    """Train the built-in tiny policy from scratch, save it, evaluate it on held-out problems."""
+    from pipeline.curate import policy_for
+    from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
+    from pipeline.policy.evaluate import EvalConfig
+
+    if (max_minutes is not None and max_minutes <= 0) or max_steps < 1:
+        raise SieveError("--max-minutes must be > 0 and --max-steps >= 1")
+    cfg = BootstrapConfig(seed=seed, max_minutes=max_minutes, max_steps=max_steps)
+    folder = tiny_model(home)
+    with progress("bootstrap: training") as bar:
+        task = bar.add_task("training", total=1.0)
+        result = train_tiny(
+            cfg,
+            progress=lambda e: bar.update(
+                task,
+                completed=e.metrics["fraction"],
+                description=f"step {e.done} loss {e.metrics['loss']:.3f}",
+            ),
+        )
+    revision = save_atomically(result, folder, cfg)
+    out.print(
+        f"trained {result.steps} steps in {result.seconds / 60:.1f} min "
+        f"(loss {result.final_loss:.3f}); saved {folder} (revision {revision})"
+    )
+    run_eval(policy_for(folder), EvalConfig(per_level=per_level, seed=seed), home)
+
+
+@option_blocks
+def eval_cmd(
+    model: ModelOpt = None,
+    backend: BackendOpt = "hf",
+    base_url: BaseUrlOpt = None,
+    per_level: Annotated[int, typer.Option(help="Held-out problems per level.")] = 40,
+    samples: Annotated[int, typer.Option(help="Samples per problem at temperature 1.")] = 8,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    sampling: SamplingArgs = SAMPLING,
+    engine: EngineArgs = ENGINE,
+    home: HomeOpt = None,
+) -> None:
+    """Held-out pass@1 by family x level (greedy and sampled), recorded in the ledger."""
+    from pipeline.curate import policy_for
+    from pipeline.policy.evaluate import EvalConfig
+    from pipeline.sampling.budget import SamplingConfig
+
+    folder = current_model(model, home)
+    if samples < 1:
+        raise SieveError("--samples must be >= 1")
+    config = validated(SamplingConfig, sampling.overrides())
+    policy = policy_for(folder, backend, base_url or (), engine.options())
+    cfg = EvalConfig(
+        per_level,
+        samples,
+        config.temperature,
+        config.max_new_tokens,
+        seed=seed,
+        top_p=config.top_p,
+        stop=config.stop,
+    )
+    run_eval(policy, cfg, home)
+
+
+@option_blocks
+def curate(
+    config: ConfigOpt = None,
+    model: ModelOpt = None,
+    backend: BackendOpt = "hf",
+    base_url: BaseUrlOpt = None,
+    n: Annotated[int | None, typer.Option("--n", help="Candidates (overrides the config).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (overrides the config).")] = None,
+    sampling: SamplingArgs = SAMPLING,
+    engine: EngineArgs = ENGINE,
+    home: HomeOpt = None,
+) -> None:
+    """Screen, refine and select a two-stage curriculum for the model (a Prefect flow)."""
+    from pipeline.selection import CurateConfig, load_curate_config
+
+    cfg = load_curate_config(config) if config is not None else CurateConfig()
+    overrides: dict[str, object] = {
+        k: v for k, v in (("n_candidates", n), ("seed", seed)) if v is not None
+    }
+    if given := sampling.overrides():
+        overrides["sampling"] = {**cfg.sampling.model_dump(), **given}
+    if overrides:
+        cfg = validated(CurateConfig, {**cfg.model_dump(), **overrides})
+    folder = current_model(model, home)
+    if backend != "openai" and not folder.exists():
+        raise SieveError(f"model folder {folder} does not exist (run `sieve bootstrap` first?)")
+    summary = run_curate(str(folder), backend, base_url or [], home, cfg, engine.options())
+    _print_summary(summary)
+
+
+def tiny_model(home: Path | None) -> Path:
+    """Where the built-in tiny policy lives in this home."""
+    from pipeline.home import resolve_home
+
+    return resolve_home(home) / "models" / "tiny"
+
+
+def current_model(model: Path | None, home: Path | None) -> Path:
+    """`--model`, else what the nightly flow would use: the newest checkpoint of the lineage of
+    the newest curriculum's model (else that model; on a fresh home the tiny policy), named in
+    one line, so `sieve curate --model M` → `sieve train` → `sieve eval` needs M only once."""
+    from pipeline.home import ledger_path
+    from pipeline.lineage import nightly_model
+    from pipeline.store import Ledger
+
+    if model is not None:
+        return model
+    if not ledger_path(home).exists():
+        return tiny_model(home)
+    with Ledger.open(home, read_only=True) as ledger:
+        folder, why = nightly_model(ledger, None, home)
+    out.print(f"model: {folder} ({why})")
+    return folder
+
+
+def run_curate(
+    model: str,
+    backend: str,
+    base_urls: list[str],
+    home: Path | None,
+    cfg: CurateConfig,
+    engine: EngineOptions | None = None,
+) -> dict[str, Any]:
+    """The curation job: the Prefect flow `flows.curate.curate_flow`, with a bar per stage."""
+    start_flows(home)
+    from flows.curate import CurateParams, curate_flow
+    from flows.runtime import Runtime
+
+    params = CurateParams(
+        model=model,
+        backend=backend,
+        base_urls=base_urls,
+        home=str(home) if home is not None else None,
+        config=cfg,
+        engine=engine,
+    )
+    with progress("curate") as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(e: ProgressEvent) -> None:  # one event per committed chunk
+            if e.stage not in tasks:
+                tasks[e.stage] = bar.add_task(e.stage, total=e.total)
+            bar.update(tasks[e.stage], completed=e.done, description=f"{e.stage} chunks")
+
+        return curate_flow(params, Runtime(progress=update))
+
+
+def run_eval(policy: Policy, cfg: EvalConfig, home: Path | None) -> None:
+    """The eval job: the Prefect flow `flows.evaluate.eval_flow` on `policy`, the held-out
+    table printed."""
+    import polars as pl
+
+    start_flows(home)
+    from flows.evaluate import EvalParams, eval_flow
+    from flows.runtime import Runtime
+
+    params = EvalParams(
+        model=policy.sampler.model_name,
+        home=str(home) if home is not None else None,
+        per_level=cfg.per_level,
+        samples=cfg.samples,
+        seed=cfg.seed,
+        sampling=cfg.sampling(),
+    )
+    with progress("evaluating") as bar:
+        task = bar.add_task("greedy", total=2 if cfg.temperature > 0 else 1)
+
+        def update(e: ProgressEvent) -> None:
+            bar.update(task, completed=e.done, description=f"{e.stage} recorded")
+
+        result = eval_flow(params, Runtime(policy=policy, progress=update))
+    table = pl.DataFrame(result["table"])
+    show(
+        table,
+        f"held-out pass@1 by family x level (greedy: T=0; sampled: {cfg.samples} per problem at "
+        f"T={cfg.temperature:g}; errors: verifier errors, counted as wrong)",
+    )
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    import polars as pl
+
+    out.print(f"curriculum [bold]{summary['curriculum_id']}[/bold]")
+    kept = summary["kept"]
+    out.print(
+        "kept: "
+        + ", ".join(f"{k} {v}" for k, v in kept.items())
+        + f" (of which replay {summary['replay']})"
+        if kept
+        else "kept: nothing (no informative prompts)"
+    )
+    rejected = pl.DataFrame(
+        {"reason": list(summary["rejected"]), "prompts": list(summary["rejected"].values())}
+    )
+    show(rejected, "rejected by reason")
+    hist = summary["screen_pass_rate_histogram"]
+    bars = " ".join(f"{i / 10:.1f}:{c}" for i, c in enumerate(hist))
+    out.print(f"screen pass-rate histogram (bin start: prompts): {bars}")
+    spent = summary["rollouts_spent"]
+    out.print(f"rollouts spent: {sum(spent.values())} ({spent})")

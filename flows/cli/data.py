@@ -1,0 +1,143 @@
+"""`sieve generate`, `sieve ingest`, `sieve verify`: problems into the ledger, one verdict out.
+
+Test: `pytest tests/cli/test_cli.py tests/problems/test_ingest.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from flows.cli.common import out, table
+from flows.cli.options import HomeOpt
+from pipeline.errors import SieveError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+HeldoutOpt = Annotated[float, typer.Option(help="Percent held out, fixed by hash.")]
+
+
+def generate(
+    family: Annotated[
+        str | None, typer.Option(help="Problem family (arith, linear, modular, word).")
+    ] = None,
+    mix: Annotated[
+        Path | None, typer.Option(help="A TOML mix of families and levels instead of --family.")
+    ] = None,
+    levels: Annotated[str, typer.Option(help="Levels: 3, 1-5, 1,3,5 or all.")] = "all",
+    n: Annotated[int, typer.Option(help="Number of problems, spread over the levels.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed; the same seed gives the same problems.")] = 0,
+    heldout_pct: HeldoutOpt = 10.0,
+    home: HomeOpt = None,
+) -> None:
+    """Generate problems into the ledger and print counts by level."""
+    from pipeline.problems import generate as make_problems
+    from pipeline.problems import generate_mix, parse_levels
+    from pipeline.problems.mix import load_mix
+    from pipeline.store import Ledger
+
+    if mix is not None and family is None:
+        frame = generate_mix(load_mix(mix).levels(), n, seed, heldout_pct=heldout_pct)
+        label = mix.name
+    elif family is not None and mix is None:
+        chosen = parse_levels(levels, family)
+        frame = make_problems(family, chosen, n, seed, heldout_pct=heldout_pct)
+        label = family
+    else:
+        raise SieveError("give exactly one of --family NAME or --mix FILE")
+    with Ledger.open(home) as ledger:
+        new = ledger.write("problems", frame)
+        where = ledger.path
+    _print_counts(frame, f"{label}: {frame.height} problems ({new} new) -> {where}")
+
+
+def _print_counts(frame: pl.DataFrame, title: str) -> None:
+    import polars as pl
+
+    counts = (
+        frame.group_by("family", "level")
+        .agg(
+            pl.len().alias("problems"),
+            (pl.col("split") == "train").sum().alias("train"),
+            (pl.col("split") == "heldout").sum().alias("heldout"),
+        )
+        .sort("family", "level")
+    )
+    out.print(table(counts, title=title))
+
+
+def ingest(
+    file: Annotated[Path, typer.Argument(help="A .jsonl or .parquet file of problems.")],
+    question_field: Annotated[str, typer.Option(help="Field holding the question.")] = "question",
+    answer_field: Annotated[str, typer.Option(help="Field holding the answer.")] = "answer",
+    family: Annotated[str, typer.Option(help="Family name recorded for these problems.")] = (
+        "external"
+    ),
+    level_field: Annotated[str | None, typer.Option(help="Optional integer level field.")] = None,
+    heldout_pct: HeldoutOpt = 10.0,
+    allow_conflicts: Annotated[
+        bool,
+        typer.Option(
+            "--allow-conflicts",
+            help="Keep a question given different answers, each as its own problem.",
+        ),
+    ] = False,
+    max_line_bytes: Annotated[
+        int | None, typer.Option(help="Longest JSONL line accepted, in bytes (default 1 MiB).")
+    ] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Import external problems (GSM8K-style '#### 42' answers are recognised).
+
+    All or nothing: a bad record (named by file and line) imports nothing.
+    """
+    from pipeline.problems.ingest import MAX_LINE_BYTES, conflicting_questions, read_external
+    from pipeline.store import Ledger
+
+    if not file.exists():
+        raise SieveError(f"{file}: no such file")
+    frame = read_external(
+        file,
+        question_field,
+        answer_field,
+        family=family,
+        level_field=level_field,
+        heldout_pct=heldout_pct,
+        allow_conflicts=allow_conflicts,
+        max_line_bytes=MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
+    )
+    with Ledger.open(home) as ledger:
+        new = ledger.write("problems", frame)
+        where = ledger.path
+    _print_counts(frame, f"{file.name}: {frame.height} problems ({new} new) -> {where}")
+    clashes = conflicting_questions(frame) if allow_conflicts else 0
+    if clashes:
+        out.print(f"{clashes} question(s) kept with more than one answer (--allow-conflicts)")
+
+
+def verify(
+    answer: Annotated[str, typer.Option(help="The gold answer.")],
+    completion: Annotated[str, typer.Option(help="The model's completion.")],
+    verifier: Annotated[str, typer.Option(help="Verifier name.")] = "math",
+) -> None:
+    """Score one completion against a gold answer and print the verdict as JSON."""
+    from pipeline.scoring import VERIFIER_VERSION
+    from pipeline.scoring import verify as run_verify
+
+    try:
+        verdict = run_verify(completion, answer, verifier)
+    except ValueError as exc:
+        raise SieveError(str(exc)) from exc
+    payload = {
+        "reward": verdict.reward,
+        "correct": verdict.correct,
+        "reason": verdict.reason,
+        "components": verdict.components,
+        "detail": verdict.detail,
+        "verifier_version": VERIFIER_VERSION,
+    }
+    out.print_json(json.dumps(payload))

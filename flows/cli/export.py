@@ -1,0 +1,80 @@
+"""`sieve export` and `sieve report`: a curriculum for another trainer, the ledger as HTML.
+
+Test: `pytest tests/cli/test_export_report_cli.py tests/test_export.py tests/test_report.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from flows.cli.common import out
+from flows.cli.options import HomeOpt
+from pipeline.errors import SieveError
+
+if TYPE_CHECKING:
+    from pipeline.policy.prompts import PromptFormat
+
+# --prompt-format: "auto" is the curated model's own format
+PROMPT_FORMATS: dict[str, PromptFormat | None] = {"auto": None, "raw": "raw", "chat": "chat"}
+
+
+def export(
+    output: Annotated[Path, typer.Option(help="Directory to write the export into.")],
+    curriculum: Annotated[str, typer.Option(help="Curriculum id or 'latest'.")] = "latest",
+    format: Annotated[str, typer.Option("--format", help="trl, verl, openrlhf or jsonl.")] = "trl",
+    prompt_format: Annotated[
+        str, typer.Option(help="auto (the curated model's), raw or chat.")
+    ] = "auto",
+    input_key: Annotated[str, typer.Option(help="OpenRLHF --input_key field.")] = "input",
+    label_key: Annotated[str, typer.Option(help="OpenRLHF --label_key field.")] = "label",
+    home: HomeOpt = None,
+) -> None:
+    """Export a curriculum (with stages and group sizes) for TRL, verl or OpenRLHF."""
+    from pipeline.export import check_format, export_curriculum
+    from pipeline.store import Ledger
+
+    check_format(format)
+    if prompt_format not in PROMPT_FORMATS:
+        raise SieveError(f"unknown --prompt-format {prompt_format!r}; valid: auto, raw, chat")
+    with Ledger.open(home, read_only=True) as ledger:
+        result = export_curriculum(
+            ledger,
+            curriculum,
+            format,
+            output,
+            prompt_format=PROMPT_FORMATS[prompt_format],
+            input_key=input_key,
+            label_key=label_key,
+        )
+    stages = ", ".join(f"stage {s}: {n}" for s, n in result.stages.items()) or "no items"
+    out.print(
+        f"exported {result.rows} prompts ({stages}; {result.prompt_format} prompts) "
+        f"as {format} -> {result.path}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def report(
+    output: Annotated[
+        Path | None, typer.Option(help="Directory for report.html (default <home>/report).")
+    ] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Write an HTML report: pass rates, difficulty, curricula, training, held-out results."""
+    from pipeline.home import resolve_home
+    from pipeline.report import build_report
+    from pipeline.store import Ledger
+
+    folder = output if output is not None else resolve_home(home) / "report"
+    with Ledger.open(home, read_only=True) as ledger:
+        result = build_report(ledger, folder)
+    out.print(
+        f"report: {result.path} ({len(result.figures)} figures)", markup=False, soft_wrap=True
+    )
+    if result.empty_sections:
+        out.print("no data yet for: " + "; ".join(result.empty_sections), soft_wrap=True)

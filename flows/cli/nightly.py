@@ -1,0 +1,288 @@
+"""`sieve schedule`, `sieve loop`, `sieve demo`: the nightly job, served or run back to back.
+
+`schedule` serves `flows.nightly` as a Prefect deployment on a cron (`run_schedule`); `loop` runs
+N nights in this process (`run_loop`, over `flows.loop.loop`); `demo` is the main job end to end
+on the embedded default (`pipeline.demo`'s foundation check, then `flows.loop.demo`).
+
+Test: `pytest tests/flows/test_schedule.py tests/cli/test_train_cli.py tests/flows/test_loop.py`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from flows.cli.common import check_backend, out, show, start_flows
+from flows.cli.options import (
+    ENGINE,
+    BackendOpt,
+    BaseUrlOpt,
+    ConfigOpt,
+    EngineArgs,
+    HomeOpt,
+    option_blocks,
+)
+from flows.cli.train import train_recipe
+from pipeline.errors import SieveError
+
+if TYPE_CHECKING:
+    from pipeline.recipes import TrainSettings
+    from pipeline.sampling import EngineOptions
+    from pipeline.selection import CurateConfig
+
+# printed after the demo, with pipeline.demo.EXAMPLE_SQL (tests/cli/test_sql_sandbox.py runs them)
+LOOP_SQL = [
+    "SELECT stage, count(*), avg(group_size) FROM curriculum_items GROUP BY stage",
+    "SELECT step, value FROM train_metrics WHERE name = 'pass_rate' ORDER BY step",
+]
+
+TrainConfigOpt = Annotated[
+    Path | None, typer.Option(help="TrainSettings TOML file (sieve train --config).")
+]
+NightlyModelOpt = Annotated[
+    Path | None,
+    typer.Option(help="Model folder; each night continues from the newest checkpoint of it."),
+]
+LoopTrainConfigOpt = Annotated[
+    Path | None,
+    typer.Option(help="TrainSettings TOML file; default the recipe for the model."),
+]
+StartOpt = Annotated[str | None, typer.Option(help="First night, YYYY-MM-DD (default today, UTC).")]
+LoopModelOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Model folder; each night continues from its newest checkpoint (default: the "
+        "newest curriculum's model, the tiny policy on a fresh home)."
+    ),
+]
+
+
+def schedule(
+    cron: Annotated[str, typer.Option(help='Cron schedule, e.g. "0 2 * * *" (02:00 daily).')],
+    config: ConfigOpt = None,
+    train_config: TrainConfigOpt = None,
+    model: NightlyModelOpt = None,
+    backend: BackendOpt = "hf",
+    base_url: BaseUrlOpt = None,
+    name: Annotated[str, typer.Option(help="Deployment name.")] = "nightly",
+    home: HomeOpt = None,
+) -> None:
+    """Serve the nightly flow as a Prefect deployment on a cron schedule (blocks)."""
+    from pipeline.selection import CurateConfig, load_curate_config
+
+    if not os.environ.get("PREFECT_API_URL"):
+        raise SieveError(
+            "sieve schedule needs a Prefect server: run `prefect server start`, then "
+            "export PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
+    from prefect.client.schemas.schedules import CronSchedule
+
+    try:
+        CronSchedule(cron=cron)
+    except Exception as exc:
+        raise SieveError(f"invalid --cron {cron!r}: {' '.join(str(exc).split())[:160]}") from exc
+    from pipeline.recipes import load_settings
+
+    check_backend(backend, base_url)
+    cfg = load_curate_config(config) if config is not None else CurateConfig()
+    settings = load_settings(train_config) if train_config is not None else None  # per model
+    run_schedule(
+        cron,
+        name,
+        model=str(model.resolve()) if model is not None else None,
+        backend=backend,
+        base_urls=base_url or [],
+        home=str(Path(home).resolve()) if home is not None else None,
+        config=cfg,
+        train=settings,
+    )
+
+
+def run_schedule(
+    cron: str,
+    name: str,
+    *,
+    model: str | None,
+    backend: str,
+    base_urls: list[str],
+    home: str | None,
+    config: CurateConfig,
+    train: TrainSettings | None,
+) -> None:
+    """The nightly job as a deployment: `flows.nightly.serve` on `cron` (blocks until Ctrl-C)."""
+    from flows.nightly import NightlyParams, serve
+
+    params = NightlyParams(
+        model=model, backend=backend, base_urls=base_urls, home=home, config=config, train=train
+    )
+    out.print(f"serving deployment sieve-nightly/{name} on cron {cron!r}; Ctrl-C stops it")
+    serve(cron, params, name)
+
+
+def demo(
+    bootstrap_steps: Annotated[
+        int, typer.Option(help="Supervised steps when the tiny policy must be bootstrapped.")
+    ] = 700,
+    n: Annotated[int, typer.Option(help="Candidates to curate.")] = 1000,
+    steps: Annotated[
+        int | None, typer.Option(help="Training steps (default: the config's).")
+    ] = None,
+    home: HomeOpt = None,
+) -> None:
+    """The main job end to end: bootstrap if missing -> curate -> train -> eval -> summary."""
+    import time
+
+    from flows.loop import DEMO_CURATE, DEMO_TRAIN
+    from flows.loop import demo as run_demo_night
+    from pipeline.demo import EXAMPLE_SQL
+
+    if n < 10 or bootstrap_steps < 1:
+        raise SieveError("--n must be >= 10 and --bootstrap-steps >= 1")
+    started = time.perf_counter()
+    out.rule("Sieve demo")
+    ledger = _demo_problems(home)
+    settings = DEMO_TRAIN.with_steps(steps)
+    config = DEMO_CURATE.model_copy(update={"n_candidates": n})
+    out.print("2. policy -> curate -> train -> eval (one night of the nightly flow)")
+    start_flows(home)
+    run = run_demo_night(home, bootstrap_steps, config, settings, say=out.print)
+    if not run.table.is_empty():
+        show(run.table, "held-out pass@1 before -> after (mean over samples at T=1; greedy)")
+    cur = run.night["curate"]
+    train = run.night.get("train") or {}
+    out.print(
+        f"rollouts spent: curation {sum(cur['rollouts_spent'].values())}, "
+        f"training {train.get('rollouts', 0)}; "
+        f"wall time {(time.perf_counter() - started) / 60:.1f} min"
+    )
+    out.print(f"ledger: {ledger}")
+    if run.report is not None:
+        out.print(f"report: {run.report}")
+    out.print("try (after `source .venv/bin/activate`):")
+    for query in [*EXAMPLE_SQL, *LOOP_SQL]:
+        out.print(f'  sieve sql "{query}"', markup=False, highlight=False, soft_wrap=True)
+
+
+def _demo_problems(home: Path | None) -> Path | None:
+    """Step 1 of the demo: the embedded problems in the ledger and the verifier's self-check,
+    printed; returns the ledger's path."""
+    from pipeline.demo import run_demo
+
+    found = run_demo(home, n=2000, seed=0)
+    c = found.check
+    out.print(
+        f"1. problems: {int(found.counts['problems'].sum())} in the ledger ({found.new_problems} "
+        f"new); verifier self-check {c.own_correct}/{c.problems} own answers accepted, "
+        f"{c.perturbed_rejected}/{c.problems} perturbed rejected"
+    )
+    if c.own_correct != c.problems or c.perturbed_rejected != c.problems:
+        raise SieveError("verifier self-check failed: see the counts above")
+    return found.ledger
+
+
+@option_blocks
+def loop(
+    nights: Annotated[int, typer.Option(help="Nights to run back to back.")] = 2,
+    config: ConfigOpt = None,
+    train_config: LoopTrainConfigOpt = None,
+    n: Annotated[int | None, typer.Option("--n", help="Candidates per night.")] = None,
+    steps: Annotated[int | None, typer.Option(help="Training steps per night.")] = None,
+    start: StartOpt = None,
+    model: LoopModelOpt = None,
+    backend: BackendOpt = "hf",
+    base_url: BaseUrlOpt = None,
+    engine: EngineArgs = ENGINE,
+    home: HomeOpt = None,
+) -> None:
+    """N nights of curate -> train -> eval, each starting from the previous night's checkpoint."""
+    from pipeline.store import Ledger
+
+    if nights < 1:
+        raise SieveError(f"--nights must be >= 1, got {nights}")
+    cfg = _loop_config(config, n)
+    try:
+        first = date.fromisoformat(start) if start else None
+    except ValueError:
+        raise SieveError(f"--start {start!r} is not a YYYY-MM-DD date") from None
+    check_backend(backend, base_url)
+    options = engine.options()
+    folder, why = _loop_start(model, backend, home)
+    recipe, settings = train_recipe(train_config, folder, steps)
+    out.print(
+        f"loop: night 1 starts from {folder} ({why}); {recipe.line()}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    name = str(model) if model is not None else None
+    run_loop(home, nights, cfg, settings, first, name, backend, base_url or [], options)
+    from flows.loop import heldout_by_revision
+
+    with Ledger.open(home, read_only=True) as ledger:
+        show(heldout_by_revision(ledger), "held-out sampled pass@1 by revision (oldest first)")
+
+
+def _loop_config(config: Path | None, n: int | None) -> CurateConfig:
+    """`--config FILE` (else the defaults) with `--n` as its candidates."""
+    from pipeline.selection import CurateConfig, load_curate_config
+
+    cfg = load_curate_config(config) if config is not None else CurateConfig()
+    if n is not None:
+        if n < 1:
+            raise SieveError(f"--n must be >= 1, got {n}")
+        cfg = cfg.model_copy(update={"n_candidates": n})
+    return cfg
+
+
+def _loop_start(model: Path | None, backend: str, home: Path | None) -> tuple[Path, str]:
+    """The model the first night starts from, and why; one error line when there is none."""
+    from pipeline.home import ledger_path
+    from pipeline.lineage import nightly_model
+    from pipeline.store import Ledger
+
+    local = backend != "openai"  # openai: --model may be a served name
+    if model is not None and local and not (model / "config.json").is_file():
+        raise SieveError(f"model folder {model} has no config.json")
+    name = str(model) if model is not None else None
+    if ledger_path(home).exists():
+        with Ledger.open(home, read_only=True) as ledger:
+            folder, why = nightly_model(ledger, name, home)
+    else:
+        folder, why = nightly_model(None, name, home)
+    if local and not (folder / "config.json").is_file():
+        raise SieveError(f"no model at {folder}: run `sieve bootstrap` first, or pass --model")
+    return folder, why
+
+
+def run_loop(
+    home: Path | None,
+    nights: int,
+    config: CurateConfig,
+    settings: TrainSettings,
+    first: date | None,
+    model: str | None,
+    backend: str,
+    base_urls: Sequence[str],
+    engine: EngineOptions,
+) -> None:
+    """The nightly job `nights` times in this process: `flows.loop.loop` (one line a night)."""
+    from flows.loop import loop as run_nights
+
+    start_flows(home)
+    run_nights(
+        home,
+        nights,
+        config,
+        settings,
+        first,
+        say=out.print,
+        model=model,
+        backend=backend,
+        base_urls=base_urls,
+        engine=engine,
+    )

@@ -1,0 +1,176 @@
+"""`sieve sql`, `sieve stats`, `sieve curriculum show`: read the ledger, never write it.
+
+`sql` runs one statement in `pipeline.store`'s sandbox (read-only, time and memory limits) and
+writes it as a table, CSV, a JSON array or Parquet.
+
+Test: `pytest tests/cli/test_sql_sandbox.py tests/cli/test_cli.py tests/store/test_locking.py`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TextIO
+
+import typer
+from rich.console import Console
+
+from flows.cli.common import out, show, table
+from flows.cli.options import HomeOpt
+from pipeline.errors import SieveError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+curriculum_app = typer.Typer(help="Inspect curricula.", no_args_is_help=True)
+
+
+class Format(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+def sql(
+    query: Annotated[str, typer.Argument(help="A read-only query (SELECT, EXPLAIN, SHOW...).")],
+    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+    output: Annotated[Path | None, typer.Option(help="Write to this file.")] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", envvar="SIEVE_SQL_TIMEOUT", help="Stop the query after this many seconds."
+        ),
+    ] = 60.0,
+    memory_limit: Annotated[
+        str,
+        typer.Option(
+            "--memory-limit",
+            envvar="SIEVE_SQL_MEMORY_LIMIT",
+            help="DuckDB's memory for the query, e.g. 512MB or 4GiB; while it runs the process "
+            "may grow by at most about twice this.",
+        ),
+    ] = "2GB",
+    home: HomeOpt = None,
+) -> None:
+    """Run one read-only query on the ledger (views: group_stats, prompt_stats, ...). It runs
+    sandboxed: it reads only the ledger, writes nothing, changes no setting, and stops at
+    --timeout and --memory-limit. Lists and structs become JSON text in csv and table output."""
+    from pipeline.store import Ledger, QueryLimits, Sandbox, check_query
+    from pipeline.store.sandbox_sql import View, exit_process
+
+    statement = check_query(query)
+    limits = QueryLimits.from_options(timeout, memory_limit)
+    if format is Format.parquet and output is None:
+        raise SieveError("--format parquet needs --output FILE")
+    if output is not None and not output.parent.is_dir():
+        raise SieveError(f"cannot write {output}: directory {output.parent} does not exist")
+    views: dict[Format, View] = {Format.parquet: "native", Format.json: "json"}
+    view = views.get(format, "text")
+    with Ledger.open(home, read_only=True) as ledger:
+        if output is not None and ledger.path is not None:
+            target, own = output.resolve(), ledger.path.resolve()
+            if target in (own, own.with_name(own.name + ".wal")):
+                raise SieveError(f"refused: --output {output} is the ledger itself")
+        result = Sandbox(ledger.con, limits, on_stuck=exit_process).run(statement, view)
+    _emit(result, format, output)
+
+
+def _emit(result: pa.Table, format: Format, output: Path | None) -> None:
+    """Write a `Sandbox.run` result: Parquet from the native view, a JSON array from the json
+    view (one object per row), CSV or a table from the text view."""
+    if format is Format.parquet and output is not None:
+        _write_parquet(result, output)
+    elif format is Format.json:
+        rows = result.column(0).to_pylist()
+        _write_text("[\n" + ",\n".join(rows) + "\n]\n" if rows else "[]\n", output)
+    else:
+        import polars as pl
+
+        frame = pl.from_arrow(result)  # text view: numbers, booleans and strings only
+        assert isinstance(frame, pl.DataFrame)  # a Table gives a frame (from_arrow: either)
+        if format is Format.csv:
+            _write_text(frame.write_csv(), output)
+        elif output is None:
+            out.print(table(frame))
+        else:
+            with _writing(output) as handle:
+                Console(file=handle, width=200).print(table(frame, max_rows=frame.height))
+
+
+def _write_parquet(result: pa.Table, output: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pq.write_table(result, output)
+    except (OSError, pa.ArrowException) as exc:
+        raise SieveError(f"cannot write {output}: {' '.join(str(exc).split())}") from exc
+
+
+def _write_text(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        with _writing(output) as handle:
+            handle.write(text)
+
+
+@contextmanager
+def _writing(output: Path) -> Iterator[TextIO]:
+    """`output` open for writing text; an OSError becomes one `error:` line."""
+    try:
+        with output.open("w", encoding="utf-8") as handle:
+            yield handle
+    except OSError as exc:
+        raise SieveError(f"cannot write {output}: {exc.strerror or exc}") from exc
+
+
+def stats(home: HomeOpt = None) -> None:
+    """Print the ledger's summary views."""
+    from pipeline.store import Ledger
+
+    with Ledger.open(home, read_only=True) as ledger:
+        out.print(f"ledger: {ledger.path}")
+        show(ledger.query("table_counts"), "tables")
+        show(ledger.query("problem_counts"), "problems by family x level")
+        show(
+            ledger.query("difficulty_latest"),
+            "measured pass rate by family x level, newest revisions",
+        )
+        show(ledger.query("runs_latest"), "latest sampling runs")
+        from pipeline.curate import allocation, load_history
+        from pipeline.selection import CurateConfig
+
+        cells = allocation(CurateConfig(), load_history(ledger, []))
+        if cells is not None:
+            show(
+                cells,
+                "informative groups by family x level (recent revisions) and where the next "
+                "curation's candidates go (default config)",
+            )
+        show(ledger.sql("SELECT * FROM curriculum_summary"), "curricula")
+        show(ledger.sql("SELECT * FROM rejection_summary ORDER BY ALL"), "rejections by reason")
+        from flows.loop import heldout_by_revision
+
+        show(heldout_by_revision(ledger), "held-out sampled pass@1 by revision (oldest first)")
+
+
+@curriculum_app.command("show")
+def curriculum_show(
+    curriculum: Annotated[str, typer.Argument(help="Curriculum id or 'latest'.")] = "latest",
+    limit: Annotated[int, typer.Option(help="Items to list.")] = 20,
+    home: HomeOpt = None,
+) -> None:
+    """Stages, group sizes and the top items of a curriculum."""
+    from pipeline.export import resolve_curriculum
+    from pipeline.store import Ledger
+
+    with Ledger.open(home, read_only=True) as ledger:
+        cid = resolve_curriculum(ledger, curriculum)
+        show(ledger.query("curriculum_stages", curriculum_id=cid), f"curriculum {cid}")
+        show(ledger.query("curriculum_rejections", curriculum_id=cid), "rejected by reason")
+        show(ledger.query("curriculum_items_top", curriculum_id=cid, limit=limit), "items")

@@ -1,0 +1,215 @@
+"""`sieve train`: GRPO on a curated curriculum, with the recipe for the model.
+
+Everything is decided before Prefect starts: the curriculum, the starting model (by default the
+one the curriculum was curated with) and the recipe (`--config FILE`, else the recipe file for
+that model's prompt format; `--steps` replaces its total). `--print-config` shows the result as
+TOML and stops. The call into the job is `run_train` (`flows.train.train_flow`).
+
+Test: `pytest tests/cli/test_train_cli.py`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from flows.cli.common import check_backend, out, progress, show, start_flows
+from flows.cli.options import ENGINE, BackendOpt, BaseUrlOpt, EngineArgs, HomeOpt, option_blocks
+from pipeline.errors import SieveError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from pipeline.hooks import ProgressEvent
+    from pipeline.recipes import Recipe, TrainSettings
+    from pipeline.sampling import EngineOptions
+
+CurriculumOpt = Annotated[str, typer.Option(help="Curriculum id or 'latest'.")]
+RecipeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="TrainSettings TOML file, alone on GRPOConfig's defaults; default the recipe "
+        "for the model (data/configs/tiny_train.toml or real_train.toml)."
+    ),
+]
+StartOpt = Annotated[
+    Path | None,
+    typer.Option(help="Starting model folder; default the model the curriculum was curated with."),
+]
+MaxStepsOpt = Annotated[int | None, typer.Option(help="Stop after this many steps (resume later).")]
+StepsOpt = Annotated[int | None, typer.Option(help="Total steps (overrides the config).")]
+ResumeOpt = Annotated[bool, typer.Option(help="Continue from the newest checkpoint.")]
+PrintConfigOpt = Annotated[
+    bool,
+    typer.Option(
+        "--print-config",
+        help="Print the effective settings as TOML (a --config file) and exit.",
+    ),
+]
+
+
+@option_blocks
+def train(
+    curriculum: CurriculumOpt = "latest",
+    config: RecipeOpt = None,
+    model: StartOpt = None,
+    max_steps: MaxStepsOpt = None,
+    steps: StepsOpt = None,
+    resume: ResumeOpt = False,
+    backend: BackendOpt = "hf",
+    base_url: BaseUrlOpt = None,
+    engine: EngineArgs = ENGINE,
+    print_config: PrintConfigOpt = False,
+    home: HomeOpt = None,
+) -> None:
+    """GRPO on a curated curriculum; checkpoints are registered for the next curation."""
+    from pipeline.runlog import quiet_prefect
+
+    quiet_prefect(home)  # before Prefect and Hugging Face are imported: this home's own state
+    from pipeline.recipes import settings_toml
+
+    _check_args(max_steps, config, backend, base_url)
+    options = engine.options()
+    if model is not None and not (model / "config.json").is_file():
+        raise SieveError(f"model folder {model} has no config.json")
+    if print_config and model is not None:  # no ledger needed to show settings
+        cid, folder, why = curriculum, model, "given"
+    else:
+        cid, folder, why = _train_target(curriculum, model, home)
+    recipe, settings = train_recipe(config, folder, steps)
+    if print_config:
+        header = [f"sieve train: effective settings for {folder} ({why})", recipe.line()]
+        sys.stdout.write(settings_toml(settings, [*header, f"backend {backend}"]))
+        return
+    out.print(
+        f"train {cid}: model {folder} ({why}); {recipe.line()}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    summary = run_train(
+        curriculum=cid,
+        model=str(folder),
+        home=home,
+        settings=settings,
+        backend=backend,
+        base_urls=base_url or [],
+        engine=options,
+        max_steps=max_steps,
+        resume=resume,
+    )
+    print_train(summary)
+
+
+def _check_args(
+    max_steps: int | None, config: Path | None, backend: str, base_url: list[str] | None
+) -> None:
+    """The checks that need neither a model nor the ledger, in the order they report."""
+    from pipeline.recipes import given_recipe
+
+    if max_steps is not None and max_steps < 1:
+        raise SieveError(f"--max-steps must be >= 1, got {max_steps}")
+    if config is not None:
+        given_recipe(config)  # a bad file fails first, whatever else is wrong
+    check_backend(backend, base_url)
+
+
+def train_recipe(
+    config: Path | None, model: Path, steps: int | None
+) -> tuple[Recipe, TrainSettings]:
+    """(Recipe, TrainSettings): `--config FILE` alone on GRPOConfig's defaults, else the recipe
+    file for the model; `--steps` replaces total_steps."""
+    from pipeline.recipes import given_recipe, recipe_for
+
+    recipe = given_recipe(config) if config is not None else recipe_for(model)
+    settings = recipe.settings.with_steps(steps)
+    settings.grpo_config()
+    return recipe, settings
+
+
+def _train_target(curriculum: str, model: Path | None, home: Path | None) -> tuple[str, Path, str]:
+    """(curriculum id, model folder, why that folder), checked before Prefect starts."""
+    from pipeline.export import resolve_curriculum
+    from pipeline.home import ledger_path
+    from pipeline.lineage import curriculum_model
+    from pipeline.store import Ledger
+
+    if not ledger_path(home).exists():
+        raise SieveError(f"no ledger at {ledger_path(home)}: run `sieve curate` first")
+    with Ledger.open(home, read_only=True) as ledger:
+        cid = resolve_curriculum(ledger, curriculum)
+        if model is not None:
+            return cid, model, "given"
+        folder, why = curriculum_model(ledger, cid, home)
+    return cid, folder, why
+
+
+def run_train(
+    *,
+    curriculum: str,
+    model: str,
+    home: Path | None,
+    settings: TrainSettings,
+    backend: str,
+    base_urls: list[str],
+    engine: EngineOptions,
+    max_steps: int | None,
+    resume: bool,
+) -> dict[str, Any]:
+    """The training job: the Prefect flow `flows.train.train_flow`, with a per-step bar."""
+    start_flows(home)
+    from flows.runtime import Runtime
+    from flows.train import TrainParams, train_flow
+
+    params = TrainParams(
+        curriculum=curriculum,
+        model=model,
+        home=str(home) if home is not None else None,
+        settings=settings,
+        backend=backend,
+        base_urls=base_urls,
+        engine=engine,
+        max_steps=max_steps,
+        resume=resume,
+    )
+    total = settings.grpo_config().total_steps
+    with progress("train") as bar:
+        return train_flow(params, Runtime(progress=_train_progress(bar, total)))
+
+
+def _train_progress(bar: Progress, total: int) -> Callable[[ProgressEvent], None]:
+    """The per-step bar: one event per training step (`pipeline.hooks`)."""
+    task = bar.add_task("starting", total=total)
+
+    def update(e: ProgressEvent) -> None:
+        m = e.metrics
+        bar.update(
+            task,
+            completed=e.done,
+            description=(
+                f"step {e.done}/{e.total} reward {m['reward_mean']:.2f} "
+                f"pass {m['pass_rate']:.2f} KL {m['kl']:.3f} zero-var {m['zero_var_share']:.2f}"
+            ),
+        )
+
+    return update
+
+
+def print_train(summary: dict[str, Any]) -> None:
+    """A train flow's summary: held-out before -> after by cell, then one line of totals."""
+    from flows.loop import before_after, pct
+
+    table = before_after(summary)
+    if not table.is_empty():
+        show(table, "held-out pass@1 before -> after")
+    b, a = summary["heldout_before"], summary["heldout_after"]
+    out.print(
+        f"train {summary['train_id']}: {summary['steps']} steps, {summary['rollouts']} rollouts, "
+        f"{summary['seconds']} s; held-out sampled {pct(b['sampled'])} -> {pct(a['sampled'])}, "
+        f"greedy {pct(b['greedy'])} -> {pct(a['greedy'])}"
+    )
+    out.print(f"checkpoint {summary['checkpoint']} (revision {summary['final_revision']})")

@@ -1,0 +1,91 @@
+"""The evaluation job, written once: `eval_flow` (a Prefect flow) and `evaluate_model` (the same
+sequence called without a Prefect run): held-out pass@1 by family x level, greedy and sampled,
+both runs recorded in the ledger (purpose `eval`).
+
+load the policy -> draw the held-out set (`pipeline.policy.evaluate.heldout_set`) -> render its
+prompts in the model's format -> sample and record greedy, then sampled -> read the table back
+from the `heldout_pass1` view. The ledger is transient (locked only while a run is committed),
+so readers work while an evaluation samples. Training evaluates through the same step
+(`pipeline.policy.evaluate.evaluate`) from its recorder.
+
+Run: `sieve eval`.
+Test: `pytest tests/flows/test_runtime.py tests/policy/test_evaluate.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, ConfigDict, Field
+
+from flows.runtime import Runtime, step
+from pipeline.curate import Policy, policy_for
+from pipeline.hooks import Progress
+from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.sampling import EngineOptions
+from pipeline.sampling.budget import SamplingConfig
+from pipeline.store import Ledger
+
+
+class EvalParams(BaseModel):
+    """Flow parameters (validated; unknown keys rejected)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(description="Model folder (for openai: also the served model name).")
+    backend: str = Field(default="hf", description="hf, vllm or openai.")
+    base_urls: list[str] = Field(default_factory=list, description="openai backend servers.")
+    engine: EngineOptions | None = Field(default=None, description="vllm/openai engine options.")
+    home: str | None = None
+    per_level: int = Field(default=40, ge=1, description="Held-out problems per level.")
+    samples: int = Field(default=8, ge=1, description="Samples per problem when sampled.")
+    seed: int = 0
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+
+    def eval_config(self) -> EvalConfig:
+        s = self.sampling
+        return EvalConfig(
+            self.per_level, self.samples, s.temperature, s.max_new_tokens, seed=self.seed,
+            top_p=s.top_p, stop=s.stop,
+        )  # fmt: skip
+
+
+@task(cache_policy=NO_CACHE)
+def evaluate_policy(
+    ledger: Ledger, pol: Policy, cfg: EvalConfig, progress: Progress | None
+) -> pl.DataFrame:
+    problems = heldout_set(cfg.per_level)
+    questions = problems["question"].to_list()
+    prompts_of = dict(zip(questions, pol.render(questions), strict=True))
+    return evaluate(
+        pol.sampler, ledger, pol.model_revision, prompts_of, cfg, problems, pol.prompt_format,
+        progress,
+    )  # fmt: skip
+
+
+def evaluate_model(
+    ledger: Ledger, pol: Policy, cfg: EvalConfig, progress: Progress | None = None
+) -> pl.DataFrame:
+    """Held-out pass@1 of the policy by family x level (family, level, problems, greedy,
+    sampled, errors); inside `eval_flow` the step is a Prefect task."""
+    return step(evaluate_policy, ledger, pol, cfg, progress)
+
+
+@flow(name="sieve-eval", log_prints=True)
+def eval_flow(params: EvalParams, runtime: Runtime | None = None) -> dict[str, Any]:
+    """Evaluate the model on the held-out set; returns its revision and table (as rows)."""
+    rt = runtime or Runtime()
+    pol = rt.policy or policy_for(params.model, params.backend, params.base_urls, params.engine)
+    ledger = rt.ledger or Ledger.open(params.home, transient=True)
+    try:
+        table = evaluate_model(ledger, pol, params.eval_config(), rt.progress)
+    finally:
+        if rt.ledger is None:
+            ledger.close()
+    return {"model_revision": pol.model_revision, "table": table.to_dicts()}
+
+
+__all__ = ["EvalParams", "eval_flow", "evaluate_model"]

@@ -1,0 +1,66 @@
+"""What a flow run takes besides its JSON parameters, and how a flow's steps run.
+
+`Runtime` carries objects a Prefect parameter cannot be (they are not JSON): the progress hook
+(`pipeline.hooks.Progress`), an open ledger, a loaded policy, a reward function. Every flow
+takes one as an optional second argument; what it leaves unset the flow builds from its
+parameters (the ledger of `params.home`, the policy of `params.model`, the problems' verifiers).
+It is a plain class on purpose: Prefect validates flow parameters with pydantic, which cannot
+build a schema for a dataclass holding a `Protocol`, but accepts an opaque instance.
+
+`step(task, ...)` runs one step of a flow's sequence: as a Prefect task inside a flow run (so it
+is tracked, retried and logged), as the plain function outside one. That is how each job's
+sequence is written once, in its flow module, and is also callable without Prefect (in-memory
+ledgers in tests, library use): `flows.curate.curate`, `flows.train.train`,
+`flows.evaluate.evaluate_model` are the flow bodies, not second copies.
+
+Test: `pytest tests/flows/test_runtime.py`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+from prefect.context import FlowRunContext
+
+if TYPE_CHECKING:
+    from prefect import Task
+
+    from grpo_core.types import RewardFn
+    from pipeline.curate import Policy
+    from pipeline.hooks import Progress
+    from pipeline.store import Ledger
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Runtime:
+    """Non-JSON inputs of one flow run; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        progress: Progress | None = None,
+        ledger: Ledger | None = None,
+        policy: Policy | None = None,
+        reward: RewardFn | None = None,
+    ):
+        self.progress, self.ledger, self.policy, self.reward = progress, ledger, policy, reward
+
+    def __repr__(self) -> str:  # what Prefect records for the parameter
+        set_ = [k for k in ("progress", "ledger", "policy", "reward") if getattr(self, k)]
+        return f"Runtime({', '.join(set_)})"
+
+
+def in_flow_run() -> bool:
+    return FlowRunContext.get() is not None
+
+
+def step(task: Task[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """Run `task` as a Prefect task inside a flow run, as its plain function outside one."""
+    if in_flow_run():
+        return task(*args, **kwargs)
+    return task.fn(*args, **kwargs)
+
+
+__all__ = ["Runtime", "in_flow_run", "step"]

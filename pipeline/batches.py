@@ -1,0 +1,101 @@
+"""A curriculum as the trainer's batch source and reward.
+
+`CurriculumBatches(step) -> items`: stages in order, each getting a share of the steps
+proportional to what one pass over it costs in rollouts; each step draws items weighted by their
+curriculum weight, without replacement, seeded by (seed, step), until the step's rollout budget
+is filled. `verifier_reward` scores with the problems' own verifiers (chat models are judged
+only on a marked answer, as in curation).
+
+Test: `pytest tests/test_train.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from grpo_core.trainer import Item, Sample, Scores
+from pipeline.errors import SieveError
+from pipeline.scoring import verify_batch
+from pipeline.store import Ledger, load_query
+
+
+def curriculum_frame(ledger: Ledger, curriculum_id: str) -> pl.DataFrame:
+    """The curriculum's items joined with their problems, in stage and position order."""
+    frame = ledger.sql(load_query("train_items"), {"curriculum_id": curriculum_id})
+    if frame.is_empty():
+        raise SieveError(f"curriculum {curriculum_id} has no items to train on")
+    return frame
+
+
+class CurriculumBatches:
+    """`step -> items`: stages in order, weighted draws seeded by (seed, step)."""
+
+    def __init__(
+        self,
+        frame: pl.DataFrame,
+        prompts: Sequence[str],
+        rollouts_per_step: int,
+        total_steps: int,
+        seed: int,
+    ):
+        self.seed, self.budget = seed, rollouts_per_step
+        self.stages: list[tuple[int, list[Item], np.ndarray]] = []
+        costs = []
+        for stage in sorted(frame["stage"].unique().to_list()):
+            rows = frame.with_row_index("_i").filter(pl.col("stage") == stage)
+            items = [
+                Item(prompts[i], a, int(g), key=p, weight=float(w), verifier=v)
+                for i, a, g, p, w, v in zip(
+                    rows["_i"], rows["answer"], rows["group_size"], rows["problem_id"],
+                    rows["weight"], rows["verifier"], strict=True,
+                )
+            ]  # fmt: skip
+            weights = np.clip(rows["weight"].to_numpy().astype(float), 1e-9, None)
+            self.stages.append((int(stage), items, weights))
+            costs.append(float(rows["group_size"].sum()))
+        self.ends = _stage_ends(costs, total_steps)
+
+    def stage_of(self, step: int) -> int:
+        for (stage, _, _), end in zip(self.stages, self.ends, strict=True):
+            if step < end:
+                return stage
+        return self.stages[-1][0]
+
+    def __call__(self, step: int) -> list[Item]:
+        index = next((i for i, end in enumerate(self.ends) if step < end), len(self.ends) - 1)
+        _, items, weights = self.stages[index]
+        rng = np.random.default_rng([self.seed, step])
+        keys = rng.random(len(items)) ** (1.0 / weights)  # Efraimidis–Spirakis weighted order
+        picked, total = [], 0
+        for i in np.argsort(-keys, kind="stable"):
+            picked.append(items[int(i)])
+            total += items[int(i)].group_size
+            if total >= self.budget:
+                break
+        return picked
+
+
+def _stage_ends(costs: list[float], total_steps: int) -> list[int]:
+    """Cumulative last step (exclusive) of each stage; shares ∝ cost, at least one step each."""
+    total = sum(costs)
+    shares = [max(1, round(total_steps * c / total)) for c in costs]
+    ends = np.cumsum(shares).tolist()
+    ends[-1] = max(ends[-1], total_steps)
+    return [int(e) for e in ends]
+
+
+def verifier_reward(
+    items: Sequence[Item], samples: Sequence[Sample], *, marker_required: bool = False
+) -> Scores:
+    """Score with Sieve's verifiers (the problem's own verifier, e.g. math); chat models
+    (`marker_required`) are judged only on a marked answer, as in curation."""
+    verdicts = verify_batch(
+        [s.text for s in samples],
+        [it.answer for it in items],
+        [it.verifier for it in items],
+        marker_required=marker_required,
+    )
+    return Scores([v.reward for v in verdicts], [v.correct for v in verdicts])

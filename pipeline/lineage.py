@@ -1,0 +1,111 @@
+"""Which model a job starts from: the one a curriculum was curated with (`curriculum_model`),
+or, for the nightly loop, the newest checkpoint of a model's lineage (`nightly_model`,
+`lineage_head`): trained from it, or from a checkpoint trained from it, and so on.
+
+Test: `pytest tests/flows/test_loop.py tests/cli/test_train_cli.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.errors import SieveError
+from pipeline.home import resolve_home
+from pipeline.policy.model import folder_revision
+from pipeline.store import Ledger, load_query
+
+
+def curriculum_model(
+    ledger: Ledger, curriculum_id: str, home: str | Path | None = None
+) -> tuple[Path, str]:
+    """The model folder a curriculum was curated with, and a note saying how it was chosen.
+
+    Curricula record the model (`curricula.model`, `model_revision`); ledgers from before that
+    fall back to the newest registered checkpoint, else the tiny policy. One SieveError line when
+    the folder is gone or was a served model."""
+    rows = ledger.run(
+        "SELECT model, model_revision FROM curricula WHERE curriculum_id = $c", {"c": curriculum_id}
+    )
+    model, revision = rows[0] if rows else (None, None)
+    if not model:
+        path = latest_model(ledger, home)
+        if not (path / "config.json").is_file():
+            raise SieveError(
+                f"curriculum {curriculum_id} records no model and there is no tiny policy at "
+                f"{path}: pass --model FOLDER"
+            )
+        what = "the tiny policy" if path == _tiny(home) else "the newest registered checkpoint"
+        return path, f"curriculum {curriculum_id} records no model: using {what}"
+    if str(revision or "").startswith("served:"):
+        raise SieveError(
+            f"curriculum {curriculum_id} was curated with the served model {model!r} (openai "
+            "backend): pass --model FOLDER holding its weights"
+        )
+    folder = Path(model)
+    if not (folder / "config.json").is_file():
+        raise SieveError(
+            f"curriculum {curriculum_id} was curated with model folder {folder}, which is not a "
+            "model folder here (moved, deleted, or relative to another directory): "
+            "pass --model FOLDER"
+        )
+    note = f"the model curriculum {curriculum_id} was curated with"
+    if revision and folder_revision(folder) != revision:
+        note += f"; warning: its weights changed since (curated with revision {revision})"
+    return folder, note
+
+
+def lineage_head(ledger: Ledger, revision: str) -> Path | None:
+    """The newest checkpoint (of a finished run, still on disk) descended from `revision`:
+    trained from it, or from a checkpoint trained from it, and so on; None when there is none."""
+    for path, _ in ledger.run(load_query("lineage_checkpoints"), {"revision": revision}):
+        if (Path(path) / "config.json").is_file():
+            return Path(path)
+    return None
+
+
+def nightly_model(
+    ledger: Ledger | None, model: str | None, home: str | Path | None = None
+) -> tuple[Path, str]:
+    """What a night curates and trains from, and a note saying why.
+
+    Given a model folder: the newest checkpoint of its lineage, else the folder itself. Without
+    one: the newest checkpoint of the lineage of the model the newest curriculum was curated
+    with (else that model), so nights continue what the last one curated; on a fresh home (or a
+    ledger whose curricula record no model) the newest registered checkpoint, else the tiny
+    policy."""
+    if ledger is None:  # a fresh home: nothing curated or trained yet
+        if model is not None:
+            return Path(model), "nothing trained from it yet"
+        return _tiny(home), "a fresh home: the tiny policy"
+    if model is not None:
+        folder = Path(model)
+        if not (folder / "config.json").is_file():
+            return folder, "not a local folder (a served model): no lineage to follow"
+        head = lineage_head(ledger, folder_revision(folder))
+        if head is not None:
+            return head, f"the newest checkpoint trained from {folder}"
+        return folder, "nothing trained from it yet"
+    rows = ledger.run(load_query("newest_curriculum_model"))
+    if rows and rows[0][1] and not str(rows[0][2] or "").startswith("served:"):
+        cid, name, revision = rows[0]
+        head = lineage_head(ledger, str(revision)) if revision else None
+        if head is not None:
+            return head, f"the newest checkpoint trained from {name} (curriculum {cid}'s model)"
+        if (Path(name) / "config.json").is_file():
+            return Path(name), f"the model of the newest curriculum {cid}"
+    path = latest_model(ledger, home)
+    if path == _tiny(home):
+        return path, "nothing curated from a local model yet: the tiny policy"
+    return path, "no curriculum names its model: the newest registered checkpoint"
+
+
+def latest_model(ledger: Ledger, home: str | Path | None = None) -> Path:
+    """The newest registered checkpoint that still exists, else the bootstrapped tiny policy."""
+    for (path,) in ledger.run(load_query("latest_checkpoints")):
+        if (Path(path) / "config.json").is_file():
+            return Path(path)
+    return _tiny(home)
+
+
+def _tiny(home: str | Path | None) -> Path:
+    return resolve_home(home) / "models" / "tiny"
