@@ -18,8 +18,8 @@ def test_the_seed_is_the_leading_bits_of_the_sha256_of_the_joined_parts() -> Non
     assert derive_seed(5, "arith", 3, bits=64, sep="\x1f") == int.from_bytes(raw[:8], "big")
 
 
-def test_the_old_arithmetic_collision_is_gone() -> None:
-    # seed + step + g: step 0 at G = 16 and step 8 at G = 8 both gave seed + 16
+def test_distinct_steps_and_sizes_get_distinct_seeds() -> None:
+    # unlike seed + step + g, where step 0 at G = 16 and step 8 at G = 8 both give seed + 16
     assert derive_seed(0, "step", 0, 16) != derive_seed(0, "step", 8, 8)
     seeds = {derive_seed(0, "step", s, g) for s in range(200) for g in (4, 8, 16, 32)}
     assert len(seeds) == 800
