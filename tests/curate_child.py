@@ -13,19 +13,21 @@ from pathlib import Path
 
 from pipeline.curate import Policy
 from pipeline.problems import generate_mix
-from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.selection import CurateConfig
 
+try:  # imported as tests.curate_child, or run as a script with tests/ on the path
+    from tests.simulated import RATES
+    from tests.simulated import simulated_policy as _policy
+except ImportError:
+    from simulated import RATES  # type: ignore[no-redef]
+    from simulated import simulated_policy as _policy  # type: ignore[no-redef]
+
 CFG = CurateConfig(n_candidates=240, mix={"arith": "1-6"}, seed=5, chunk_size=30)
-RATES = {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.3, 5: 0.08, 6: 0.0}
 
 
 def simulated_policy(cfg: CurateConfig) -> Policy:
-    problems = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
-    prompts = [f"{q}=" for q in problems["question"]]
-    answers = dict(zip(prompts, problems["answer"], strict=True))
-    rates = {p: RATES.get(lv, 0.0) for p, lv in zip(prompts, problems["level"], strict=True)}
-    return Policy(SimulatedSampler(answers, rates), "rev-sim", lambda qs: [f"{q}=" for q in qs])
+    """The shared simulated policy (`tests/simulated.py`) over this curation's candidates."""
+    return _policy(generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed), RATES)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def main(path: Path, mode: str, gate: Path, free: int) -> None:
     policy = replace(policy, sampler=GatedSampler(policy.sampler, gate, free))
     print("opening", flush=True)
     with Ledger.open(path=path, transient=mode == "transient") as ledger:
-        curate(ledger, policy, CFG, progress=lambda s, d, _t: print(f"{s} {d}", flush=True))
+        curate(ledger, policy, CFG, progress=lambda e: print(f"{e.stage} {e.done}", flush=True))
     print("done", flush=True)
 
 
