@@ -90,10 +90,10 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str]] = [
         "temperature",
     ),
     (
-        "train: G out of range",
-        {"t.toml": "[grpo]\ngroup_size = 1\n"},
+        "train: a removed GRPO key",  # group_size was never read: G comes from each item
+        {"t.toml": "[grpo]\ngroup_size = 8\n"},
         ["train", "--config", "{d}/t.toml"],
-        "group_size",
+        "unknown key 'group_size'",
     ),
     ("train: max steps 0", {}, ["train", "--max-steps", "0"], "--max-steps"),
     ("train: model without config", {"m/x.txt": "x"}, ["train", "--model", "{d}/m"], "config.json"),
