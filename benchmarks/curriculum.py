@@ -55,6 +55,7 @@ import torch
 from flows.curate import curate
 from grpo_core.collect import dynamic_sampling, pilot_commit
 from grpo_core.config import GRPOConfig
+from grpo_core.seeds import derive_seed
 from grpo_core.trainer import Hooks, Item, Trainer
 from pipeline.batches import CurriculumBatches, curriculum_frame, verifier_reward
 from pipeline.curate import Policy
@@ -191,7 +192,7 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
     committed = max(1, setup.rollouts_per_step // 48)  # pilot-commit: prompts of 48 per step
 
     def draw(step: int, round_: int, k: int = per_step) -> list[Item]:
-        rng = np.random.default_rng([seed, step, round_])
+        rng = np.random.default_rng(derive_seed(seed, "draw", step, round_))
         return [pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False)]
 
     nights: list[dict[str, int]] = []  # sieve: what each night's curation cost and kept

@@ -39,6 +39,7 @@ from pathlib import Path
 import psutil
 import torch
 
+from grpo_core.seeds import derive_seed
 from pipeline.policy.evaluate import heldout_set
 from pipeline.policy.model import TinySize, create_tiny_model, load_policy
 from pipeline.policy.prompts import render_chat
@@ -153,7 +154,7 @@ class StackedLogitsSampler(HFSampler):
             mask[row, width - len(prompt) :] = 1
         cache = self._shared_prefill(ids, mask, n)
         ids, mask = ids.repeat_interleave(n, dim=0), mask.repeat_interleave(n, dim=0)
-        torch.manual_seed(params.seed * 1_000_003 + index)
+        torch.manual_seed(derive_seed(params.seed, "micro-batch", index))
         out = self.model.generate(  # type: ignore[operator]
             input_ids=ids,
             attention_mask=mask,

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from grpo_core.seeds import derive_seed
 from grpo_core.trainer import Collected, Collector, Item, Sample, Scores, Trainer
 
 Source = Callable[[int, int], Sequence[Item]]
@@ -125,7 +126,7 @@ def pilot_commit(
             room = target - len(got.items)
             kept = [x for x in pilots if low <= pass_rate(x[2]) <= high][:room]
             if kept:
-                extra_seed = seed + 3_571  # a stream of its own
+                extra_seed = derive_seed(seed, "extra")  # a stream of its own
                 more = got.sample([k[0] for k in kept], extra_seed, [total_g - pilot_g] * len(kept))
                 for (item, grp, part), (_, extra, part2) in zip(kept, more, strict=True):
                     got.keep(item, grp + extra, _join([part, part2]))

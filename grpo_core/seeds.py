@@ -3,9 +3,11 @@
 A seed is the leading bits of the SHA-256 of the parts' text joined by a separator, so distinct
 inputs give unrelated seeds (no arithmetic collisions such as `seed + step + g`, where step 0 at
 G = 16 and step 8 at G = 8 draw the same stream), and the value never depends on Python's
-salted `hash()`, the process or the platform. Curation chunks, problem generation and the
-simulated sampler derive theirs here; the trainer's step, group-size, micro-batch and batch-draw
-seeds do not yet (README, Architecture: moving them changes every trained benchmark figure).
+salted `hash()`, the process or the platform. Every seed Sieve derives comes from here:
+curation chunks, problem streams and the simulated sampler (with the values they had before
+the helper existed), and the trainer's (step, round) seeds, the per-group-size seeds under
+them, the hf sampler's micro-batches, the curriculum's batch draws and pilot-commit's second
+pass.
 
 Test: `pytest tests/grpo_core/test_seeds.py`.
 """

@@ -75,6 +75,7 @@ from grpo_core.scoring import (
     step_advantages,
     update_metrics,
 )
+from grpo_core.seeds import derive_seed
 from grpo_core.types import (
     BatchSource,
     Collected,
@@ -229,7 +230,7 @@ class Trainer:
 
     def step_seed(self, step: int, round_: int = 0) -> int:
         """The sampling seed of (step, round): a pure function, so resume is exact."""
-        return self.cfg.seed * 1_000_003 + step + round_ * 7_919_000
+        return derive_seed(self.cfg.seed, "step", step, round_)
 
     # ---------------------------------------------------------------- scoring
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from grpo_core.seeds import derive_seed
 from grpo_core.trainer import Item, Sample, Scores
 from pipeline.errors import SieveError
 from pipeline.scoring import verify_batch
@@ -67,7 +68,7 @@ class CurriculumBatches:
     def __call__(self, step: int) -> list[Item]:
         index = next((i for i, end in enumerate(self.ends) if step < end), len(self.ends) - 1)
         _, items, weights = self.stages[index]
-        rng = np.random.default_rng([self.seed, step])
+        rng = np.random.default_rng(derive_seed(self.seed, "batch", step))
         keys = rng.random(len(items)) ** (1.0 / weights)  # Efraimidis–Spirakis weighted order
         picked, total = [], 0
         for i in np.argsort(-keys, kind="stable"):

@@ -38,6 +38,7 @@ from transformers import (
 )
 
 from grpo_core.logprobs import cache_kwarg
+from grpo_core.seeds import derive_seed
 from pipeline.errors import SieveError
 from pipeline.policy.model import load_policy
 from pipeline.sampling.base import (
@@ -150,7 +151,7 @@ class HFSampler:
         cache = self._shared_prefill(ids, mask, n)
         ids = ids.repeat_interleave(n, dim=0)  # (P*n, T)
         mask = mask.repeat_interleave(n, dim=0)
-        torch.manual_seed(params.seed * 1_000_003 + index)
+        torch.manual_seed(derive_seed(params.seed, "micro-batch", index))
         logprobs = SampledLogprobs()
         out = self.model.generate(  # type: ignore[operator]
             input_ids=ids,

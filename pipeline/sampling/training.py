@@ -44,6 +44,7 @@ from typing import Any
 
 import torch
 
+from grpo_core.seeds import derive_seed
 from grpo_core.trainer import Sample
 from pipeline.errors import SieveError
 from pipeline.sampling import BACKENDS, EngineOptions
@@ -71,13 +72,15 @@ def by_size(
     seed: int,
 ) -> list[list[Completion]]:
     """`sampler.sample(prompts, g, params)` once per distinct group size g (ascending, seeded
-    seed + g), the groups back in prompt order."""
+    `derive_seed(seed, "g", g)`), the groups back in prompt order."""
     index: dict[int, list[int]] = defaultdict(list)
     for i, g in enumerate(sizes):
         index[int(g)].append(i)
     out: list[list[Completion]] = [[] for _ in prompts]
     for g, idx in sorted(index.items()):
-        params = SamplingParams(temperature, max_new_tokens=max_new_tokens, seed=seed + g)
+        params = SamplingParams(
+            temperature, max_new_tokens=max_new_tokens, seed=derive_seed(seed, "g", g)
+        )
         groups = sampler.sample([prompts[i] for i in idx], g, params)
         for i, group in zip(idx, groups, strict=True):
             out[i] = group

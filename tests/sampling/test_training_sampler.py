@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 import torch
 
-from grpo_core.trainer import Sample
+from grpo_core.config import GRPOConfig
+from grpo_core.trainer import Sample, Trainer
 from pipeline.errors import SieveError
 from pipeline.policy.model import new_tiny_model
 from pipeline.sampling import EngineOptions
@@ -33,6 +34,7 @@ from pipeline.sampling.training import (
     OPENAI_WARNING,
     OpenAIGroupSampler,
     VLLMGroupSampler,
+    by_size,
     engine_sample,
     engine_weights,
     make_group_sampler,
@@ -364,3 +366,27 @@ def test_a_failed_push_is_one_line_naming_the_log(tmp_path: Path) -> None:
     message = str(info.value)
     assert message.startswith("vLLM could not load the new weights: RuntimeError: size mismatch")
     assert "\n" not in message and str(tmp_path / "engine.log") in message
+
+
+def test_step_and_group_size_seeds_never_collide(tiny: tuple[Any, Any]) -> None:
+    # The seeds a trained run hands its sampler: Trainer.step_seed per (step, round), then one
+    # per group size. With the old arithmetic (seed + step + g) step 0 at G = 16 and step 8 at
+    # G = 8 drew the same stream; derived through grpo_core.seeds every pair is its own.
+    model, tok = tiny
+    trainer = Trainer(model, tok, IdsSampler(), lambda o, s: [], lambda step: [], GRPOConfig())
+    seen: list[int] = []
+
+    class Recording(IdsSampler):
+        def sample(
+            self, prompts: Sequence[str], n: int, params: SamplingParams
+        ) -> list[list[Completion]]:
+            seen.append(params.seed)
+            return super().sample(prompts, n, params)
+
+    for step in range(32):
+        for round_ in range(2):
+            by_size(
+                Recording(), ["a", "b", "c"], [8, 16, 8], 1.0, 3, trainer.step_seed(step, round_)
+            )
+    assert len(seen) == 32 * 2 * 2
+    assert len(set(seen)) == len(seen)
