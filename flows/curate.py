@@ -27,32 +27,22 @@ from typing import Any
 import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from flows.runtime import Runtime, in_flow_run, step
+from flows.runtime import PolicyParams, Runtime, in_flow_run, step
 from pipeline import curate as core
 from pipeline.curate import CurateResult, Policy
 from pipeline.hooks import Progress
 from pipeline.rollouts import RunInfo
-from pipeline.sampling import EngineOptions
 from pipeline.selection import CurateConfig, Screened, build_curriculum, screen_survivors
 from pipeline.selection.rules import concat_rejections
 from pipeline.store import Ledger, load_query
 
 
-class CurateParams(BaseModel):
+class CurateParams(PolicyParams):
     """Flow parameters (validated; unknown keys rejected)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = Field(description="Model folder (for openai: also the served model name).")
-    backend: str = Field(default="hf", description="hf, vllm or openai.")
-    base_urls: list[str] = Field(default_factory=list, description="openai backend servers.")
-    home: str | None = Field(default=None, description="Sieve home (ledger).")
     config: CurateConfig = Field(default_factory=CurateConfig)
-    engine: EngineOptions | None = Field(
-        default=None, description="vllm/openai engine options (memory, dtype, parallelism)."
-    )
 
 
 _POLICIES: dict[tuple[object, ...], Policy] = {}
@@ -97,11 +87,9 @@ def select_candidates(
     return cands.height, kept, rejected
 
 
-@task(cache_policy=NO_CACHE, task_run_name="{info.purpose}-chunk-{index}")
-def sample_chunk(
-    ledger: Ledger, pol: Policy, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int
-) -> int:
-    return core.sample_chunk(ledger, pol, chunk, info, seed, index)
+sample_chunk = task(
+    name="sample_chunk", cache_policy=NO_CACHE, task_run_name="{info.purpose}-chunk-{index}"
+)(core.sample_chunk)
 
 
 def sample_stage(

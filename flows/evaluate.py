@@ -19,27 +19,19 @@ from typing import Any
 import polars as pl
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from flows.runtime import Runtime, step
+from flows.runtime import PolicyParams, Runtime, step
 from pipeline.curate import Policy, policy_for
 from pipeline.hooks import Progress
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
-from pipeline.sampling import EngineOptions
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger
 
 
-class EvalParams(BaseModel):
+class EvalParams(PolicyParams):
     """Flow parameters (validated; unknown keys rejected)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = Field(description="Model folder (for openai: also the served model name).")
-    backend: str = Field(default="hf", description="hf, vllm or openai.")
-    base_urls: list[str] = Field(default_factory=list, description="openai backend servers.")
-    engine: EngineOptions | None = Field(default=None, description="vllm/openai engine options.")
-    home: str | None = None
     per_level: int = Field(default=40, ge=1, description="Held-out problems per level.")
     samples: int = Field(default=8, ge=1, description="Samples per problem when sampled.")
     seed: int = 0

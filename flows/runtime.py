@@ -7,6 +7,10 @@ parameters (the ledger of `params.home`, the policy of `params.model`, the probl
 It is a plain class on purpose: Prefect validates flow parameters with pydantic, which cannot
 build a schema for a dataclass holding a `Protocol`, but accepts an opaque instance.
 
+`PolicyParams` are the JSON parameters that name a policy to sample with (model folder, backend,
+servers, engine options) and the home whose ledger records it; the curate and evaluate flows'
+parameters extend it.
+
 `step(task, ...)` runs one step of a flow's sequence: as a Prefect task inside a flow run (so it
 is tracked, retried and logged), as the plain function outside one. That is how each job's
 sequence is written once, in its flow module, and is also callable without Prefect (in-memory
@@ -21,6 +25,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from prefect.context import FlowRunContext
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.sampling import EngineOptions
 
 if TYPE_CHECKING:
     from prefect import Task
@@ -32,6 +39,20 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class PolicyParams(BaseModel):
+    """The policy a flow samples with and the home it records into (unknown keys rejected)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(description="Model folder (for openai: also the served model name).")
+    backend: str = Field(default="hf", description="hf, vllm or openai.")
+    base_urls: list[str] = Field(default_factory=list, description="openai backend servers.")
+    engine: EngineOptions | None = Field(
+        default=None, description="vllm/openai engine options (memory, dtype, parallelism)."
+    )
+    home: str | None = Field(default=None, description="Sieve home (ledger).")
 
 
 class Runtime:
@@ -63,4 +84,4 @@ def step(task: Task[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     return task.fn(*args, **kwargs)
 
 
-__all__ = ["Runtime", "in_flow_run", "step"]
+__all__ = ["PolicyParams", "Runtime", "in_flow_run", "step"]

@@ -91,17 +91,11 @@ def summary(result: TrainResult) -> dict[str, Any]:
 # ---------------------------------------------------------------------- steps
 
 
-@task(cache_policy=NO_CACHE)
-def plan_run(
-    ledger: Ledger,
-    curriculum_id: str,
-    model_dir: Path,
-    settings: TrainSettings,
-    home: str | Path | None,
-    backend: str,
-    resume: bool,
-) -> TrainPlan:
-    return core.plan(ledger, curriculum_id, model_dir, settings, home, backend, resume)
+# The steps that are one call of a pipeline function or method, as tasks of their own name.
+plan_run = task(name="plan_run", cache_policy=NO_CACHE)(core.plan)
+evaluate_base = task(name="evaluate_base", cache_policy=NO_CACHE)(Recorder.evaluate_base)
+train_steps = task(name="train_steps", cache_policy=NO_CACHE)(Trainer.train)
+evaluate_live = task(name="evaluate_live", cache_policy=NO_CACHE)(Recorder.evaluate_live)
 
 
 @task(cache_policy=NO_CACHE)
@@ -112,21 +106,6 @@ def resume_run(trainer: Trainer, recorder: Recorder, resume: bool) -> int:
         recorder.register_missing()
     recorder.start()
     return recorder.step
-
-
-@task(cache_policy=NO_CACHE)
-def evaluate_base(recorder: Recorder, resumed_from: int) -> Any:
-    return recorder.evaluate_base(resumed_from)
-
-
-@task(cache_policy=NO_CACHE)
-def train_steps(trainer: Trainer, max_steps: int | None) -> list[dict[str, float]]:
-    return trainer.train(max_steps)
-
-
-@task(cache_policy=NO_CACHE)
-def evaluate_live(recorder: Recorder, at_step: int) -> Any:
-    return recorder.evaluate_live(at_step)
 
 
 def build(

@@ -164,10 +164,12 @@ def test_the_cli_tables_and_the_report_agree_on_runs_with_verifier_errors(
         page = build_report(ledger, home / "report").path.read_text()
         report = report_table(ledger, page)
     frames = shown_by_the_cli(monkeypatch)
-    cli.stats(home=home)  # `sieve stats`: held-out sampled pass@1 by revision
+    cli.query.stats(home=home)  # `sieve stats`: held-out sampled pass@1 by revision
     result = TrainResult("t", "c", "rev-a", "rev-b", home, 1, 1, 1.0, before, after)
     capsys.readouterr()
-    cli._print_train({**summary(result), "before": before.to_dicts(), "after": after.to_dicts()})
+    cli.train.print_train(
+        {**summary(result), "before": before.to_dicts(), "after": after.to_dicts()}
+    )
     line = " ".join(capsys.readouterr().out.split())  # rich wraps at the console width
     by_revision = frames["held-out sampled pass@1 by revision (oldest first)"]
     train_table = frames["held-out pass@1 before -> after"]
@@ -205,8 +207,8 @@ class ErrsOnLevelOne:
 def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`sieve eval`'s own code path (`_run_eval`) against the report, on a run whose verifier
-    fails on every level-1 completion."""
+    """`sieve eval`'s own code path (`flows.cli.curate.run_eval`) against the report, on a run
+    whose verifier fails on every level-1 completion."""
     import pipeline.rollouts
 
     real = pipeline.rollouts.verify_batch
@@ -227,7 +229,7 @@ def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
     }
     policy = Policy(ErrsOnLevelOne(answers, level_one), "rev", lambda qs: [prompt[q] for q in qs])
     frames = shown_by_the_cli(monkeypatch)
-    cli._run_eval(policy, EvalConfig(per_level=2, samples=3), home)
+    cli.curate.run_eval(policy, EvalConfig(per_level=2, samples=3), home)
     (printed,) = frames.values()
     with Ledger.open(home, read_only=True) as ledger:
         page = build_report(ledger, home / "report").path.read_text()

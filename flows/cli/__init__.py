@@ -29,9 +29,6 @@ import typer
 
 from flows.cli import common, curate, data, export, nightly, query, train
 from flows.cli.models import models_app
-from flows.cli.nightly import LOOP_SQL
-from flows.cli.query import stats
-from flows.cli.train import print_train
 
 app = typer.Typer(
     name="sieve",
@@ -58,10 +55,7 @@ app.command()(export.report)
 app.add_typer(query.curriculum_app, name="curriculum")
 app.add_typer(models_app, name="models")
 
-# reached as `cli.NAME` by tests/test_report.py and tests/cli/test_sql_sandbox.py
-_print_train = print_train
-_run_eval = curate.run_eval
-__all__ = ["LOOP_SQL", "app", "main", "print_train", "stats"]
+__all__ = ["app", "main"]
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from flows import cli
+from flows.cli import nightly
 from flows.curate import curate
 from pipeline.demo import EXAMPLE_SQL
 from pipeline.selection import CurateConfig
@@ -434,7 +434,7 @@ def guide_queries() -> list[str]:
     """Every statement of the README's SQL examples, and the ones the demo prints."""
     blocks = re.findall(r"```sql\n(.*?)```", README.read_text(), flags=re.DOTALL)
     found = [str(s.query).strip() for b in blocks for s in duckdb.extract_statements(b)]
-    return [*found, *EXAMPLE_SQL, *cli.LOOP_SQL, "SELECT * FROM run_summary"]
+    return [*found, *EXAMPLE_SQL, *nightly.LOOP_SQL, "SELECT * FROM run_summary"]
 
 
 def direct(root: Path, query: str) -> pl.DataFrame:

@@ -8,7 +8,6 @@ Run: `.venv/bin/pytest tests/problems/test_ingest.py -q`.
 from __future__ import annotations
 
 import json
-import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -17,7 +16,6 @@ from typing import Any
 import polars as pl
 import pytest
 
-from flows import cli
 from pipeline.errors import SieveError
 from pipeline.problems import PROBLEM_SCHEMA, split_for
 from pipeline.problems.base import problem_id
@@ -29,6 +27,7 @@ from pipeline.problems.ingest import (
     split_gsm_answer,
 )
 from pipeline.store import Ledger
+from tests.cli_runner import run_cli
 
 GSM_SOLUTION = "Each box holds 617 pens.\n2 * 617 = <<2*617=1234>>1234\n#### 1,234"
 
@@ -400,17 +399,9 @@ def test_huge_line_refused_without_reading_it(tmp_path: Path) -> None:
 
 
 def run_ingest(args: list[str], home: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    old = sys.argv
-    sys.argv = ["sieve", "ingest", *args, "--home", str(home)]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = old
-    captured = capsys.readouterr()
-    return code, captured.err if code else captured.out
+    """(exit code, stderr on failure else stdout) of `sieve ingest ARGS --home HOME`."""
+    code, out, err = run_cli(["ingest", *args, "--home", str(home)], capsys)
+    return code, err if code else out
 
 
 def problems_checksum(home: Path) -> tuple[int, int]:
