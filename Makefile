@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sieve-installed
 
 .PHONY: install demo test test-learning test-all lint format bench bench-curate clean report-deps sandbox-deps
+.PHONY: test-scale scale-deps
 
 # `make test-vllm`: the vLLM mapping tests in a venv of their own (opt-in, several GB)
 include Makefile.vllm
@@ -33,12 +34,21 @@ report-deps:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 test: $(STAMP) report-deps sandbox-deps
-	$(BIN)/pytest -q -m "not slow and not gpu" --durations=15
+	$(BIN)/pytest -q -m "not slow and not gpu and not scale" --durations=15
 
 # the slow learning test: ~80 s, plus ~75 s the first time to bootstrap the policy it starts
 # from (kept in .pytest_cache, keyed on the recipe and code; --durations shows setup vs call)
 test-learning: $(STAMP)
 	$(BIN)/pytest -q -s -m slow --durations=3 tests/test_learning.py
+
+# distributed curation on real local Dask and Ray clusters (2 workers each): ~4.5 min on 2
+# busy cores, 1.5 of them training the partly-right tiny policy the model test curates with
+scale-deps: $(STAMP)
+	$(BIN)/python -c "import prefect_dask, prefect_ray" 2>/dev/null || \
+		$(BIN)/python -m pip install --quiet -e '.[dev,scale]'
+
+test-scale: scale-deps
+	OMP_NUM_THREADS=1 $(BIN)/pytest -q -m scale --durations=10 tests/flows/test_scale.py
 
 test-all: $(STAMP) report-deps sandbox-deps
 	$(BIN)/pytest -q -m "not gpu"

@@ -16,12 +16,18 @@ only while it reads or commits, so `sieve sql` and other readers work while a cu
 A `Runtime` (`flows.runtime`) may hand the flow an open ledger, a loaded policy and the progress
 hook (one event per committed chunk).
 
+`params.scale` (`flows.scale.ScaleConfig`) chooses where the chunks run: in this process
+(`local`, the default: the loop above), or as tasks on a Dask or Ray cluster that write Parquet
+shards, which this process commits as they finish (`flows.scale.sharded_stage`).
+
 Run: `sieve curate` (Prefect's ephemeral local API; nothing to start).
-Test: `pytest tests/flows tests/test_curate.py tests/test_curate_crash.py`.
+Test: `pytest tests/flows tests/test_curate.py tests/test_curate_crash.py`; the clusters:
+`make test-scale`.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -30,12 +36,15 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 from flows.runtime import PolicyParams, Runtime, in_flow_run, step
+from flows.scale import Fanout, ScaleConfig, open_runner, sharded_stage
 from pipeline import curate as core
 from pipeline.curate import CurateResult, Policy
+from pipeline.home import resolve_home
 from pipeline.hooks import Progress
 from pipeline.rollouts import RunInfo
 from pipeline.selection import CurateConfig, Screened, build_curriculum, screen_survivors
 from pipeline.selection.rules import concat_rejections
+from pipeline.shards import PolicySpec
 from pipeline.store import Ledger, load_query
 
 
@@ -43,6 +52,10 @@ class CurateParams(PolicyParams):
     """Flow parameters (validated; unknown keys rejected)."""
 
     config: CurateConfig = Field(default_factory=CurateConfig)
+    scale: ScaleConfig = Field(
+        default_factory=ScaleConfig,
+        description="Where the chunks run: this process (local) or a Dask / Ray cluster.",
+    )
 
 
 _POLICIES: dict[tuple[object, ...], Policy] = {}
@@ -99,8 +112,13 @@ def sample_stage(
     info: RunInfo,
     cfg: CurateConfig,
     progress: Progress | None,
+    fanout: Fanout | None = None,
 ) -> None:
-    """The chunk loop of `pipeline.curate.sample_run`, each chunk one step."""
+    """The chunk loop of `pipeline.curate.sample_run`, each chunk one step; with a `fanout`,
+    the chunks as tasks on its runner, committed from their shards."""
+    if fanout is not None:
+        sharded_stage(ledger, problems, info, cfg, progress, fanout)
+        return
     core.sample_run(
         ledger,
         pol,
@@ -142,19 +160,24 @@ def make_curriculum(
 
 
 def curate(
-    ledger: Ledger, pol: Policy, cfg: CurateConfig, progress: Progress | None = None
+    ledger: Ledger,
+    pol: Policy,
+    cfg: CurateConfig,
+    progress: Progress | None = None,
+    fanout: Fanout | None = None,
 ) -> CurateResult:
     """The whole curation, resumable (see `pipeline.curate`). Inside `curate_flow` each step is a
-    Prefect task; called directly, the same steps run as plain functions."""
+    Prefect task; called directly, the same steps run as plain functions. `fanout`: run the
+    sampling chunks on that open task runner (`flows.scale`)."""
     key = core.curation_key(cfg, pol.model_revision)
     screen = core.run_info(pol, "screen", cfg.screen_g, key, cfg)
     refine = core.run_info(pol, "refine", cfg.refine_g, key, cfg)
     runs = [screen.run_id, refine.run_id]
     n_cands, kept, rejected = step(select_candidates, ledger, cfg, runs)
-    sample_stage(ledger, pol, kept, screen, cfg, progress)
+    sample_stage(ledger, pol, kept, screen, cfg, progress, fanout)
     screened, hist = step(screen_decisions, ledger, cfg, screen.run_id)
     to_refine = kept.filter(pl.col("problem_id").is_in(screened.refine["problem_id"].implode()))
-    sample_stage(ledger, pol, to_refine, refine, cfg, progress)
+    sample_stage(ledger, pol, to_refine, refine, cfg, progress, fanout)
     cid = f"cur-{key}"
     items, rejections = step(make_curriculum, ledger, pol, cfg, runs, screened, rejected, cid)
     spent = core.rollouts_spent(ledger, runs)
@@ -168,7 +191,8 @@ def curate_flow(params: CurateParams, runtime: Runtime | None = None) -> dict[st
     pol = rt.policy or policy(params)
     ledger = rt.ledger or Ledger.open(params.home, transient=True)
     try:
-        result = curate(ledger, pol, params.config, rt.progress)
+        with open_runner(params.scale, worker_spec(params, pol), shard_root(params, ledger)) as fan:
+            result = curate(ledger, pol, params.config, rt.progress, fan)
     finally:
         if rt.ledger is None:
             ledger.close()
@@ -176,6 +200,27 @@ def curate_flow(params: CurateParams, runtime: Runtime | None = None) -> dict[st
     if in_flow_run():
         get_run_logger().info("curriculum %s: %s", result.curriculum_id, summary["kept"])
     return summary
+
+
+def worker_spec(params: CurateParams, pol: Policy) -> PolicySpec:
+    """What a distributed worker builds its policy from (checked against `pol`'s revision)."""
+    folder = Path(params.model)  # absolute: workers may start elsewhere
+    return PolicySpec(
+        str(folder.resolve()) if folder.is_dir() else params.model,
+        params.backend,
+        tuple(params.base_urls),
+        params.engine,
+        params.scale.policy_factory,
+        pol.model_revision,
+    )
+
+
+def shard_root(params: CurateParams, ledger: Ledger) -> str:
+    """`scale.shard_root`, else `shards/` beside the ledger (the home's, for an in-memory one)."""
+    if params.scale.shard_root:
+        return params.scale.shard_root
+    home = Path(ledger.path).parent if ledger.path else resolve_home(params.home)
+    return str(home / "shards")
 
 
 def summarise(result: CurateResult) -> dict[str, Any]:
@@ -193,4 +238,4 @@ def run(params: CurateParams, progress: Progress | None = None) -> dict[str, Any
     return curate_flow(params, Runtime(progress=progress))
 
 
-__all__ = ["CurateParams", "curate", "curate_flow", "run"]
+__all__ = ["CurateParams", "ScaleConfig", "curate", "curate_flow", "run"]

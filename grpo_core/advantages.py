@@ -20,6 +20,14 @@ and minimal repos differ here. Statistics are computed in float64 and cast back.
 groups get advantage exactly 0.0 and `informative=False`, so the loss leaves them out of its
 denominator. `length_penalty` runs *after* normalisation (seed article 000): adv −= c · z(len).
 
+Process (per-fragment) advantages, `fragment_advantages` (`GRPOConfig.advantage =
+"outcome+steps"`): within a group, the samples that have a checkable fragment j are compared at
+that index, (c − mean_gj) / (std_gj + eps) of their 0/1 correctness with the same `ddof`/`eps`;
+a (group, j) cell with max − min ≤ tol (fewer than 2 fragments, or all agree) gives 0. The
+trainer adds `step_weight` × this to the outcome advantage of the fragment's tokens
+(`grpo_core.scoring.step_token_advantages`). It always normalises by the std (GRPO-style),
+whichever outcome estimator is chosen.
+
 Departures: `batch` takes its std over all rewards of the batch, uninformative groups included
 (the batch's reward spread). A size-1 group is always uninformative (its spread is 0).
 
@@ -38,6 +46,7 @@ from torch import Tensor
 ZERO_VAR_TOL = 1e-6  # same number as the ledger macro sieve_zero_var_tol()
 
 EstimatorName = Literal["grpo", "rloo", "dr_grpo", "batch"]
+AdvantageName = Literal["outcome", "outcome+steps"]  # outcome only, or plus per-fragment terms
 
 
 def is_uninformative(reward_max: Any, reward_min: Any, tol: float = ZERO_VAR_TOL) -> Any:
@@ -154,3 +163,30 @@ def length_penalty(
     z = (x - stats.mean) / (stats.std + eps)  # (N,)
     penalised = adv.double() - coef * z  # (N,)
     return torch.where(informative, penalised, adv.double()).to(adv.dtype)  # (N,)
+
+
+def fragment_advantages(
+    correct: Tensor,
+    group: Tensor,
+    index: Tensor,
+    ddof: int = 0,
+    eps: float = 1e-6,
+    tol: float = ZERO_VAR_TOL,
+) -> tuple[Tensor, Tensor]:
+    """Per-fragment advantages (M,) float64 and `informative` (M,) bool, one flat batch.
+
+    Fragment m is fragment number `index[m]` (0-based, text order) of a sample in group
+    `group[m]`, judged `correct[m]` (bool or 0/1). Fragments with the same (group, index) form
+    a cell, normalised GRPO-style; a cell whose spread is ≤ tol (incl. a single fragment) gets
+    exactly 0 and informative=False.
+    """
+    if not correct.shape == group.shape == index.shape or correct.dim() != 1:
+        raise ValueError("correct, group and index must all be (M,)")
+    if correct.numel() == 0:
+        return correct.new_zeros(0, dtype=torch.float64), correct.new_zeros(0, dtype=torch.bool)
+    c = correct.double()  # (M,)
+    cell = group.long() * (int(index.max()) + 1) + index.long()  # (M,) one id per (group, j)
+    stats = _segment_stats(c, cell, ddof)
+    informative = ~is_uninformative(stats.spread, 0.0, tol)  # (M,) bool
+    adv = (c - stats.mean) / (stats.std + eps)  # (M,)
+    return torch.where(informative, adv, torch.zeros_like(adv)), informative

@@ -7,6 +7,9 @@ reported them. `micro_batches` cuts the batch into parts bounded by `micro_batch
 `micro_batch_tokens` padded tokens; the loss is a share-weighted sum over parts (`share`), so
 the split changes no gradient, only peak memory and how much padding is computed.
 
+The advantage is per row (B,), or per completion token (B, Tc) under per-fragment advantages
+(`grpo_core.scoring.step_token_advantages`); a (N, T) input is cut or zero-padded to Tc.
+
 Test: `.venv/bin/pytest tests/grpo_core/test_batch.py tests/grpo_core/test_trainer_prefix.py -q`.
 """
 
@@ -38,7 +41,7 @@ class Batch:
     attn: Tensor  # (B, L)
     starts: Tensor  # (B,) index in the shifted logits of each completion's first token
     comp_mask: Tensor  # (B, Tc)
-    adv: Tensor  # (B,)
+    adv: Tensor  # (B,) per row, or (B, Tc) per completion token (aligned with comp_mask)
     truncated: Tensor  # (B,) bool
     # each distinct prompt once (prefix sharing): left-padded prompts, and which prompt a row has
     prompt_ids: Tensor | None = None  # (P, Tp)
@@ -84,6 +87,15 @@ def _engine_logprobs(samples: Sequence[Sample], width: int) -> tuple[Tensor, Ten
     return lp, torch.tensor([s.logprobs is not None for s in samples])
 
 
+def _fit_columns(adv: Tensor, width: int) -> Tensor:
+    """A (N,) advantage as is; a (N, T) one cut or zero-padded to (N, width)."""
+    if adv.dim() == 1:
+        return adv
+    if adv.shape[1] >= width:
+        return adv[:, :width]
+    return torch.nn.functional.pad(adv, (0, width - int(adv.shape[1])))  # (N, width)
+
+
 def build_batch(
     tokenizer: Any,
     items: Sequence[Item],
@@ -92,7 +104,8 @@ def build_batch(
     pad: int,
     device: torch.device,
 ) -> Batch:
-    """Row i is items[i]'s prompt followed by samples[i]'s tokens, with advantage adv[i]."""
+    """Row i is items[i]'s prompt followed by samples[i]'s tokens, with advantage adv[i]
+    ((N,), or (N, T) per completion token)."""
     index: dict[str, int] = {}
     owners = [index.setdefault(it.prompt, len(index)) for it in items]
     encoded = [list(tokenizer(p)["input_ids"]) for p in index]
@@ -111,7 +124,7 @@ def build_batch(
         attn.to(device),
         starts.to(device),
         comp_mask.bool().to(device),
-        adv.float().to(device),
+        _fit_columns(adv, int(comp_ids.shape[1])).float().to(device),
         truncated.to(device),
         prompt_ids.to(device),
         prompt_attn.to(device),
@@ -135,7 +148,7 @@ def rows(b: Batch, idx: Tensor, *, cut_prompts: bool = False) -> Batch:
         b.attn[idx, :width],
         b.starts[idx],
         comp[:, :tc],
-        b.adv[idx],
+        b.adv[idx] if b.adv.dim() == 1 else b.adv[idx, :tc],
         b.truncated[idx],
     )
     if b.prompt_ids is not None and b.prompt_attn is not None and b.owner is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from grpo_core.advantages import ESTIMATORS, ZERO_VAR_TOL, EstimatorName
+from grpo_core.advantages import ESTIMATORS, ZERO_VAR_TOL, AdvantageName, EstimatorName
 from grpo_core.kl import AdaptiveBeta, BetaSchedule, FixedBeta, KLEstimatorName, WarmupBeta
 from grpo_core.loss import AGGREGATIONS, AggregationName
 
@@ -47,6 +47,10 @@ class GRPOConfig:
     adv_eps: float = 1e-6  # added to the std; bounds advantages when the spread is tiny
     zero_var_tol: float = ZERO_VAR_TOL  # max − min ≤ tol → uninformative group (one definition)
     length_penalty_coef: float = 0.0  # adv −= c · z(len) after normalisation; seed 000: 0.05–0.2
+    # "outcome+steps" adds a group-relative advantage per checkable fragment (Scores.steps) to
+    # its tokens (issue 20: process advantages); denser signal, relies on the step verifier
+    advantage: AdvantageName = "outcome"
+    step_weight: float = 0.5  # "outcome+steps": token adv = outcome + step_weight · fragment adv
     # loss (grpo_core.loss)
     clip_eps_low: float = 0.2  # PPO/GRPO clip 0.2 (seed 002)
     clip_eps_high: float = 0.2  # DAPO clip-higher uses 0.28 to keep exploration (entropy) up
@@ -100,6 +104,7 @@ class GRPOConfig:
     def _check_modes(self) -> None:
         allowed = {
             "estimator": tuple(ESTIMATORS),
+            "advantage": get_args(AdvantageName),
             "aggregation": tuple(AGGREGATIONS),
             "reference": get_args(ReferenceName),
             "kl_estimator": get_args(KLEstimatorName),
@@ -128,6 +133,8 @@ class GRPOConfig:
                 f"clip_eps_high={self.clip_eps_high} < clip_eps_low={self.clip_eps_low}; "
                 "set clip_eps_high ≥ clip_eps_low (clip-higher widens the upper side only)"
             )
+        if not 0 <= self.step_weight < float("inf"):
+            raise ValueError(f"step_weight={self.step_weight}; use a finite value ≥ 0, e.g. 0.5")
         if self.length_penalty_coef < 0 or self.adv_eps < 0 or self.zero_var_tol < 0:
             raise ValueError("length_penalty_coef, adv_eps and zero_var_tol must be ≥ 0")
         if not self.reward_clip > 0:

@@ -1,6 +1,7 @@
 """The GRPO policy loss: clipped surrogate, KL penalty, aggregation, and step metrics.
 
-Per token, with ratio = exp(logp − old_logp) and the sequence's advantage A:
+Per token, with ratio = exp(logp − old_logp) and the sequence's advantage A (or the token's,
+when `adv` is (B, T): per-fragment advantages, `grpo_core.scoring.step_token_advantages`):
 
     loss = −min(ratio · A, clip(ratio, 1 − eps_low, 1 + eps_high) · A) + β · k3(logp, ref_logp)
 
@@ -76,11 +77,20 @@ def entropy_from_logits(logits: Tensor) -> Tensor:
 
 
 def valid_tokens(mask: Tensor, informative: Tensor, truncated: Tensor | None = None) -> Tensor:
-    """Tokens that enter the loss: real (not padding), informative group, not truncated. (B, T)"""
-    keep = informative.bool()  # (B,)
+    """Tokens that enter the loss: real (not padding), informative group, not truncated. (B, T)
+
+    `informative` is (B,) per sequence, or (B, T) per token (then `truncated` still (B,)).
+    """
+    keep = informative.bool()  # (B,) or (B, T)
+    keep = keep[:, None] if keep.dim() == 1 else keep  # (B, 1) or (B, T)
     if truncated is not None:
-        keep = keep & ~truncated.bool()  # (B,)
-    return mask.bool() & keep[:, None]  # (B, T)
+        keep = keep & ~truncated.bool()[:, None]  # (B, 1) or (B, T)
+    return mask.bool() & keep  # (B, T)
+
+
+def _per_token(adv: Tensor) -> Tensor:
+    """A sequence advantage (B,) as (B, 1); a token advantage (B, T) as is."""
+    return adv[:, None] if adv.dim() == 1 else adv
 
 
 def clipped_surrogate(
@@ -100,7 +110,7 @@ def clipped_surrogate(
     if valid is not None:
         log_ratio = torch.where(valid, log_ratio, torch.zeros_like(log_ratio))  # (B, T)
     ratio = torch.exp(log_ratio)  # (B, T)
-    a = adv[:, None].to(logp.dtype)  # (B, 1)
+    a = _per_token(adv).to(logp.dtype)  # (B, 1) or (B, T)
     unclipped = ratio * a  # (B, T)
     clipped = ratio.clamp(1.0 - eps_low, 1.0 + eps_high) * a  # (B, T)
     return -torch.minimum(unclipped, clipped), ratio
@@ -113,7 +123,7 @@ def _masked_mean(x: Tensor, valid: Tensor) -> float:
 def _metrics(
     ratio: Tensor, adv: Tensor, valid: Tensor, eps_low: float, eps_high: float
 ) -> dict[str, float]:
-    a = adv[:, None]  # (B, 1)
+    a = _per_token(adv)  # (B, 1) or (B, T)
     low = (ratio < 1.0 - eps_low) & (a < 0)  # (B, T): clip binds from below
     high = (ratio > 1.0 + eps_high) & (a > 0)  # (B, T): clip binds from above
     log_r = ratio.detach().log()  # (B, T)
@@ -154,8 +164,9 @@ def grpo_loss(
 ) -> tuple[Tensor, dict[str, float]]:
     """Scalar loss and metrics for one micro-batch of B completions of T tokens.
 
-    logp/old_logp/ref_logp (B, T) log-probs of the sampled tokens; adv (B,); mask (B, T) real
-    tokens; informative (B,) from `advantages`; truncated (B,) to leave truncated completions
+    logp/old_logp/ref_logp (B, T) log-probs of the sampled tokens; adv (B,) per sequence or
+    (B, T) per token; mask (B, T) real tokens; informative (B,) from `advantages` (or (B, T));
+    truncated (B,) to leave truncated completions
     out (None keeps them); kl_estimator picks the KL term (k3 default); max_tokens is the
     `dr_grpo` constant (default T); logits (B, T, V) only for the entropy metric;
     token_weight (B, T) multiplies each token's policy-gradient term (importance weights,

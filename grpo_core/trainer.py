@@ -41,6 +41,9 @@ seed — and the newest checkpoint holds the weights (full precision), optimiser
 β-schedule state and the counters (`grpo_core.state`); with `deterministic` set, N steps +
 resume + N steps reproduce 2N straight steps bitwise on CPU (tests/grpo_core/test_trainer.py).
 
+Under `torchrun` (`grpo_core.distributed`) each rank trains on its slice of the step's rows with
+the whole step's advantages and denominators, gradients summed; rank 0 alone reports and saves.
+
 Departure from the GRPO paper: one optimiser step per training step per iteration (no separate
 "mini-batches" of the rollout batch); TRL's default does the same with gradient accumulation.
 
@@ -61,8 +64,9 @@ import torch
 from torch import Tensor
 
 from grpo_core import checkpoint as ckpt
+from grpo_core import distributed
 from grpo_core import state as ckpt_state
-from grpo_core.batch import Batch, StepInputs, build_batch, denominators, micro_batches, share
+from grpo_core.batch import Batch, StepInputs, build_batch, denominators, share
 from grpo_core.config import GRPOConfig
 from grpo_core.logprobs import completion_logp
 from grpo_core.lora import with_lora
@@ -73,6 +77,7 @@ from grpo_core.scoring import (
     no_samples_metrics,
     score_metrics,
     step_advantages,
+    step_token_advantages,
     update_metrics,
 )
 from grpo_core.seeds import derive_seed
@@ -131,12 +136,15 @@ class Trainer:
         self.tokenizer, self.sampler, self.reward_fn = tokenizer, sampler, reward_fn
         self.batches, self.checkpoint_dir = batches, checkpoint_dir
         self.hooks: TrainerHooks = hooks if hooks is not None else Hooks()
+        self.dist = distributed.setup()  # one process: Dist(), every collective a no-op
+        self.hooks = distributed.rank_hooks(self.dist, self.hooks)  # rank 0 reports alone
         self.collector = collector
         self.crash_point = crash_point
         if cfg.deterministic:
             torch.use_deterministic_algorithms(True, warn_only=True)
         torch.manual_seed(cfg.seed)
         self.model = with_lora(model, cfg)  # an owner that wrapped it already keeps its object
+        distributed.broadcast_params(self.dist, self.model)  # every rank starts from rank 0's
         self.ref_model: torch.nn.Module | None = None
         if cfg.reference == "frozen":
             self.ref_model = copy.deepcopy(model).eval().requires_grad_(False)
@@ -191,7 +199,7 @@ class Trainer:
         return history
 
     def run_step(self, step: int) -> StepOutput:
-        c = self.collector(self, step) if self.collector is not None else collect(self, step)
+        c = distributed.collect(self, step, collect)  # the collector's, or the plain one
         flat = [s for g in c.groups for s in g]
         self.counters.rollouts += c.rollouts
         group = torch.tensor([i for i, g in enumerate(c.groups) for _ in g], dtype=torch.long)
@@ -247,6 +255,10 @@ class Trainer:
         adv, informative = step_advantages(self.cfg, self.components, step, flat, group, known, raw)
         m["zero_var_share"] = 1.0 - len(torch.unique(group[informative])) / len(items)
         m["adv_std"] = float(adv[informative].std(correction=0)) if informative.any() else 0.0
+        adv, informative, step_m = step_token_advantages(
+            self.cfg, self.tokenizer, flat, group, known, scores.steps, adv, informative
+        )  # "outcome+steps": (N, T) token advantages; "outcome": unchanged
+        m.update(step_m)
         truncated = torch.tensor([s.truncated for s in flat])  # (N,)
         rows = informative & ~truncated if self.cfg.mask_truncated else informative
         if not bool(rows.any()):
@@ -281,13 +293,14 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         self.beta_schedule.update(sums.get("kl_ref", 0.0))
         self._sync_weights()
-        m.update(update_metrics(sums, int(batch.adv.shape[0])), **ctx.tis_metrics())
+        tis = distributed.tis_metrics(self.dist, ctx)  # over every rank's micro-batches
+        m.update(update_metrics(sums, int(batch.adv.shape[0])), **tis)
         return StepOutput(), m
 
     def _step_inputs(self, step: int, batch: Batch) -> StepInputs:
         """Micro-batches, and the log-probs that stay fixed over the step's iterations."""
         cfg = self.cfg
-        parts = micro_batches(batch, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix)
+        parts = distributed.local_parts(self.dist, batch, cfg)  # this rank's rows' micro-batches
         with torch.no_grad():
             old = [self._logp(p)[0] for p in parts] if cfg.num_iterations > 1 else None
             ref = [self._ref_logp(p) for p in parts] if cfg.reference != "none" else None
@@ -298,6 +311,7 @@ class Trainer:
     def _iteration(self, ctx: StepInputs) -> dict[str, float] | str:
         """One optimiser update over every micro-batch: its metrics, or why it was refused."""
         it_metrics = self._backward(ctx)
+        it_metrics = distributed.reduce_iteration(self.dist, self.params, it_metrics)
         if isinstance(it_metrics, str):
             return it_metrics
         norm = float(torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm))
@@ -382,7 +396,8 @@ class Trainer:
 
     def save_checkpoint(self) -> Path:
         """Write checkpoint `self.step` (`grpo_core.state`); refused for non-finite weights."""
-        path = ckpt_state.save(self)
+        elsewhere = ckpt.step_dir(self.checkpoint_dir or Path(), self.step)  # other ranks' value
+        path = distributed.on_main(self.dist, lambda: ckpt_state.save(self), elsewhere)
         self.hooks.on_checkpoint(self.step, path)
         return path
 

@@ -83,6 +83,10 @@ class WeightSync(Protocol):
 class Scores:
     rewards: list[float | None]  # None: the verifier could not judge this sample
     correct: list[bool | None]
+    # per sample, its checkable fragments of `Sample.text` as (char_start, char_end, correct)
+    # in text order; None for a sample (or the whole field) when not computed. Read only when
+    # `GRPOConfig.advantage == "outcome+steps"` (`grpo_core.fragments`).
+    steps: list[tuple[tuple[int, int, bool], ...] | None] | None = None
 
 
 class RewardFn(Protocol):

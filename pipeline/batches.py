@@ -4,7 +4,9 @@
 proportional to what one pass over it costs in rollouts; each step draws items weighted by their
 curriculum weight, without replacement, seeded by (seed, step), until the step's rollout budget
 is filled. `verifier_reward` scores with the problems' own verifiers (chat models are judged
-only on a marked answer, as in curation).
+only on a marked answer, as in curation) and fills `Scores.steps` with each completion's step
+verdicts (pipeline/scoring/steps.py; the item's prompt is the question the checker reads, so a
+linear `...=..., x` prompt lets steps in x be checked by substitution).
 
 Test: `pytest tests/test_train.py`.
 """
@@ -19,7 +21,7 @@ import polars as pl
 from grpo_core.seeds import derive_seed
 from grpo_core.trainer import Item, Sample, Scores
 from pipeline.errors import SieveError
-from pipeline.scoring import verify_batch
+from pipeline.scoring import StepContext, Verdict, verify_batch
 from pipeline.store import Ledger, load_query
 
 
@@ -92,11 +94,20 @@ def verifier_reward(
     items: Sequence[Item], samples: Sequence[Sample], *, marker_required: bool = False
 ) -> Scores:
     """Score with Sieve's verifiers (the problem's own verifier, e.g. math); chat models
-    (`marker_required`) are judged only on a marked answer, as in curation."""
+    (`marker_required`) are judged only on a marked answer, as in curation. `steps[i]` is
+    sample i's (char_start, char_end, correct) fragments, None where not computed."""
     verdicts = verify_batch(
         [s.text for s in samples],
         [it.answer for it in items],
         [it.verifier for it in items],
         marker_required=marker_required,
+        contexts=[StepContext(question=it.prompt) for it in items],
     )
-    return Scores([v.reward for v in verdicts], [v.correct for v in verdicts])
+    steps = [_fragments(v) for v in verdicts]
+    return Scores([v.reward for v in verdicts], [v.correct for v in verdicts], steps)
+
+
+def _fragments(verdict: Verdict) -> tuple[tuple[int, int, bool], ...] | None:
+    if verdict.steps is None:
+        return None
+    return tuple((s.start, s.end, s.correct) for s in verdict.steps)

@@ -29,7 +29,7 @@ from pipeline.crash import crash_point
 from pipeline.errors import SieveError
 from pipeline.hooks import Progress, report
 from pipeline.problems import generate_cells, generate_mix, mix_cells
-from pipeline.rollouts import RunInfo, rollout_frame, run_row
+from pipeline.rollouts import RunInfo, run_row, score_groups
 from pipeline.sampling.base import Sampler
 from pipeline.selection import (
     CurateConfig,
@@ -76,11 +76,16 @@ class CurateResult:
     screen_histogram: list[int] = field(default_factory=list)
 
 
+_ADDED_OFF = ("process_signal",)
+
+
 def curation_key(cfg: CurateConfig, model_revision: str) -> str:
     """A short hash of everything that decides the curation's outcome."""
-    payload = json.dumps(
-        {"cfg": cfg.model_dump(mode="json"), "rev": model_revision}, sort_keys=True
-    )
+    dump = cfg.model_dump(mode="json")
+    for name in _ADDED_OFF:  # a switch added later keeps the keys (and ids) of runs without it
+        if not dump.get(name):
+            dump.pop(name, None)
+    payload = json.dumps({"cfg": dump, "rev": model_revision}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
@@ -153,10 +158,10 @@ def sample_chunk(
     with timed("sampling"):
         groups = policy.sampler.sample(prompts, info.group_size, params)
     with timed("scoring"):
-        rows = rollout_frame(info.run_id, chunk, groups, marker_required=policy.marker_required)
+        scored = score_groups(info.run_id, chunk, groups, marker_required=policy.marker_required)
     crash_point(f"curate.{info.purpose}.before_chunk_commit")
-    with timed("ledger_writes"):
-        written = ledger.write("rollouts", rows)
+    with timed("ledger_writes"):  # the rollouts and their step verdicts, one transaction
+        written = ledger.write_batch(scored.tables())["rollouts"]
     crash_point(f"curate.{info.purpose}.after_chunk_commit")
     return written
 

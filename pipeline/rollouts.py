@@ -2,7 +2,10 @@
 
 `record_run` is what every sampling stage (eval, screen, refine) calls: it scores each group's
 completions with the problem's verifier, builds the rollout rows in columnar form and writes the
-run row and its rollouts in one transaction.
+run row, its rollouts and their step verdicts in one transaction. `score_groups` builds both row
+sets (`Scored.tables()` is the batch for `Ledger.write_batch`): `rollouts`, and `rollout_steps`,
+one row per checkable fragment of a completion (pipeline/scoring/steps.py: an `equation` step or
+a `prefix` of the answer), keyed by the rollout's key and `step_index`.
 
 Test: `pytest tests/test_rollouts.py`.
 """
@@ -17,7 +20,7 @@ from datetime import UTC, datetime
 import polars as pl
 
 from pipeline.sampling.base import Completion, SamplingParams
-from pipeline.scoring import VERIFIER_VERSION, verify_batch
+from pipeline.scoring import VERIFIER_VERSION, StepContext, Verdict, verify_batch
 from pipeline.store import Ledger
 
 
@@ -66,14 +69,60 @@ def run_row(info: RunInfo, started: datetime, status: str) -> pl.DataFrame:
     )
 
 
-def rollout_frame(
+STEP_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String(),
+    "problem_id": pl.String(),
+    "sample_idx": pl.Int32(),
+    "step_index": pl.Int32(),
+    "char_start": pl.Int32(),
+    "char_end": pl.Int32(),
+    "correct": pl.Boolean(),
+    "kind": pl.String(),
+}
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Scored groups as ledger rows: `rollouts` and their `rollout_steps`."""
+
+    rollouts: pl.DataFrame
+    steps: pl.DataFrame
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {"rollouts": self.rollouts, "rollout_steps": self.steps}
+
+
+def _contexts(problems: pl.DataFrame, sizes: list[int]) -> list[StepContext | None]:
+    """One `StepContext` per completion, from the problem columns the frame has."""
+    n = problems.height
+    columns = [
+        problems[c].to_list() if problems.schema.get(c) == pl.String else [None] * n
+        for c in ("question", "family", "params")
+    ]
+    per_problem = [StepContext(q or "", f or "", p) for q, f, p in zip(*columns, strict=True)]
+    return [c for c, k in zip(per_problem, sizes, strict=True) for _ in range(k)]
+
+
+def step_frame(
+    run_id: str, problem_ids: list[str], sample_idx: list[int], verdicts: list[Verdict]
+) -> pl.DataFrame:
+    """Rows for `rollout_steps`: each verdict's fragments, numbered 0, 1, ... per rollout."""
+    rows = [
+        (run_id, pid, j, i, s.start, s.end, s.correct, s.kind)
+        for pid, j, v in zip(problem_ids, sample_idx, verdicts, strict=True)
+        for i, s in enumerate(v.steps or ())
+    ]
+    return pl.DataFrame(rows, schema=STEP_SCHEMA, orient="row")
+
+
+def score_groups(
     run_id: str,
     problems: pl.DataFrame,
     groups: list[list[Completion]],
     *,
     marker_required: bool = False,
-) -> pl.DataFrame:
-    """Rows for `rollouts`: every completion of every group, scored with its problem's verifier.
+) -> Scored:
+    """Every completion of every group, scored with its problem's verifier, as ledger rows.
 
     `marker_required` (chat models, asked for a `\\boxed{}` answer): an answer counts only when
     it comes from an answer marker, never from free prose."""
@@ -82,15 +131,22 @@ def rollout_frame(
     answers = [a for a, k in zip(problems["answer"], sizes, strict=True) for _ in range(k)]
     verifiers = [v for v, k in zip(problems["verifier"], sizes, strict=True) for _ in range(k)]
     verdicts = verify_batch(
-        [c.text for c in flat], answers, verifiers, marker_required=marker_required
+        [c.text for c in flat],
+        answers,
+        verifiers,
+        marker_required=marker_required,
+        contexts=_contexts(problems, sizes),
     )
-    return pl.DataFrame(
+    problem_ids = pl.Series(problems["problem_id"]).gather(
+        [i for i, k in enumerate(sizes) for _ in range(k)]
+    )
+    sample_idx = [j for k in sizes for j in range(k)]
+    steps = step_frame(run_id, problem_ids.to_list(), sample_idx, verdicts)
+    rows = pl.DataFrame(
         {
             "run_id": run_id,
-            "problem_id": pl.Series(problems["problem_id"]).gather(
-                [i for i, k in enumerate(sizes) for _ in range(k)]
-            ),
-            "sample_idx": pl.Series([j for k in sizes for j in range(k)], dtype=pl.Int32),
+            "problem_id": problem_ids,
+            "sample_idx": pl.Series(sample_idx, dtype=pl.Int32),
             "completion": [c.text for c in flat],
             "n_tokens": pl.Series([c.n_tokens for c in flat], dtype=pl.Int32),
             "finish_reason": [c.finish_reason for c in flat],
@@ -99,16 +155,28 @@ def rollout_frame(
             "reward_components": [json.dumps(v.components) for v in verdicts],
         }
     )
+    return Scored(rows, steps)
+
+
+def rollout_frame(
+    run_id: str,
+    problems: pl.DataFrame,
+    groups: list[list[Completion]],
+    *,
+    marker_required: bool = False,
+) -> pl.DataFrame:
+    """Rows for `rollouts` only (`score_groups(...).rollouts`; the steps are not kept)."""
+    return score_groups(run_id, problems, groups, marker_required=marker_required).rollouts
 
 
 def record_run(
     ledger: Ledger, info: RunInfo, problems: pl.DataFrame, groups: list[list[Completion]]
 ) -> tuple[RunInfo, pl.DataFrame]:
-    """Score and write one finished run (run row + rollouts, one transaction)."""
+    """Score and write one finished run (run row + rollouts + their steps, one transaction)."""
     info = info.with_id()
     started = datetime.now(UTC)
-    rows = rollout_frame(
+    scored = score_groups(
         info.run_id, problems, groups, marker_required=info.prompt_format == "chat"
     )
-    ledger.write_batch({"sampling_runs": run_row(info, started, "finished"), "rollouts": rows})
-    return info, rows
+    ledger.write_batch({"sampling_runs": run_row(info, started, "finished"), **scored.tables()})
+    return info, scored.rollouts

@@ -30,6 +30,7 @@ from flows.cli.options import (
 from pipeline.errors import SieveError
 
 if TYPE_CHECKING:
+    from flows.scale import ScaleConfig
     from pipeline.curate import Policy
     from pipeline.hooks import ProgressEvent
     from pipeline.policy.evaluate import EvalConfig
@@ -120,8 +121,16 @@ def curate(
     sampling: SamplingArgs = SAMPLING,
     engine: EngineArgs = ENGINE,
     home: HomeOpt = None,
+    runner: Annotated[
+        str, typer.Option(help="Where chunks run: local, dask or ray (needs '.[scale]').")
+    ] = "local",
+    runner_address: Annotated[
+        str | None, typer.Option(help="An existing dask/ray cluster; default: a local one.")
+    ] = None,
+    workers: Annotated[int, typer.Option(help="Workers of a local dask/ray cluster.")] = 2,
 ) -> None:
     """Screen, refine and select a two-stage curriculum for the model (a Prefect flow)."""
+    from flows.scale import ScaleConfig
     from pipeline.selection import CurateConfig, load_curate_config
 
     cfg = load_curate_config(config) if config is not None else CurateConfig()
@@ -132,10 +141,13 @@ def curate(
         overrides["sampling"] = {**cfg.sampling.model_dump(), **given}
     if overrides:
         cfg = validated(CurateConfig, {**cfg.model_dump(), **overrides})
+    scale = validated(
+        ScaleConfig, {"runner": runner, "runner_address": runner_address, "workers": workers}
+    )
     folder = current_model(model, home)
     if backend != "openai" and not folder.exists():
         raise SieveError(f"model folder {folder} does not exist (run `sieve bootstrap` first?)")
-    summary = run_curate(str(folder), backend, base_url or [], home, cfg, engine.options())
+    summary = run_curate(str(folder), backend, base_url or [], home, cfg, engine.options(), scale)
     _print_summary(summary)
 
 
@@ -171,6 +183,7 @@ def run_curate(
     home: Path | None,
     cfg: CurateConfig,
     engine: EngineOptions | None = None,
+    scale: ScaleConfig | None = None,
 ) -> dict[str, Any]:
     """The curation job: the Prefect flow `flows.curate.curate_flow`, with a bar per stage."""
     start_flows(home)
@@ -184,6 +197,7 @@ def run_curate(
         home=str(home) if home is not None else None,
         config=cfg,
         engine=engine,
+        **({"scale": scale} if scale is not None else {}),
     )
     with progress("curate") as bar:
         tasks: dict[str, Any] = {}

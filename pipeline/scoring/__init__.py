@@ -7,7 +7,9 @@ only from an answer marker and gives no credit for an unevaluated expression suc
 question (see verifiers.py). math-verify only ever runs in a killable child process
 under a deadline (see worker.py), and every text step in the caller's process is linear, on at
 most `MAX_COMPLETION_CHARS` characters, so callers on any thread get an answer or a
-"verifier_error" within the deadline, never a hang or an exception.
+"verifier_error" within the deadline, never a hang or an exception. `check_steps` (steps.py)
+judges a completion's equation steps (or its answer's prefixes), reported as `Verdict.steps` and
+the zero-weight component `step_accuracy`.
 
 Test: `.venv/bin/pytest tests/scoring -q`
 """
@@ -15,6 +17,7 @@ Test: `.venv/bin/pytest tests/scoring -q`
 from pipeline.scoring import code as _code  # noqa: F401  (registers the "code" verifier)
 from pipeline.scoring.extract import Extracted, extract, extract_answer
 from pipeline.scoring.numeric import fast_path
+from pipeline.scoring.steps import Step, StepContext, check_steps, split_steps, step_accuracy
 from pipeline.scoring.verdict import RewardSpec, Verdict
 from pipeline.scoring.verifiers import (
     VERIFIER_VERSION,
@@ -32,12 +35,17 @@ __all__ = [
     "Check",
     "Extracted",
     "RewardSpec",
+    "Step",
+    "StepContext",
     "Verdict",
+    "check_steps",
     "extract",
     "extract_answer",
     "fast_path",
     "math_verify_only",
     "register_verifier",
+    "split_steps",
+    "step_accuracy",
     "verify",
     "verify_batch",
 ]

@@ -3,7 +3,10 @@
 A verifier reports named components, each in [0, 1] (`correctness`, `format`, ...). The reward is
 `clip(sum(weight_i * component_i))` with the weights and clip range of a `RewardSpec`; a component
 the spec weights but the verdict lacks counts as 0. A verifier failure has `reward=None` and
-`correct=None`: it is never silently a 0.
+`correct=None`: it is never silently a 0. `step_accuracy` (the share of a completion's equation
+steps that hold, pipeline/scoring/steps.py) is reported when there is a checkable step but has no
+weight unless a spec gives it one, so the default reward is correctness alone. A verdict also
+carries those fragments (`steps`; None when not computed, e.g. for code or a failed verifier).
 
 Test: `.venv/bin/pytest tests/scoring/test_reward.py -q`
 """
@@ -13,8 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from pipeline.scoring.steps import Step
+
 REASONS = ("correct", "wrong", "no_answer", "verifier_error")
-COMPONENT_NAMES: set[str] = {"correctness", "format"}
+COMPONENT_NAMES: set[str] = {"correctness", "format", "step_accuracy"}
 
 
 def register_component(name: str) -> None:
@@ -60,17 +65,29 @@ class Verdict:
     reason: str
     components: dict[str, float]
     detail: str = ""
+    steps: tuple[Step, ...] | None = None  # checkable fragments, in text order (steps.py)
 
 
-def judged(correct: bool, components: dict[str, float], spec: RewardSpec, detail: str) -> Verdict:
+def judged(
+    correct: bool,
+    components: dict[str, float],
+    spec: RewardSpec,
+    detail: str,
+    steps: tuple[Step, ...] | None = None,
+) -> Verdict:
     """A verdict for a completion that had an answer to judge."""
     reason = "correct" if correct else "wrong"
-    return Verdict(spec.combine(components), correct, reason, components, detail)
+    return Verdict(spec.combine(components), correct, reason, components, detail, steps)
 
 
-def no_answer(components: dict[str, float], spec: RewardSpec, detail: str = "") -> Verdict:
+def no_answer(
+    components: dict[str, float],
+    spec: RewardSpec,
+    detail: str = "",
+    steps: tuple[Step, ...] | None = None,
+) -> Verdict:
     """A verdict for a completion with nothing to judge (counts as wrong)."""
-    return Verdict(spec.combine(components), False, "no_answer", components, detail)
+    return Verdict(spec.combine(components), False, "no_answer", components, detail, steps)
 
 
 def verifier_error(detail: str) -> Verdict:

@@ -25,6 +25,13 @@ punctuation checks here) is linear in the completion's length, and a completion 
 far below the math-verify deadline; math-verify itself runs in the killable worker. A NaN or
 infinity spelled as a float (`nan`, `inf`, `-Infinity`) is never correct, as gold or as answer.
 
+Steps: a verifier registered with `checks_steps=True` ("math", "exact") also gets the
+completion's checkable fragments (`Verdict.steps`, pipeline/scoring/steps.py) and, when it has an
+equation step, the component `step_accuracy` (weight 0 by default: the reward is unchanged).
+`context` / `contexts` (a `StepContext`: question, family, params JSON) lets linear steps in `x`
+be checked; without it only arithmetic and the answer's prefixes are. The step checker never
+decides the outcome: should it fail, `steps` is None (not computed) and the verdict stands.
+
 `verify` never raises for a bad completion: an exception inside a verifier, a math-verify timeout
 or a crashed worker all give `Verdict(reward=None, correct=None, reason="verifier_error")`. It does
 raise `ValueError` for caller mistakes (unknown verifier name, non-positive timeout).
@@ -47,6 +54,7 @@ from pipeline.scoring.numeric import (
     is_non_finite,
     is_unevaluated,
 )
+from pipeline.scoring.steps import Step, StepContext, check_steps, step_accuracy
 from pipeline.scoring.verdict import (
     RewardSpec,
     Verdict,
@@ -86,20 +94,28 @@ _DEFAULT_SPEC = RewardSpec()
 VerifierFn = Callable[..., Check]  # (completion, answer, timeout[, *, marker_required]) -> Check
 VERIFIERS: dict[str, VerifierFn] = {}
 _MARKER_AWARE: set[VerifierFn] = set()  # verifiers that take the `marker_required` keyword
+_STEP_CHECKED: set[VerifierFn] = set()  # verifiers whose completions get step verdicts
 
 
 def register_verifier(
-    name: str, components: Sequence[str] = (), *, reads_markers: bool = False
+    name: str,
+    components: Sequence[str] = (),
+    *,
+    reads_markers: bool = False,
+    checks_steps: bool = False,
 ) -> Callable[[VerifierFn], VerifierFn]:
     """Decorator: add a verifier under `name`, plus any extra reward components it reports.
 
     `reads_markers=True`: the verifier accepts `marker_required: bool` as a keyword argument.
+    `checks_steps=True`: its completions are prose/math whose steps `check_steps` can judge.
     """
 
     def decorate(fn: VerifierFn) -> VerifierFn:
         VERIFIERS[name] = fn
         if reads_markers:
             _MARKER_AWARE.add(fn)
+        if checks_steps:
+            _STEP_CHECKED.add(fn)
         for component in components:
             register_component(component)
         return fn
@@ -125,7 +141,7 @@ def _for_math_verify(text: str) -> str:
     return _MATH_END_PUNCT.sub("", text) if ("$" in text or "\\" in text) else text
 
 
-@register_verifier("math", reads_markers=True)
+@register_verifier("math", reads_markers=True, checks_steps=True)
 def math_verifier(
     completion: str, answer: str, timeout: float, *, marker_required: bool = False
 ) -> Check:
@@ -150,7 +166,7 @@ def math_verifier(
     return Check(True, correct, _components(correct, formatted), "math_verify")
 
 
-@register_verifier("exact", reads_markers=True)
+@register_verifier("exact", reads_markers=True, checks_steps=True)
 def exact_verifier(
     completion: str, answer: str, timeout: float, *, marker_required: bool = False
 ) -> Check:
@@ -178,6 +194,23 @@ def _too_long(completion: str) -> str:
     return f"completion of {len(completion):,} characters, over the {MAX_COMPLETION_CHARS:,} cap"
 
 
+def _steps(
+    fn: VerifierFn, completion: str, answer: str, context: StepContext | None, check: Check
+) -> tuple[Step, ...] | None:
+    """The completion's step verdicts, or None (not a step-checked verifier, or it failed)."""
+    if fn not in _STEP_CHECKED:
+        return None
+    ctx = context or StepContext()
+    correct = check.answered and check.correct
+    try:
+        found = check_steps(
+            ctx.question, completion, ctx.family, ctx.params_json, answer, correct=correct
+        )
+    except Exception:  # the outcome reward stands; the fragments are merely not computed
+        return None
+    return tuple(found)
+
+
 def _run(
     fn: VerifierFn,
     completion: str,
@@ -185,6 +218,7 @@ def _run(
     spec: RewardSpec,
     timeout: float,
     marker_required: bool = False,
+    context: StepContext | None = None,
 ) -> Verdict:
     try:
         if len(completion) > MAX_COMPLETION_CHARS:
@@ -195,9 +229,14 @@ def _run(
             check = fn(completion, answer, timeout)
     except Exception as exc:
         return verifier_error(_describe(exc))
+    steps = _steps(fn, completion, answer, context, check)
+    components = check.components
+    accuracy = step_accuracy(steps) if steps else None
+    if accuracy is not None:
+        components = {**components, "step_accuracy": accuracy}
     if not check.answered:
-        return no_answer(check.components, spec, check.detail)
-    return judged(check.correct, check.components, spec, check.detail)
+        return no_answer(components, spec, check.detail, steps)
+    return judged(check.correct, components, spec, check.detail, steps)
 
 
 def verify(
@@ -208,11 +247,14 @@ def verify(
     spec: RewardSpec | None = None,
     timeout: float | None = None,
     marker_required: bool = False,
+    context: StepContext | None = None,
 ) -> Verdict:
-    """Judge one completion against its gold answer (see the module doc for `marker_required`)."""
+    """Judge one completion against its gold answer (see the module doc for `marker_required`
+    and `context`)."""
     fn = get_verifier(verifier)
     deadline = resolve_timeout(timeout)
-    return _run(fn, completion, answer, spec or _DEFAULT_SPEC, deadline, bool(marker_required))
+    spec = spec or _DEFAULT_SPEC
+    return _run(fn, completion, answer, spec, deadline, bool(marker_required), context)
 
 
 def _per_item(flag: bool | Sequence[bool], n: int) -> list[bool]:
@@ -233,10 +275,12 @@ def verify_batch(
     spec: RewardSpec | None = None,
     timeout: float | None = None,
     marker_required: bool | Sequence[bool] = False,
+    contexts: Sequence[StepContext | None] | None = None,
 ) -> list[Verdict]:
     """Judge many completions in order; a timeout on one item does not affect the next.
 
-    `marker_required` is one bool for every item or a sequence with one bool per item.
+    `marker_required` is one bool for every item or a sequence with one bool per item;
+    `contexts`, if given, one `StepContext` (or None) per item.
     """
     names = [verifiers] * len(completions) if isinstance(verifiers, str) else list(verifiers)
     if not len(completions) == len(answers) == len(names):
@@ -245,8 +289,11 @@ def verify_batch(
             f"{len(names)} verifiers"
         )
     flags = _per_item(marker_required, len(completions))
+    ctxs = list(contexts) if contexts is not None else [None] * len(completions)
+    if len(ctxs) != len(completions):
+        raise ValueError(f"length mismatch: {len(completions)} completions, {len(ctxs)} contexts")
     fns = [get_verifier(name) for name in names]
     spec = spec or _DEFAULT_SPEC
     deadline = resolve_timeout(timeout)
-    items = zip(fns, completions, answers, flags, strict=True)
-    return [_run(fn, c, a, spec, deadline, m) for fn, c, a, m in items]
+    items = zip(fns, completions, answers, flags, ctxs, strict=True)
+    return [_run(fn, c, a, spec, deadline, m, x) for fn, c, a, m, x in items]

@@ -188,6 +188,15 @@ class CurateConfig(BaseModel):
         "max_new_tokens, temperature, top_p, stop). Default: the model's own budget (16 tokens "
         "for the tiny policy, 512 for chat models) at temperature 1.",
     )
+    process_signal: bool = Field(
+        default=False,
+        description="Keep prompts whose outcomes all agree (zero outcome variance) but whose "
+        "step verdicts vary across the group (rollout_steps; pipeline/scoring/steps.py): they "
+        "are refined and enter stage 1 with reason process_informative, for a fragment-level "
+        "(process) reward. Off: such prompts are rejected as all_correct / all_wrong, as an "
+        "outcome-only GRPO sees no signal in them. Default: off (seeds/003's fragment-level "
+        "reward is optional in Sieve).",
+    )
     chunk_size: int = Field(
         default=256,
         ge=1,

@@ -7,6 +7,10 @@ posterior of its pass rate pooled over screen + refine samples:
 - stage 1, reason `mid_band`: p_low ≥ band_low and p_high ≤ band_high; group size `stage1_g`;
 - stage 2, reason `hard`: otherwise, p_mean < hard_max_p and k ≥ 1; group size = smallest G with
   1 − p^G − (1 − p)^G ≥ informative_target at p = p_mean (none within the cap → `out_of_band`);
+- stage 1, reason `process_informative` (only with `process_signal`): neither of the above, all
+  outcomes agree (k = 0 or k = n) but the step verdicts vary (`pipeline.selection.stats`
+  `process_informative`); group size `stage1_g`, weight 1 (an average item: its outcome
+  learnability is ~0 by construction, so it cannot rank these);
 - k = 0 still → rejected `all_wrong`; anything else → `out_of_band`.
 
 Replay (MiMo / Polaris keep easy data for stability): round(replay_share × stage-1 size)
@@ -34,6 +38,7 @@ from pipeline.selection.rules import (
     REJECTION_SCHEMA,
     concat_rejections,
     group_sizes_for,
+    process_flag,
     stable_uniforms,
 )
 from pipeline.selection.stats import posterior, require_columns
@@ -54,26 +59,32 @@ _COUNTS = ("problem_id", "n", "k")
 
 def _counts(frame: pl.DataFrame, what: str) -> pl.DataFrame:
     require_columns(frame, _COUNTS, what)
-    cast = frame.select(pl.col("problem_id").cast(pl.Utf8), pl.col("n", "k").cast(pl.Int64))
+    extra = [pl.col("process_informative")] if "process_informative" in frame.columns else []
+    cast = frame.select(pl.col("problem_id").cast(pl.Utf8), pl.col("n", "k").cast(pl.Int64), *extra)
     return posterior(cast)
 
 
 def classify(post: pl.DataFrame, cfg: CurateConfig) -> pl.DataFrame:
-    """`post` plus `reason` (mid_band | hard | all_wrong | out_of_band), `stage`, `group_size`."""
+    """`post` plus `reason` (mid_band | hard | process_informative | all_wrong | out_of_band),
+    `stage`, `group_size`."""
     mid = (pl.col("p_low") >= cfg.band_low) & (pl.col("p_high") <= cfg.band_high)
     hard = (pl.col("p_mean") < cfg.hard_max_p) & (pl.col("k") >= 1)
+    agree = (pl.col("k") == 0) | (pl.col("k") == pl.col("n"))
+    process = agree & process_flag(post, cfg)
     hard_g = group_sizes_for(post["p_mean"], cfg.informative_target, cfg.max_group_size)
     tagged = post.with_columns(hard_g.alias("_hard_g"))
     reason = (
         pl.when(mid).then(pl.lit("mid_band"))
         .when(hard & pl.col("_hard_g").is_not_null()).then(pl.lit("hard"))
+        .when(process).then(pl.lit("process_informative"))
         .when(pl.col("k") == 0).then(pl.lit("all_wrong"))
         .otherwise(pl.lit("out_of_band"))
     )  # fmt: skip
     tagged = tagged.with_columns(reason.alias("reason"))
+    stage1 = pl.col("reason").is_in(["mid_band", "process_informative"])
     return tagged.with_columns(
-        pl.when(pl.col("reason") == "mid_band").then(1).otherwise(2).alias("stage"),
-        pl.when(pl.col("reason") == "mid_band")
+        pl.when(stage1).then(1).otherwise(2).alias("stage"),
+        pl.when(stage1)
         .then(pl.lit(cfg.stage1_g, pl.Int64))
         .otherwise(pl.col("_hard_g"))
         .alias("group_size"),
@@ -96,11 +107,14 @@ def pick_replay(
     return replay, rest
 
 
-def _weighted(main: pl.DataFrame, replay: pl.DataFrame, cfg: CurateConfig) -> pl.DataFrame:
+def _weighted(
+    main: pl.DataFrame, process: pl.DataFrame, replay: pl.DataFrame, cfg: CurateConfig
+) -> pl.DataFrame:
     mean = main["learnability"].mean() if main.height else None
     main = main.with_columns((pl.col("learnability") / pl.lit(mean)).alias("weight"))
+    process = process.with_columns(pl.lit(1.0, pl.Float64).alias("weight"))
     replay = replay.with_columns(pl.lit(cfg.replay_weight, pl.Float64).alias("weight"))
-    return pl.concat([main, replay], how="diagonal_relaxed")
+    return pl.concat([main, process, replay], how="diagonal_relaxed")
 
 
 def _ordered(items: pl.DataFrame) -> pl.DataFrame:
@@ -126,8 +140,9 @@ def build_curriculum(
         raise SieveError("a problem is both in the pooled stats and all-correct at the screen")
     tagged = classify(post, cfg)
     main = tagged.filter(pl.col("reason").is_in(["mid_band", "hard"]))
-    n_stage1 = main.filter(pl.col("stage") == 1).height
+    process = tagged.filter(pl.col("reason") == "process_informative")
+    n_stage1 = main.filter(pl.col("stage") == 1).height + process.height
     replay, easy_rejected = pick_replay(easy, n_stage1, cfg)
     dropped = tagged.filter(pl.col("reason").is_in(["all_wrong", "out_of_band"]))
     rejected = concat_rejections([dropped.select(list(REJECTION_SCHEMA)), easy_rejected])
-    return _ordered(_weighted(main, replay, cfg)), rejected
+    return _ordered(_weighted(main, process, replay, cfg)), rejected

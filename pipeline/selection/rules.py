@@ -12,7 +12,9 @@ are sorted by problem_id.
 - `allocate_candidates`: candidates per family × level cell from how often each cell's groups
   were informative for recent revisions (an explored share stays even).
 - `screen_survivors`: small-G screen → refine / `all_correct` (replay candidates) / `all_wrong`
-  (except a stable `uncertain_hard_share` of 0/G prompts, still refined) / `verifier_error`.
+  (except a stable `uncertain_hard_share` of 0/G prompts, still refined) / `verifier_error`;
+  with `process_signal`, a 0/G or G/G prompt whose step verdicts vary is refined as
+  `process_informative` instead.
 - `group_size_for`: smallest G with 1 − p^G − (1 − p)^G ≥ target (DESIGN.md step 7).
 
 Test: `.venv/bin/pytest tests/selection/test_rules.py -q`.
@@ -195,28 +197,43 @@ def allocate_candidates(
 class Screened(NamedTuple):
     """What the screen decides: prompts to refine, all-correct replay candidates, rejections."""
 
-    refine: pl.DataFrame  # problem_id, n, k, n_errors, reason ("mixed" | "uncertain_hard")
+    refine: pl.DataFrame  # problem_id, n, k, n_errors, reason: mixed | uncertain_hard |
+    # process_informative
     all_correct: pl.DataFrame  # problem_id, n, k, n_errors: replay candidates, not yet rejected
     rejections: pl.DataFrame  # problem_id, reason: verifier_error | all_wrong
 
 
 def pool_counts(stats: pl.DataFrame) -> pl.DataFrame:
-    """(problem_id, n, k, n_errors) summed per problem over runs, sorted by problem_id."""
+    """(problem_id, n, k, n_errors) summed per problem over runs, sorted by problem_id; with
+    `process_informative` too when the stats have it (true if it is in any run)."""
     require_columns(stats, ("problem_id", "n", "k", "n_errors"), "group stats frame")
     counts = [pl.col(c).cast(pl.Int64).sum() for c in ("n", "k", "n_errors")]
+    if "process_informative" in stats.columns:
+        counts.append(pl.col("process_informative").fill_null(False).any())
     return stats.group_by("problem_id").agg(counts).sort("problem_id")
+
+
+def process_flag(stats: pl.DataFrame, cfg: CurateConfig) -> pl.Expr:
+    """`process_informative` as an expression when `cfg.process_signal` is on, else false.
+
+    On, the stats must carry the column (`group_stats` of rollouts with `step_correct`)."""
+    if not cfg.process_signal:
+        return pl.lit(False)
+    require_columns(stats, ("process_informative",), "group stats frame (process_signal)")
+    return pl.col("process_informative").fill_null(False)
 
 
 def screen_survivors(screen_stats: pl.DataFrame, cfg: CurateConfig) -> Screened:
     """Sort screened prompts by their small-G group (rows of several runs are pooled).
 
     error share n_errors/(n + n_errors) > max_error_share, or no scored sample → verifier_error;
-    0 < k < n → refine ("mixed"); k = n → all_correct (replay candidates); k = 0 → refine
+    0 < k < n → refine ("mixed"); with `process_signal`, k = 0 or k = n and the steps vary →
+    refine ("process_informative"); k = n → all_correct (replay candidates); k = 0 → refine
     ("uncertain_hard") when stable_uniform(seed, id, "uncertain") < uncertain_hard_share, else
     all_wrong — 0/8 is weak evidence of impossibility.
     """
     g = pool_counts(screen_stats)
-    n, k = pl.col("n"), pl.col("k")
+    n, k, process = pl.col("n"), pl.col("k"), process_flag(g, cfg)
     error_share = pl.col("n_errors") / (n + pl.col("n_errors"))
     u = stable_uniforms(cfg.seed, g["problem_id"], "uncertain")
     g = g.with_columns(
@@ -224,6 +241,8 @@ def screen_survivors(screen_stats: pl.DataFrame, cfg: CurateConfig) -> Screened:
         .then(pl.lit("verifier_error"))
         .when((k > 0) & (k < n))
         .then(pl.lit("mixed"))
+        .when(process)
+        .then(pl.lit("process_informative"))
         .when(k == n)
         .then(pl.lit("all_correct"))
         .when(u < cfg.uncertain_hard_share)
@@ -231,8 +250,10 @@ def screen_survivors(screen_stats: pl.DataFrame, cfg: CurateConfig) -> Screened:
         .otherwise(pl.lit("all_wrong"))
         .alias("reason")
     )
-    refine = g.filter(pl.col("reason").is_in(["mixed", "uncertain_hard"]))
-    correct = g.filter(pl.col("reason") == "all_correct").drop("reason")
+    refine = g.filter(pl.col("reason").is_in(["mixed", "uncertain_hard", "process_informative"]))
+    correct = g.filter(pl.col("reason") == "all_correct").drop(
+        "reason", "process_informative", strict=False
+    )
     rejected = g.filter(pl.col("reason").is_in(["verifier_error", "all_wrong"]))
     return Screened(refine, correct, concat_rejections([rejected.select(list(REJECTION_SCHEMA))]))
 

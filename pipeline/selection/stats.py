@@ -7,6 +7,13 @@ mean, 90 % interval and learnability E[p(1 − p)]. `beta_quantile` is the SQL m
 b = 1 (k = n), otherwise Abramowitz & Stegun 26.5.22 (absolute error < 0.005 against an exact
 inversion). Zero variance uses `grpo_core.advantages.is_uninformative`, the trainer's definition.
 
+Process signal: a rollouts frame with `step_correct` (each rollout's fragment verdicts in text
+order, as the stored query `run_rollouts` reads them from `rollout_steps`; null when it has
+none) also gets `process_stats`' columns in `group_stats`. A group is `process_informative`
+when its rollouts' step accuracies differ (max − min > tol, the same `is_uninformative` test) or
+some fragment position is right in one rollout and wrong in another: a fragment-level reward
+still separates such a group when every final answer agrees.
+
 Departure from the SQL macro: the macro hard-codes the normal quantile for u = 0.05 / 0.95 (the
 90 % interval); here y = Φ⁻¹(1 − u) for any u, with the macro's constant at 0.05 / 0.95 so both
 give the same bits there.
@@ -32,6 +39,7 @@ GROUP_STATS_COLUMNS = (
     "reward_mean", "reward_std", "reward_min", "reward_max", "zero_variance",
 )  # fmt: skip
 POSTERIOR_COLUMNS = ("alpha", "beta", "p_mean", "p_low", "p_high", "learnability")
+PROCESS_COLUMNS = ("n_step_rollouts", "step_accuracy", "step_index_varies", "process_informative")
 
 
 def require_columns(frame: pl.DataFrame, columns: tuple[str, ...] | list[str], what: str) -> None:
@@ -59,13 +67,53 @@ def group_stats(rollouts: pl.DataFrame) -> pl.DataFrame:
         reward.min().alias("reward_min"),
         reward.max().alias("reward_max"),
     )
-    return (
+    stats = (
         stats.with_columns(
             (pl.col("n_samples") - pl.col("n")).alias("n_errors"),
             pl.when(pl.col("n") > 0).then(pl.col("k") / pl.col("n")).alias("pass_rate"),
             is_uninformative(pl.col("reward_max"), pl.col("reward_min")).alias("zero_variance"),
         )
         .select(*keys, *GROUP_STATS_COLUMNS)
+        .sort(keys)
+    )
+    if "step_correct" not in rollouts.columns:
+        return stats
+    process = process_stats(rollouts)
+    return stats.join(process, on=keys, how="left").with_columns(
+        pl.col("n_step_rollouts").fill_null(0),
+        pl.col("step_index_varies", "process_informative").fill_null(False),
+    )
+
+
+def process_stats(rollouts: pl.DataFrame) -> pl.DataFrame:
+    """Per problem (× run): rollouts with fragments, their mean step accuracy, whether some
+    fragment position's verdict varies, and `process_informative` (see the module doc)."""
+    require_columns(rollouts, ("problem_id", "step_correct"), "rollouts frame")
+    keys = ["run_id", "problem_id"] if "run_id" in rollouts.columns else ["problem_id"]
+    stepped = rollouts.select(*keys, "step_correct").filter(
+        pl.col("step_correct").list.len().fill_null(0) > 0
+    )
+    share = pl.col("step_correct").list.eval(pl.element().cast(pl.Float64)).list.mean()
+    per_rollout = stepped.with_columns(share.alias("_share"))
+    by_key = per_rollout.group_by(keys).agg(
+        pl.len().cast(pl.Int64).alias("n_step_rollouts"),
+        pl.col("_share").mean().alias("step_accuracy"),
+        pl.col("_share").max().alias("_max"),
+        pl.col("_share").min().alias("_min"),
+    )
+    positions = (
+        stepped.with_columns(pl.int_ranges(pl.col("step_correct").list.len()).alias("_i"))
+        .explode("step_correct", "_i")
+        .group_by(*keys, "_i")
+        .agg((pl.col("step_correct").n_unique() > 1).alias("_varies"))
+        .group_by(keys)
+        .agg(pl.col("_varies").any().alias("step_index_varies"))
+    )
+    varies = ~is_uninformative(pl.col("_max"), pl.col("_min")) | pl.col("step_index_varies")
+    return (
+        by_key.join(positions, on=keys, how="left")
+        .with_columns(varies.alias("process_informative"))
+        .select(*keys, *PROCESS_COLUMNS)
         .sort(keys)
     )
 

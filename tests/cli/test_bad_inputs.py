@@ -70,6 +70,8 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str]] = [
     ),
     ("curate: missing config", {}, ["curate", "--config", "{d}/nope.toml"], "no such file"),
     ("curate: missing model", {}, ["curate", "--model", "{d}/no-model"], "does not exist"),
+    ("curate: unknown runner", {}, ["curate", "--runner", "spark"], "runner: input should be"),
+    ("curate: no workers", {}, ["curate", "--runner", "dask", "--workers", "0"], "workers"),
     ("train: unknown curriculum", {}, ["train", "--curriculum", "cur-nope"], "cur-nope"),
     (
         "train: unknown key",

@@ -25,6 +25,7 @@ TABLES = {
     "train_runs",
     "train_metrics",
     "checkpoints",
+    "rollout_steps",
 }
 VIEWS = {
     "group_stats",
@@ -36,6 +37,8 @@ VIEWS = {
     "heldout_problem_pass1",
     "heldout_runs",
     "heldout_pass1",
+    "step_accuracy_by_family",
+    "first_wrong_step",
 }
 
 
