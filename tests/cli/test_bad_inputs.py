@@ -278,7 +278,7 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
 
 
 def test_the_catalogue_holds_every_case() -> None:
-    assert len(CASES) == 46 and len({c[0] for c in CASES}) == len(CASES)
+    assert len(CASES) == 48 and len({c[0] for c in CASES}) == len(CASES)
     assert len(FLOW_CASES) == 5
 
 
