@@ -149,19 +149,28 @@ def chunk_stored(ledger: Ledger, info: RunInfo, chunk: pl.DataFrame) -> bool:
     return not pending_chunks(ledger, info, [chunk])
 
 
-def sample_chunk(
-    ledger: Ledger, policy: Policy, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int
-) -> int:
-    """Sample, score and commit one chunk (one transaction); returns rollouts written."""
+def sample_rows(
+    policy: Policy, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int
+) -> dict[str, pl.DataFrame]:
+    """Sample and score one chunk: its tables (rollouts, step verdicts), not yet written.
+    `sample_chunk` commits them; a cluster worker writes them as a shard (`pipeline.shards`)."""
     params = replace(info.params, seed=chunk_seed(seed, info.run_id, index))
     prompts = policy.render(chunk["question"].to_list())
     with timed("sampling"):
         groups = policy.sampler.sample(prompts, info.group_size, params)
     with timed("scoring"):
         scored = score_groups(info.run_id, chunk, groups, marker_required=policy.marker_required)
+    return scored.tables()
+
+
+def sample_chunk(
+    ledger: Ledger, policy: Policy, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int
+) -> int:
+    """Sample, score and commit one chunk (one transaction); returns rollouts written."""
+    rows = sample_rows(policy, chunk, info, seed, index)
     crash_point(f"curate.{info.purpose}.before_chunk_commit")
     with timed("ledger_writes"):  # the rollouts and their step verdicts, one transaction
-        written = ledger.write_batch(scored.tables())["rollouts"]
+        written = ledger.write_batch(rows)["rollouts"]
     crash_point(f"curate.{info.purpose}.after_chunk_commit")
     return written
 

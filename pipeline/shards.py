@@ -34,7 +34,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -43,9 +43,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.crash import crash_point
-from pipeline.curate import Policy, chunk_seed, policy_for
+from pipeline.curate import Policy, policy_for, sample_rows
 from pipeline.errors import SieveError
-from pipeline.rollouts import RunInfo, score_groups
+from pipeline.rollouts import RunInfo
 from pipeline.sampling import EngineOptions
 from pipeline.store import Ledger
 from pipeline.timing import timed
@@ -115,19 +115,6 @@ def chunk_fingerprint(chunk: pl.DataFrame, info: RunInfo, seed: int, index: int)
         [info.run_id, index, seed, info.group_size, sorted(chunk["problem_id"].to_list())]
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-def sample_rows(
-    policy: Policy, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int
-) -> dict[str, pl.DataFrame]:
-    """Sample and score one chunk: the tables `pipeline.curate.sample_chunk` commits."""
-    params = replace(info.params, seed=chunk_seed(seed, info.run_id, index))
-    prompts = policy.render(chunk["question"].to_list())
-    with timed("sampling"):
-        groups = policy.sampler.sample(prompts, info.group_size, params)
-    with timed("scoring"):
-        scored = score_groups(info.run_id, chunk, groups, marker_required=policy.marker_required)
-    return scored.tables()
 
 
 def sample_to_shard(

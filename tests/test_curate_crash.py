@@ -37,7 +37,7 @@ def run_child(path: Path, crash_at: str | None = None) -> int:
 def fingerprint(path: Path) -> dict[str, object]:
     with Ledger.open(path=path) as led:
         prints: dict[str, object] = {t: led.checksum(t)[:1] for t in ("problems",)}
-        for table in ("rollouts", "curriculum_items", "rejections"):
+        for table in ("rollouts", "rollout_steps", "curriculum_items", "rejections"):
             prints[table] = led.checksum(table)
         runs = led.sql("SELECT run_id, status, group_size FROM sampling_runs ORDER BY run_id")
         prints["runs"] = runs.rows()
