@@ -254,9 +254,11 @@ class StepInputs:
         ref: list[Tensor] | None,
         beta: float,
         max_tokens: int,
+        real: int | None = None,
     ):
         self.parts, self.totals, self.old, self.ref = parts, totals, old, ref
         self.beta, self.max_tokens = beta, max_tokens
+        self.real = len(parts) if real is None else real  # parts after it: fsdp's zero-weight pads
         self.weights: dict[int, Tensor] = {}  # micro-batch -> (B, Tc) truncated IS weights
         self.tis: list[tuple[float, dict[str, float]]] = []  # (engine tokens, metrics) per part
 

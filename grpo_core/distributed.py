@@ -30,8 +30,10 @@ One step, on N ranks:
 Why the model is not wrapped in `DistributedDataParallel`: the trainer calls it twice per
 backward under prefix sharing, the sampler calls `generate` on it, and ranks run different
 numbers of micro-batches (or none); DDP's hooks assume one forward per backward in lockstep.
-The explicit all-reduce is DDP's arithmetic without those assumptions. FSDP is not provided:
-see `check_parallel`.
+The explicit all-reduce is DDP's arithmetic without those assumptions.
+
+`SIEVE_PARALLEL=fsdp` shards parameters, gradients and optimiser state instead of copying
+them (`grpo_core.fsdp`: what changes, what is refused).
 
 Equality with one process holds to float summation order (the per-rank sums are added in
 another order), measured ≤ 1e-5 on the toy model (tests/grpo_core/test_ddp.py).
@@ -55,6 +57,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from grpo_core import fsdp
 from grpo_core.batch import Batch, StepInputs, micro_batches, rows
 from grpo_core.config import GRPOConfig
 from grpo_core.seeds import derive_seed
@@ -74,7 +77,7 @@ class DistributedConfig:
 
     # broadcast: exact single-process step, rank 0 samples; shard: every rank samples 1/N
     rollouts: RolloutMode = "broadcast"
-    parallel: ParallelName = "ddp"  # fsdp: refused (`check_parallel`)
+    parallel: ParallelName = "ddp"  # fsdp: sharded parameters (`grpo_core.fsdp`)
     bucket_mb: float = 25.0  # gradient all-reduce bucket (DDP's default 25 MB)
 
     @classmethod
@@ -123,19 +126,7 @@ def setup(cfg: DistributedConfig | None = None) -> Dist:
         if cuda:
             torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
         dist.init_process_group("nccl" if cuda else "gloo")
-    check_parallel(cfg)
     return Dist(dist.get_rank(), dist.get_world_size(), cfg)
-
-
-def check_parallel(cfg: DistributedConfig) -> None:
-    """FSDP is refused: the sampler generates from the trained model and rank 0 alone writes
-    checkpoints, both of which need the full weights on one rank; sharded parameters need a
-    sampler with its own weights (`WeightSync`) and a gathered state dict, not built yet."""
-    if cfg.parallel == "fsdp":
-        raise TrainerError(
-            "SIEVE_PARALLEL=fsdp is not supported yet (the sampler and checkpoints need the "
-            "full weights on each rank); use ddp, or LoRA to fit the model on one device"
-        )
 
 
 def teardown() -> None:
@@ -189,12 +180,18 @@ def shard_round_robin(items: Sequence[T], r: int, world: int) -> list[T]:
     return list(items[r::world])
 
 
-def local_parts(d: Dist, b: Batch, cfg: GRPOConfig) -> list[Batch]:
-    """The micro-batches of this rank's rows (of every row on one process)."""
+def local_parts(d: Dist, b: Batch, cfg: GRPOConfig) -> tuple[list[Batch], int]:
+    """The micro-batches of this rank's rows (of every row on one process), and how many of
+    them are real: under fsdp every rank runs as many (`grpo_core.fsdp.pad_parts`)."""
     local = local_rows(d, b)
-    if local is None:
-        return []
-    return micro_batches(local, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix)
+    parts = (
+        []
+        if local is None
+        else micro_batches(local, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix)
+    )
+    if fsdp.enabled(d):
+        return fsdp.pad_parts(d, parts, fsdp.first_row(b))
+    return parts, len(parts)
 
 
 def local_rows(d: Dist, b: Batch) -> Batch | None:
@@ -250,8 +247,9 @@ def broadcast_params(d: Dist, model: torch.nn.Module) -> None:
 
 
 def all_reduce_grads(d: Dist, params: Sequence[Tensor]) -> None:
-    """Σ over ranks of every gradient, in flat buckets; a missing gradient counts as zero."""
-    if not d.active:
+    """Σ over ranks of every gradient, in flat buckets; a missing gradient counts as zero.
+    Nothing under fsdp: its backward already reduce-scattered the sums."""
+    if not d.active or fsdp.enabled(d):
         return
     for p in params:
         if p.grad is None:
@@ -296,6 +294,8 @@ def collect(t: Trainer, step: int, plain: Callable[[Trainer, int], Collected]) -
     d: Dist = t.dist
     if not d.active:
         return t.collector(t, step) if t.collector is not None else plain(t, step)
+    if t.fsdp is not None and t.fsdp.lockstep:  # every rank runs the same forwards
+        return broadcast(d, (t.collector or plain)(t, step))
     if d.cfg.rollouts == "broadcast":  # rank 0 is the single process, its RNG included
         own = (t.collector or plain)(t, step) if d.is_main else None
         got = broadcast(d, own)
@@ -306,6 +306,18 @@ def collect(t: Trainer, step: int, plain: Callable[[Trainer, int], Collected]) -
         raise TrainerError("rollouts='shard' shards the plain collector only; use broadcast")
     mine = shard_collect(t, step, [d.rank], d.world)
     return join(gather(d, mine))
+
+
+def lockstep_scores(
+    t: Trainer, groups: list[list[Any]], score: Callable[[], Scores]
+) -> tuple[list[list[Any]], Scores]:
+    """Under fsdp lockstep, rank 0's groups and its scores (the reward function runs there
+    alone) on every rank, so decisions taken on them agree; otherwise `groups` and `score()`."""
+    if t.fsdp is None or not t.fsdp.lockstep:
+        return groups, score()
+    scores = broadcast(t.dist, score() if t.dist.is_main else None)
+    assert scores is not None
+    return broadcast(t.dist, groups), scores
 
 
 def shard_collect(t: Trainer, step: int, ranks: Sequence[int], world: int) -> Collected:

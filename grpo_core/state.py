@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from grpo_core import checkpoint as ckpt
+from grpo_core import fsdp
 from grpo_core.lora import merged
 from grpo_core.types import Counters, TrainerError
 
@@ -57,11 +58,22 @@ def lossy(t: Trainer) -> bool:
     return saved != own and torch.finfo(saved).bits <= torch.finfo(own).bits
 
 
-def save(t: Trainer) -> Path:
-    """Checkpoint the trainer at `t.step` under its checkpoint_dir; returns the folder."""
+def whole_model(t: Trainer) -> torch.nn.Module:
+    """The model with whole weights: the trained one, or under fsdp rank 0's host copy (which
+    `grpo_core.fsdp.gather_for_save` refreshed)."""
+    if t.fsdp is None:
+        return t.model
+    if t.fsdp.host is None:
+        raise TrainerError("only rank 0 holds the whole weights under fsdp")
+    return t.fsdp.host
+
+
+def save(t: Trainer, optimizer: dict[str, Any] | None = None) -> Path:
+    """Checkpoint the trainer at `t.step` under its checkpoint_dir; returns the folder.
+    `optimizer`: the whole optimiser state when `t.optimizer` holds shards (fsdp)."""
     if t.checkpoint_dir is None:
         raise TrainerError("no checkpoint_dir was given to the trainer")
-    for name, p in t.model.named_parameters():
+    for name, p in whole_model(t).named_parameters():
         if not bool(torch.isfinite(p).all()):
             raise TrainerError(f"refusing to checkpoint non-finite weights ({name})")
     return ckpt.save(
@@ -71,7 +83,7 @@ def save(t: Trainer) -> Path:
         trainer_state(t),
         t.cfg.keep_checkpoints,
         t.crash_point,
-        write_resume=lambda folder: write_resume(t, folder),
+        write_resume=lambda folder: write_resume(t, folder, optimizer),
     )
 
 
@@ -96,25 +108,27 @@ def write_model(t: Trainer, folder: Path) -> None:
     config says so, `write_extra` sees the rounded copy), so its identity
     (`pipeline.policy.model.folder_revision`) is that of the model loaded from it.
     """
-    model, dtype = t.model, save_dtype(t)
+    own = model = whole_model(t)
+    dtype = save_dtype(t)
     if t.cfg.reference == "lora_base":
         model.save_pretrained(folder / ckpt.ADAPTER)  # type: ignore[operator]
         model = merged(t.model)
     if dtype != param_dtype(model):
-        model = (copy.deepcopy(model) if model is t.model else model).to(dtype)
+        model = (copy.deepcopy(model) if model is own else model).to(dtype)
     model.save_pretrained(folder, safe_serialization=True)  # type: ignore[operator]
     if hasattr(t.tokenizer, "save_pretrained"):
         t.tokenizer.save_pretrained(folder)
     t.hooks.write_extra(folder, model)
 
 
-def write_resume(t: Trainer, folder: Path) -> None:
+def write_resume(t: Trainer, folder: Path, optimizer: dict[str, Any] | None = None) -> None:
     """Optimiser state and, when the saved weights are rounded, fp32 master weights."""
-    torch.save(t.optimizer.state_dict(), folder / ckpt.OPTIMIZER)
+    torch.save(optimizer or t.optimizer.state_dict(), folder / ckpt.OPTIMIZER)
     if lossy(t) and t.cfg.reference != "lora_base":  # LoRA: adapter/ is already full precision
         from safetensors.torch import save_file
 
-        params = {k: p.detach().cpu().contiguous() for k, p in t.model.named_parameters()}
+        model = whole_model(t)
+        params = {k: p.detach().cpu().contiguous() for k, p in model.named_parameters()}
         save_file(params, folder / ckpt.MASTER)
 
 
@@ -142,8 +156,9 @@ def restore(t: Trainer, path: Path, state: dict[str, Any]) -> int:
                 f"this run has {name}={getattr(t.cfg, name)!r}; use the same value"
             )
     _load_weights(t, path, state)
-    if "optimizer" in state:
-        t.optimizer.load_state_dict(state["optimizer"])
+    if "optimizer" in state:  # under fsdp each rank keeps its shards of the whole moments
+        sd = state["optimizer"]
+        t.optimizer.load_state_dict(sd if t.fsdp is None else fsdp.shard_optimizer_state(t, sd))
     else:
         t.hooks.warn(
             f"checkpoint {path} has no optimiser state (only the newest checkpoint keeps it); "
@@ -200,9 +215,9 @@ def _copy_into(path: Path, loaded: dict[str, Tensor], own: dict[str, Tensor]) ->
             f"checkpoint {path} does not fit this model ({what}); "
             "resume with the model it was trained from"
         )
-    with torch.no_grad():
+    with torch.no_grad():  # under fsdp: every rank in the same key order (a collective)
         for k, v in loaded.items():
-            own[k].copy_(v)
+            own[k].copy_(fsdp.distribute_like(v.to(own[k].device), own[k]))
 
 
 def snapshot(t: Trainer) -> tuple[list[Tensor], dict[str, Any]]:
@@ -221,6 +236,7 @@ def restore_snapshot(t: Trainer, saved: tuple[list[Tensor], dict[str, Any]]) -> 
 def tied_aliases(state: dict[str, Tensor]) -> dict[str, set[str]]:
     """For each key, the other keys sharing its storage (tied embeddings)."""
     by_ptr: dict[int, set[str]] = {}
-    for k, v in state.items():
-        by_ptr.setdefault(v.data_ptr(), set()).add(k)
-    return {k: by_ptr[v.data_ptr()] - {k} for k, v in state.items()}
+    ptr = {k: fsdp.local(v).data_ptr() for k, v in state.items()}
+    for k, p in ptr.items():
+        by_ptr.setdefault(p, set()).add(k)
+    return {k: by_ptr[p] - {k} for k, p in ptr.items()}

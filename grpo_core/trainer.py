@@ -25,27 +25,23 @@ Engine log-probs: when samples carry `logprobs`, the trainer's log-probs at the 
 (`logprob_mismatch`) and each token's policy-gradient term is weighted by
 min(exp(trainer − engine), `tis_cap`) (truncated IS, Yao et al. 2025); `tis_cap` = 0 only measures.
 
-Safety: a non-finite reward (NaN / inf from the reward function), loss or gradient skips the
-rest of the step — the gradient is discarded, the parameters and optimiser state stay as they
-were before the step (with `num_iterations` > 1 both are snapshotted before iteration 1 and
-restored if a later iteration fails; the snapshot holds one copy of the trainable parameters
-and of the optimiser state on their device while the step runs), the event is counted in
-`skipped_steps`, and a checkpoint is never written from non-finite weights.
+Safety: a non-finite reward, loss or gradient skips the rest of the step: the gradient is
+discarded, parameters and optimiser state stay as before the step (with `num_iterations` > 1
+both are snapshotted before iteration 1, one copy on their device, and restored if a later
+iteration fails), `skipped_steps` counts it, and non-finite weights are never checkpointed.
 
 Reference models (cfg.reference): `frozen` — a deep copy of the starting weights, no grad;
 `none` — no KL term (β must be 0); `lora_base` — LoRA adapters (peft) are trained and the base
 weights, seen with the adapters disabled, are the reference: no second copy in memory.
 
-Exact resume: every random choice is derived from (cfg.seed, step) — the batch, the sampling
-seed — and the newest checkpoint holds the weights (full precision), optimiser, lr scheduler and
-β-schedule state and the counters (`grpo_core.state`); with `deterministic` set, N steps +
+Exact resume: every random choice derives from (cfg.seed, step); the newest checkpoint holds
+weights, optimiser, schedules and counters (`grpo_core.state`); with `deterministic`, N steps +
 resume + N steps reproduce 2N straight steps bitwise on CPU (tests/grpo_core/test_trainer.py).
 
 Under `torchrun` (`grpo_core.distributed`) each rank trains on its slice of the step's rows with
-the whole step's advantages and denominators, gradients summed; rank 0 alone reports and saves.
-
-Departure from the GRPO paper: one optimiser step per training step per iteration (no separate
-"mini-batches" of the rollout batch); TRL's default does the same with gradient accumulation.
+the whole step's advantages and denominators, gradients summed; rank 0 alone reports and saves;
+`SIEVE_PARALLEL=fsdp` also shards parameters and optimiser state (`grpo_core.fsdp`). One
+optimiser step per step and iteration (no GRPO-paper mini-batches), like TRL's default.
 
 Test: `.venv/bin/pytest tests/grpo_core/test_trainer.py -q`.
 """
@@ -64,13 +60,14 @@ import torch
 from torch import Tensor
 
 from grpo_core import checkpoint as ckpt
-from grpo_core import distributed
+from grpo_core import distributed, fsdp
 from grpo_core import state as ckpt_state
 from grpo_core.batch import Batch, StepInputs, build_batch, denominators, share
 from grpo_core.config import GRPOConfig
 from grpo_core.logprobs import completion_logp
 from grpo_core.lora import with_lora
 from grpo_core.loss import grpo_loss
+from grpo_core.optim import make_optimiser
 from grpo_core.rewards import Component
 from grpo_core.scoring import (
     empty_update_metrics,
@@ -148,9 +145,11 @@ class Trainer:
         self.ref_model: torch.nn.Module | None = None
         if cfg.reference == "frozen":
             self.ref_model = copy.deepcopy(model).eval().requires_grad_(False)
+        self.fsdp = fsdp.wrap(self) if fsdp.enabled(self.dist) else None  # shards in place
+        cfg = self.cfg  # fsdp turns prefix sharing off
         self.model.eval()  # no dropout: sampling and scoring see the same function
         self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer, self.scheduler = self._optimiser()
+        self.optimizer, self.scheduler = make_optimiser(self.params, cfg, self.hooks.warn)
         self.beta_schedule = cfg.make_beta_schedule()
         self.components = [
             Component("reward", 1.0, 0),
@@ -160,21 +159,6 @@ class Trainer:
         self.step = 0  # the next step to run
         self.pad_id = int(getattr(tokenizer, "pad_token_id", None) or 0)
         self.device = next(self.model.parameters()).device
-
-    def _optimiser(self) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
-        """AdamW over the trainable parameters and the linear lr warm-up."""
-        cfg = self.cfg
-        if any(p.dtype in (torch.bfloat16, torch.float16) for p in self.params):
-            self.hooks.warn(
-                "training 16-bit parameters directly: Adam updates below their resolution are "
-                "lost; load the model in float32 and set autocast='bf16' for 16-bit speed"
-            )
-        optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-        warmup = cfg.lr_warmup_steps
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0
-        )
-        return optimizer, scheduler
 
     # ---------------------------------------------------------------- public API
 
@@ -233,7 +217,9 @@ class Trainer:
         )
         t1 = time.perf_counter()
         owners = [items[i] for i, g in enumerate(groups) for _ in g]
-        scores = self.reward_fn(owners, [s for g in groups for s in g])
+        groups, scores = distributed.lockstep_scores(
+            self, groups, lambda: self.reward_fn(owners, [s for g in groups for s in g])
+        )  # under fsdp lockstep: rank 0's, on every rank
         return groups, scores, t1 - t0, time.perf_counter() - t1
 
     def step_seed(self, step: int, round_: int = 0) -> int:
@@ -300,21 +286,22 @@ class Trainer:
     def _step_inputs(self, step: int, batch: Batch) -> StepInputs:
         """Micro-batches, and the log-probs that stay fixed over the step's iterations."""
         cfg = self.cfg
-        parts = distributed.local_parts(self.dist, batch, cfg)  # this rank's rows' micro-batches
+        parts, real = distributed.local_parts(self.dist, batch, cfg)  # this rank's micro-batches
         with torch.no_grad():
             old = [self._logp(p)[0] for p in parts] if cfg.num_iterations > 1 else None
             ref = [self._ref_logp(p) for p in parts] if cfg.reference != "none" else None
         totals = denominators(batch, cfg.mask_truncated)
         beta = self.beta_schedule.value(step)
-        return StepInputs(parts, totals, old, ref, beta, int(batch.comp_mask.shape[1]))
+        return StepInputs(parts, totals, old, ref, beta, int(batch.comp_mask.shape[1]), real)
 
     def _iteration(self, ctx: StepInputs) -> dict[str, float] | str:
         """One optimiser update over every micro-batch: its metrics, or why it was refused."""
+        cfg = self.cfg
         it_metrics = self._backward(ctx)
         it_metrics = distributed.reduce_iteration(self.dist, self.params, it_metrics)
         if isinstance(it_metrics, str):
             return it_metrics
-        norm = float(torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm))
+        norm = fsdp.local_float(torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
         if not math.isfinite(norm):
             return "non-finite gradient"
         self.optimizer.step()
@@ -325,17 +312,21 @@ class Trainer:
         """The whole batch's gradient, accumulated over micro-batches, and the loss metrics."""
         self.optimizer.zero_grad(set_to_none=True)
         it_metrics: dict[str, float] = {}
+        refused = ""
         for j, part in enumerate(ctx.parts):
             logp, logits = self._logp(part)
             old = ctx.old[j] if ctx.old is not None else logp.detach()
             loss, lm = self._loss(part, j, ctx, logp, old, logits)
             if not math.isfinite(float(loss.detach())):
-                return "non-finite loss"
+                refused = "non-finite loss"
+                if self.fsdp is None:
+                    return refused
+            real = j < ctx.real  # fsdp's padding micro-batches weigh nothing
             weight = share(part, ctx.totals, self.cfg.aggregation, self.cfg.mask_truncated)
-            (loss * weight).backward()
+            (loss * (weight if real else 0.0)).backward()  # under fsdp: a collective
             for k, v in lm.items():
-                it_metrics[k] = it_metrics.get(k, 0.0) + v * weight
-        return it_metrics
+                it_metrics[k] = it_metrics.get(k, 0.0) + (v * weight if real else 0.0)
+        return refused or it_metrics
 
     def _loss(
         self, part: Batch, j: int, ctx: StepInputs, logp: Tensor, old: Tensor, logits: Tensor
@@ -372,7 +363,9 @@ class Trainer:
         return StepOutput(skipped=True), {**m, **empty_update_metrics(math.nan)}
 
     def _sync_weights(self) -> None:
-        if isinstance(self.sampler, WeightSync):
+        if self.fsdp is not None:
+            fsdp.push_weights(self)  # every rank gathers; rank 0's sampler gets the whole weights
+        elif isinstance(self.sampler, WeightSync):
             self.sampler.sync_weights(self.model)
 
     # ---------------------------------------------------------------- log-probs
@@ -383,21 +376,20 @@ class Trainer:
         return completion_logp(self.model, b, cfg.share_prefix, cfg.autocast, cfg.temperature)
 
     def _ref_logp(self, b: Batch) -> Tensor:
-        cfg = self.cfg
-        if self.ref_model is not None:
-            model = self.ref_model
+        cfg, model = self.cfg, self.ref_model
+        if model is not None:
             return completion_logp(model, b, cfg.share_prefix, cfg.autocast, cfg.temperature)[0]
         with self.model.disable_adapter():  # type: ignore[operator]
-            return completion_logp(self.model, b, cfg.share_prefix, cfg.autocast, cfg.temperature)[
-                0
-            ]
+            own = completion_logp(self.model, b, cfg.share_prefix, cfg.autocast, cfg.temperature)
+        return own[0]
 
     # ---------------------------------------------------------------- checkpoints
 
     def save_checkpoint(self) -> Path:
         """Write checkpoint `self.step` (`grpo_core.state`); refused for non-finite weights."""
         elsewhere = ckpt.step_dir(self.checkpoint_dir or Path(), self.step)  # other ranks' value
-        path = distributed.on_main(self.dist, lambda: ckpt_state.save(self), elsewhere)
+        optim = fsdp.gather_for_save(self) if self.fsdp is not None else None  # collective
+        path = distributed.on_main(self.dist, lambda: ckpt_state.save(self, optim), elsewhere)
         self.hooks.on_checkpoint(self.step, path)
         return path
 

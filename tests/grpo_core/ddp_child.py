@@ -8,8 +8,10 @@ The test runs the same scenarios on one process with `run(NAME, OUT)` and compar
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ import torch
 if __package__ in (None, ""):  # run as a script by torchrun: make `tests` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from grpo_core import distributed
+from grpo_core import distributed, fsdp
 from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Hooks, Trainer
 from tests.grpo_core.conftest import ToySampler, ToyTokenizer, first_letter_reward, toy_batches
@@ -44,7 +46,32 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "shard": {"aggregation": "seq_mean", "micro_batch_size": 5},
     # 2 steps, checkpoint, a new trainer resumes, 2 more steps
     "resume": {"num_iterations": 2, "micro_batch_size": 4},
+    # SIEVE_PARALLEL=fsdp (sharded parameters): the same steps without prefix sharing
+    "fsdp_token_mean": {"num_iterations": 2, "micro_batch_size": 4, "share_prefix": False},
+    # truncated rows dropped (odd row counts) and 1-row micro-batches: rank 0 runs one more
+    # micro-batch than rank 1 on some steps, so rank 1 runs padding micro-batches
+    "fsdp_dr_grpo": {
+        "aggregation": "dr_grpo",
+        "share_prefix": False,
+        "micro_batch_size": 1,
+        "mask_truncated": True,
+    },
+    "fsdp_resume": {"num_iterations": 2, "micro_batch_size": 4, "share_prefix": False},
+    # a sampler with its own weights: rank 0 samples alone, pushed the gathered weights
+    "fsdp_sync": {"micro_batch_size": 4, "share_prefix": False, "reference": "none", "beta": 0.0},
 }
+
+
+class OwnWeightsSampler(ToySampler):
+    """ToySampler over its own copy of the weights, pushed the trained ones (`WeightSync`)."""
+
+    def __init__(self, model: torch.nn.Module, tokenizer: ToyTokenizer):
+        super().__init__(copy.deepcopy(model), tokenizer)
+        self.syncs = 0
+
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        self.model.load_state_dict(model.state_dict())
+        self.syncs += 1
 
 
 class Counted:
@@ -67,13 +94,14 @@ class Counted:
 def trainer(name: str, counted: Counted, ckpt: Path | None) -> Trainer:
     cfg = GRPOConfig(**{**BASE, **SCENARIOS[name]})
     model, tok = make_toy_model(), ToyTokenizer()
+    sampler = (OwnWeightsSampler if name == "fsdp_sync" else ToySampler)(model, tok)
     collector = None
     if name == "shard" and not distributed.launched():  # the single-process equivalent
         collector = functools.partial(_shard_all, world=WORLD)
     return Trainer(
         model,
         tok,
-        ToySampler(model, tok),
+        sampler,
         first_letter_reward,
         toy_batches(prompts_per_step=6, g=8),
         cfg,
@@ -91,26 +119,51 @@ def run(name: str, out: Path) -> dict[str, Any]:
     """One scenario on this process (one rank of a job, or alone); its result, also saved."""
     if distributed.launched():  # read by the trainer's `distributed.setup()`
         os.environ["SIEVE_ROLLOUTS"] = "shard" if name == "shard" else "broadcast"
+        os.environ["SIEVE_PARALLEL"] = "fsdp" if name.startswith("fsdp") else "ddp"
     counted = Counted()
-    if name == "resume":
-        ckpt = out / f"ckpt-{distributed.world_size()}"
+    pads = _count_pads()
+    if name.endswith("resume"):
+        ckpt = out / f"ckpt-{name}-{distributed.world_size()}"
         first = trainer(name, counted, ckpt)
         history = first.train(max_steps=STEPS // 2)
+        # a copy of the half-way checkpoint while it is the newest (it alone keeps resume/)
+        shutil.copytree(ckpt, out / f"half-{name}-{distributed.world_size()}", dirs_exist_ok=True)
         t = trainer(name, counted, ckpt)
         assert t.resume() == STEPS // 2
         history += t.train()
     else:
         t = trainer(name, counted, None)
         history = t.train()
+    own = t.model.state_dict()
     result = {
         "history": history,
-        "state": {k: v.detach().clone() for k, v in t.model.state_dict().items()},
+        "state": {k: fsdp.full(v.detach()).clone() for k, v in own.items()},  # whole, every rank
+        "local_numel": sum(fsdp.local(p).numel() for p in t.model.parameters()),
+        "syncs": getattr(t.sampler, "syncs", 0),
+        "pads": pads,  # padding micro-batches this rank ran (fsdp)
         "metrics_calls": counted.metrics,
         "checkpoint_calls": counted.checkpoints,
         "world": t.dist.world,
     }
     torch.save(result, out / f"{name}-{t.dist.rank}.pt")
     return result
+
+
+def _count_pads() -> list[int]:
+    """A list that collects how many padding micro-batches each fsdp step added on this rank."""
+    pads: list[int] = []
+    real = _PAD_PARTS
+
+    def counting(d: Any, parts: list[Any], first: Any) -> tuple[list[Any], int]:
+        out, n = real(d, parts, first)
+        pads.append(len(out) - n)
+        return out, n
+
+    fsdp.pad_parts = counting  # type: ignore[assignment]
+    return pads
+
+
+_PAD_PARTS = fsdp.pad_parts
 
 
 def main(argv: list[str]) -> None:
