@@ -44,8 +44,8 @@ test-learning: $(STAMP)
 # distributed curation on real local Dask and Ray clusters (2 workers each): ~4.5 min on 2
 # busy cores, 1.5 of them training the partly-right tiny policy the model test curates with
 scale-deps: $(STAMP)
-	$(BIN)/python -c "import prefect_dask, prefect_ray" 2>/dev/null || \
-		$(BIN)/python -m pip install --quiet -e '.[dev,scale]'
+	$(BIN)/python -c "import prefect_dask, prefect_ray, moto.server" 2>/dev/null || \
+		$(BIN)/python -m pip install --quiet -e '.[dev,scale]' 'moto[server]>=5'
 
 test-scale: scale-deps
 	OMP_NUM_THREADS=1 $(BIN)/pytest -q -m scale --durations=10 tests/flows/test_scale.py

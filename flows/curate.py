@@ -62,8 +62,10 @@ _POLICIES: dict[tuple[object, ...], Policy] = {}
 
 
 def policy_key(params: CurateParams) -> tuple[object, ...]:
-    """What makes two flow runs share one loaded policy: model, backend, servers, engine."""
-    return (params.model, params.backend, tuple(params.base_urls), params.engine)
+    """What makes two flow runs share one loaded policy: model, backend, servers, engine, and
+    whether this process samples (runner local) or only commits what workers sample."""
+    here = params.scale.runner == "local"
+    return (params.model, params.backend, tuple(params.base_urls), params.engine, here)
 
 
 def policy(params: CurateParams) -> Policy:
@@ -71,8 +73,8 @@ def policy(params: CurateParams) -> Policy:
     key = policy_key(params)
     if key not in _POLICIES:
         _POLICIES[key] = core.policy_for(
-            params.model, params.backend, params.base_urls, params.engine
-        )
+            params.model, params.backend, params.base_urls, params.engine, load=key[-1] is True
+        )  # under dask / ray the workers load the model; this process only names it
     return _POLICIES[key]
 
 

@@ -15,7 +15,8 @@ With dask or ray, `sharded_stage` submits one `sample_to_shard` task per pending
 worker builds its policy once (`pipeline.shards.PolicySpec`), samples, scores and writes a
 Parquet shard under `shard_root`; the flow process commits each shard as its task finishes
 (`pipeline.shards.commit_shard`, idempotent on the rollouts' natural key). Shards left by an
-earlier, interrupted try are committed first when they belong to a chunk still missing.
+earlier, interrupted try are committed first when they belong to a chunk still missing. Once
+the run is finished in the ledger its shard folder is deleted (`keep_shards` keeps it).
 A worker process that dies mid-chunk is re-run by the cluster itself (Dask's
 `distributed.scheduler.allowed-failures`, Ray's task `max_retries`, both 3 by default); the
 task's Prefect `retries` covers exceptions such as a failed object-store write.
@@ -79,6 +80,11 @@ class ScaleConfig(BaseModel):
         description="Folder or object-store URI (s3://bucket/prefix) every worker can write and "
         "the flow can read. None: <home>/shards, which only local workers share.",
     )
+    keep_shards: bool = Field(
+        default=False,
+        description="Keep a run's shards after every chunk is committed (for inspection). "
+        "False: the run's shard folder is deleted once the run is finished in the ledger.",
+    )
     policy_factory: str | None = Field(
         default=None,
         description="module:function(PolicySpec) -> Policy that workers call instead of loading "
@@ -113,6 +119,7 @@ class Fanout:
     runner: TaskRunner
     spec: shards.PolicySpec
     shard_root: str
+    keep_shards: bool = False
 
 
 @contextmanager
@@ -124,7 +131,7 @@ def open_runner(
         yield None
         return
     with scale.task_runner() as runner:
-        yield Fanout(runner, spec, shard_root)
+        yield Fanout(runner, spec, shard_root, scale.keep_shards)
 
 
 sample_shard = task(
@@ -148,6 +155,7 @@ def sharded_stage(
     parts = core.chunks(problems, cfg)
     todo = core.pending_chunks(ledger, info, parts)
     if not todo and core.is_finished(ledger, info.run_id):
+        done_with_shards(fanout, info)  # a run finished before its shards were removed
         return problems.height * info.group_size
     core.set_status(ledger, info, "running")
     prints = {i: shards.chunk_fingerprint(parts[i], info, cfg.seed, i) for i in todo}
@@ -172,7 +180,14 @@ def sharded_stage(
         commit_chunk(ledger, info, parts[ref.index], ref, prints[ref.index])
         report(progress, "curate", info.purpose, done, len(todo))
     core.set_status(ledger, info, "finished")
+    done_with_shards(fanout, info)
     return problems.height * info.group_size
+
+
+def done_with_shards(fanout: Fanout, info: RunInfo) -> None:
+    """Remove a finished run's shard folder (its rows are in the ledger) unless kept."""
+    if not fanout.keep_shards:
+        shards.remove_run(fanout.shard_root, info.run_id)
 
 
 def commit_chunk(

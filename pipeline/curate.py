@@ -294,13 +294,33 @@ def model_identity(model: str | Path) -> str:
     return f"served:{model}"
 
 
+@dataclass(frozen=True)
+class SamplesElsewhere:
+    """The flow process's sampler when its chunks sample on cluster workers (runner dask /
+    ray): it names the model for the run rows as the real sampler would (`str(folder)`, every
+    backend's `model_name`) and holds no weights, so it refuses to sample."""
+
+    backend: str
+    model_name: str
+
+    def sample(self, prompts: Sequence[str], n: int, params: Any) -> list[list[Any]]:
+        raise SieveError(
+            f"{self.model_name} is not loaded in the flow process: under runner dask / ray "
+            "its workers sample"
+        )
+
+
 def policy_for(
     model: str | Path,
     backend: str = "hf",
     base_urls: Sequence[str] = (),
     engine: EngineOptions | None = None,
+    *,
+    load: bool = True,
 ) -> Policy:
-    """A `Policy` for a model folder: its sampler, its revision and its prompt format."""
+    """A `Policy` for a model folder: its sampler, its revision and its prompt format.
+    `load=False`: the revision and prompt format only (`SamplesElsewhere`), for a process that
+    commits what cluster workers sample."""
     from transformers import AutoTokenizer
 
     from pipeline.policy.prompts import prompt_format, render
@@ -310,7 +330,11 @@ def policy_for(
     if folder.is_dir():  # recorded absolute (curricula.model): `sieve train` may run elsewhere
         folder = folder.resolve()
     revision = model_identity(folder)  # before the engine starts: a bad folder fails fast
-    sampler = make_sampler(backend, folder, base_urls=base_urls, engine=engine)
+    sampler: Any = (
+        make_sampler(backend, folder, base_urls=base_urls, engine=engine)
+        if load
+        else SamplesElsewhere(backend, str(folder))
+    )
     tokenizer = getattr(sampler, "tokenizer", None)
     if tokenizer is None and (folder / "tokenizer_config.json").exists():
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)

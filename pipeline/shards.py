@@ -219,6 +219,15 @@ def commit_shard(ledger: Ledger, ref: ShardRef) -> int:
         return ledger.write_batch(read_shard(ref))["rollouts"]
 
 
+def remove_run(shard_root: str, run_id: str) -> None:
+    """Delete a run's shard folder (its shards and any temporaries of killed workers); called
+    once every chunk of the run is in the ledger. Nothing if the folder is gone."""
+    fs, base = filesystem(shard_root)
+    folder = f"{base}/{run_id}"
+    if fs.get_file_info(folder).type != pafs.FileType.NotFound:
+        fs.delete_dir(folder)
+
+
 def commit_shards(
     ledger: Ledger, run_id: str, shard_root: str, expect: Mapping[int, str] | None = None
 ) -> dict[int, int]:
@@ -239,6 +248,7 @@ __all__ = [
     "commit_shard",
     "commit_shards",
     "list_shards",
+    "remove_run",
     "sample_spec_to_shard",
     "sample_to_shard",
     "worker_policy",

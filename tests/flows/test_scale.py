@@ -1,6 +1,7 @@
 """Distributed curation on real local clusters: a Dask `LocalCluster` (2 worker processes, one
 thread each) and a Ray instance (`num_cpus=2`). The sharded curation equals the single-process
-run, a worker killed mid-chunk changes nothing, and committing the shards again adds nothing.
+run, a worker killed mid-chunk changes nothing, committing the shards again adds nothing, a
+finished run leaves no shards, and shards in an S3 bucket (a local moto server) work the same.
 
 The cluster tests are marked `scale` (`make test-scale`, needs `pip install '.[scale]'`); the
 shard/committer unit tests at the top run everywhere. Workers build their policy from a
@@ -127,6 +128,9 @@ def test_a_shard_holds_the_rows_sample_chunk_commits_and_counts_once(tmp_path: P
         assert shards.commit_shards(merged, info.run_id, root, expect={1: "other"}) == {}
         for table in ("rollouts", "rollout_steps"):  # every table sample_chunk writes
             assert merged.checksum(table) == direct.checksum(table)
+    shards.remove_run(root, info.run_id)  # temporaries included
+    assert not (tmp_path / "shards" / info.run_id).exists()
+    shards.remove_run(root, info.run_id)  # already gone: nothing to do
 
 
 def test_a_worker_with_another_model_revision_refuses() -> None:
@@ -193,7 +197,8 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 def test_sharded_curation_equals_the_single_process_run(
     cluster: dict[str, Any], reference: dict[str, object], tmp_path: Path
 ) -> None:
-    curate_simulated(tmp_path, cluster, f"{HERE}:simulated_worker_policy")
+    scale = {**cluster, "keep_shards": True}
+    curate_simulated(tmp_path, scale, f"{HERE}:simulated_worker_policy")
     assert fingerprint(tmp_path) == reference
     runs = run_ids(tmp_path)
     for run_id in runs:  # one shard per chunk, in the default root beside the ledger
@@ -215,6 +220,45 @@ def test_a_worker_killed_mid_chunk_leaves_the_same_ledger(
     worker_env.with_suffix(".fired").unlink()
     result = fingerprint(tmp_path)
     assert result == reference and result["duplicates"] == 0
+    for run_id in run_ids(tmp_path):  # committed runs leave no shards (nor the dead temporaries)
+        assert not (tmp_path / "shards" / run_id).exists()
+
+
+@pytest.fixture(scope="module")
+def object_store() -> Iterator[str]:
+    """An S3 bucket on a local moto server, as the shard_root URI workers and flow share."""
+    moto_server = pytest.importorskip("moto.server")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    query = f"endpoint_override={host}:{port}&scheme=http&region=us-east-1"
+    root = f"s3://testing:testing@sieve-shards/nightly?{query}"
+    bucket, _ = shards.filesystem(f"{root}&allow_bucket_creation=true")
+    bucket.create_dir("sieve-shards")
+    try:
+        yield root
+    finally:
+        server.stop()
+
+
+@pytest.mark.scale
+def test_shards_in_an_object_store_give_the_same_ledger(
+    cluster: dict[str, Any], reference: dict[str, object], object_store: str, tmp_path: Path
+) -> None:
+    """Workers write their shards to S3 (moto), the flow commits them from there; object
+    stores have no rename, so each shard is a copy of its temporary and a delete."""
+    import pyarrow.fs as pafs
+
+    scale = {**cluster, "shard_root": object_store, "keep_shards": True}
+    curate_simulated(tmp_path, scale, f"{HERE}:simulated_worker_policy")
+    assert fingerprint(tmp_path) == reference
+    fs, base = shards.filesystem(object_store)
+    for run_id in run_ids(tmp_path):
+        stored = shards.list_shards(object_store, run_id)
+        assert len(stored) == expected_chunks(tmp_path, run_id, CFG.chunk_size)
+        assert all(ref.uri.startswith(f"{base}/{run_id}/") for ref in stored)
+        shards.remove_run(object_store, run_id)
+    assert fs.get_file_info(pafs.FileSelector(base, allow_not_found=True, recursive=True)) == []
 
 
 @pytest.fixture(scope="module")
