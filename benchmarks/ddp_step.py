@@ -7,7 +7,10 @@ runs train on the same rows. For each step shape (prompts × G × completion tok
 wall time of `Trainer.run_step` over `--steps` steps (after one warm-up step) is measured on
 1 process with all `--threads` threads and on 2 ranks with half of them each (same cores), and
 reported as the ratio one / two (> 1: data parallel is faster). Rollouts are broadcast from rank
-0 (`grpo_core.distributed`), which is free here (the sampler does no work).
+0 (`grpo_core.distributed`), which is free here (the sampler does no work). A third arm runs the
+2 ranks under `SIEVE_PARALLEL=fsdp` (`grpo_core.fsdp`: sharded parameters, gradients and Adam
+moments; the loss then uses the full-row forward, without prefix sharing, which the other two
+arms use) and records the parameters each rank holds.
 
 Run: `python benchmarks/ddp_step.py [--threads 2] [--steps 5]`; `--quick` is a 1-step smoke run
 of one small shape. Writes benchmarks/results/ddp_step.json and ddp_step.png (`--out` elsewhere).
@@ -88,11 +91,22 @@ def worker(shape: tuple[int, int, int], steps: int) -> dict[str, float]:
         if step:  # the first step warms up
             times.append(time.perf_counter() - start)
             updates.append(out.metrics["time_update"])
-    return {"step_s": statistics.median(times), "update_s": statistics.median(updates)}
+    from grpo_core import fsdp
+
+    held = sum(fsdp.local(p).numel() for p in t.model.parameters())  # this rank's share
+    return {
+        "step_s": statistics.median(times),
+        "update_s": statistics.median(updates),
+        "params_held": held,
+    }
 
 
-def _launch(world: int, threads: int, shape: tuple[int, int, int], steps: int, out: Path) -> dict:
+def _launch(
+    world: int, threads: int, shape: tuple[int, int, int], steps: int, out: Path,
+    parallel: str = "ddp",
+) -> dict:  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": str(max(1, threads // world)), "PYTHONPATH": str(ROOT)}
+    env["SIEVE_PARALLEL"] = parallel
     args = [str(Path(__file__).resolve()), "--worker", str(out), "--steps", str(steps)]
     args += ["--shape", ",".join(map(str, shape))]
     if world == 1:
@@ -117,18 +131,23 @@ def plot(result: dict, path: Path) -> None:
     names = [f"{r['prompts']}×{r['group']}\n×{r['tokens']} tok" for r in rows]
     x = range(len(rows))
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    axes[0].bar([i - 0.2 for i in x], [r["one"]["step_s"] for r in rows], 0.4, label="1 process")
-    axes[0].bar([i + 0.2 for i in x], [r["ddp"]["step_s"] for r in rows], 0.4, label="2 ranks")
+    for k, (arm, label) in enumerate(
+        [("one", "1 process"), ("ddp", "2 ranks, ddp"), ("fsdp", "2 ranks, fsdp")]
+    ):
+        steps = [r[arm]["step_s"] for r in rows]
+        axes[0].bar([i + 0.27 * (k - 1) for i in x], steps, 0.27, label=label)
     axes[0].set_xticks(list(x), names)
     axes[0].set_ylabel("median step (s)")
     axes[0].legend()
-    ratios = [r["speedup"] for r in rows]
-    axes[1].bar(list(x), ratios, color="tab:green")
+    for k, key in enumerate(("speedup", "fsdp_speedup")):
+        ratios = [r[key] for r in rows]
+        axes[1].bar([i + 0.4 * (k - 0.5) for i in x], ratios, 0.4, label=("ddp", "fsdp")[k])
+        for i, r in enumerate(ratios):
+            axes[1].text(i + 0.4 * (k - 0.5), r, f"{r:.2f}x", ha="center", va="bottom")
     axes[1].axhline(1.0, color="gray", lw=1)
     axes[1].set_xticks(list(x), names)
-    axes[1].set_ylabel("one / two (> 1: DDP faster)")
-    for i, r in enumerate(ratios):
-        axes[1].text(i, r, f"{r:.2f}x", ha="center", va="bottom")
+    axes[1].set_ylabel("one / two ranks (> 1: faster)")
+    axes[1].legend()
     fig.suptitle(f"trainer step, tiny policy, {result['threads']} threads in all, gloo")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -151,9 +170,11 @@ def main() -> None:
         for shape in shapes:
             one = _launch(1, args.threads, shape, steps, Path(tmp) / "one.json")
             ddp = _launch(2, args.threads, shape, steps, Path(tmp) / "ddp.json")
+            sharded = _launch(2, args.threads, shape, steps, Path(tmp) / "fsdp.json", "fsdp")
             p, g, n = shape
             rows.append({"prompts": p, "group": g, "tokens": n, "one": one, "ddp": ddp,
-                         "speedup": one["step_s"] / ddp["step_s"]})  # fmt: skip
+                         "fsdp": sharded, "speedup": one["step_s"] / ddp["step_s"],
+                         "fsdp_speedup": one["step_s"] / sharded["step_s"]})  # fmt: skip
             print(json.dumps(rows[-1]))
     result = {
         "benchmark": "ddp_step",
