@@ -34,24 +34,31 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """{"one": {name: result}, "ddp": {name: [rank 0, rank 1]}, "dir": the job's folder}."""
-    one_dir, ddp_dir = tmp_path_factory.mktemp("one"), tmp_path_factory.mktemp("ddp")
+def run_job(
+    names: tuple[str, ...], tmp_path_factory: pytest.TempPathFactory, key: str
+) -> dict[str, Any]:
+    """The scenarios `names` in one 2-rank torchrun job and on this process:
+    {"one": {name: result}, key: {name: [rank 0, rank 1]}, "dir": the job's folder}."""
+    one_dir, job_dir = tmp_path_factory.mktemp("one"), tmp_path_factory.mktemp(key)
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--nnodes=1",
         f"--master_port={_free_port()}", str(ROOT / "tests/grpo_core/ddp_child.py"),
-        str(ddp_dir), *COMPARED,
+        str(job_dir), *names,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    one = {name: ddp_child.run(name, one_dir) for name in COMPARED}
-    ddp = {
-        name: [torch.load(ddp_dir / f"{name}-{r}.pt", weights_only=False) for r in (0, 1)]
-        for name in COMPARED
+    one = {name: ddp_child.run(name, one_dir) for name in names}
+    job = {
+        name: [torch.load(job_dir / f"{name}-{r}.pt", weights_only=False) for r in (0, 1)]
+        for name in names
     }
-    return {"one": one, "ddp": ddp, "dir": ddp_dir}
+    return {"one": one, key: job, "dir": job_dir}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return run_job(COMPARED, tmp_path_factory, "ddp")
 
 
 def _max_diffs(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float]:

@@ -9,9 +9,6 @@ the combinations fsdp refuses must be refused in one line. About 20 s on 2 busy 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +20,7 @@ from grpo_core import fsdp
 from grpo_core.distributed import Dist, DistributedConfig
 from grpo_core.types import TrainerError
 from tests.grpo_core import ddp_child
-from tests.grpo_core.test_ddp import TOL, _free_port, _max_diffs
+from tests.grpo_core.test_ddp import TOL, _max_diffs, run_job
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPARED = ("fsdp_token_mean", "fsdp_dr_grpo", "fsdp_resume", "fsdp_sync")
@@ -31,22 +28,7 @@ COMPARED = ("fsdp_token_mean", "fsdp_dr_grpo", "fsdp_resume", "fsdp_sync")
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """{"one": {name: result}, "fsdp": {name: [rank 0, rank 1]}, "dir": the job's folder}."""
-    one_dir, job_dir = tmp_path_factory.mktemp("one"), tmp_path_factory.mktemp("fsdp")
-    cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--nnodes=1",
-        f"--master_port={_free_port()}", str(ROOT / "tests/grpo_core/ddp_child.py"),
-        str(job_dir), *COMPARED,
-    ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    one = {name: ddp_child.run(name, one_dir) for name in COMPARED}
-    job = {
-        name: [torch.load(job_dir / f"{name}-{r}.pt", weights_only=False) for r in (0, 1)]
-        for name in COMPARED
-    }
-    return {"one": one, "fsdp": job, "dir": job_dir, "one_dir": one_dir}
+    return run_job(COMPARED, tmp_path_factory, "fsdp")
 
 
 @pytest.mark.parametrize("name", COMPARED)
