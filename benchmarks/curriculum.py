@@ -57,7 +57,7 @@ from grpo_core.collect import dynamic_sampling, pilot_commit
 from grpo_core.config import GRPOConfig
 from grpo_core.seeds import derive_seed
 from grpo_core.trainer import Hooks, Item, Trainer
-from pipeline.batches import CurriculumBatches, curriculum_frame, verifier_reward
+from pipeline.batches import CurriculumBatches, curriculum_frame, raw_verifier_reward
 from pipeline.curate import Policy
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
 from pipeline.policy.model import load_policy, model_revision
@@ -209,7 +209,7 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
             ),
         }[arm]
         trainer = Trainer(
-            model, tok, sampler, verifier_reward, lambda s: draw(s, 0),
+            model, tok, sampler, raw_verifier_reward, lambda s: draw(s, 0),
             grpo_config(setup, seed, steps), collector=collector, hooks=QUIET,
         )  # fmt: skip
         spent = train_until(trainer, tracker, 0, setup.budget, zero_var)
@@ -286,7 +286,7 @@ def sieve_nights(
             )
             step0 = trainer.step if trainer is not None else 0
             trainer = Trainer(
-                model, tok, sampler, verifier_reward, lambda s, b=batches, s0=step0: b(s - s0),
+                model, tok, sampler, raw_verifier_reward, lambda s, b=batches, s0=step0: b(s - s0),
                 grpo_config(setup, seed + night, step0 + steps), hooks=QUIET,
             )  # fmt: skip
             trainer.step = step0

@@ -44,7 +44,7 @@ import torch
 from flows.curate import curate
 from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Hooks, Item, Trainer
-from pipeline.batches import CurriculumBatches, curriculum_frame, verifier_reward
+from pipeline.batches import CurriculumBatches, curriculum_frame, raw_verifier_reward
 from pipeline.curate import policy_for
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
 from pipeline.policy.model import load_policy
@@ -172,7 +172,7 @@ def run_arm(
     cfg = GRPOConfig(**GRPO, total_steps=arm.steps, seed=seed)
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
     trainer = Trainer(
-        model, tok, sampler, verifier_reward, batches, cfg, hooks=Hooks(warning=lambda m: None)
+        model, tok, sampler, raw_verifier_reward, batches, cfg, hooks=Hooks(warning=lambda m: None)
     )
     started = time.perf_counter()
     history = trainer.train()

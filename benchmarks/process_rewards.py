@@ -166,7 +166,7 @@ def run_arm(
     per_step: list[dict[str, float | None]] = []
 
     def reward(items: Sequence[Item], samples: Sequence[Sample]) -> Scores:
-        scores = verifier_reward(items, samples)
+        scores = verifier_reward(items, samples, marker_required=False)  # raw format
         only, frag_correct = step_only_share(items, scores)
         per_step.append({"step_only_share": only, "train_fragment_correct": frag_correct})
         return scores

@@ -88,7 +88,7 @@ def run_sieve(
 ) -> dict:  # fmt: skip
     from grpo_core.config import GRPOConfig
     from grpo_core.trainer import Hooks, Item, Trainer
-    from pipeline.batches import verifier_reward
+    from pipeline.batches import raw_verifier_reward
     from pipeline.policy.model import load_policy
     from pipeline.sampling.hf import HFSampler
     from pipeline.sampling.training import HFGroupSampler
@@ -109,7 +109,7 @@ def run_sieve(
     )  # fmt: skip
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
     trainer = Trainer(
-        model, tok, sampler, verifier_reward, batch, cfg, hooks=Hooks(warning=lambda m: None)
+        model, tok, sampler, raw_verifier_reward, batch, cfg, hooks=Hooks(warning=lambda m: None)
     )
     stamps = []
     trainer.hooks = Hooks(metrics=lambda step, m: stamps.append(time.perf_counter()))

@@ -2,8 +2,10 @@
 sequence called without a Prefect run), over the steps in `pipeline.curate`.
 
 generate + prior -> screen (one task per chunk) -> screen decisions -> refine (per chunk) ->
-pooled stats -> curriculum. The ledger is the source of truth for resuming: every chunk task
-commits its rollouts in one transaction, and `sample_run` starts a chunk task only for a chunk
+pooled stats -> curriculum -> the verifier audit's warning (one stderr line when a family's
+audited verdicts disagree with math-verify above `audit_warn`; `pipeline.audit`). The ledger
+is the source of truth for resuming: every chunk task commits its rollouts (and their audit
+rows) in one transaction, and `sample_run` starts a chunk task only for a chunk
 whose rollouts are not all stored (and checks they are after it). Chunk tasks keep no Prefect
 result cache: a persisted result keyed on the ledger's id once stood in for rows that a copied,
 restored or partly deleted ledger lacked (such a ledger keeps its id), and that ledger curated
@@ -27,6 +29,7 @@ Test: `pytest tests/flows tests/test_curate.py tests/test_curate_crash.py`; the 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,7 @@ from pydantic import Field
 
 from flows.runtime import PolicyParams, Runtime, in_flow_run, step
 from flows.scale import Fanout, ScaleConfig, open_runner, sharded_stage
+from pipeline import audit
 from pipeline import curate as core
 from pipeline.curate import CurateResult, Policy
 from pipeline.home import resolve_home
@@ -129,7 +133,7 @@ def sample_stage(
         cfg,
         progress,
         run_chunk=lambda chunk, index: step(
-            sample_chunk, ledger, pol, chunk, info, cfg.seed, index
+            sample_chunk, ledger, pol, chunk, info, cfg.seed, index, cfg.audit_share
         ),
     )
 
@@ -180,10 +184,16 @@ def curate(
     screened, hist = step(screen_decisions, ledger, cfg, screen.run_id)
     to_refine = kept.filter(pl.col("problem_id").is_in(screened.refine["problem_id"].implode()))
     sample_stage(ledger, pol, to_refine, refine, cfg, progress, fanout)
-    cid = f"cur-{key}"
+    cid = core.curriculum_id(key)
     items, rejections = step(make_curriculum, ledger, pol, cfg, runs, screened, rejected, cid)
     spent = core.rollouts_spent(ledger, runs)
-    return CurateResult(cid, screen.run_id, refine.run_id, n_cands, items, rejections, spent, hist)
+    warned = audit.warning(ledger, runs, cfg.audit_warn, cid)
+    if warned is not None:
+        print(f"warning: {warned}", file=sys.stderr)
+    warnings = [warned] if warned is not None else []
+    return CurateResult(
+        cid, screen.run_id, refine.run_id, n_cands, items, rejections, spent, hist, warnings
+    )
 
 
 @flow(name="sieve-curate", log_prints=True)
@@ -200,7 +210,10 @@ def curate_flow(params: CurateParams, runtime: Runtime | None = None) -> dict[st
             ledger.close()
     summary = summarise(result)
     if in_flow_run():
-        get_run_logger().info("curriculum %s: %s", result.curriculum_id, summary["kept"])
+        logger = get_run_logger()
+        logger.info("curriculum %s: %s", result.curriculum_id, summary["kept"])
+        for line in result.warnings:
+            logger.warning(line)
     return summary
 
 
@@ -226,13 +239,14 @@ def shard_root(params: CurateParams, ledger: Ledger) -> str:
 
 
 def summarise(result: CurateResult) -> dict[str, Any]:
-    return core.summarise(
+    summary = core.summarise(
         result.curriculum_id,
         result.items,
         result.rejections,
         result.screen_histogram,
         result.rollouts,
     )
+    return {**summary, "warnings": list(result.warnings)}
 
 
 def run(params: CurateParams, progress: Progress | None = None) -> dict[str, Any]:

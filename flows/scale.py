@@ -171,6 +171,7 @@ def sharded_stage(
                 "seed": cfg.seed,
                 "index": i,
                 "shard_root": fanout.shard_root,
+                "audit_share": cfg.audit_share,
             },
         )
         for i in todo

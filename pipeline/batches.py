@@ -91,10 +91,11 @@ def _stage_ends(costs: list[float], total_steps: int) -> list[int]:
 
 
 def verifier_reward(
-    items: Sequence[Item], samples: Sequence[Sample], *, marker_required: bool = False
+    items: Sequence[Item], samples: Sequence[Sample], *, marker_required: bool = True
 ) -> Scores:
-    """Score with Sieve's verifiers (the problem's own verifier, e.g. math); chat models
-    (`marker_required`) are judged only on a marked answer, as in curation. `steps[i]` is
+    """Score with Sieve's verifiers (the problem's own verifier, e.g. math). By default (chat
+    models) only a marked, committed answer counts, as in curation; `marker_required=False` is
+    the raw format's bare-answer reading, which the tiny policy declares. `steps[i]` is
     sample i's (char_start, char_end, correct) fragments, None where not computed."""
     verdicts = verify_batch(
         [s.text for s in samples],
@@ -105,6 +106,11 @@ def verifier_reward(
     )
     steps = [_fragments(v) for v in verdicts]
     return Scores([v.reward for v in verdicts], [v.correct for v in verdicts], steps)
+
+
+def raw_verifier_reward(items: Sequence[Item], samples: Sequence[Sample]) -> Scores:
+    """`verifier_reward` for the raw prompt format (the tiny policy's bare answers)."""
+    return verifier_reward(items, samples, marker_required=False)
 
 
 def _fragments(verdict: Verdict) -> tuple[tuple[int, int, bool], ...] | None:

@@ -7,7 +7,9 @@ Identifiers are derived from the inputs (config, model revision), and
 sampling is done in chunks of prompts sorted by id, each chunk seeded from (seed, run, chunk)
 and committed with its rollouts in one transaction. So a re-run after a crash skips the
 committed chunks and redraws the missing ones exactly, and a re-run of a finished curation adds
-nothing.
+nothing. A chunk's tables include its verifier audit (`pipeline.audit`: math-verify's second
+opinion on a seeded sample of the verdicts and on every guessed one), which observes and never
+decides: its knobs stay out of the curation key.
 
 Test: `pytest tests/test_curate.py tests/test_curate_crash.py`.
 """
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from grpo_core.seeds import derive_seed
+from pipeline.audit import AUDITED_PURPOSES, audit_rows
 from pipeline.crash import crash_point
 from pipeline.errors import SieveError
 from pipeline.hooks import Progress, report
@@ -74,9 +77,12 @@ class CurateResult:
     rejections: pl.DataFrame
     rollouts: dict[str, int] = field(default_factory=dict)  # run purpose -> rollouts stored
     screen_histogram: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # one line each (the verifier audit's)
 
 
 _ADDED_OFF = ("process_signal",)
+# Fields that observe a curation without deciding it (the verifier audit): never in the key.
+_NOT_OUTCOME = ("audit_share", "audit_warn")
 
 
 def curation_key(cfg: CurateConfig, model_revision: str) -> str:
@@ -85,8 +91,22 @@ def curation_key(cfg: CurateConfig, model_revision: str) -> str:
     for name in _ADDED_OFF:  # a switch added later keeps the keys (and ids) of runs without it
         if not dump.get(name):
             dump.pop(name, None)
+    for name in _NOT_OUTCOME:
+        dump.pop(name, None)
     payload = json.dumps({"cfg": dump, "rev": model_revision}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def curriculum_id(key: str) -> str:
+    """The id of the curriculum of the curation with this key."""
+    return f"cur-{key}"
+
+
+def curation_runs(curriculum: str) -> list[str]:
+    """The screen and refine run ids of the curation that wrote `curriculum` (every id of one
+    curation is derived from its key: `curriculum_id`, `run_info`)."""
+    key = curriculum.removeprefix("cur-")
+    return [f"{purpose}-{key}" for purpose in ("screen", "refine")]
 
 
 def load_history(ledger: Ledger, exclude: Sequence[str]) -> pl.DataFrame:
@@ -150,9 +170,15 @@ def chunk_stored(ledger: Ledger, info: RunInfo, chunk: pl.DataFrame) -> bool:
 
 
 def sample_rows(
-    policy: Policy, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int
+    policy: Policy,
+    chunk: pl.DataFrame,
+    info: RunInfo,
+    seed: int,
+    index: int,
+    audit_share: float | None = None,
 ) -> dict[str, pl.DataFrame]:
-    """Sample and score one chunk: its tables (rollouts, step verdicts), not yet written.
+    """Sample and score one chunk: its tables (rollouts, step verdicts and, for a screen or
+    refine run given an `audit_share`, the verifier audit), not yet written.
     `sample_chunk` commits them; a cluster worker writes them as a shard (`pipeline.shards`)."""
     params = replace(info.params, seed=chunk_seed(seed, info.run_id, index))
     prompts = policy.render(chunk["question"].to_list())
@@ -160,16 +186,26 @@ def sample_rows(
         groups = policy.sampler.sample(prompts, info.group_size, params)
     with timed("scoring"):
         scored = score_groups(info.run_id, chunk, groups, marker_required=policy.marker_required)
-    return scored.tables()
+    tables = scored.tables()
+    if audit_share is not None and info.purpose in AUDITED_PURPOSES:
+        with timed("audit"):
+            tables["verifier_audit"] = audit_rows(chunk, scored, seed, audit_share)
+    return tables
 
 
 def sample_chunk(
-    ledger: Ledger, policy: Policy, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int
+    ledger: Ledger,
+    policy: Policy,
+    chunk: pl.DataFrame,
+    info: RunInfo,
+    seed: int,
+    index: int,
+    audit_share: float | None = None,
 ) -> int:
     """Sample, score and commit one chunk (one transaction); returns rollouts written."""
-    rows = sample_rows(policy, chunk, info, seed, index)
+    rows = sample_rows(policy, chunk, info, seed, index, audit_share)
     crash_point(f"curate.{info.purpose}.before_chunk_commit")
-    with timed("ledger_writes"):  # the rollouts and their step verdicts, one transaction
+    with timed("ledger_writes"):  # rollouts, step verdicts and the audit, one transaction
         written = ledger.write_batch(rows)["rollouts"]
     crash_point(f"curate.{info.purpose}.after_chunk_commit")
     return written
@@ -201,7 +237,7 @@ def sample_run(
     if run_chunk is None:
 
         def run_chunk(chunk: pl.DataFrame, index: int) -> int:
-            return sample_chunk(ledger, policy, chunk, info, cfg.seed, index)
+            return sample_chunk(ledger, policy, chunk, info, cfg.seed, index, cfg.audit_share)
 
     set_status(ledger, info, "running")
     for done, index in enumerate(todo, start=1):

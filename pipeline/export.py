@@ -145,7 +145,10 @@ def trl_table(table: pa.Table, fmt: PromptFormat) -> pa.Table:
     text = prompt_text(table, fmt)
     prompt = text if fmt == "raw" else user_messages(text)
     extra = ("answer", "verifier", *SIEVE_COLUMNS)
-    return pa.table({"prompt": prompt, **{c: table[c] for c in extra}})
+    answer_format = pa.repeat(pa.scalar(fmt), table.num_rows)  # how the reward reads answers
+    return pa.table(
+        {"prompt": prompt, **{c: table[c] for c in extra}, "answer_format": answer_format}
+    )
 
 
 def verl_table(table: pa.Table, fmt: PromptFormat, data_source: str) -> pa.Table:

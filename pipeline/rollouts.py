@@ -5,7 +5,9 @@ completions with the problem's verifier, builds the rollout rows in columnar for
 run row, its rollouts and their step verdicts in one transaction. `score_groups` builds both row
 sets (`Scored.tables()` is the batch for `Ledger.write_batch`): `rollouts`, and `rollout_steps`,
 one row per checkable fragment of a completion (pipeline/scoring/steps.py: an `equation` step or
-a `prefix` of the answer), keyed by the rollout's key and `step_index`.
+a `prefix` of the answer), keyed by the rollout's key and `step_index`. `Scored.verdicts` keeps
+the `Verdict` of each rollout row, in row order, for callers that read more than the rows (the
+verifier audit of curation chunks, pipeline/audit.py).
 
 Test: `pytest tests/test_rollouts.py`.
 """
@@ -83,10 +85,12 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
 
 @dataclass(frozen=True)
 class Scored:
-    """Scored groups as ledger rows: `rollouts` and their `rollout_steps`."""
+    """Scored groups as ledger rows: `rollouts` and their `rollout_steps`; `verdicts` holds
+    each rollout row's `Verdict`, in row order (not a table: `tables()` leaves it out)."""
 
     rollouts: pl.DataFrame
     steps: pl.DataFrame
+    verdicts: tuple[Verdict, ...] = ()
 
     def tables(self) -> dict[str, pl.DataFrame]:
         return {"rollouts": self.rollouts, "rollout_steps": self.steps}
@@ -120,7 +124,7 @@ def score_groups(
     problems: pl.DataFrame,
     groups: list[list[Completion]],
     *,
-    marker_required: bool = False,
+    marker_required: bool = True,
 ) -> Scored:
     """Every completion of every group, scored with its problem's verifier, as ledger rows.
 
@@ -155,7 +159,7 @@ def score_groups(
             "reward_components": [json.dumps(v.components) for v in verdicts],
         }
     )
-    return Scored(rows, steps)
+    return Scored(rows, steps, tuple(verdicts))
 
 
 def rollout_frame(
@@ -163,7 +167,7 @@ def rollout_frame(
     problems: pl.DataFrame,
     groups: list[list[Completion]],
     *,
-    marker_required: bool = False,
+    marker_required: bool = True,
 ) -> pl.DataFrame:
     """Rows for `rollouts` only (`score_groups(...).rollouts`; the steps are not kept)."""
     return score_groups(run_id, problems, groups, marker_required=marker_required).rollouts

@@ -1,9 +1,12 @@
 """Distributed curation: workers sample chunks into Parquet shards, one committer merges them.
 
-Worker side: `sample_to_shard(policy, chunk, info, seed, index, shard_root)` samples and scores
-one chunk exactly as `pipeline.curate.sample_chunk` does (the same chunk seed, so the same rows)
-but writes the rows to `<shard_root>/<run_id>/chunk-<index>.parquet` (rollouts) and one sibling
-`chunk-<index>.<table>.parquet` per other table it writes (`rollout_steps`) instead of the ledger.
+Worker side: `sample_to_shard(policy, chunk, info, seed, index, shard_root, audit_share)` samples
+and scores one chunk exactly as `pipeline.curate.sample_chunk` does (the same chunk seed, so the
+same rows; the same seeded verifier audit) but writes the rows to
+`<shard_root>/<run_id>/chunk-<index>.parquet` (rollouts) and one sibling
+`chunk-<index>.<table>.parquet` per other table it writes (`rollout_steps`, `verifier_audit`)
+instead of the ledger; the shard's metadata lists those tables, so the committer reads whatever
+tables a shard holds.
 Each file is written atomically: a temporary name in the same folder, then a rename; the
 rollouts file goes last and is what marks the shard done. The name is the
 (run, chunk) key, so a retried or re-run chunk overwrites its own shard and never adds a second
@@ -14,7 +17,8 @@ because an object PUT/copy is atomic; temporaries of a killed worker stay behind
 
 Committer side (the flow process, the only ledger writer): `commit_shard` inserts a shard's
 tables in one transaction with the ledger's idempotent write, which skips rows whose natural key
-((run_id, problem_id, sample_idx), plus step_index for steps) is already stored. So a shard
+((run_id, problem_id, sample_idx), plus step_index for steps and verifier_version for the audit)
+is already stored. So a shard
 counts once however often it was written (retries, a killed worker re-run elsewhere) or
 committed (a committer re-run). Each shard carries its
 chunk's fingerprint (run, chunk index, seed, group size, problem ids) in its Parquet metadata:
@@ -118,10 +122,16 @@ def chunk_fingerprint(chunk: pl.DataFrame, info: RunInfo, seed: int, index: int)
 
 
 def sample_to_shard(
-    policy: Policy, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int, shard_root: str
+    policy: Policy,
+    chunk: pl.DataFrame,
+    info: RunInfo,
+    seed: int,
+    index: int,
+    shard_root: str,
+    audit_share: float | None = None,
 ) -> ShardRef:
     """Sample and score one chunk and write its rows as the chunk's shard (atomically)."""
-    rows = sample_rows(policy, chunk, info, seed, index)
+    rows = sample_rows(policy, chunk, info, seed, index, audit_share)
     crash_point(f"shards.{info.purpose}.before_shard_write")
     return write_shard(
         rows, shard_root, info.run_id, index, chunk_fingerprint(chunk, info, seed, index)
@@ -129,10 +139,17 @@ def sample_to_shard(
 
 
 def sample_spec_to_shard(
-    spec: PolicySpec, chunk: pl.DataFrame, info: RunInfo, seed: int, index: int, shard_root: str
+    spec: PolicySpec,
+    chunk: pl.DataFrame,
+    info: RunInfo,
+    seed: int,
+    index: int,
+    shard_root: str,
+    audit_share: float | None = None,
 ) -> ShardRef:
     """`sample_to_shard` with the worker's own policy (what a distributed chunk task runs)."""
-    return sample_to_shard(worker_policy(spec), chunk, info, seed, index, shard_root)
+    pol = worker_policy(spec)
+    return sample_to_shard(pol, chunk, info, seed, index, shard_root, audit_share)
 
 
 def filesystem(shard_root: str) -> tuple[pafs.FileSystem, str]:

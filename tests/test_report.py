@@ -21,7 +21,7 @@ from pipeline.curate import Policy
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
 from pipeline.report import build_report
 from pipeline.report.page import table_html
-from pipeline.report.sections import CURVES, heldout_table
+from pipeline.report.sections import CURVES, heldout_table, verifier_audit
 from pipeline.sampling.base import Completion
 from pipeline.scoring.verdict import Verdict, verifier_error
 from pipeline.selection import CurateConfig
@@ -90,7 +90,7 @@ def test_an_empty_ledger_gives_a_page_of_no_data_notes(ledger: Ledger, tmp_path:
     result = build_report(ledger, tmp_path)
     text = result.path.read_text()
     assert result.figures == [] and images(result.path) == []
-    assert len(result.empty_sections) == 6 and text.count("No data yet") == 6
+    assert len(result.empty_sections) == 7 and text.count("No data yet") == 7
     assert "Ledger overview" not in result.empty_sections
 
 
@@ -243,6 +243,19 @@ def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
     level1 = printed.filter(pl.col("level") == 1)
     assert set(level1["greedy"]) == {0.0} and set(level1["errors"]) == {2 * 4}  # 2 problems x 4
     assert set(printed.filter(pl.col("level") > 1)["sampled"]) == {1.0}
+
+
+def test_the_verifier_audit_of_the_latest_curation_is_shown(busy: Ledger, tmp_path: Path) -> None:
+    from pipeline.audit import by_family
+    from pipeline.curate import curation_runs
+
+    section = verifier_audit(busy)
+    ((caption, frame),) = section.tables
+    latest = busy.sql("SELECT curriculum_id FROM curricula ORDER BY created_at DESC LIMIT 1")
+    expected = by_family(busy, curation_runs(latest.item()))
+    assert frame.equals(expected) and frame["family"].to_list() == ["arith"]
+    assert frame["audited"][0] > 0 and "disagreement_rate" in frame.columns
+    assert table_html(caption, frame) in build_report(busy, tmp_path).path.read_text()
 
 
 def test_training_curves_skip_missing_and_non_finite_values(busy: Ledger) -> None:

@@ -4,7 +4,7 @@ One module per job; this one only puts their commands into one Typer `app`, in t
 `sieve --help` lists them:
 
 - `data`: generate, ingest, verify (problems in, one verdict out)
-- `query`: sql, stats, curriculum show (read the ledger)
+- `query`: sql, stats, audit, curriculum show (read the ledger)
 - `curate`: bootstrap, eval, curate
 - `train`: train
 - `nightly`: schedule, demo, loop
@@ -43,6 +43,7 @@ app.command()(data.ingest)
 app.command()(data.verify)
 app.command()(query.sql)
 app.command()(query.stats)
+app.command()(query.audit)
 app.command()(curate.bootstrap)
 app.command("eval")(curate.eval_cmd)
 app.command()(curate.curate)

@@ -123,13 +123,23 @@ def verify(
     answer: Annotated[str, typer.Option(help="The gold answer.")],
     completion: Annotated[str, typer.Option(help="The model's completion.")],
     verifier: Annotated[str, typer.Option(help="Verifier name.")] = "math",
+    answer_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="chat: only a marked, committed final answer counts (the safe default); "
+            "raw: a bare answer counts too (the tiny policy's format).",
+        ),
+    ] = "chat",
 ) -> None:
     """Score one completion against a gold answer and print the verdict as JSON."""
     from pipeline.scoring import VERIFIER_VERSION
     from pipeline.scoring import verify as run_verify
 
+    if answer_format not in ("chat", "raw"):
+        raise SieveError(f"--format must be chat or raw, got {answer_format!r}")
     try:
-        verdict = run_verify(completion, answer, verifier)
+        verdict = run_verify(completion, answer, verifier, marker_required=answer_format == "chat")
     except ValueError as exc:
         raise SieveError(str(exc)) from exc
     payload = {
@@ -138,6 +148,7 @@ def verify(
         "reason": verdict.reason,
         "components": verdict.components,
         "detail": verdict.detail,
+        "format": answer_format,
         "verifier_version": VERIFIER_VERSION,
     }
     out.print_json(json.dumps(payload))

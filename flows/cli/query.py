@@ -1,7 +1,11 @@
-"""`sieve sql`, `sieve stats`, `sieve curriculum show`: read the ledger, never write it.
+"""`sieve sql`, `sieve stats`, `sieve audit`, `sieve curriculum show`: read the ledger, never
+write it.
 
 `sql` runs one statement in `pipeline.store`'s sandbox (read-only, time and memory limits) and
-writes it as a table, CSV, a JSON array or Parquet.
+writes it as a table, CSV, a JSON array or Parquet. `audit` shows the verifier audit of a
+curation (`pipeline.audit`): math-verify's disagreement rate with Sieve's verdicts per family,
+the worst family x level cells and a few disagreements; ledger text in them (answers,
+completions) is escaped, never read as Rich markup.
 
 Test: `pytest tests/cli/test_sql_sandbox.py tests/cli/test_cli.py tests/store/test_locking.py`.
 """
@@ -17,12 +21,14 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from flows.cli.common import out, show, table
 from flows.cli.options import HomeOpt
 from pipeline.errors import SieveError
 
 if TYPE_CHECKING:
+    import polars as pl
     import pyarrow as pa
 
 curriculum_app = typer.Typer(help="Inspect curricula.", no_args_is_help=True)
@@ -157,6 +163,51 @@ def stats(home: HomeOpt = None) -> None:
         from flows.loop import heldout_by_revision
 
         show(heldout_by_revision(ledger), "held-out sampled pass@1 by revision (oldest first)")
+
+
+def audit(
+    target: Annotated[
+        str, typer.Argument(help="A curriculum id, a screen/refine run id, or 'latest'.")
+    ] = "latest",
+    examples: Annotated[int, typer.Option(help="Disagreements to list.")] = 5,
+    cells: Annotated[int, typer.Option(help="Worst family x level cells to list.")] = 10,
+    home: HomeOpt = None,
+) -> None:
+    """The verifier audit of a curation: how often math-verify disagrees with Sieve's verdicts,
+    per family and in the worst family x level cells, with a few examples (`latest`: the newest
+    curriculum's screen and refine runs; views verifier_audit_rates, verifier_disagreements)."""
+    from pipeline import audit as audit_lib
+    from pipeline.store import Ledger
+
+    if examples < 0 or cells < 0:
+        raise SieveError("--examples and --cells must be >= 0")
+    with Ledger.open(home, read_only=True) as ledger:
+        label, runs = audit_lib.resolve(ledger, target)
+        families = audit_lib.by_family(ledger, runs)
+        worst = audit_lib.worst_cells(ledger, runs, cells)
+        shown = audit_lib.examples(ledger, runs, examples)
+    title = escape(label)
+    if families.height == 0:
+        out.print(f"{title}: no verifier audit rows (curated before the audit existed?)")
+        return
+    totals = families.select("audited", "guesses", "disagreements", "second_failed").sum().row(0)
+    out.print(
+        f"{title} ({escape(', '.join(runs))}): {totals[0]} verdicts audited ({totals[1]} "
+        f"guessed), {totals[2]} disagreements, math-verify failed on {totals[3]}"
+    )
+    show(_escaped(families), "disagreement rate by family (math-verify vs Sieve)")
+    if cells:
+        show(_escaped(worst), "worst family x level cells (highest disagreement rate first)")
+    if examples:
+        show(_escaped(shown), "example disagreements (first 200 characters of the completion)")
+
+
+def _escaped(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with every text cell escaped for Rich: ledger text is never markup."""
+    import polars as pl
+
+    text = [c for c, t in frame.schema.items() if t == pl.String]
+    return frame.with_columns(pl.col(c).map_elements(escape, return_dtype=pl.String) for c in text)
 
 
 @curriculum_app.command("show")

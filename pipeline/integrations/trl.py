@@ -5,8 +5,12 @@
 keyword list (one entry per completion), so the gold answer comes from the `answer` column of a
 `sieve export --format trl` dataset and, unless a verifier is fixed, the verifier from its
 `verifier` column. Completions may be plain strings or conversations ([{role, content}]; the
-assistant turns are scored). Scoring goes through `pipeline.scoring.verify_batch`, so a verifier
-that fails gives `None` (TRL turns it into NaN and leaves it out of the mean), never a silent 0.
+assistant turns are scored). By default only a marked, committed final answer counts
+(`marker_required=True`, the safe reading of chat text: an echoed question or a hedge earns
+nothing); a row whose `answer_format` column (written by `sieve export --format trl`) says `raw`
+is read as a bare answer, and `marker_required=False` reads every row that way. Scoring goes
+through `pipeline.scoring.verify_batch`, so a verifier that fails gives `None` (TRL turns it
+into NaN and leaves it out of the mean), never a silent 0.
 
 It is a small class rather than a closure so it pickles (TRL and accelerate may copy reward
 functions to workers) and carries a `__name__`, which TRL uses in its `rewards/<name>/mean` logs.
@@ -55,6 +59,8 @@ class SieveReward:
         spec: RewardSpec | None = None,
         timeout: float | None = None,
         name: str = "sieve_reward",
+        marker_required: bool = True,
+        format_key: str = "answer_format",
     ):
         if verifier is not None:
             get_verifier(verifier)  # an unknown name fails here, not mid-training
@@ -63,6 +69,8 @@ class SieveReward:
         self.verifier_key = verifier_key
         self.spec = spec
         self.timeout = timeout
+        self.marker_required = marker_required
+        self.format_key = format_key
         self.__name__ = name
         self.verifier_errors = 0  # completions whose verifier failed (reward None), all calls
 
@@ -76,6 +84,7 @@ class SieveReward:
             self._verifiers(kwargs, len(completions)),
             spec=self.spec,
             timeout=self.timeout,
+            marker_required=self._markers(kwargs, len(completions)),
         )
         rewards = [v.reward for v in verdicts]
         errors = sum(r is None for r in rewards)
@@ -98,6 +107,16 @@ class SieveReward:
             raise ValueError(f"{self.__name__}: {len(answers)} answers for {n} completions")
         return answers
 
+    def _markers(self, kwargs: dict[str, Any], n: int) -> bool | list[bool]:
+        """One flag for all rows, or per row from the export's `answer_format` column."""
+        column = kwargs.get(self.format_key)
+        if not self.marker_required or column is None:
+            return self.marker_required
+        flags = [str(f) != "raw" for f in column]
+        if len(flags) != n:
+            raise ValueError(f"{self.__name__}: {len(flags)} {self.format_key} values for {n} rows")
+        return flags
+
     def _verifiers(self, kwargs: dict[str, Any], n: int) -> str | list[str]:
         if self.verifier is not None:
             return self.verifier
@@ -107,7 +126,10 @@ class SieveReward:
         return [str(v) if v else "math" for v in column]
 
     def __repr__(self) -> str:
-        return f"SieveReward(verifier={self.verifier!r}, answer_key={self.answer_key!r})"
+        return (
+            f"SieveReward(verifier={self.verifier!r}, answer_key={self.answer_key!r}, "
+            f"marker_required={self.marker_required!r})"
+        )
 
 
 def reward_function(
@@ -118,12 +140,14 @@ def reward_function(
     spec: RewardSpec | None = None,
     timeout: float | None = None,
     name: str = "sieve_reward",
+    marker_required: bool = True,
 ) -> SieveReward:
     """A TRL reward function scoring completions with Sieve's verifiers.
 
     `verifier` fixes the verifier for every row; by default each row's `verifier_key` column is
     used (falling back to "math"). `answer_key` names the gold-answer column; `spec` weights the
     reward components and `timeout` bounds each verification (seconds), as in `verify_batch`.
+    `marker_required=False` turns off the safe chat reading (bare answers count).
     """
     return SieveReward(
         verifier,
@@ -132,4 +156,5 @@ def reward_function(
         spec=spec,
         timeout=timeout,
         name=name,
+        marker_required=marker_required,
     )

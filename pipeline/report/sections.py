@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from pipeline.audit import by_family
+from pipeline.curate import curation_runs
 from pipeline.report import plots
 from pipeline.store import Ledger, load_query
 
@@ -146,6 +148,26 @@ def rejections(ledger: Ledger) -> Section:
     return section
 
 
+def verifier_audit(ledger: Ledger) -> Section:
+    """math-verify's disagreement rate with Sieve's verdicts per family, latest curation."""
+    cid = latest_curriculum(ledger)
+    section = Section(
+        "audit",
+        "Verifier audit",
+        f"Latest curation {cid}: a seeded sample of its screen and refine verdicts, and every "
+        "verdict the fast path guessed, re-judged by math-verify on the raw completion; the rate "
+        "is disagreements over the audited rollouts with both verdicts (`sieve audit latest` "
+        "lists examples).",
+    )
+    if cid is None:
+        return section.empty("no curriculum (run `sieve curate`)")
+    frame = by_family(ledger, curation_runs(cid))
+    if frame.height == 0:
+        return section.empty(f"curation {cid} has no verifier audit rows")
+    section.tables.append(("disagreement rate by family", frame))
+    return section
+
+
 def training_curves(ledger: Ledger) -> Section:
     section = Section(
         "training",
@@ -200,6 +222,7 @@ SECTIONS: tuple[Callable[[Ledger], Section], ...] = (
     difficulty_heatmap,
     curriculum_composition,
     rejections,
+    verifier_audit,
     training_curves,
     heldout_table,
 )

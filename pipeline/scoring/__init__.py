@@ -20,9 +20,11 @@ from pipeline.scoring.numeric import fast_path
 from pipeline.scoring.steps import Step, StepContext, check_steps, split_steps, step_accuracy
 from pipeline.scoring.verdict import RewardSpec, Verdict
 from pipeline.scoring.verifiers import (
+    GUESSED_DETAILS,
     VERIFIER_VERSION,
     VERIFIERS,
     Check,
+    is_guess,
     register_verifier,
     verify,
     verify_batch,
@@ -30,6 +32,7 @@ from pipeline.scoring.verifiers import (
 from pipeline.scoring.worker import math_verify_only
 
 __all__ = [
+    "GUESSED_DETAILS",
     "VERIFIERS",
     "VERIFIER_VERSION",
     "Check",
@@ -42,6 +45,7 @@ __all__ = [
     "extract",
     "extract_answer",
     "fast_path",
+    "is_guess",
     "math_verify_only",
     "register_verifier",
     "split_steps",

@@ -12,6 +12,14 @@ Order of precedence:
 4. the text after the last `Answer:` / `answer is` (case-insensitive);
 5. else no marker: the whole completion (the tiny built-in model emits bare answers like `17/3`).
 
+A single box is read with the marks that touch it and change its value: a sign or operator
+before it (`-\\boxed{42}` is -42, `3\\times\\boxed{4}` is `3\\times4`), a command it is the
+argument of (`\\sqrt{\\boxed{42}}`, `\\frac{\\boxed{1}}{2}`), and digits, an exponent, a
+factorial or a product right after it (`\\boxed{42}0` is 420, `\\boxed{42}^{2}`,
+`\\boxed{42}\\times 2`).
+`Extracted.end` is where the answer's span ends: the text after it is the "tail" that
+pipeline/scoring/commit.py reads for retractions.
+
 A phrase's answer runs to the end of its sentence (`. ` or the line end), so "The final answer is
 12,000,023. I hope it is correct." gives `12,000,023`. A phrase followed by a numbered list on the
 next line ("Answer:\\n1. Define ...") gives no answer: the `1` is a list number. Each step is a
@@ -45,6 +53,7 @@ class Extracted:
 
     text: str | None
     marker: Marker | None  # None: no answer marker, `text` is the whole completion
+    end: int = -1  # index just after the answer's span in the completion (-1: the end)
 
 
 def _last_box(text: str, end: int) -> tuple[int, int]:
@@ -95,6 +104,79 @@ def boxed_content(text: str) -> str | None:
     return None if group is None else group[0]
 
 
+# What may touch a box and change its value (see the module doc). Spaces and tabs only: a line
+# break ends the box's expression. Every pattern is anchored and bounded.
+_ENCLOSING = re.compile(
+    r"(\\(?:sqrt|frac|dfrac|tfrac|binom|log|ln|exp|sin|cos|tan)(?:\[[^\]]{0,20}\])?|[\^_])"
+    r"[ \t]*\{[ \t]*\Z"
+)
+_TWO_ARGS = ("\\frac", "\\dfrac", "\\tfrac", "\\binom")
+_BEFORE = re.compile(
+    r"(?P<operand>\d+(?:\.\d+)?[ \t]*)?"
+    r"(?P<op>\\times|\\cdot|\\div|\\pm|\\mp|\\sqrt|[-+*/×·÷^±−])[ \t]*\Z"
+    r"|(?P<digits>\d+)\Z"
+)
+_AFTER = re.compile(
+    r"\d+"
+    r"|[ \t]*[\^_][ \t]*(?:\{[^{}]{0,40}\}|\\[A-Za-z]+|[A-Za-z0-9])"
+    r"|[ \t]*(?:\\times|\\cdot|\\div|[*/×·÷])[ \t]*[-+]?[ \t]*"
+    r"(?:\d+(?:\.\d+)?|\{[^{}]{0,40}\}|\\[A-Za-z]+(?:\{[^{}]{0,40}\})*)"
+    r"|!(?!=)|[⁰¹²³⁴⁵⁶⁷⁸⁹]+"
+)
+_LOOKBACK = 48
+
+
+def _touching(text: str, start: int, end: int, content: str) -> tuple[str, int]:
+    """`content` of the box at text[start:end] read with the marks touching it; new end."""
+    head = text[max(0, start - _LOOKBACK) : start]
+    enclosing = _ENCLOSING.search(head)
+    if enclosing is not None:
+        closing = _braced_close(text, end)
+        if closing >= 0:
+            command = enclosing.group(1)
+            inner = f"{command}{{{content}}}"
+            end = closing
+            if command in _TWO_ARGS:
+                second = _braced_group(text, end)
+                if second is not None:
+                    inner += f"{{{second[0]}}}"
+                    end = second[1]
+            content = inner
+            start = max(0, start - _LOOKBACK) + enclosing.start()
+            head = text[max(0, start - _LOOKBACK) : start]
+    before = _BEFORE.search(head)
+    if before is not None and _is_bullet(text, start - len(head) + before.start(), before):
+        before = None  # "- \\boxed{42}" at the start of a line is a list bullet, not a sign
+    if before is not None:
+        if before.group("digits") is not None:
+            content = before.group("digits") + content
+        else:
+            content = (before.group("operand") or "") + before.group("op") + content
+    after = _AFTER.match(text, end)
+    if after is not None:
+        content += after.group(0)
+        end = after.end()
+    return content, end
+
+
+def _is_bullet(text: str, at: int, before: re.Match[str]) -> bool:
+    """True when the mark before a box is a list bullet: `-`, `+` or `*` opening a line, followed
+    by a space."""
+    op = before.group("op")
+    if op not in ("-", "+", "*") or before.group("operand") or before.group(0) == op:
+        return False
+    line_start = text.rfind("\n", 0, at) + 1
+    return not text[line_start:at].strip(" \t")
+
+
+def _braced_close(text: str, end: int) -> int:
+    """Index after the `}` that closes the group a box sits in (spaces allowed), or -1."""
+    i = end
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    return i + 1 if i < len(text) and text[i] == "}" else -1
+
+
 def _box_group(text: str) -> tuple[str, int] | None:
     """(answer, end) of the last box, joined with the boxes just before it (see module doc)."""
     start, after = _last_box(text, len(text))
@@ -116,6 +198,8 @@ def _box_group(text: str) -> tuple[str, int] | None:
         contents.append(prev[0].strip())
         start = prev_start
     unique = list(dict.fromkeys(reversed(contents)))
+    if len(contents) == 1:
+        return _touching(text, start, end, contents[0])
     return ", ".join(unique), end
 
 
@@ -139,28 +223,36 @@ def _clean(answer: str) -> str:
     return s
 
 
-def _phrase_answer(text: str, end: int) -> str:
-    """The answer after a phrase marker ending at `end`: the rest of its sentence ("" if none)."""
+def _phrase_answer(text: str, end: int) -> tuple[str, int]:
+    """(answer, end of its span) after a phrase marker ending at `end`: the rest of its
+    sentence ("" if none)."""
     rest = text[end:]
     stripped = rest.lstrip(" \t:*")
     next_line = stripped.startswith(("\n", "\r"))
     stripped = stripped.lstrip()
+    offset = end + len(rest) - len(stripped)
     line_end = stripped.find("\n")
     line = stripped if line_end < 0 else stripped[:line_end]
     if next_line and _LIST_ITEM.match(line):
-        return ""  # "Answer:\n1. Define ..." is a numbered list, not the answer 1
+        return "", offset  # "Answer:\n1. Define ..." is a numbered list, not the answer 1
     cut = _SENTENCE_END.search(line)
     if cut is not None:
         line = line[: cut.start()]
-    return _clean(line.lstrip(":").strip())
+    return _clean(line.lstrip(":").strip()), offset + len(line)
 
 
-def _first_line(text: str) -> str:
-    """The first non-empty line of `text`, stripped (empty string when there is none)."""
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+def _first_line(text: str, start: int) -> tuple[str, int]:
+    """(first non-empty line of `text[start:]` stripped, index after it); ("", end) if none."""
+    i = start
+    n = len(text)
+    while i < n:
+        stop = text.find("\n", i)
+        stop = n if stop < 0 else stop
+        line = text[i:stop].strip()
+        if line:
+            return line, stop
+        i = stop + 1
+    return "", n
 
 
 def extract(completion: str) -> Extracted:
@@ -169,18 +261,20 @@ def extract(completion: str) -> Extracted:
     final_start, final_end = _rfind_any(lowered, _FINAL_MARKERS)
     group = _box_group(completion)
     if final_start >= 0 and (group is None or final_start >= group[1]):
-        answer = _phrase_answer(completion, final_end)
+        answer, end = _phrase_answer(completion, final_end)
         if answer or group is None:  # an empty "Final Answer:" after a box leaves the box
-            return Extracted(answer or None, "final")
+            return Extracted(answer or None, "final", end)
     if group is not None:
-        return Extracted(group[0].strip() or None, "boxed")
+        return Extracted(group[0].strip() or None, "boxed", group[1])
     hashes = completion.rfind("####")
     if hashes >= 0:
-        return Extracted(_first_line(completion[hashes + 4 :]) or None, "hashes")
+        line, end = _first_line(completion, hashes + 4)
+        return Extracted(line or None, "hashes", end)
     phrase_start, phrase_end = _rfind_any(lowered, _PHRASE_MARKERS)
     if phrase_start >= 0:
-        return Extracted(_phrase_answer(completion, phrase_end) or None, "phrase")
-    return Extracted(completion.strip() or None, None)
+        answer, end = _phrase_answer(completion, phrase_end)
+        return Extracted(answer or None, "phrase", end)
+    return Extracted(completion.strip() or None, None, len(completion))
 
 
 def extract_answer(completion: str) -> tuple[str | None, bool]:

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from pipeline.scoring.commit import fold
+
 _NUM = r"(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)"
 _SNUM = rf"-?{_NUM}"
 _ENUM = rf"{_NUM}(?:[eE][-+]?\d{{1,3}})?"  # plain numerals may carry a small e-exponent
@@ -51,7 +53,7 @@ _DECIMAL_COMMA = re.compile(r"(?P<sign>[-+])?(?P<whole>\d+),(?P<frac>\d+)")
 _SPACED = re.compile(r"(?P<sign>[-+])?(?P<whole>[1-9]\d{0,2}(?: \d{3})+)(?P<frac>\.\d+)?")
 _LONG_DECIMAL = re.compile(r"\.(\d{10,})")  # a float print-out (0.0833333333333333): maybe rounded
 _ANYWHERE = re.compile(rf"(?<![\w.]){_NUMBER}")
-_UNIT_TAIL = re.compile(r"(?:[A-Za-z\s.%°²³]|(?<=[A-Za-z])\^\{?[23]\}?)*")  # cm^2, not 10^3
+_UNIT_TAIL = re.compile(r"(?:[A-Za-z\s.%°]|(?<=[A-Za-z])\^\{?[23]\}?)*")  # cm^2, not 10^3
 _WORDS = [
     "zero",
     "one",
@@ -124,9 +126,7 @@ class Number:
 
 def normalise(text: str) -> str:
     """Strip wrappers and layout-only LaTeX so that equal answers compare equal as strings."""
-    s = text.strip()
-    if "−" in s:
-        s = s.replace("−", "-")
+    s = fold(text.strip())
     if s.startswith("–"):
         s = "-" + s[1:]
     if "\\" in s or "$" in s or "{" in s or "~" in s:

@@ -46,8 +46,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 
-from pipeline.scoring.extract import extract, extract_answer
+from pipeline.scoring.commit import (
+    HEDGED,
+    RETRACTED,
+    drop_negated,
+    fold,
+    hedge,
+    last_clause,
+    retraction,
+)
+from pipeline.scoring.extract import Extracted, extract
 from pipeline.scoring.numeric import (
+    candidate_number,
     fast_path,
     gold_number,
     is_bare_number,
@@ -72,7 +82,9 @@ _PROSE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}[ \t]+[A-Za-z]{2,}")
 # back to reading the leading `2`, so it is dropped before asking (not the dots of an ellipsis).
 _MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
 # 3: NaN/infinity never correct; completions over MAX_COMPLETION_CHARS are not read.
-VERIFIER_VERSION = f"sieve-math/3+math-verify/{metadata.version('math-verify')}"
+# 4: one committed final answer (hedges, retractions, joined digits, touching marks; commit.py);
+#    marker mode is the default.
+VERIFIER_VERSION = f"sieve-math/4+math-verify/{metadata.version('math-verify')}"
 # Longest completion a verifier reads. Default sampling budgets are 16 (raw) and 512 (chat) tokens;
 # 200 000 characters is 20 000 tokens at 10 characters a token, beyond any budget in use, so a
 # longer text is a runaway sampler or a hostile input, not an answer. Linear scans of this much
@@ -141,20 +153,45 @@ def _for_math_verify(text: str) -> str:
     return _MATH_END_PUNCT.sub("", text) if ("$" in text or "\\" in text) else text
 
 
+def _uncommitted(completion: str, found: Extracted, candidate: str, answer: str) -> str | None:
+    """ "hedged: ..." / "retracted: ..." when the answer is not one committed value, else None.
+
+    An answer without a marker (the lenient raw reading) is read as math-verify reads it: free
+    prose is not scanned for hedges, and relation symbols (`x \\approx 11`) are left to it."""
+    if found.marker is None:
+        clause = last_clause(candidate)
+        if _PROSE.search(clause) is not None:
+            return None
+        hedged = hedge(clause, answer, relations=False)
+    else:
+        hedged = hedge(candidate, answer)
+    if hedged is not None:
+        return f"{HEDGED}: {hedged}"
+    if found.marker is None or found.end < 0:
+        return None
+    number = candidate_number(candidate)
+    withdrawn = retraction(completion[found.end :], None if number is None else number.value)
+    return None if withdrawn is None else f"{RETRACTED}: {withdrawn}"
+
+
 @register_verifier("math", reads_markers=True, checks_steps=True)
 def math_verifier(
-    completion: str, answer: str, timeout: float, *, marker_required: bool = False
+    completion: str, answer: str, timeout: float, *, marker_required: bool = True
 ) -> Check:
     """Fast path first, math-verify (time-bounded, in the worker) when it is undecided."""
     found = extract(completion)
     if marker_required and found.marker is None:
         return Check(False, False, _components(False, False), "no answer marker")
-    candidate, explicit = found.text, found.marker is not None
-    if candidate is None:
+    explicit = found.marker is not None
+    if found.text is None:
         return Check(False, False, _components(False, False), "no answer found")
+    candidate, answer = drop_negated(fold(found.text)), fold(answer)
     formatted = explicit or is_bare_number(completion)
     if is_non_finite(candidate) or is_non_finite(answer):
         return Check(True, False, _components(False, formatted), "non-finite number")
+    uncommitted = _uncommitted(completion, found, candidate, answer)
+    if uncommitted is not None:
+        return Check(True, False, _components(False, formatted), uncommitted)
     if marker_required and gold_number(answer) is not None and is_unevaluated(candidate):
         return Check(True, False, _components(False, formatted), "unevaluated expression")
     decided = fast_path(candidate, answer)
@@ -168,10 +205,11 @@ def math_verifier(
 
 @register_verifier("exact", reads_markers=True, checks_steps=True)
 def exact_verifier(
-    completion: str, answer: str, timeout: float, *, marker_required: bool = False
+    completion: str, answer: str, timeout: float, *, marker_required: bool = True
 ) -> Check:
     """String equality after whitespace strip (whole completion, or the extracted answer)."""
-    candidate, explicit = extract_answer(completion)
+    found = extract(completion)
+    candidate, explicit = found.text, found.marker is not None
     if marker_required and not explicit:
         return Check(False, False, _components(False, False), "no answer marker")
     if candidate is None:
@@ -179,9 +217,24 @@ def exact_verifier(
     gold = answer.strip()
     if is_non_finite(candidate) or is_non_finite(gold):
         return Check(True, False, _components(False, explicit), "non-finite number")
+    if explicit:
+        withdrawn = retraction(completion[found.end :], None)
+        if withdrawn is not None and candidate.strip() == gold:
+            return Check(True, False, _components(False, True), f"{RETRACTED}: {withdrawn}")
     whole = not marker_required and completion.strip() == gold
     correct = whole or candidate.strip() == gold
     return Check(True, correct, _components(correct, explicit or whole), "exact")
+
+
+# `Verdict.detail` values of verdicts the fast path decided on a guessed reading (a decimal comma,
+# space-grouped digits, a digit-free candidate judged unequal to a numeric gold) rather than on a
+# clean parse. Curation's verifier audit re-checks every one of these (pipeline/audit.py).
+GUESSED_DETAILS = frozenset({"fast_path_guess"})
+
+
+def is_guess(verdict: Verdict) -> bool:
+    """True when the verdict rests on a guessed reading of the answer (see GUESSED_DETAILS)."""
+    return verdict.detail in GUESSED_DETAILS
 
 
 def _describe(exc: Exception) -> str:
@@ -223,8 +276,8 @@ def _run(
     try:
         if len(completion) > MAX_COMPLETION_CHARS:
             return no_answer(_components(False, False), spec, _too_long(completion))
-        if marker_required and fn in _MARKER_AWARE:
-            check = fn(completion, answer, timeout, marker_required=True)
+        if fn in _MARKER_AWARE:
+            check = fn(completion, answer, timeout, marker_required=marker_required)
         else:
             check = fn(completion, answer, timeout)
     except Exception as exc:
@@ -246,7 +299,7 @@ def verify(
     *,
     spec: RewardSpec | None = None,
     timeout: float | None = None,
-    marker_required: bool = False,
+    marker_required: bool = True,
     context: StepContext | None = None,
 ) -> Verdict:
     """Judge one completion against its gold answer (see the module doc for `marker_required`
@@ -274,7 +327,7 @@ def verify_batch(
     *,
     spec: RewardSpec | None = None,
     timeout: float | None = None,
-    marker_required: bool | Sequence[bool] = False,
+    marker_required: bool | Sequence[bool] = True,
     contexts: Sequence[StepContext | None] | None = None,
 ) -> list[Verdict]:
     """Judge many completions in order; a timeout on one item does not affect the next.

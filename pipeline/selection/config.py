@@ -203,6 +203,28 @@ class CurateConfig(BaseModel):
         description="Prompts per sampling chunk, the unit of crash-resume: smaller loses less "
         "work on a crash, larger batches better. Default: 256.",
     )
+    # The verifier audit (pipeline/audit.py) observes and never decides: these two fields are
+    # left out of the curation key (pipeline.curate.curation_key), so they change no run id.
+    audit_share: float = Field(
+        default=0.02,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="Share of screen/refine verdicts re-judged by math-verify on the raw "
+        "completion (table verifier_audit, `sieve audit`), on top of every verdict the fast path "
+        "guessed: more catches rarer verifier disagreements at one math-verify call each. "
+        "0: the guessed verdicts only. Default: 0.02 (about 320 calls for a 2,000-prompt "
+        "screen at G = 8).",
+    )
+    audit_warn: float = Field(
+        default=0.05,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="A family whose audited verdicts disagree with math-verify more often than "
+        "this makes the curation print one warning line: lower warns on smaller verifier "
+        "problems, and on more noise. Default: 0.05.",
+    )
 
     @field_validator("mix")
     @classmethod

@@ -113,6 +113,7 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str]] = [
     ("eval: zero samples", {}, ["eval", "--samples", "0"], "--samples"),
     ("bootstrap: zero minutes", {}, ["bootstrap", "--max-minutes", "0"], "--max-minutes"),
     ("unknown option", {}, ["stats", "--colour"], "--colour"),
+    ("audit: unknown run", {}, ["audit", "screen-nope"], "screen-nope"),
     # issue 17: config paths that are folders or not UTF-8
     ("curate: config is a folder", {"c/x": ""}, ["curate", "--config", "{d}/c"], "directory"),
     (
@@ -278,7 +279,7 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
 
 
 def test_the_catalogue_holds_every_case() -> None:
-    assert len(CASES) == 48 and len({c[0] for c in CASES}) == len(CASES)
+    assert len(CASES) == 49 and len({c[0] for c in CASES}) == len(CASES)
     assert len(FLOW_CASES) == 5
 
 

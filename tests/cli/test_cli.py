@@ -162,9 +162,28 @@ def test_verify_prints_the_verdict(tmp_path: Path) -> None:
         verdict["correct"] is True and verdict["reward"] == 1.0 and verdict["reason"] == "correct"
     )
     wrong = json.loads(
-        sieve("verify", "--answer", "1/2", "--completion", "0.6", home=tmp_path).stdout
+        sieve("verify", "--answer", "1/2", "--completion", "\\boxed{0.6}", home=tmp_path).stdout
     )
     assert wrong["correct"] is False
+
+
+def test_verify_reads_chat_text_safely_by_default(tmp_path: Path) -> None:
+    """`sieve verify` is the chat reading unless `--format raw`: a bare or hedged answer and an
+    echoed question earn nothing; raw reads the bare answer."""
+
+    def run(completion: str, *extra: str) -> dict:
+        result = sieve(
+            "verify", "--answer", "72", "--completion", completion, *extra, home=tmp_path
+        )
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    assert run("72")["reason"] == "no_answer" and run("72")["format"] == "chat"
+    assert run("\\boxed{72 or 73}")["detail"].startswith("hedged")
+    assert run("Solve 75 + 74 - 77 =")["correct"] is False
+    assert run("72", "--format", "raw")["correct"] is True
+    bad = sieve("verify", "--answer", "1", "--completion", "1", "--format", "html", home=tmp_path)
+    assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "--format" in bad.stderr
 
 
 def test_stats_on_a_fresh_home(tmp_path: Path) -> None:

@@ -117,17 +117,19 @@ def test_a_shard_holds_the_rows_sample_chunk_commits_and_counts_once(tmp_path: P
     info = core.run_info(pol, "screen", 8, "k", CFG)
     chunk = core.chunks(simulated_problems(), CFG)[1]
     with Ledger.memory() as direct, Ledger.memory() as merged:
-        core.sample_chunk(direct, pol, chunk, info, CFG.seed, 1)
+        core.sample_chunk(direct, pol, chunk, info, CFG.seed, 1, 0.5)  # half the verdicts audited
         root = str(tmp_path / "shards")
-        first = shards.sample_to_shard(pol, chunk, info, CFG.seed, 1, root)
-        again = shards.sample_to_shard(pol, chunk, info, CFG.seed, 1, root)  # a retried chunk
+        first = shards.sample_to_shard(pol, chunk, info, CFG.seed, 1, root, 0.5)
+        again = shards.sample_to_shard(pol, chunk, info, CFG.seed, 1, root, 0.5)  # a retried chunk
         (tmp_path / "shards" / info.run_id / ".tmp-dead-chunk-000001.parquet").write_bytes(b"x")
         assert first == again and len(shards.list_shards(root, info.run_id)) == 1
         assert shards.commit_shards(merged, info.run_id, root) == {1: chunk.height * 8}
         assert shards.commit_shards(merged, info.run_id, root) == {1: 0}  # the committer again
         assert shards.commit_shards(merged, info.run_id, root, expect={1: "other"}) == {}
-        for table in ("rollouts", "rollout_steps"):  # every table sample_chunk writes
+        assert first.tables == ("rollout_steps", "verifier_audit")
+        for table in ("rollouts", "rollout_steps", "verifier_audit"):  # every table it writes
             assert merged.checksum(table) == direct.checksum(table)
+        assert direct.checksum("verifier_audit")[0] > 0
     shards.remove_run(root, info.run_id)  # temporaries included
     assert not (tmp_path / "shards" / info.run_id).exists()
     shards.remove_run(root, info.run_id)  # already gone: nothing to do

@@ -25,9 +25,25 @@ def _raises(completion: str, answer: str, timeout: float) -> Check:
 
 def test_plain_completions_are_scored_against_the_answer_column() -> None:
     reward = reward_function()
-    got = reward(["1+1=", "2+2=", "3+3="], ["2", "5", "\\boxed{6}"], answer=["2", "4", "6"])
+    got = reward(
+        ["1+1=", "2+2=", "3+3="], ["\\boxed{2}", "\\boxed{5}", "\\boxed{6}"], answer=["2", "4", "6"]
+    )
     assert got == [1.0, 0.0, 1.0]
     assert reward.__name__ == "sieve_reward"
+
+
+def test_the_safe_chat_reading_is_the_default() -> None:
+    """An echoed question, a bare number, a hedge or an unevaluated box earns nothing by
+    default; `marker_required=False` or a row exported as `raw` reads bare answers."""
+    completions = ["Solve 75 + 74 - 77 =", "72", "\\boxed{72 or 73}", "\\boxed{75+74-77}"]
+    answers = {"answer": ["72"] * 4}
+    assert reward_function()(["q"] * 4, completions, **answers) == [0.0] * 4
+    lenient = reward_function(marker_required=False)(["q"] * 4, completions, **answers)
+    assert lenient[1] == 1.0 and lenient[2] == 0.0
+    per_row = reward_function()(
+        ["q"] * 2, ["72", "72"], answer=["72", "72"], answer_format=["raw", "chat"]
+    )
+    assert per_row == [1.0, 0.0]
 
 
 def test_conversational_completions_score_the_assistant_turns() -> None:
@@ -42,8 +58,9 @@ def test_conversational_completions_score_the_assistant_turns() -> None:
 
 def test_the_verifier_column_is_used_per_row_unless_one_is_fixed() -> None:
     kwargs = {"answer": ["x1", "x1"], "verifier": ["exact", "test_trl_raises"]}
-    assert reward_function()(["a", "b"], ["x1", "x1"], **kwargs) == [1.0, None]
-    assert reward_function("exact")(["a", "b"], ["x1", "x1"], **kwargs) == [1.0, 1.0]
+    boxed = ["\\boxed{x1}", "\\boxed{x1}"]
+    assert reward_function()(["a", "b"], boxed, **kwargs) == [1.0, None]
+    assert reward_function("exact")(["a", "b"], boxed, **kwargs) == [1.0, 1.0]
 
 
 def test_a_failing_verifier_gives_none_and_is_counted_and_logged() -> None:
@@ -64,7 +81,7 @@ def test_bad_setup_fails_early_with_a_clear_message() -> None:
 def test_it_pickles_and_keeps_its_name() -> None:
     copy = pickle.loads(pickle.dumps(reward_function(answer_key="gold", name="sieve_math")))
     assert isinstance(copy, SieveReward) and copy.__name__ == "sieve_math"
-    assert copy(["p"], ["3"], gold=["3"]) == [1.0]
+    assert copy(["p"], ["\\boxed{3}"], gold=["3"]) == [1.0]
 
 
 def _exported_curriculum(tmp_path: Path) -> Path:

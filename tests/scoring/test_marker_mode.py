@@ -52,10 +52,12 @@ def test_marker_required(completion: str, gold: str, reason: str, detail: str) -
         assert verdict.correct is False and verdict.components["correctness"] == 0.0
 
 
-def test_default_mode_is_unchanged_for_bare_answers() -> None:
-    assert verify("17/3", "17/3").reason == "correct"
-    assert verify("5+2", "7", timeout=10.0).reason == "correct"  # the table's policy (default)
-    assert verify("5+2", "7", marker_required=True).reason == "no_answer"
+def test_marker_mode_is_the_default_and_raw_mode_is_opt_in() -> None:
+    assert verify("17/3", "17/3").reason == "no_answer"  # safe by default
+    assert verify("17/3", "17/3", marker_required=False).reason == "correct"
+    assert verify("5+2", "7", timeout=10.0, marker_required=False).reason == "correct"  # raw
+    assert verify("5+2", "7").reason == "no_answer"
+    assert verify_batch(["17/3"], ["17/3"])[0].reason == "no_answer"
     assert verify("\\boxed{5+2}", "7", marker_required=True).detail == "unevaluated expression"
 
 
@@ -65,8 +67,9 @@ def test_symbolic_golds_are_not_checked_for_arithmetic() -> None:
 
 
 def test_exact_verifier_marker_mode() -> None:
-    assert verify("B", "B", "exact").correct is True
-    assert verify("B", "B", "exact", marker_required=True).reason == "no_answer"
+    assert verify("B", "B", "exact", marker_required=False).correct is True
+    assert verify("B", "B", "exact").reason == "no_answer"
+    assert verify("\\boxed{B}. Wait, actually C.", "B", "exact").detail.startswith("retracted")
     assert verify("\\boxed{B}", "B", "exact", marker_required=True).correct is True
 
 
@@ -87,7 +90,7 @@ def test_batch_flags() -> None:
 
 
 def test_version() -> None:
-    assert VERIFIER_VERSION.startswith("sieve-math/3+math-verify/")
+    assert VERIFIER_VERSION.startswith("sieve-math/4+math-verify/")
 
 
 def gsm8k_solutions() -> list[tuple[str, str]]:

@@ -36,7 +36,7 @@ def test_version_names_math_verify() -> None:
     ],
 )
 def test_components(completion: str, reason: str, correctness: float, fmt: float) -> None:
-    verdict = verify(completion, "5")
+    verdict = verify(completion, "5", marker_required=False)
     assert verdict.reason == reason
     assert verdict.components == {"correctness": correctness, "format": fmt}
     assert verdict.correct is (reason == "correct")
@@ -83,7 +83,7 @@ def test_failing_verifier(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_exact_verifier() -> None:
-    assert verify(" B \n", "B", "exact").correct is True
+    assert verify(" B \n", "B", "exact", marker_required=False).correct is True
     assert verify("\\boxed{B}", "B", "exact").correct is True
     assert verify("b", "B", "exact").correct is False
     assert verify("0.5", "1/2", "exact").correct is False
@@ -100,9 +100,9 @@ def test_register_extra_verifier(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_batch() -> None:
-    verdicts = verify_batch(["5", "\\boxed{6}", ""], ["5", "5", "5"])
+    verdicts = verify_batch(["5", "\\boxed{6}", ""], ["5", "5", "5"], marker_required=False)
     assert [v.reason for v in verdicts] == ["correct", "wrong", "no_answer"]
-    mixed = verify_batch(["B", "5"], ["B", "5.0"], ["exact", "math"])
+    mixed = verify_batch(["B", "5"], ["B", "5.0"], ["exact", "math"], marker_required=False)
     assert [v.correct for v in mixed] == [True, True]
     with pytest.raises(ValueError, match="length"):
         verify_batch(["5"], ["5", "6"])
@@ -127,7 +127,7 @@ def test_non_finite_never_correct(verifier: str, completion: str, gold: str) -> 
     for marker in (False, True):
         verdict = verify(completion, gold, verifier, marker_required=marker)
         assert verdict.correct is not True, (completion, gold, marker)
-    verdict = verify(completion, gold, verifier)
+    verdict = verify(completion, gold, verifier, marker_required=False)
     assert verdict.reason == "wrong" and verdict.detail == "non-finite number"
 
 

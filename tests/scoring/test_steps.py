@@ -182,7 +182,7 @@ def test_component_has_no_weight_by_default() -> None:
     assert verdict.steps is not None and [s.correct for s in verdict.steps] == [False, True]
     weighted = RewardSpec(weights={"correctness": 0.5, "step_accuracy": 0.5})
     assert verify(text, "4", spec=weighted).reward == 0.75
-    bare = verify("27", "25")
+    bare = verify("27", "25", marker_required=False)
     assert bare.components == {"correctness": 0.0, "format": 1.0}  # prefixes are no component
     assert bare.steps is not None and [s.correct for s in bare.steps] == [True, False]
 
@@ -216,7 +216,7 @@ def test_verifier_reward_fills_scores_steps() -> None:
     ]
     texts = ["7x = 21\nx = 4\n\\boxed{4}", "3", "2+3 = 5 + 1 = 6\n\\boxed{6}"]
     samples = [Sample(tuple(range(len(t))), t, False) for t in texts]
-    scores = verifier_reward(items, samples)
+    scores = verifier_reward(items, samples, marker_required=False)  # the raw format
     assert scores.correct == [False, True, False]
     assert scores.steps == [
         ((0, 7, True), (8, 13, False)),

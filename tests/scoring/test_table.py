@@ -1,4 +1,8 @@
-"""The committed judgement table `verifier_cases.csv` is judged as expected for >= 99 % of rows.
+"""The committed judgement table `verifier_cases.csv` is judged as expected on every row.
+
+The table is the raw format's (bare answers, as the tiny policy writes them), so it is judged
+with `marker_required=False`; the hedge, retraction, joined-digit and touching-mark rows are there
+in both directions (each value of `5 or 7` is wrong; `6, not 5` is right for 6 only).
 
 Columns: gold, candidate (a whole completion), expected (1 = correct, 0 = wrong). Policies the
 table encodes:
@@ -9,8 +13,7 @@ table encodes:
 * the last `\\boxed{}` wins; in a bare or phrase answer with several numbers, the number after the
   last `=`, `:` or word counts ("3 + 4 = 7" answers 7; "5 apples plus 2 apples is 7 apples" too);
 * an empty completion, an empty `\\boxed{}` or a bare marker is wrong (reason "no_answer").
-The table keeps known-hard rows (e.g. "The answer is 5 apples, not 6") that the verifier gets wrong;
-failing rows are printed.
+Failing rows are printed; one misjudged row fails the test (a row cannot regress silently).
 
 Test: `.venv/bin/pytest tests/scoring/test_table.py -q -s`
 """
@@ -41,12 +44,11 @@ def test_table_accuracy() -> None:
     rows = load_rows()
     failures = []
     for row in rows:
-        verdict = verify(row["candidate"], row["gold"], timeout=5.0)
+        verdict = verify(row["candidate"], row["gold"], timeout=5.0, marker_required=False)
         got = "1" if verdict.correct else "0"
         if verdict.reason == "verifier_error" or got != row["expected"]:
             failures.append((row["gold"], row["candidate"], row["expected"], verdict))
     for gold, candidate, expected, verdict in failures:
         print(f"FAIL gold={gold!r} candidate={candidate!r} expected={expected} -> {verdict}")
-    accuracy = 1 - len(failures) / len(rows)
-    print(f"table accuracy: {accuracy:.2%} ({len(rows) - len(failures)}/{len(rows)})")
-    assert accuracy >= 0.99, f"{len(failures)} of {len(rows)} rows misjudged"
+    print(f"table: {len(rows) - len(failures)}/{len(rows)} rows judged as expected")
+    assert failures == [], f"{len(failures)} of {len(rows)} rows misjudged"

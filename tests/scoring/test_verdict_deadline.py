@@ -158,5 +158,5 @@ def test_one_megabyte_of_spaces_is_refused_quickly() -> None:
 def test_cap_is_inclusive() -> None:
     """A completion of exactly the cap is still judged."""
     completion = " " * (MAX_COMPLETION_CHARS - 2) + "42"
-    assert verify(completion, "42").reason == "correct"
-    assert verify(" " + completion, "42").reason == "no_answer"
+    assert verify(completion, "42", marker_required=False).reason == "correct"
+    assert verify(" " + completion, "42", marker_required=False).reason == "no_answer"

@@ -26,6 +26,7 @@ TABLES = {
     "train_metrics",
     "checkpoints",
     "rollout_steps",
+    "verifier_audit",
 }
 VIEWS = {
     "group_stats",
@@ -39,6 +40,8 @@ VIEWS = {
     "heldout_pass1",
     "step_accuracy_by_family",
     "first_wrong_step",
+    "verifier_disagreements",
+    "verifier_audit_rates",
 }
 
 

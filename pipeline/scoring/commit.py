@@ -1,0 +1,265 @@
+"""One committed final answer: the checks that stop a policy from being paid for hedging.
+
+GRPO learns whatever the verifier pays for (seed 000 §4.3: a lax verifier "pushes the model the
+wrong way"). A completion earns credit only for one value it commits to. This module holds the
+three readings that decide that, each linear in the text and run before any equality test:
+
+* `fold` maps Unicode digits to ASCII (`４２` is 42, `٤٢` too), fullwidth and typographic minus
+  signs to `-`, and superscript digits to exponents (`4²` is `4^{2}`, not 4 followed by a unit);
+  the unit reading `cm²` survives as `cm^{2}`.
+* `hedge(candidate, gold)` names what makes an extracted answer something other than one value:
+  alternatives (`5 or 7`, `3 \\text{ or } 4`, `either`, `\\pm`), relations and negations (`\\neq`,
+  `\\le`, `< 42`, `\\approx`, `\\sim`, `not 42`, `42 is wrong`), qualifiers (`about`, `maybe`,
+  `at least`), ranges (`between 10 and 20`, `10 to 20`), several values where the gold has one
+  (`5, 7`, `3 and 4`), and digits joined by spacing that is not thousands grouping in threes
+  (`4 2`, `4\\,2`, `4~2`; `1\\,000` and `1 000 000` are numbers). Whatever the gold itself uses is
+  allowed (a set gold admits a list; an inequality gold admits `\\le`). Such an answer is wrong,
+  detail "hedged".
+* `retraction(tail, value)` reads the text after the answer: a correction ("wait", "actually",
+  "no,", "I made a mistake", "is wrong", ...) or a later statement of a different number as the
+  answer ("... so the answer is 41") withdraws it: wrong, detail "retracted". Closing pleasantries
+  ("I hope it is correct.") and restating the same value are fine.
+
+Test: `.venv/bin/pytest tests/scoring/test_commit.py tests/scoring/test_adversarial.py -q`
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from fractions import Fraction
+
+HEDGED = "hedged"
+RETRACTED = "retracted"
+
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+_SUPER_RUN = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]+")
+_MINUS_SIGNS = str.maketrans({"−": "-", "－": "-", "‐": "-", "‑": "-", "﹣": "-", "＋": "+"})
+
+
+def _superscript(m: re.Match[str]) -> str:
+    return "^{" + m.group(0).translate(_SUPERSCRIPTS) + "}"
+
+
+def fold(text: str) -> str:
+    """ASCII digits and signs for their Unicode look-alikes; superscript digits as exponents."""
+    if text.isascii():
+        return text
+    s = text.translate(_MINUS_SIGNS)
+    if _SUPER_RUN.search(s) is not None:
+        s = _SUPER_RUN.sub(_superscript, s)
+    if not s.isascii():
+        s = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in s)
+    return s
+
+
+# LaTeX wrappers that only style their content: `\text{ or }` reads as " or ".
+_WRAPPER = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname)\s*\{"
+    r"([^{}]*)\}"
+)
+_RELATIONS = re.compile(
+    r"\\(?:neq|ne|not|nleq|ngeq|leq|le|geq|ge|leqslant|geqslant|lt|gt|ll|gg|approx|sim|simeq|"
+    r"cong|equiv|propto|pm|mp|lor|vee|neg|lnot|notin)(?![A-Za-z])"
+    r"|[<>≤≥≠≈∼≃≅≡±∓∝¬∨∉]|!=|=/="
+)
+# Words that qualify, negate or offer alternatives: an answer carrying one is not committed.
+_WORDS = re.compile(
+    r"(?<![A-Za-z\\])(?:or|either|nor|not|no|never|isn't|isnt|wrong|incorrect|false|maybe|"
+    r"perhaps|probably|possibly|likely|unlikely|approximately|approx|about|around|roughly|"
+    r"nearly|almost|circa|somewhere|guess|unsure|uncertain|between|least|most|"
+    r"more|less|fewer|greater|smaller|larger|than|over|under|above|below|up|except|unless|"
+    r"if|otherwise|instead|alternatively)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_WORD_SET_CACHE: dict[str, frozenset[str]] = {}
+# A list separator: `,` or `;` not flanked by digits on both sides (`1,000` and `1,5` are
+# numerals, read by the numeric path), the word `and`, `&`, `\quad`.
+_SEPARATOR = re.compile(
+    r"(?<!\d),|,(?!\d)|;|\\q?quad(?![A-Za-z])|(?<![A-Za-z])and(?![A-Za-z])", re.IGNORECASE
+)
+# A range between two numbers: `10 to 20`, `10–20`, `10—20`, `10..20`, `10 ~ 20` is spacing.
+_RANGE = re.compile(r"\d\s*+(?:(?<![A-Za-z])to(?![A-Za-z])|[–—]|\.\.\.?|…)\s*+[-+]?\s*+\d")
+# Digits separated by spacing: `4 2`, `4\,2`, `4\!2`, `4~2`, `1 000 000`. Each run is checked
+# for thousands grouping in threes with one kind of separator.
+_SPACING = r"(?>[ \t]++|\\[,!;: ]|~|\\thinspace(?![A-Za-z])|\\q?quad(?![A-Za-z]))"
+_SPACED_RUN = re.compile(rf"(?<!\d)\d++(?:{_SPACING}++\d++)++")
+_SEP_SPLIT = re.compile(rf"{_SPACING}++")
+_NUMERAL = re.compile(r"\d")
+_SINGLE_VALUE = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")
+
+
+def _plain(text: str) -> str:
+    """`text` with style wrappers opened, for the word and separator scans."""
+    s = text
+    for _ in range(3):  # nested wrappers, a bounded number of passes (each linear)
+        if "\\" not in s or "{" not in s:
+            break
+        opened = _WRAPPER.sub(r" \1 ", s)
+        if opened == s:
+            break
+        s = opened
+    return s
+
+
+def _words(text: str) -> frozenset[str]:
+    cached = _WORD_SET_CACHE.get(text)
+    if cached is None:
+        cached = frozenset(m.group(0).lower() for m in _WORDS.finditer(_plain(text)))
+        if len(_WORD_SET_CACHE) > 4096:
+            _WORD_SET_CACHE.clear()
+        _WORD_SET_CACHE[text] = cached
+    return cached
+
+
+def _relations(text: str) -> frozenset[str]:
+    return frozenset(m.group(0) for m in _RELATIONS.finditer(text))
+
+
+def _is_grouping(run: str) -> bool:
+    """True when a digit run with spacing is thousands grouping: `1 000`, `12\\,345\\,678`."""
+    groups = _SEP_SPLIT.split(run)
+    seps = set(_SEP_SPLIT.findall(run))
+    if len(seps) != 1 or not 1 <= len(groups[0]) <= 3 or groups[0].startswith("0"):
+        return False
+    return all(len(g) == 3 for g in groups[1:])
+
+
+def _has_list(text: str) -> bool:
+    """True when some list separator in `text` has a value on both sides."""
+    plain = _plain(text).replace("{,}", ",").replace(",\\!", ",").replace("\\,", " ")
+    first = len(plain) - len(plain.lstrip(" $()[]{}\\"))  # first character with content
+    last = len(plain.rstrip(" $()[]{}.\\"))  # just after the last one
+    return any(first < m.start() and m.end() < last for m in _SEPARATOR.finditer(plain))
+
+
+_COLLECTION_MARKS = ("\\{", "\\cup", "\\cap", "(", "[", "\\pm", "\\mp", "±", "\\infty", ";")
+_SINGLE_NUMBER = re.compile(r"\$*\s*-?\s*\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*\$*")
+
+
+def _gold_is_collection(gold: str) -> bool:
+    """True when the gold itself holds several values: a list, set, tuple, interval, `\\pm`, an
+    inequality, or several boxes (a gold `1,000` is one number)."""
+    if "," in gold and _SINGLE_NUMBER.fullmatch(gold.strip()) is None:
+        return True
+    if gold.count("\\boxed") > 1 or _relations(gold):
+        return True
+    return _SEPARATOR.search(_plain(gold)) is not None or any(m in gold for m in _COLLECTION_MARKS)
+
+
+# An equation whose left side is an expression in a variable (`7x = 7`, `x - 2 = 2`): the number
+# after `=` is the value of that expression, not of the unknown the gold gives.
+_VARIABLE_TERM = re.compile(
+    r"\d\s*+[a-z](?![A-Za-z])|(?<![A-Za-z\\])[a-z]\s*+[-+*/^]|[-+*/]\s*+[a-z](?![A-Za-z])"
+)
+
+
+def _expression_equation(candidate: str) -> bool:
+    """True when the last `=` of `candidate` has an expression in a variable on its left."""
+    last = candidate.rfind("=")
+    if last < 0:
+        return False
+    left = candidate[candidate.rfind("=", 0, last) + 1 : last]
+    return _VARIABLE_TERM.search(_plain(left)) is not None
+
+
+# A trailing negated alternative: "5 apples, not 6", "6 (not 5)", "42 rather than 41". The value
+# before it is the one committed to; the clause is dropped before the hedge scan.
+_NOT_WINDOW = 80
+_NOT_CLAUSE = re.compile(
+    r"(?:,|\(|\s)\s*(?:and\s+|but\s+)?(?:not|rather than|instead of)\s+[^,;()]{1,40}\)?\s*$",
+    re.IGNORECASE,
+)
+# Where the last clause of an unmarked answer starts: a sentence mark, or "so" / "thus" / ... .
+_CLAUSE = re.compile(r"[.;:\n](?=\s)|\b(?:so|thus|hence|therefore|then)\b", re.IGNORECASE)
+
+
+def drop_negated(text: str) -> str:
+    """`text` without a trailing negated alternative ("5 apples, not 6" gives "5 apples"); the
+    text itself when nothing would be left ("not 42")."""
+    head = max(0, len(text) - _NOT_WINDOW)  # the clause ends the text: a bounded search
+    m = _NOT_CLAUSE.search(text, head)
+    if m is None or not text[: m.start()].strip(" $"):
+        return text
+    return text[: m.start()]
+
+
+def last_clause(text: str) -> str:
+    """The final clause of an unmarked answer ("we have 2 and 3 more, so the total is 5" gives
+    "the total is 5"): the part whose last number is the answer, and the part hedges are read in."""
+    content_end = len(text.rstrip())
+    start = 0
+    for m in _CLAUSE.finditer(text):
+        if m.end() < content_end:
+            start = m.end()
+    return text[start:]
+
+
+def hedge(candidate: str, gold: str, *, relations: bool = True) -> str | None:
+    """What keeps `candidate` (an extracted answer) from committing to one value, or None.
+
+    The returned text names the construct (`or`, `\\neq`, `several values`, `joined digits`).
+    `relations=False` (the lenient raw reading, as math-verify's own tables expect) leaves
+    relation symbols (`x \\geq 5`, `x \\approx 11`) to math-verify; a gold that is itself a
+    relation admits them in any case.
+    """
+    c = fold(candidate)
+    g = fold(gold)
+    words = _words(c) - _words(g)
+    if words:
+        return sorted(words)[0]
+    if relations and not _relations(g):
+        found = _relations(c)
+        if found:
+            return sorted(found)[0]
+    if _RANGE.search(c) is not None and _RANGE.search(g) is None:
+        return "range"
+    if relations and _SINGLE_VALUE.fullmatch(g.strip(" $")) and _expression_equation(c):
+        return "equation"
+    for run in _SPACED_RUN.finditer(c):
+        if not _is_grouping(run.group(0)):
+            return "joined digits"
+    if not _gold_is_collection(g) and _has_list(c):
+        return "several values"
+    return None
+
+
+# Text after an answer that withdraws it. Word-bounded, case-insensitive, linear.
+_RETRACT = re.compile(
+    r"(?<![A-Za-z])(?:wait|actually|oops|nope|correction|scratch that|on second thought|"
+    r"mistake|mistaken|i was wrong|i am wrong|i'm wrong|is wrong|was wrong|are wrong|"
+    r"is incorrect|was incorrect|not correct|not right|isn't right|isn't correct|"
+    r"not the (?:final |correct |right )?answer|hmm+|or maybe|or perhaps|i think it's|"
+    r"should have been)"
+    r"(?![A-Za-z])"
+    r"|(?<![A-Za-z])no ?[,!]",
+    re.IGNORECASE,
+)
+# A later statement of the answer: "the answer is 41", "answer: 41", "result = 41".
+_RESTATED = re.compile(
+    r"(?:(?:answer|result|total|solution)\s*+(?:is|was|would be|should be|=|:)"
+    r"|(?:it|this|that)\s++(?:should|must|would)\s++be)\s*+\**+\s*+\$?\s*+"
+    r"(?P<num>[-+]?\d[\d,]*+(?:\.\d++)?(?:\s*+/\s*+\d++)?)",
+    re.IGNORECASE,
+)
+
+
+def retraction(tail: str, value: Fraction | None) -> str | None:
+    """What in `tail` (the text after the answer) withdraws the answer, or None.
+
+    `value` is the answer's number when it has one; a restatement of the same number is fine.
+    """
+    t = fold(tail)
+    if "\\" in t or "{" in t:
+        t = t.replace("{,}", ",").replace("\\!", "").replace("\\,", "")
+    m = _RETRACT.search(t)
+    if m is not None:
+        return m.group(0).strip(" .,!?:\n").lower() or "no"
+    for restated in _RESTATED.finditer(t):
+        try:
+            number = Fraction(restated.group("num").replace(",", "").replace(" ", ""))
+        except (ValueError, ZeroDivisionError):
+            continue
+        if value is None or number != value:
+            return "restated"
+    return None
