@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 HEDGED = "hedged"
 RETRACTED = "retracted"
@@ -195,6 +197,38 @@ def last_clause(text: str) -> str:
     return text[start:]
 
 
+@dataclass(frozen=True, slots=True)
+class _Gold:
+    """What the hedge scan needs to know of a gold answer (computed once per gold)."""
+
+    words: frozenset[str]
+    relations: bool
+    has_range: bool
+    single_value: bool
+    collection: bool
+
+
+@lru_cache(maxsize=1 << 14)
+def _gold(gold: str) -> _Gold:
+    g = fold(gold)
+    return _Gold(
+        words=_words(g),
+        relations=bool(_relations(g)),
+        has_range=_RANGE.search(g) is not None,
+        single_value=_SINGLE_VALUE.fullmatch(g.strip(" $")) is not None,
+        collection=_gold_is_collection(g),
+    )
+
+
+# A candidate that is one plain numeral (`42`, `-3`, `17/3`, `0.5`, `\\frac{1}{2}`) cannot hedge:
+# the scans below are skipped for it (most answers of a batch).
+_PLAIN_NUMERAL = re.compile(
+    r"\s*\$?\s*[-+]?(?:\d+(?:\.\d+)?(?:/\d+)?|\\[dt]?frac\{\d+\}\{\d+\})\s*\$?\s*\.?\s*"
+)
+_HAS_LETTER = re.compile(r"[A-Za-z]")
+_RELATION_CHARS = re.compile(r"[\\<>≤≥≠≈∼≃≅≡±∓∝¬∨∉!]")
+
+
 def hedge(candidate: str, gold: str, *, relations: bool = True) -> str | None:
     """What keeps `candidate` (an extracted answer) from committing to one value, or None.
 
@@ -203,23 +237,26 @@ def hedge(candidate: str, gold: str, *, relations: bool = True) -> str | None:
     relation symbols (`x \\geq 5`, `x \\approx 11`) to math-verify; a gold that is itself a
     relation admits them in any case.
     """
+    if len(candidate) < 64 and _PLAIN_NUMERAL.fullmatch(candidate) is not None:
+        return None
     c = fold(candidate)
-    g = fold(gold)
-    words = _words(c) - _words(g)
-    if words:
-        return sorted(words)[0]
-    if relations and not _relations(g):
+    known = _gold(gold)
+    if _HAS_LETTER.search(c) is not None:
+        words = _words(c) - known.words
+        if words:
+            return sorted(words)[0]
+    if relations and not known.relations and _RELATION_CHARS.search(c) is not None:
         found = _relations(c)
         if found:
             return sorted(found)[0]
-    if _RANGE.search(c) is not None and _RANGE.search(g) is None:
+    if not known.has_range and _RANGE.search(c) is not None:
         return "range"
-    if relations and _SINGLE_VALUE.fullmatch(g.strip(" $")) and _expression_equation(c):
+    if relations and known.single_value and "=" in c and _expression_equation(c):
         return "equation"
     for run in _SPACED_RUN.finditer(c):
         if not _is_grouping(run.group(0)):
             return "joined digits"
-    if not _gold_is_collection(g) and _has_list(c):
+    if not known.collection and _has_list(c):
         return "several values"
     return None
 

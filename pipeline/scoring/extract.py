@@ -41,8 +41,12 @@ _FINAL_MARKERS = ("final answer is", "final answer:")
 _PHRASE_MARKERS = ("answer:", "answer is")
 _MAX_GROUP = 8  # boxes joined into one answer, at most
 _MAX_GAP = 40  # characters between two boxes of one answer, at most
-# What may stand between two boxes of one answer: spacing, punctuation, `$`, `\quad`, `and`/`or`.
-_CONNECTOR = re.compile(r"(?:\s|[,;.&$()\[\]{}]|\\[A-Za-z]+|\\[,;!()\[\]]|\band\b|\bor\b)*")
+# What may stand between two boxes of one answer: spacing, punctuation, `$`, `\\quad`, `and`/`or`,
+# a short `\\text{...}` ("for part (a) and"). Joined boxes are one answer of several values, so a
+# single-value gold still rejects them (pipeline/scoring/commit.py).
+_CONNECTOR = re.compile(
+    r"(?:\s|[,;.&$()\[\]{}]|\\text\{[^{}]{0,30}\}|\\[A-Za-z]+|\\[,;!()\[\]]|\band\b|\bor\b)*"
+)
 _SENTENCE_END = re.compile(r"(?<!\.)\.(?=\s|$)")  # not the dots of an ellipsis
 _LIST_ITEM = re.compile(r"\d{1,3}[.)]\s+\S")
 
@@ -255,8 +259,23 @@ def _first_line(text: str, start: int) -> tuple[str, int]:
     return "", n
 
 
+# The last call's (completion, result): the verifier and the step checker extract the same
+# completion one after the other. One tuple, replaced whole, so threads see a consistent pair.
+_last: tuple[str, Extracted] | None = None
+
+
 def extract(completion: str) -> Extracted:
     """The answer of `completion` and its marker, by the precedence in the module docstring."""
+    global _last
+    last = _last
+    if last is not None and (last[0] is completion or last[0] == completion):
+        return last[1]
+    found = _extract(completion)
+    _last = (completion, found)
+    return found
+
+
+def _extract(completion: str) -> Extracted:
     lowered = completion.lower()
     final_start, final_end = _rfind_any(lowered, _FINAL_MARKERS)
     group = _box_group(completion)

@@ -349,11 +349,17 @@ def fast_path(candidate_text: str, answer: str) -> bool | None:
     differ (or a digit-free candidate). A guessed reading (`1,22`, `1 000`, a 10+ digit decimal
     such as `0.0833333333333333`), a list, a set or anything unparsed defers.
     """
+    return decide(candidate_text, answer)[0]
+
+
+def decide(candidate_text: str, answer: str) -> tuple[bool | None, bool]:
+    """`(fast_path's decision, whether it rests on a guess)`: a guessed reading judged equal
+    (`1,5` for 1.5, `1 000` for 1000). Unequal guesses defer to math-verify instead."""
     if len(candidate_text) <= 256 and _squash(candidate_text) == _squash(answer) != "":
-        return True
+        return True, False
     gold = gold_number(answer)
     if gold is None:
-        return None
+        return None, False
     cand = candidate_number(candidate_text)
     if cand is None:
         cand = last_number(candidate_text)
@@ -361,12 +367,14 @@ def fast_path(candidate_text: str, answer: str) -> bool | None:
         # Neither a number nor a digit (a tiny model's "===", "no idea"): judged unequal to a
         # numeric gold without math-verify. Digit-free symbolic forms equal to a number
         # (\frac{\pi}{\pi}) are the price; the fast path stays fast on garbage.
-        return None if _HAS_DIGIT.search(candidate_text) else False
+        return (None, False) if _HAS_DIGIT.search(candidate_text) else (False, False)
     if same_number(cand, gold):
-        return True
+        return True, not (cand.certain and gold.certain)
     if not (cand.certain and gold.certain):
-        return None
-    return None if _maybe_rounded(cand, gold) or _maybe_rounded(gold, cand) else False
+        return None, False
+    if _maybe_rounded(cand, gold) or _maybe_rounded(gold, cand):
+        return None, False
+    return False, False
 
 
 def _maybe_rounded(a: Number, b: Number) -> bool:

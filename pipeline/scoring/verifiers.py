@@ -58,7 +58,7 @@ from pipeline.scoring.commit import (
 from pipeline.scoring.extract import Extracted, extract
 from pipeline.scoring.numeric import (
     candidate_number,
-    fast_path,
+    decide,
     gold_number,
     is_bare_number,
     is_non_finite,
@@ -149,8 +149,14 @@ def _components(correct: bool, formatted: bool) -> dict[str, float]:
 
 
 def _for_math_verify(text: str) -> str:
-    """`text` without a sentence mark inside its closing math delimiters (see _MATH_END_PUNCT)."""
-    return _MATH_END_PUNCT.sub("", text) if ("$" in text or "\\" in text) else text
+    """`text` as math-verify reads it best: without a sentence mark inside its closing math
+    delimiters (see _MATH_END_PUNCT), and with `\\mathrm{e}` as `e` (math-verify 0.9 stops at
+    `\\frac{1}{\\mathrm{e}}` and reads `1 - \\frac{1}{\\mathrm{e}}` as 1)."""
+    if "$" not in text and "\\" not in text:
+        return text
+    if "\\mathrm{e}" in text:
+        text = text.replace("\\mathrm{e}", "e")
+    return _MATH_END_PUNCT.sub("", text)
 
 
 def _uncommitted(completion: str, found: Extracted, candidate: str, answer: str) -> str | None:
@@ -194,9 +200,10 @@ def math_verifier(
         return Check(True, False, _components(False, formatted), uncommitted)
     if marker_required and gold_number(answer) is not None and is_unevaluated(candidate):
         return Check(True, False, _components(False, formatted), "unevaluated expression")
-    decided = fast_path(candidate, answer)
+    decided, guessed = decide(candidate, answer)
     if decided is not None:
-        return Check(True, decided, _components(decided, formatted), "fast_path")
+        detail = "fast_path_guess" if guessed else "fast_path"
+        return Check(True, decided, _components(decided, formatted), detail)
     prose = not explicit and _PROSE.search(candidate) is not None
     gold = _for_math_verify(answer)
     correct = math_verify_equivalent(gold, _for_math_verify(candidate), timeout, raw=prose)
@@ -226,8 +233,8 @@ def exact_verifier(
     return Check(True, correct, _components(correct, explicit or whole), "exact")
 
 
-# `Verdict.detail` values of verdicts the fast path decided on a guessed reading (a decimal comma,
-# space-grouped digits, a digit-free candidate judged unequal to a numeric gold) rather than on a
+# `Verdict.detail` values of verdicts the fast path decided on a guessed reading (a decimal comma
+# such as `1,5`, space-grouped digits such as `1 000`, judged equal to the gold) rather than on a
 # clean parse. Curation's verifier audit re-checks every one of these (pipeline/audit.py).
 GUESSED_DETAILS = frozenset({"fast_path_guess"})
 

@@ -13,7 +13,7 @@ from importlib import resources
 import pytest
 
 from pipeline.problems.ingest import split_gsm_answer
-from pipeline.scoring import VERIFIER_VERSION, verify, verify_batch
+from pipeline.scoring import VERIFIER_VERSION, is_guess, verify, verify_batch
 
 
 @pytest.mark.parametrize(
@@ -87,6 +87,15 @@ def test_batch_flags() -> None:
     ]
     with pytest.raises(ValueError, match="marker_required"):
         verify_batch(completions, golds, marker_required=[True])
+
+
+def test_guessed_readings_are_marked_for_the_audit() -> None:
+    """A decimal comma (or space-grouped digits) judged equal is a guess (`is_guess`), which
+    curation's verifier audit always re-checks; a clean parse is not."""
+    assert verify("\\boxed{1,5}", "1.5").detail == "fast_path_guess"
+    assert is_guess(verify("\\boxed{0,25}", "0.25"))
+    assert not is_guess(verify("\\boxed{1000}", "1000"))
+    assert not is_guess(verify("\\boxed{1,000}", "1000"))
 
 
 def test_version() -> None:
