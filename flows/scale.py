@@ -157,7 +157,7 @@ def sharded_stage(
     if not todo and core.is_finished(ledger, info.run_id):
         done_with_shards(fanout, info)  # a run finished before its shards were removed
         return problems.height * info.group_size
-    core.set_status(ledger, info, "running")
+    core.start_run(ledger, info)
     prints = {i: shards.chunk_fingerprint(parts[i], info, cfg.seed, i) for i in todo}
     shards.commit_shards(ledger, info.run_id, fanout.shard_root, expect=prints)  # an earlier try
     todo = core.pending_chunks(ledger, info, parts)

@@ -132,10 +132,13 @@ def warning(ledger: Ledger, runs: list[str], threshold: float, target: str) -> s
     )
 
 
-def resolve(ledger: Ledger, target: str) -> tuple[str, list[str]]:
+def resolve(
+    ledger: Ledger, target: str, purposes: tuple[str, ...] | None = AUDITED_PURPOSES
+) -> tuple[str, list[str]]:
     """(label, run ids) of what `sieve audit TARGET` reads: `latest` (the newest curriculum's
     screen and refine runs), a curriculum id (its runs), or one screen / refine run id.
-    SieveError for an unknown id or a run that is not a curation run."""
+    SieveError for an unknown id or a run that is not a curation run. `purposes=None` takes a
+    run of any purpose (`sieve rescore`)."""
     from pipeline.curate import curation_runs
 
     if target == "latest":
@@ -151,7 +154,7 @@ def resolve(ledger: Ledger, target: str) -> tuple[str, list[str]]:
             f'no sampling run or curriculum {target!r} (see `sieve sql "SELECT run_id, purpose '
             'FROM sampling_runs"`)'
         )
-    if found[0][0] not in AUDITED_PURPOSES:
+    if purposes is not None and found[0][0] not in purposes:
         raise SieveError(
             f"run {target!r} is a {found[0][0]} run; the verifier audit covers curation runs "
             "(screen, refine)"

@@ -7,9 +7,12 @@ Identifiers are derived from the inputs (config, model revision), and
 sampling is done in chunks of prompts sorted by id, each chunk seeded from (seed, run, chunk)
 and committed with its rollouts in one transaction. So a re-run after a crash skips the
 committed chunks and redraws the missing ones exactly, and a re-run of a finished curation adds
-nothing. A chunk's tables include its verifier audit (`pipeline.audit`: math-verify's second
-opinion on a seeded sample of the verdicts and on every guessed one), which observes and never
-decides: its knobs stay out of the curation key.
+nothing. A run's rollouts are all judged by one verifier version, the one its row records: a
+run crashed under an older version is not resumed under a newer one (`check_resume`; the way
+out is `sieve rescore RUN` for its stored verdicts, a new curation for fresh ones), while a
+finished one re-run stays a no-op. A chunk's tables include its verifier audit
+(`pipeline.audit`: math-verify's second opinion on a seeded sample of the verdicts and on every
+guessed one), which observes and never decides: its knobs stay out of the curation key.
 
 Test: `pytest tests/test_curate.py tests/test_curate_crash.py`.
 """
@@ -34,6 +37,7 @@ from pipeline.hooks import Progress, report
 from pipeline.problems import generate_cells, generate_mix, mix_cells
 from pipeline.rollouts import RunInfo, run_row, score_groups
 from pipeline.sampling.base import Sampler
+from pipeline.scoring import VERIFIER_VERSION
 from pipeline.selection import (
     CurateConfig,
     allocate_candidates,
@@ -212,7 +216,33 @@ def sample_chunk(
 
 
 def set_status(ledger: Ledger, info: RunInfo, status: str) -> None:
+    """Write the run's row with `status` (and this Sieve's verifier version: `check_resume`
+    first, whenever the run may hold rollouts)."""
     ledger.write("sampling_runs", run_row(info, datetime.now(UTC), status), on_conflict="replace")
+
+
+def check_resume(ledger: Ledger, info: RunInfo) -> None:
+    """Refuse to add chunks to a run whose stored rollouts another verifier version judged: the
+    run would mix two versions' verdicts, and its row would name only the newer one."""
+    found = ledger.query("resume_check", run_id=info.run_id)
+    if found.height == 0 or not found["has_rollouts"][0]:
+        return
+    stored = found["verifier_version"][0]
+    if stored == VERIFIER_VERSION:
+        return
+    raise SieveError(
+        f"run {info.run_id} holds rollouts judged by verifier {stored or '(unrecorded)'}, and "
+        f"this Sieve judges with {VERIFIER_VERSION}: resuming it would mix the two versions' "
+        f"verdicts in one run, so it is not resumed; re-judge its stored verdicts with "
+        f"`sieve rescore {info.run_id}`, or sample afresh with a new curation (e.g. another "
+        "--seed)"
+    )
+
+
+def start_run(ledger: Ledger, info: RunInfo) -> None:
+    """Before a run's pending chunks are sampled: `check_resume`, then mark it running."""
+    check_resume(ledger, info)
+    set_status(ledger, info, "running")
 
 
 def sample_run(
@@ -239,7 +269,7 @@ def sample_run(
         def run_chunk(chunk: pl.DataFrame, index: int) -> int:
             return sample_chunk(ledger, policy, chunk, info, cfg.seed, index, cfg.audit_share)
 
-    set_status(ledger, info, "running")
+    start_run(ledger, info)
     for done, index in enumerate(todo, start=1):
         run_chunk(parts[index], index)
         if not chunk_stored(ledger, info, parts[index]):  # never mark a run done on trust

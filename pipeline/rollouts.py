@@ -96,8 +96,9 @@ class Scored:
         return {"rollouts": self.rollouts, "rollout_steps": self.steps}
 
 
-def _contexts(problems: pl.DataFrame, sizes: list[int]) -> list[StepContext | None]:
-    """One `StepContext` per completion, from the problem columns the frame has."""
+def step_contexts(problems: pl.DataFrame, sizes: list[int]) -> list[StepContext | None]:
+    """One `StepContext` per completion, from the problem columns the frame has (question,
+    family, params); `sizes[i]` completions of problem row i (a rescore passes 1 per row)."""
     n = problems.height
     columns = [
         problems[c].to_list() if problems.schema.get(c) == pl.String else [None] * n
@@ -139,7 +140,7 @@ def score_groups(
         answers,
         verifiers,
         marker_required=marker_required,
-        contexts=_contexts(problems, sizes),
+        contexts=step_contexts(problems, sizes),
     )
     problem_ids = pl.Series(problems["problem_id"]).gather(
         [i for i, k in enumerate(sizes) for _ in range(k)]

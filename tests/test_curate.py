@@ -1,14 +1,23 @@
-"""One curation end to end on a simulated policy: stages, rejections, idempotent re-runs."""
+"""One curation end to end on a simulated policy: stages, rejections, idempotent re-runs, and
+no run resumed under another verifier version than its stored rollouts were judged by."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 import polars as pl
 import pytest
 
 from flows.curate import curate
+from pipeline.curate import Policy
+from pipeline.errors import SieveError
+from pipeline.sampling.base import Completion, Sampler
+from pipeline.scoring import VERIFIER_VERSION
 from pipeline.selection import REASONS, CurateConfig
 from pipeline.store import Ledger
-from tests.simulated import RATES, reachable_problems, simulated_policy
+from tests.simulated import RATES, reachable_problems, simulated_policy, use_verifier_version
 
 TABLES = ("sampling_runs", "rollouts", "curricula", "curriculum_items", "rejections", "problems")
 
@@ -93,3 +102,75 @@ def test_an_empty_or_flat_pool_gives_an_empty_curriculum(ledger: Ledger) -> None
     result = curate(ledger, policy, cfg)
     assert result.items.filter(pl.col("reason") != "replay").height == 0
     assert set(result.rejections["reason"]) <= {"all_correct", "heldout", "duplicate"}
+
+
+OLD_VERSION = "sieve-math/3+math-verify/0.8.0"
+
+
+class StopsAfter:
+    """A sampler that samples `chunks` chunks and then fails, as a crashed process would."""
+
+    def __init__(self, inner: Sampler, chunks: int):
+        self.inner, self.left = inner, chunks
+        self.backend, self.model_name = inner.backend, inner.model_name
+
+    def sample(self, prompts: Sequence[str], n: int, params: Any) -> list[list[Completion]]:
+        if self.left == 0:
+            raise RuntimeError("killed")
+        self.left -= 1
+        return self.inner.sample(prompts, n, params)
+
+
+def crashed_under_old_version(
+    ledger: Ledger, cfg: CurateConfig, monkeypatch: pytest.MonkeyPatch, chunks: int
+) -> Policy:
+    """A curation killed after `chunks` screen chunks under the old verifier; returns the
+    policy, and the current verifier is the real one again."""
+    policy = simulated_policy(reachable_problems(cfg), RATES)
+    use_verifier_version(monkeypatch, OLD_VERSION)
+    with pytest.raises(RuntimeError, match="killed"):
+        curate(ledger, replace(policy, sampler=StopsAfter(policy.sampler, chunks)), cfg)
+    use_verifier_version(monkeypatch, VERIFIER_VERSION)
+    return policy
+
+
+def test_a_run_crashed_under_another_verifier_is_not_resumed(
+    ledger: Ledger, cfg: CurateConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = crashed_under_old_version(ledger, cfg, monkeypatch, chunks=2)
+    before = {t: ledger.checksum(t) for t in ("rollouts", "rollout_steps", "verifier_audit")}
+    drawn = policy.sampler.calls  # type: ignore[attr-defined]
+    with pytest.raises(SieveError) as refused:
+        curate(ledger, policy, cfg)
+    message = str(refused.value)
+    run = ledger.sql("SELECT run_id, verifier_version FROM sampling_runs").row(0)
+    assert "\n" not in message and run[0].startswith("screen-")
+    for part in (run[0], OLD_VERSION, VERIFIER_VERSION, f"sieve rescore {run[0]}", "--seed"):
+        assert part in message
+    assert run[1] == OLD_VERSION  # the row keeps the version its rollouts were judged by
+    assert {t: ledger.checksum(t) for t in before} == before  # nothing sampled or rewritten
+    assert policy.sampler.calls == drawn  # type: ignore[attr-defined]
+
+
+def test_a_run_without_rollouts_starts_under_the_current_verifier(
+    ledger: Ledger, cfg: CurateConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = crashed_under_old_version(ledger, cfg, monkeypatch, chunks=0)
+    assert ledger.checksum("rollouts")[0] == 0
+    curate(ledger, policy, cfg)
+    versions = ledger.sql("SELECT DISTINCT verifier_version FROM sampling_runs")
+    assert versions["verifier_version"].to_list() == [VERIFIER_VERSION]
+
+
+def test_a_finished_curation_re_run_under_another_verifier_adds_and_rewrites_nothing(
+    ledger: Ledger, cfg: CurateConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = simulated_policy(reachable_problems(cfg), RATES)
+    use_verifier_version(monkeypatch, OLD_VERSION)
+    curate(ledger, policy, cfg)
+    before = {t: ledger.checksum(t) for t in TABLES}
+    drawn = policy.sampler.calls  # type: ignore[attr-defined]
+    use_verifier_version(monkeypatch, VERIFIER_VERSION)
+    curate(ledger, policy, cfg)
+    assert {t: ledger.checksum(t) for t in TABLES} == before  # run rows keep the old version
+    assert policy.sampler.calls == drawn  # type: ignore[attr-defined]

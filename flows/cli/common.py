@@ -70,6 +70,15 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def escaped(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with every text cell escaped for Rich: ledger text is never markup."""
+    import polars as pl
+    from rich.markup import escape
+
+    text = [c for c, t in frame.schema.items() if t == pl.String]
+    return frame.with_columns(pl.col(c).map_elements(escape, return_dtype=pl.String) for c in text)
+
+
 def show(frame: pl.DataFrame, title: str) -> None:
     """`frame` as a titled table on stdout, or `title: none yet` when it is empty."""
     if frame.height == 0:

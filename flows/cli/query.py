@@ -23,12 +23,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from flows.cli.common import out, show, table
+from flows.cli.common import escaped, out, show, table
 from flows.cli.options import HomeOpt
 from pipeline.errors import SieveError
 
 if TYPE_CHECKING:
-    import polars as pl
     import pyarrow as pa
 
 curriculum_app = typer.Typer(help="Inspect curricula.", no_args_is_help=True)
@@ -195,19 +194,11 @@ def audit(
         f"{title} ({escape(', '.join(runs))}): {totals[0]} verdicts audited ({totals[1]} "
         f"guessed), {totals[2]} disagreements, math-verify failed on {totals[3]}"
     )
-    show(_escaped(families), "disagreement rate by family (math-verify vs Sieve)")
+    show(escaped(families), "disagreement rate by family (math-verify vs Sieve)")
     if cells:
-        show(_escaped(worst), "worst family x level cells (highest disagreement rate first)")
+        show(escaped(worst), "worst family x level cells (highest disagreement rate first)")
     if examples:
-        show(_escaped(shown), "example disagreements (first 200 characters of the completion)")
-
-
-def _escaped(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame` with every text cell escaped for Rich: ledger text is never markup."""
-    import polars as pl
-
-    text = [c for c, t in frame.schema.items() if t == pl.String]
-    return frame.with_columns(pl.col(c).map_elements(escape, return_dtype=pl.String) for c in text)
+        show(escaped(shown), "example disagreements (first 200 characters of the completion)")
 
 
 @curriculum_app.command("show")

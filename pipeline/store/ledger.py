@@ -106,14 +106,17 @@ class Ledger:
         read_only: bool = False,
         path: Path | None = None,
         transient: bool = False,
+        create: bool = True,
     ) -> Ledger:
         """Open the ledger under `home` (or at `path`); see the module docstring.
 
-        Read-write creates or migrates it. Read-only needs it to exist (pending migrations are
-        applied first). `transient`: connect only inside each operation (long-running writers).
+        Read-write creates or migrates it (`create=False`: a missing one is an error, as for a
+        command that only adds to a ledger's rows). Read-only needs it to exist (pending
+        migrations are applied first). `transient`: connect only inside each operation
+        (long-running writers).
         """
         path = Path(path) if path is not None else ledger_path(home)
-        if read_only and not path.is_file():
+        if (read_only or not create) and not path.is_file():
             raise SieveError(
                 f"no ledger at {path}: run `sieve generate`, `sieve ingest` or `sieve curate` "
                 "first (or check --home / SIEVE_HOME)"

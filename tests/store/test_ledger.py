@@ -27,6 +27,7 @@ TABLES = {
     "checkpoints",
     "rollout_steps",
     "verifier_audit",
+    "rescored_verdicts",
 }
 VIEWS = {
     "group_stats",
@@ -42,6 +43,7 @@ VIEWS = {
     "first_wrong_step",
     "verifier_disagreements",
     "verifier_audit_rates",
+    "verdict_changes",
 }
 
 
