@@ -70,13 +70,30 @@ def self_check(problems: pl.DataFrame) -> SelfCheck:
     answers = problems["answer"].to_list()
     verifiers = problems["verifier"].to_list()
     start = time.perf_counter()
-    own = verify_batch(answers, answers, verifiers)
-    wrong = verify_batch([perturb(a) for a in answers], answers, verifiers)
+
+    # Both readings: the bare answer (raw, as the tiny policy writes it) and the boxed answer
+    # (chat, the default); code is judged by running it, the same text either way.
+    def boxed(texts: list[str]) -> list[str]:
+        return [
+            t if v == "code" else f"\\boxed{{{t}}}" for t, v in zip(texts, verifiers, strict=True)
+        ]
+
+    wrong_answers = [perturb(a) for a in answers]
+    own_raw = verify_batch(answers, answers, verifiers, marker_required=False)
+    own_chat = verify_batch(boxed(answers), answers, verifiers)
+    wrong_raw = verify_batch(wrong_answers, answers, verifiers, marker_required=False)
+    wrong_chat = verify_batch(boxed(wrong_answers), answers, verifiers)
+    every = own_raw + own_chat + wrong_raw + wrong_chat
     return SelfCheck(
         problems=len(answers),
-        own_correct=sum(v.correct is True for v in own),
-        perturbed_rejected=sum(v.correct is False for v in wrong),
-        verifier_errors=sum(v.reward is None for v in own + wrong),
+        own_correct=sum(
+            a.correct is True and b.correct is True for a, b in zip(own_raw, own_chat, strict=True)
+        ),
+        perturbed_rejected=sum(
+            a.correct is False and b.correct is False
+            for a, b in zip(wrong_raw, wrong_chat, strict=True)
+        ),
+        verifier_errors=sum(v.reward is None for v in every),
         seconds=time.perf_counter() - start,
     )
 
