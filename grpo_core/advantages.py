@@ -13,7 +13,7 @@ each sample's group id; vectorised with index_add/scatter_reduce, no loop over g
 - `grpo`:    (r − mean_g) / (std_g + eps)                          (DeepSeekMath GRPO)
 - `rloo`:    r − mean of the *other* samples of the group, no std  (RLOO, Ahmadian et al. 2024)
 - `dr_grpo`: r − mean_g, no std                                     (Dr. GRPO, Liu et al. 2025)
-- `batch`:   (r − mean_g) / (std over the whole batch + eps)        (group mean, batch std)
+- `batch`:   (r − mean_g) / (std over the judged batch + eps)       (group mean, batch std)
 
 The std convention is explicit: `ddof=0` (population, the default) or `ddof=1` (Bessel); papers
 and minimal repos differ here. Statistics are computed in float64 and cast back. Uninformative
@@ -28,8 +28,10 @@ trainer adds `step_weight` × this to the outcome advantage of the fragment's to
 (`grpo_core.scoring.step_token_advantages`). It always normalises by the std (GRPO-style),
 whichever outcome estimator is chosen.
 
-Departures: `batch` takes its std over all rewards of the batch, uninformative groups included
-(the batch's reward spread). A size-1 group is always uninformative (its spread is 0).
+Departures: `batch` takes its std over every *judged* reward of the batch (`judged`, default all),
+uninformative groups included (the batch's reward spread); the 0 placeholders that
+`grpo_core.scoring` gives unjudged samples (verifier errors) are left out of it. A size-1 group is
+always uninformative (its spread is 0).
 
 Test: `.venv/bin/pytest tests/grpo_core -q`.
 """
@@ -86,26 +88,27 @@ def _segment_stats(x: Tensor, group: Tensor, ddof: int) -> GroupStats:
 segment_stats = _segment_stats  # public name for other grpo_core modules
 
 
-def _grpo(r: Tensor, s: GroupStats, ddof: int, eps: float) -> Tensor:
+def _grpo(r: Tensor, s: GroupStats, ddof: int, eps: float, judged: Tensor) -> Tensor:
     return (r - s.mean) / (s.std + eps)  # (N,)
 
 
-def _rloo(r: Tensor, s: GroupStats, ddof: int, eps: float) -> Tensor:
+def _rloo(r: Tensor, s: GroupStats, ddof: int, eps: float, judged: Tensor) -> Tensor:
     # r − (sum − r)/(n − 1) == n/(n − 1) · (r − mean); n = 1 is uninformative and masked later
     n = s.count
     return n / (n - 1).clamp(min=1) * (r - s.mean)  # (N,)
 
 
-def _dr_grpo(r: Tensor, s: GroupStats, ddof: int, eps: float) -> Tensor:
+def _dr_grpo(r: Tensor, s: GroupStats, ddof: int, eps: float, judged: Tensor) -> Tensor:
     return r - s.mean  # (N,)
 
 
-def _batch(r: Tensor, s: GroupStats, ddof: int, eps: float) -> Tensor:
-    batch_std = r.std(correction=ddof) if r.numel() > ddof else r.new_zeros(())  # ()
+def _batch(r: Tensor, s: GroupStats, ddof: int, eps: float, judged: Tensor) -> Tensor:
+    rj = r[judged]  # (J,) the verifier's rewards, not the placeholders of its errors
+    batch_std = rj.std(correction=ddof) if rj.numel() > ddof else r.new_zeros(())  # ()
     return (r - s.mean) / (batch_std + eps)  # (N,)
 
 
-Estimator = Callable[[Tensor, GroupStats, int, float], Tensor]
+Estimator = Callable[[Tensor, GroupStats, int, float, Tensor], Tensor]  # judged: (N,) bool
 ESTIMATORS: dict[str, Estimator] = {
     "grpo": _grpo,
     "rloo": _rloo,
@@ -121,11 +124,13 @@ def advantages(
     ddof: int = 0,
     eps: float = 1e-6,
     tol: float = ZERO_VAR_TOL,
+    judged: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Advantages (N,) and an `informative` mask (N,) bool for a flat batch of groups.
 
     `rewards` (N,) float; `group` (N,) long group id of each sample (any ids, any group sizes).
-    Uninformative groups (max − min ≤ tol) get exactly 0 and informative=False.
+    Uninformative groups (max − min ≤ tol) get exactly 0 and informative=False. `judged` (N,)
+    bool (default all) marks real rewards; only `batch`'s std uses it (placeholders left out).
     """
     if estimator not in ESTIMATORS:
         raise ValueError(f"unknown estimator {estimator!r}; choose one of {sorted(ESTIMATORS)}")
@@ -136,7 +141,10 @@ def advantages(
     r = rewards.double()  # (N,)
     stats = _segment_stats(r, group, ddof)
     informative = ~is_uninformative(stats.spread, 0.0, tol)  # (N,) bool
-    adv = ESTIMATORS[estimator](r, stats, ddof, eps)  # (N,)
+    if judged is not None and judged.shape != rewards.shape:
+        raise ValueError(f"judged {tuple(judged.shape)} must match rewards {tuple(rewards.shape)}")
+    judged = torch.ones_like(group, dtype=torch.bool) if judged is None else judged.bool()
+    adv = ESTIMATORS[estimator](r, stats, ddof, eps, judged)  # (N,)
     adv = torch.where(informative, adv, torch.zeros_like(adv))  # (N,) exact zeros
     out_dtype = rewards.dtype if rewards.is_floating_point() else torch.get_default_dtype()
     return adv.to(out_dtype), informative

@@ -172,11 +172,15 @@ def micro_batches(b: Batch, size: int, tokens: int, share_prefix: bool) -> list[
     full rows are sorted by length and bucketed (`_full_row_parts`). A row alone over the token
     budget still forms its own micro-batch.
     """
-    n = int(b.ids.shape[0])
-    size = size or n
+    return [
+        rows(b, idx, cut_prompts=tokens > 0) for idx in part_rows(b, size, tokens, share_prefix)
+    ]
+
+
+def part_rows(b: Batch, size: int, tokens: int, share_prefix: bool) -> list[Tensor]:
+    """The row indices (into `b`) of each of `micro_batches`' parts, in the same order."""
     split = _shared_parts if share_prefix else _full_row_parts
-    parts = split(b, size, tokens)
-    return [rows(b, idx, cut_prompts=tokens > 0) for idx in parts]
+    return split(b, size or int(b.ids.shape[0]), tokens)
 
 
 def _shared_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:

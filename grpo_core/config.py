@@ -8,6 +8,23 @@ at run time. Cross-field checks live in `__post_init__` and say how to fix the i
 There is no group size or prompts-per-step knob: each step's prompts are the batch source's
 items, and each item carries its own G (`Item.group_size`, from the curriculum).
 
+KL options and their gradients (Tang & Munos 2025, "On a few pitfalls in KL divergence gradient
+estimation for RL"; derivations in `grpo_core.kl`, checked by enumeration in test_kl.py). As a
+loss term β·k(logp, ref_logp), differentiated through logp at tokens sampled on-policy:
+
+- `kl_estimator="k3"` (default; DeepSeekMath GRPO, TRL): value unbiased for KL(π ‖ π_ref), but
+  its expected gradient is ∇KL(π_ref ‖ π), the reverse KL;
+- `kl_estimator="k2"`: ½(logπ − logπ_ref)²; expected gradient ∇KL(π ‖ π_ref);
+- `kl_estimator="k1"`: logπ − logπ_ref; expected gradient 0, so it measures KL but pulls
+  nothing toward the reference;
+- `kl_in_reward=True` (PPO-RLHF style): the loss has no KL term; instead each judged completion's
+  reward becomes reward − β·Σ_t(logπ_old − logπ_ref), detached, before the group baseline, so
+  the policy gradient carries E[∇logπ · (−β·k1)] = −β·∇KL(π ‖ π_ref). `kl_estimator` then only
+  picks the logged `kl` metric (which `beta_schedule="adaptive"` steers on). With β = 0 it is a
+  no-op (no extra forward pass). With `estimator="grpo"` the per-group std also scales the KL
+  differences: a group whose task rewards all agree is no longer uninformative, and its KL
+  spread is normalised to unit advantages; `rloo`/`dr_grpo` keep the penalty at scale β.
+
 Departure from seed 002: its lr 2e-6 is for 7B models; the built-in tiny char-level model needs
 roughly 1e-4..1e-3, so the default is 1e-4.
 
@@ -56,10 +73,17 @@ class GRPOConfig:
     clip_eps_high: float = 0.2  # DAPO clip-higher uses 0.28 to keep exploration (entropy) up
     num_iterations: int = 1  # updates per batch (μ in GRPO); > 1 reuses old log-probs
     aggregation: AggregationName = "token_mean"  # token_mean (DAPO) / seq_mean (GRPO) / dr_grpo
+    # dr_grpo's constant denominator per sequence (Liu et al. 2025); 0 = max_new_tokens
+    loss_norm_tokens: int = 0
     mask_truncated: bool = False  # leave truncated completions out of the loss (DAPO overlong)
     # KL to the reference (grpo_core.kl)
     reference: ReferenceName = "frozen"  # frozen copy; none (needs β = 0); base weights under LoRA
-    kl_estimator: KLEstimatorName = "k3"  # k3 ≥ 0 per token (DeepSeekMath); k1 = logp − ref
+    # per-token KL loss term: k3 (DeepSeekMath/TRL; gradient of KL(π_ref‖π)), k2 (gradient of
+    # KL(π‖π_ref)), k1 (gradient 0: measures only); see the module docstring (Tang & Munos 2025)
+    kl_estimator: KLEstimatorName = "k3"
+    # fold β·Σ(logπ_old − logπ_ref), detached, into each reward before the baseline (PPO-RLHF)
+    # instead of a KL loss term; costs one more no-grad forward over the judged samples
+    kl_in_reward: bool = False
     beta_schedule: BetaScheduleName = "warmup"  # seed 002: start tighter, relax as reward rises
     beta: float = 0.02  # β after warm-up / fixed β (seed 002: 0.02)
     beta_start: float = 0.05  # warm-up start β (seed 002: 0.05), tighter than `beta`
@@ -148,10 +172,16 @@ class GRPOConfig:
             "micro_batch_tokens",
             "checkpoint_every",
             "total_steps",
+            "loss_norm_tokens",
         )
         for name in counts:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)}")
+        if self.loss_norm_tokens and self.aggregation != "dr_grpo":
+            raise ValueError(
+                f"loss_norm_tokens={self.loss_norm_tokens} only applies to aggregation='dr_grpo'; "
+                "set it to 0 or choose dr_grpo"
+            )
         if self.keep_checkpoints < 1:
             raise ValueError(f"keep_checkpoints={self.keep_checkpoints}; keep at least 1")
         if self.tis_cap < 0:
@@ -181,6 +211,11 @@ class GRPOConfig:
             raise ValueError("adaptive β needs kl_target > 0 and kl_horizon ≥ 1")
         if self.beta_schedule == "adaptive" and self.beta <= 0:
             raise ValueError("adaptive β multiplies β, so it needs beta > 0 as its initial value")
+
+    @property
+    def dr_grpo_tokens(self) -> int:
+        """The `dr_grpo` denominator per sequence: loss_norm_tokens, else max_new_tokens."""
+        return self.loss_norm_tokens or self.max_new_tokens
 
     def make_beta_schedule(self) -> BetaSchedule:
         """The β schedule these fields describe (a fresh object; AdaptiveBeta keeps state)."""

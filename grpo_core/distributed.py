@@ -17,10 +17,10 @@ One step, on N ranks:
    uninformative groups and the score metrics are computed on the whole step, before sharding.
 2. The step's informative rows are built into one batch on every rank; rank r trains on rows
    [r·B/N, (r+1)·B/N) (`local_rows`, contiguous, so a prompt's rows stay together for prefix
-   sharing). The loss denominators (`grpo_core.batch.denominators`, and `dr_grpo`'s
-   `max_tokens`) come from the *whole* batch, so each micro-batch's share-weighted loss is its
-   exact term of the single-process loss and Σ over ranks of the per-rank gradients is the
-   single-process gradient.
+   sharing). The loss denominators (`grpo_core.batch.denominators`; `dr_grpo`'s `max_tokens` is the
+   config constant `dr_grpo_tokens`) come from the *whole* batch, so each micro-batch's
+   share-weighted loss is its exact term of the single-process loss and Σ over ranks of the per-rank
+   gradients is the single-process gradient.
 3. `reduce_iteration` sums the gradients over ranks (all-reduce SUM, in buckets; DDP's
    all-reduce without DDP's 1/N, which the global denominators already carry) and the
    share-weighted loss metrics; a refusal (non-finite loss) on any rank is every rank's. The

@@ -1,10 +1,23 @@
 """Per-token KL estimators to the reference policy, and schedules for their weight β.
 
-Estimators (Schulman, "Approximating KL divergence", 2020), with d = ref_logp − logp on tokens
-sampled from the current policy:
+Estimators (Schulman, "Approximating KL divergence", 2020), with log r = logp − ref_logp on
+tokens x sampled from the current policy π. What matters for training is the *gradient* of the
+term when it is added to the loss and differentiated through logp at the sampled x (as
+`grpo_core.loss` does), in expectation over x ~ π (Tang & Munos 2025, "On a few pitfalls in KL
+divergence gradient estimation for RL"):
 
-- `k1 = logp − ref_logp` = −d: unbiased, but single tokens can be negative;
-- `k3 = exp(d) − d − 1`: unbiased and ≥ 0 per token (the DeepSeekMath GRPO term).
+- `k1 = log r`: value unbiased for KL(π ‖ π_ref), but E[∇k1] = E[∇logπ] = 0: as a loss term it
+  pulls nothing toward the reference (it only measures);
+- `k2 = ½ (log r)²`: value biased (≥ 0), but E[∇k2] = E[log r · ∇logπ] = ∇KL(π ‖ π_ref), the
+  gradient one wants from a KL penalty;
+- `k3 = exp(−log r) + log r − 1`: value unbiased and ≥ 0 per token (the DeepSeekMath GRPO and
+  TRL term), but E[∇k3] = E[(1 − π_ref/π) ∇logπ] = −Σ π_ref ∇logπ = ∇KL(π_ref ‖ π): it
+  optimises the *reverse* KL (mass-covering), not the KL its value estimates;
+- `sequence_k1`: Σ_t k1 over a completion, the per-sequence KL that `GRPOConfig.kl_in_reward`
+  folds, detached, into the reward (reward − β·k1, PPO-RLHF style); through the policy
+  gradient E[∇logπ · (−β·k1)] = −β·∇KL(π ‖ π_ref).
+
+The derivations are checked on an enumerable categorical policy in tests/grpo_core/test_kl.py.
 
 β schedules (all have `value(step) -> float` and `update(measured_kl)`):
 
@@ -15,8 +28,11 @@ sampled from the current policy:
 - `AdaptiveBeta(target, horizon, init)`: the proportional controller of Ziegler et al. 2019
   (used by PPO-RLHF): error = clip(KL/target − 1, −0.2, 0.2); β ← β · (1 + error · n/horizon).
 
-Departure: `k3` clamps d to ±`K3_CLAMP` before the exponential so one far-off token cannot
-overflow to inf; inside that range it is exact.
+These expectations are on-policy (x from the weights being differentiated: the first of
+`num_iterations`; later iterations reuse the samples and hold them only approximately).
+
+Departure: `k3` clamps d = ref_logp − logp to ±`K3_CLAMP` before the exponential so one far-off
+token cannot overflow to inf (its gradient is 0 beyond); inside that range it is exact.
 
 Test: `.venv/bin/pytest tests/grpo_core/test_kl.py -q`.
 """
@@ -30,7 +46,7 @@ from typing import Literal, Protocol
 import torch
 from torch import Tensor
 
-KLEstimatorName = Literal["k1", "k3"]
+KLEstimatorName = Literal["k1", "k2", "k3"]
 K3_CLAMP = 20.0  # |ref_logp − logp| above this is clamped inside k3 (exp(20) ≈ 5e8)
 
 
@@ -39,13 +55,24 @@ def k1(logp: Tensor, ref_logp: Tensor) -> Tensor:
     return logp - ref_logp  # (B, T)
 
 
+def k2(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    """Per-token k2 = ½ (logp − ref_logp)²; E[∇k2] = ∇KL(π ‖ π_ref) on-policy. (B, T)"""
+    return 0.5 * (logp - ref_logp).square()  # (B, T)
+
+
 def k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
     """Per-token k3 estimate of KL(π ‖ π_ref): exp(d) − d − 1 ≥ 0, d = ref_logp − logp. (B, T)"""
     d = (ref_logp - logp).clamp(-K3_CLAMP, K3_CLAMP)  # (B, T)
     return torch.expm1(d) - d  # (B, T); expm1 keeps precision near d = 0
 
 
-KL_ESTIMATORS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"k1": k1, "k3": k3}
+def sequence_k1(logp: Tensor, ref_logp: Tensor, mask: Tensor) -> Tensor:
+    """Σ_t k1 over each completion's real tokens (mask (B, T)), detached. (B,)"""
+    per_token = torch.where(mask.bool(), k1(logp.detach(), ref_logp.detach()), 0.0)  # (B, T)
+    return per_token.sum(dim=1)  # (B,)
+
+
+KL_ESTIMATORS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"k1": k1, "k2": k2, "k3": k3}
 
 
 class BetaSchedule(Protocol):

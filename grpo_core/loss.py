@@ -3,7 +3,9 @@
 Per token, with ratio = exp(logp − old_logp) and the sequence's advantage A (or the token's,
 when `adv` is (B, T): per-fragment advantages, `grpo_core.scoring.step_token_advantages`):
 
-    loss = −min(ratio · A, clip(ratio, 1 − eps_low, 1 + eps_high) · A) + β · k3(logp, ref_logp)
+    loss = −min(ratio · A, clip(ratio, 1 − eps_low, 1 + eps_high) · A) + β · k(logp, ref_logp)
+
+with k the `kl_estimator` (k3 default; k2, k1; their gradients are in `grpo_core.kl`).
 
 Separate `eps_low` / `eps_high` are DAPO's clip-higher (Yu et al. 2025; eps_high = 0.28 there).
 With `num_iterations` = 1 old_logp is logp detached and ratio is 1 (the clip is then inactive).
@@ -14,7 +16,9 @@ every denominator. Aggregations, registered by name in `AGGREGATIONS`:
 
 - `token_mean`: Σ loss / Σ valid tokens (DAPO's token-level mean);
 - `seq_mean`:   mean over valid sequences of each sequence's token mean (original GRPO);
-- `dr_grpo`:    Σ loss / (max_tokens · valid sequences), a constant per sequence (Dr. GRPO).
+- `dr_grpo`:    Σ loss / (max_tokens · valid sequences), a constant per sequence (Dr. GRPO); the
+                trainer passes `GRPOConfig.dr_grpo_tokens` (loss_norm_tokens or max_new_tokens),
+                the same every step, not the step's longest completion.
 
 Truncated importance sampling (Yao et al. 2025, "Your efficient RL framework secretly brings you
 off-policy RL training"; TRL's `vllm_importance_sampling_cap`, verl's TIS): when the sampling

@@ -1,9 +1,11 @@
 """From scores to advantages, and the metric rows of one step.
 
-`step_advantages` is the step's path from rewards to per-sample advantages: reward components
-are combined (`grpo_core.rewards`), a sample whose reward is `None` (the verifier could not
-judge it) is put in a group of its own so it carries no advantage and is out of the loss, then
-advantages per group (`grpo_core.advantages`) and the length penalty after normalisation.
+`step_advantages` is the step's path from rewards to per-sample advantages: reward components are
+combined (`grpo_core.rewards`), under `kl_in_reward` the β-weighted per-sequence KL is subtracted
+(`kl_penalty`, before the group baseline, PPO-RLHF style), a sample whose reward is `None` (the
+verifier could not judge it) is put in a group of its own so it carries no advantage and is out of
+the loss, then advantages per group (`grpo_core.advantages`) and the length penalty after
+normalisation.
 `step_token_advantages` adds the per-fragment (process) advantages of `advantage =
 "outcome+steps"`: token advantage = outcome advantage + step_weight · the advantage of the
 fragment the token belongs to (`grpo_core.advantages.fragment_advantages`,
@@ -60,16 +62,23 @@ def step_advantages(
     group: Tensor,
     known: Tensor,
     raw: Tensor,
+    kl_penalty: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """(N,) advantages and (N,) informative flags; an unjudged sample is its own group."""
+    """(N,) advantages and (N,) informative flags; an unjudged sample is its own group.
+
+    `kl_penalty` (N,): β·Σ_t(logπ_old − logπ_ref) per completion (0 where unjudged), taken off
+    the combined reward before the baseline; None leaves the reward as it is.
+    """
     gid = judged_groups(group, known)  # (N,)
     values = {
         "reward": torch.where(known, raw, torch.zeros_like(raw)).double(),
         "repetition": repetition_penalty([s.token_ids for s in flat], cfg.repetition_ngram),
     }
     reward = combine(values, components, gid, step, cfg.reward_clip)  # (N,)
+    if kl_penalty is not None:
+        reward = reward - torch.where(known, kl_penalty.double(), 0.0)  # (N,)
     adv, informative = advantages(
-        reward, gid, cfg.estimator, cfg.std_ddof, cfg.adv_eps, cfg.zero_var_tol
+        reward, gid, cfg.estimator, cfg.std_ddof, cfg.adv_eps, cfg.zero_var_tol, judged=known
     )
     lengths = torch.tensor([len(s.token_ids) for s in flat], dtype=torch.float64)  # (N,)
     adv = length_penalty(

@@ -12,13 +12,16 @@ The trainer knows nothing about ledgers or problem generators. It receives four 
 - a `RewardFn` that scores completions (reward and correctness; `None` = verifier error);
 - optional callbacks for metrics and checkpoints (the pipeline writes them to the ledger).
 
-Per step, in order: sample with seed (cfg.seed, step); score; advantages (`grpo_core.scoring`;
-a sample the verifier could not judge is a group of its own, so it carries no advantage);
-uninformative groups are dropped *before* any forward pass; the rows become padded tensors on
-the model's device, cut into micro-batches (`grpo_core.batch`); old log-probs are taken once when
+Per step, in order: sample with seed (cfg.seed, step); score; under `kl_in_reward` (β > 0) one
+no-grad forward of the judged samples under the policy and the reference gives each reward its
+−β·Σ_t(logπ_old − logπ_ref), and the loss then has no KL term; advantages (`grpo_core.scoring`; a
+sample the verifier could not judge is a group of its own, so it carries no advantage);
+uninformative groups are dropped *before* any forward pass; the rows become padded tensors on the
+model's device, cut into micro-batches (`grpo_core.batch`); old log-probs are taken once when
 `num_iterations` > 1; each iteration backpropagates the loss (`grpo_core.loss`) micro-batch by
 micro-batch, each weighted by its share of the aggregation's denominator (so the split does not
-change the gradient), checks that the loss and the gradient norm are finite, clips, steps.
+change the gradient; `dr_grpo` divides by the constant `cfg.dr_grpo_tokens`), checks that the loss
+and the gradient norm are finite, clips, steps.
 
 Engine log-probs: when samples carry `logprobs`, the trainer's log-probs at the sampling weights
 (the first forward's, or the old log-probs when `num_iterations` > 1) are compared with them
@@ -62,8 +65,9 @@ from torch import Tensor
 from grpo_core import checkpoint as ckpt
 from grpo_core import distributed, fsdp
 from grpo_core import state as ckpt_state
-from grpo_core.batch import Batch, StepInputs, build_batch, denominators, share
+from grpo_core.batch import Batch, StepInputs, build_batch, denominators, part_rows, rows, share
 from grpo_core.config import GRPOConfig
+from grpo_core.kl import sequence_k1
 from grpo_core.logprobs import completion_logp
 from grpo_core.lora import with_lora
 from grpo_core.loss import grpo_loss
@@ -238,7 +242,10 @@ class Trainer:
         raw = torch.tensor([math.nan if r is None else float(r) for r in scores.rewards])
         if not bool(torch.isfinite(raw[known]).all()):
             return self._skip(m, "non-finite reward")
-        adv, informative = step_advantages(self.cfg, self.components, step, flat, group, known, raw)
+        kl = self._reward_kl(step, items, flat, group, known)  # (N,) or None
+        adv, informative = step_advantages(
+            self.cfg, self.components, step, flat, group, known, raw, kl_penalty=kl
+        )
         m["zero_var_share"] = 1.0 - len(torch.unique(group[informative])) / len(items)
         m["adv_std"] = float(adv[informative].std(correction=0)) if informative.any() else 0.0
         adv, informative, step_m = step_token_advantages(
@@ -254,6 +261,27 @@ class Trainer:
             [items[int(group[i])] for i in keep], [flat[i] for i in keep], adv[rows]
         )
         return self._optimise(step, batch, m)
+
+    def _reward_kl(
+        self, step: int, items: list[Item], flat: list[Sample], group: Tensor, known: Tensor
+    ) -> Tensor | None:
+        """`kl_in_reward`: (N,) β·Σ_t(logπ_old − logπ_ref) of each judged sample (0 for the
+        unjudged), no grad, micro-batch by micro-batch; None when off or β = 0 (a no-op)."""
+        cfg, beta = self.cfg, self.beta_schedule.value(step)
+        if not cfg.kl_in_reward or beta == 0.0 or not bool(known.any()):
+            return None
+        idx = known.nonzero().squeeze(1)  # (J,)
+        judged = [flat[i] for i in idx.tolist()]
+        b = self._tensors(
+            [items[int(group[i])] for i in idx.tolist()], judged, torch.zeros(len(judged))
+        )
+        out = torch.zeros(len(flat), dtype=torch.float64)  # (N,)
+        with torch.no_grad():
+            for sel in part_rows(b, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix):
+                part = rows(b, sel, cut_prompts=cfg.micro_batch_tokens > 0)
+                k1 = sequence_k1(self._logp(part)[0], self._ref_logp(part), part.comp_mask)  # (b,)
+                out[idx[sel.cpu()]] = beta * k1.double().cpu()
+        return out
 
     def _tensors(self, items: list[Item], samples: list[Sample], adv: Tensor) -> Batch:
         """Row i = items[i]'s prompt + samples[i], as padded tensors on the model's device."""
@@ -291,8 +319,8 @@ class Trainer:
             old = [self._logp(p)[0] for p in parts] if cfg.num_iterations > 1 else None
             ref = [self._ref_logp(p) for p in parts] if cfg.reference != "none" else None
         totals = denominators(batch, cfg.mask_truncated)
-        beta = self.beta_schedule.value(step)
-        return StepInputs(parts, totals, old, ref, beta, int(batch.comp_mask.shape[1]), real)
+        beta = 0.0 if cfg.kl_in_reward else self.beta_schedule.value(step)  # KL in the reward
+        return StepInputs(parts, totals, old, ref, beta, cfg.dr_grpo_tokens, real)
 
     def _iteration(self, ctx: StepInputs) -> dict[str, float] | str:
         """One optimiser update over every micro-batch: its metrics, or why it was refused."""

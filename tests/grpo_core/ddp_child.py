@@ -40,7 +40,7 @@ BASE: dict[str, Any] = {
 SCENARIOS: dict[str, dict[str, Any]] = {
     # prefix sharing, 2 iterations (old log-probs, the clip active), micro-batches of 4 rows
     "token_mean": {"num_iterations": 2, "micro_batch_size": 4},
-    # full rows; dr_grpo's max_tokens must be the whole batch's width
+    # full rows; dr_grpo's denominator is the constant max_new_tokens on every rank
     "dr_grpo": {"aggregation": "dr_grpo", "share_prefix": False, "micro_batch_size": 3},
     # each rank samples its half of the items
     "shard": {"aggregation": "seq_mean", "micro_batch_size": 5},

@@ -15,13 +15,20 @@ SETTINGS = settings(max_examples=40, deadline=None)
 
 
 def slow_advantages(
-    rewards: list[float], group: list[int], estimator: str, ddof: int = 0, eps: float = 1e-6
+    rewards: list[float],
+    group: list[int],
+    estimator: str,
+    ddof: int = 0,
+    eps: float = 1e-6,
+    judged: list[bool] | None = None,
 ) -> list[float]:
-    """Obviously-correct reference: one Python loop per group, plain floats."""
+    """Obviously-correct reference: one Python loop per group, plain floats. `batch`'s std is
+    over the judged rewards only (default: all)."""
     n_all = len(rewards)
-    mean_all = sum(rewards) / n_all
-    ss_all = sum((r - mean_all) ** 2 for r in rewards)
-    batch_std = math.sqrt(ss_all / (n_all - ddof)) if n_all > ddof else 0.0
+    seen = [r for i, r in enumerate(rewards) if judged is None or judged[i]]
+    mean_all = sum(seen) / len(seen) if seen else 0.0
+    ss_all = sum((r - mean_all) ** 2 for r in seen)
+    batch_std = math.sqrt(ss_all / (len(seen) - ddof)) if len(seen) > ddof else 0.0
     out = [0.0] * n_all
     for g in set(group):
         members = [i for i in range(n_all) if group[i] == g]
@@ -161,3 +168,39 @@ def test_length_penalty_after_normalisation() -> None:
     assert out[4:].tolist() == [0.0, 0.0]  # untouched
     assert out[1] < out[0]  # of two right answers, the longer one gets less
     assert length_penalty(adv, lengths, group, 0.0, inf) is adv
+
+
+@pytest.mark.parametrize("ddof", [0, 1])
+@SETTINGS
+@given(batch=batches(), data=st.data())
+def test_batch_std_leaves_unjudged_placeholders_out(
+    ddof: int, batch: tuple[list[float], list[int]], data: st.DataObject
+) -> None:
+    """Unjudged samples (reward placeholder 0, each its own group, as `grpo_core.scoring` builds
+    them) change no judged sample's `batch` advantage: the std is over judged rewards only."""
+    rewards, group = batch
+    judged = data.draw(st.lists(st.booleans(), min_size=len(rewards), max_size=len(rewards)))
+    r = [x if j else 0.0 for x, j in zip(rewards, judged, strict=True)]
+    g = [gi if j else 1000 + i for i, (gi, j) in enumerate(zip(group, judged, strict=True))]
+    adv, _ = advantages(
+        torch.tensor(r, dtype=torch.float64), torch.tensor(g), "batch", ddof=ddof,
+        judged=torch.tensor(judged),
+    )  # fmt: skip
+    want = slow_advantages(r, g, "batch", ddof, judged=judged)
+    assert adv.tolist() == pytest.approx(want, rel=1e-9, abs=1e-9)
+    kept = [i for i, j in enumerate(judged) if j]
+    if len(kept) > ddof:  # the same as the batch with the unjudged removed
+        alone = slow_advantages([r[i] for i in kept], [g[i] for i in kept], "batch", ddof)
+        assert [adv[i].item() for i in kept] == pytest.approx(alone, rel=1e-9, abs=1e-9)
+
+
+def test_batch_std_differs_once_placeholders_are_left_out() -> None:
+    r = torch.tensor([1.0, 0.0, 1.0, 0.9, 0.0, 0.0], dtype=torch.float64)
+    g = torch.tensor([0, 0, 1, 1, 7, 8])
+    judged = torch.tensor([True, True, True, True, False, False])
+    with_all, _ = advantages(r, g, "batch")
+    judged_only, _ = advantages(r, g, "batch", judged=judged)
+    assert judged_only[:4].tolist() == pytest.approx(
+        slow_advantages(r[:4].tolist(), [0, 0, 1, 1], "batch")
+    )
+    assert not torch.allclose(with_all, judged_only)

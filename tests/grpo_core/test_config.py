@@ -48,6 +48,12 @@ def test_defaults_are_valid_and_frozen() -> None:
         ({"micro_batch_tokens": -1}, "micro_batch_tokens must be ≥ 0"),
         ({"tis_cap": -1.0}, "or 0 to turn it off"),
         ({"tis_cap": 0.0, "micro_batch_tokens": 512, "autocast": "bf16"}, None),
+        ({"kl_estimator": "k4"}, "use one of ['k1', 'k2', 'k3']"),
+        ({"kl_estimator": "k2"}, None),
+        ({"kl_in_reward": True}, None),
+        ({"kl_in_reward": True, "beta": 0.0, "beta_schedule": "fixed"}, None),  # a no-op
+        ({"loss_norm_tokens": -1, "aggregation": "dr_grpo"}, "loss_norm_tokens must be ≥ 0"),
+        ({"loss_norm_tokens": 512}, "set it to 0 or choose dr_grpo"),
     ],
 )
 def test_cross_field_checks_say_how_to_fix(kwargs: dict[str, Any], hint: str | None) -> None:
@@ -75,3 +81,8 @@ def test_make_beta_schedule() -> None:
     assert isinstance(fixed, FixedBeta) and fixed.value(3) == 0.0
     adaptive = GRPOConfig(beta_schedule="adaptive").make_beta_schedule()
     assert isinstance(adaptive, AdaptiveBeta) and adaptive.value(0) == 0.02
+
+
+def test_dr_grpo_tokens_is_a_constant() -> None:
+    assert GRPOConfig(max_new_tokens=64).dr_grpo_tokens == 64
+    assert GRPOConfig(aggregation="dr_grpo", loss_norm_tokens=512).dr_grpo_tokens == 512

@@ -149,3 +149,18 @@ def test_k1_estimator_option() -> None:
     ref = b["logp"].detach() - 0.1  # k1 = logp − ref = 0.1 on every valid token
     _, m = grpo_loss(**b, ref_logp=ref, beta=0.1, kl_estimator="k1")
     assert m["kl_ref"] == pytest.approx(0.1)
+
+
+def test_dr_grpo_divides_by_the_given_constant_not_the_width() -> None:
+    """The trainer passes a constant (max_new_tokens) larger than this batch's width T."""
+    b = make_batch()
+    loss, _ = grpo_loss(**b, aggregation="dr_grpo", max_tokens=16)
+    want = slow_loss(b, "dr_grpo", 0.2, 0.2) * T / 16  # slow loop's Σ / (T · n) → Σ / (16 · n)
+    assert loss.item() == pytest.approx(want, rel=1e-9)
+
+
+def test_k2_estimator_option() -> None:
+    b = make_batch()
+    ref = b["logp"].detach() - 0.2  # k2 = ½ · 0.2² on every valid token
+    _, m = grpo_loss(**b, ref_logp=ref, beta=0.1, kl_estimator="k2")
+    assert m["kl_ref"] == pytest.approx(0.02)

@@ -217,8 +217,10 @@ def spy_advantages(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, torch.Tens
     seen: list[dict[str, torch.Tensor]] = []
     real = trainer_mod.step_advantages
 
-    def spy(cfg: Any, comps: Any, step: int, flat: Any, group: Any, known: Any, raw: Any) -> Any:
-        adv, informative = real(cfg, comps, step, flat, group, known, raw)
+    def spy(
+        cfg: Any, comps: Any, step: int, flat: Any, group: Any, known: Any, raw: Any, **kw: Any
+    ) -> Any:
+        adv, informative = real(cfg, comps, step, flat, group, known, raw, **kw)
         seen.append({"group": group, "known": known, "raw": raw, "adv": adv, "inf": informative})
         return adv, informative
 
