@@ -1,7 +1,19 @@
-"""Shared fixtures: an in-memory ledger with migrations applied, and a temporary Sieve home."""
+"""Shared fixtures: an in-memory ledger with migrations applied, and a temporary Sieve home.
+
+Two environment settings for the whole session, made before any test module imports torch or
+Rich and inherited by every child process a test starts:
+- one OpenMP thread per process: with one per core, torch's threads spin at each barrier while
+  the Prefect server, CLI children, torchrun ranks or another test run hold the same cores; on
+  2 shared cores a toy training step ran 10-40x slower (tests/grpo_core/test_checkpoint.py: 60 s
+  with 2 threads, 4 s with 1). An OMP_NUM_THREADS already set is kept.
+- a 1,000-column console (COLUMNS): Rich wraps at the console width (80 when not a terminal),
+  so text that a test looks for would depend on where a line breaks, which a temp path's length
+  moves. Set in `pytest_configure`, so pytest's own report keeps the terminal's width.
+"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -13,6 +25,19 @@ import polars as pl
 import pytest
 
 from pipeline.store import Ledger
+
+# conftest is imported before any test module, so before torch (see the docstring)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """COLUMNS for Rich (see the docstring), set once pytest's own report has its width: the
+    terminal reporter exists by now (trylast), and its writer is pinned to the width it has."""
+    if config.pluginmanager.get_plugin("terminalreporter") is not None:
+        writer = config.get_terminal_writer()
+        writer.fullwidth = writer.fullwidth
+    os.environ["COLUMNS"] = "1000"
 
 
 @pytest.fixture
@@ -69,7 +94,8 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def partly_trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny policy trained for 300 supervised steps on arith 2-3: partly right, so curation
-    keeps prompts and GRPO has informative groups (built once per test session, ~30 s)."""
+    keeps prompts and GRPO has informative groups (built once per test session, ~30 s). Tests
+    that write next to it copy it first."""
     from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
     from pipeline.problems.mix import MixConfig
 

@@ -14,6 +14,8 @@ import pytest
 from pipeline.store import Ledger
 from tests.prefect_api import prefect_api  # noqa: F401 (the module's Prefect server)
 
+pytestmark = pytest.mark.crash  # make test-crash: ~1.5 min of child processes
+
 CHILD = Path(__file__).with_name("curate_child.py")
 COMPARED = ("rollouts", "curriculum_items", "rejections", "problems")
 

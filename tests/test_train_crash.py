@@ -16,6 +16,8 @@ import pytest
 from pipeline.store import Ledger
 from tests.prefect_api import prefect_api  # noqa: F401 (the module's Prefect server)
 
+pytestmark = pytest.mark.crash  # make test-crash: ~1 min of child processes
+
 CHILD = Path(__file__).with_name("train_child.py")
 
 

@@ -48,7 +48,7 @@ def test_export_writes_the_file_and_says_where(home: Path, tmp_path: Path) -> No
     result = sieve("export", "--format", "openrlhf", "--output", str(out), "--home", str(home))
     assert result.returncode == 0, result.stderr
     (path,) = out.glob("cur-*.openrlhf.jsonl")
-    assert str(path) in result.stdout.replace("\n", "") and "stage 1:" in result.stdout
+    assert f"-> {path}" in result.stdout and "stage 1:" in result.stdout
     first = json.loads(path.read_text().splitlines()[0])
     assert {"input", "label", "stage", "group_size"} <= set(first)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
 
 from flows import curate as curate_flow
@@ -50,20 +51,12 @@ def test_flow_with_nothing_informative_reports_an_empty_curriculum(tmp_path: Pat
     assert set(summary["rejected"]) <= {"all_correct", "heldout", "duplicate"}
 
 
-def test_flow_on_a_briefly_trained_tiny_policy(tmp_path: Path) -> None:
+def test_flow_on_a_briefly_trained_tiny_policy(tmp_path: Path, partly_trained_dir: Path) -> None:
     """The real hf path: a tiny policy trained for a few hundred steps is partly right."""
-    from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
-    from pipeline.problems.mix import MixConfig
     from pipeline.selection import CurateConfig
 
-    cfg = BootstrapConfig(
-        max_steps=300,
-        mix=MixConfig(families={"arith": "2-3"}),
-        family_plan=(("arith", 1.0, 128),),
-        pool_size=6000,
-    )
     model_dir = tmp_path / "tiny"
-    save_atomically(train_tiny(cfg), model_dir, cfg)
+    shutil.copytree(partly_trained_dir, model_dir)
     curate_cfg = CurateConfig(n_candidates=120, mix={"arith": "2-3"}, seed=2, chunk_size=64)
     p = curate_flow.CurateParams(model=str(model_dir), home=str(tmp_path), config=curate_cfg)
     summary = curate_flow.run(p)

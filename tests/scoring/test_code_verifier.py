@@ -165,7 +165,9 @@ def test_arguments_are_fresh_per_test() -> None:
 @needs_bwrap
 def test_verify_batch_mixes_verifiers() -> None:
     verdicts = verify_batch(
-        [GOOD, "\\boxed{4}", "def f(xs):\n    return 0\n"], [SPEC, "4", SPEC], ["code", "math", "code"]
+        [GOOD, "\\boxed{4}", "def f(xs):\n    return 0\n"],
+        [SPEC, "4", SPEC],
+        ["code", "math", "code"],
     )
     assert [v.reason for v in verdicts] == ["correct", "correct", "wrong"]
 
