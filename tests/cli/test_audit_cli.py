@@ -12,14 +12,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from rich.console import Console
 
 import pipeline.audit as audit_module
 from flows import cli
 from flows.curate import curate
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
-from tests.cli_runner import run_cli
+from tests.cli_runner import error_line, run_cli, shown_frames, wide_console
 from tests.simulated import RATES, reachable_problems, simulated_policy
 from tests.store.audit_rows import LONG, STRAY, hand_built
 
@@ -30,25 +29,11 @@ EXAMPLES = "example disagreements (first 200 characters of the completion)"
 
 
 def shown(monkeypatch: pytest.MonkeyPatch) -> dict[str, pl.DataFrame]:
-    """The frames `sieve audit` shows, by title."""
-    frames: dict[str, pl.DataFrame] = {}
-    monkeypatch.setattr(cli.query, "show", lambda frame, title: frames.__setitem__(title, frame))
-    return frames
+    return shown_frames(monkeypatch, cli.query)
 
 
 def wide(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
-    """The command's console, 1000 columns wide (nothing wraps), written to a buffer."""
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=1000, color_system=None)
-    monkeypatch.setattr(cli.common, "out", console)
-    monkeypatch.setattr(cli.query, "out", console)
-    return buffer
-
-
-def error_line(code: int, err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code != 0 and len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
+    return wide_console(monkeypatch, cli.query)
 
 
 def test_audit_latest_prints_the_rates_per_family(

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from rich.console import Console
 
 import pipeline.audit as audit_module
 from flows import cli
@@ -22,7 +21,7 @@ from pipeline import rescore as rescore_lib
 from pipeline.scoring import VERIFIER_VERSION
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
-from tests.cli_runner import run_cli
+from tests.cli_runner import error_line, run_cli, shown_frames, wide_console
 from tests.simulated import RATES, reachable_problems, simulated_policy
 from tests.store.audit_rows import AUDITED, LONG, STRAY, hand_built
 
@@ -32,25 +31,11 @@ EXAMPLES = "example changed verdicts (first 200 characters of the completion)"
 
 
 def shown(monkeypatch: pytest.MonkeyPatch) -> dict[str, pl.DataFrame]:
-    """The frames `sieve rescore` shows, by title."""
-    frames: dict[str, pl.DataFrame] = {}
-    monkeypatch.setattr(cli.rescore, "show", lambda frame, title: frames.__setitem__(title, frame))
-    return frames
+    return shown_frames(monkeypatch, cli.rescore)
 
 
 def wide(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
-    """The command's console, 1000 columns wide (nothing wraps), written to a buffer."""
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=1000, color_system=None)
-    monkeypatch.setattr(cli.common, "out", console)
-    monkeypatch.setattr(cli.rescore, "out", console)
-    return buffer
-
-
-def error_line(code: int, err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code != 0 and len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
+    return wide_console(monkeypatch, cli.rescore)
 
 
 def test_rescore_latest_prints_the_changes_per_family(
