@@ -87,7 +87,6 @@ _RANGE = re.compile(r"\d\s*+(?:(?<![A-Za-z])to(?![A-Za-z])|[–—]|\.\.\.?|…)
 _SPACING = r"(?>[ \t]++|\\[,!;: ]|~|\\thinspace(?![A-Za-z])|\\q?quad(?![A-Za-z]))"
 _SPACED_RUN = re.compile(rf"(?<!\d)\d++(?:{_SPACING}++\d++)++")
 _SEP_SPLIT = re.compile(rf"{_SPACING}++")
-_NUMERAL = re.compile(r"\d")
 _SINGLE_VALUE = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")
 
 
