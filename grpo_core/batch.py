@@ -184,22 +184,59 @@ def part_rows(b: Batch, size: int, tokens: int, share_prefix: bool) -> list[Tens
 
 
 def _shared_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:
-    """Consecutive rows; a part costs used prompts × longest prompt + rows × longest completion."""
+    """Consecutive rows; a part costs used prompts × longest prompt + rows × longest completion.
+
+    Greedy: a part grows until its next row would pass `size` rows or the token budget. The
+    cost of every prefix of a candidate window comes from cumulative counts and maxima, and the
+    window doubles until the part ends, so the work is linear in the rows (one Python
+    iteration per window, not per row).
+    """
     assert b.prompt_attn is not None and b.owner is not None
     n = int(b.ids.shape[0])
-    prompt_len = b.prompt_attn.sum(dim=1).tolist()  # (P,)
-    owner = b.owner.tolist()  # (B,)
-    comp_len = b.comp_mask.sum(dim=1).clamp(min=1).tolist()  # (B,)
-    bounds, start = [0], 0
-    for i in range(1, n):
-        used = set(owner[start : i + 1])
-        tp = max(prompt_len[o] for o in used)
-        cost = len(used) * tp + (i + 1 - start) * max(comp_len[start : i + 1])
-        if i - start >= size or (tokens and cost > tokens):
-            bounds.append(i)
-            start = i
-    bounds.append(n)
+    owner = b.owner.cpu()
+    prompt_len = b.prompt_attn.sum(dim=1).cpu()[owner]  # (B,) each row's prompt length
+    comp_len = b.comp_mask.sum(dim=1).clamp(min=1).cpu()  # (B,)
+    prev = _previous_same(owner)  # (B,) the last earlier row with the same prompt, or -1
+    if n == 0:
+        return [torch.arange(0, device=b.ids.device)]
+    bounds = [0]
+    while bounds[-1] < n:
+        start = bounds[-1]
+        bounds.append(_part_end(start, min(n, start + size), tokens, prompt_len, comp_len, prev))
     return [torch.arange(s, e, device=b.ids.device) for s, e in itertools.pairwise(bounds)]
+
+
+def _previous_same(owner: Tensor) -> Tensor:
+    """(B,) for each row the index of the last earlier row with the same owner, -1 if none."""
+    order = torch.argsort(owner, stable=True)  # (B,) rows grouped by owner, in row order
+    sorted_owner = owner[order]
+    prev_sorted = torch.full_like(order, -1)
+    same = sorted_owner[1:] == sorted_owner[:-1]  # (B - 1,)
+    prev_sorted[1:] = torch.where(same, order[:-1], prev_sorted[1:])
+    return torch.empty_like(order).index_copy_(0, order, prev_sorted)  # (B,)
+
+
+def _part_end(
+    start: int, limit: int, tokens: int, prompt_len: Tensor, comp_len: Tensor, prev: Tensor
+) -> int:
+    """The row after the part that starts at `start`: at most `limit`, and the first row whose
+    inclusion would cost more than `tokens` (0 = no budget); the first row always fits."""
+    width = 64
+    while True:
+        stop = min(limit, start + width)
+        if tokens:
+            new = (prev[start:stop] < start).long()  # (W,) a prompt not used earlier in the part
+            used = new.cumsum(0)  # (W,) distinct prompts of rows start..i
+            tp = prompt_len[start:stop].cummax(0).values  # (W,) longest prompt so far
+            tc = comp_len[start:stop].cummax(0).values  # (W,) longest completion so far
+            count = torch.arange(1, stop - start + 1)  # (W,) rows so far
+            over = (used * tp + count * tc > tokens).nonzero()  # (k, 1)
+            first = next((int(i) for i in over[:2, 0] if int(i) > 0), None)
+            if first is not None:
+                return start + first
+        if stop >= limit:
+            return limit
+        width *= 2
 
 
 def _full_row_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:

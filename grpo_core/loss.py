@@ -74,12 +74,6 @@ AGGREGATIONS: dict[str, Aggregation] = {
 }
 
 
-def entropy_from_logits(logits: Tensor) -> Tensor:
-    """Per-token entropy of the softmax over the vocabulary. (B, T, V) → (B, T)"""
-    logp = torch.log_softmax(logits.float(), dim=-1)  # (B, T, V)
-    return -(logp.exp() * logp).sum(dim=-1)  # (B, T)
-
-
 def valid_tokens(mask: Tensor, informative: Tensor, truncated: Tensor | None = None) -> Tensor:
     """Tokens that enter the loss: real (not padding), informative group, not truncated. (B, T)
 
@@ -163,7 +157,7 @@ def grpo_loss(
     beta: float = 0.0,
     kl_estimator: KLEstimatorName = "k3",
     truncated: Tensor | None = None,
-    logits: Tensor | None = None,
+    entropy: Tensor | None = None,
     token_weight: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
     """Scalar loss and metrics for one micro-batch of B completions of T tokens.
@@ -172,7 +166,8 @@ def grpo_loss(
     (B, T) per token; mask (B, T) real tokens; informative (B,) from `advantages` (or (B, T));
     truncated (B,) to leave truncated completions
     out (None keeps them); kl_estimator picks the KL term (k3 default); max_tokens is the
-    `dr_grpo` constant (default T); logits (B, T, V) only for the entropy metric;
+    `dr_grpo` constant (default T); entropy (B, T) per-token entropy, only for the metric
+    (`grpo_core.logprobs` computes it in the log-prob pass);
     token_weight (B, T) multiplies each token's policy-gradient term (importance weights,
     treated as constants).
     """
@@ -191,9 +186,8 @@ def grpo_loss(
         metrics["kl_ref"] = _masked_mean(kl, valid)
         if beta > 0:
             per_token = per_token + beta * kl  # (B, T)
-    if logits is not None:
-        with torch.no_grad():
-            metrics["entropy"] = _masked_mean(entropy_from_logits(logits), mask.bool())
+    if entropy is not None:
+        metrics["entropy"] = _masked_mean(entropy, mask.bool())
     loss = AGGREGATIONS[aggregation](per_token, valid, max_tokens or logp.shape[1])  # ()
     metrics["loss"] = float(loss.detach())
     return loss, metrics

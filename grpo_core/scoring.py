@@ -66,14 +66,17 @@ def step_advantages(
 ) -> tuple[Tensor, Tensor]:
     """(N,) advantages and (N,) informative flags; an unjudged sample is its own group.
 
+    A component that is not active at `step` (weight 0, or before its start step) is not
+    computed at all.
+
     `kl_penalty` (N,): β·Σ_t(logπ_old − logπ_ref) per completion (0 where unjudged), taken off
     the combined reward before the baseline; None leaves the reward as it is.
     """
     gid = judged_groups(group, known)  # (N,)
-    values = {
-        "reward": torch.where(known, raw, torch.zeros_like(raw)).double(),
-        "repetition": repetition_penalty([s.token_ids for s in flat], cfg.repetition_ngram),
-    }
+    active = {c.name for c in components if c.active(step)}  # zero weight or not started: skip
+    values = {"reward": torch.where(known, raw, torch.zeros_like(raw)).double()}
+    if "repetition" in active:
+        values["repetition"] = repetition_penalty([s.token_ids for s in flat], cfg.repetition_ngram)
     reward = combine(values, components, gid, step, cfg.reward_clip)  # (N,)
     if kl_penalty is not None:
         reward = reward - torch.where(known, kl_penalty.double(), 0.0)  # (N,)

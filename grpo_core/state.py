@@ -1,5 +1,5 @@
 """What a trainer writes into a checkpoint and how it comes back (`grpo_core.checkpoint` does the
-atomic file layer), and the in-memory snapshot that lets a step be undone part-way.
+atomic file layer).
 
 Written per checkpoint:
 - a plain model folder at `cfg.save_dtype` (under LoRA: the adapters merged in, so `load_policy`
@@ -218,19 +218,6 @@ def _copy_into(path: Path, loaded: dict[str, Tensor], own: dict[str, Tensor]) ->
     with torch.no_grad():  # under fsdp: every rank in the same key order (a collective)
         for k, v in loaded.items():
             own[k].copy_(fsdp.distribute_like(v.to(own[k].device), own[k]))
-
-
-def snapshot(t: Trainer) -> tuple[list[Tensor], dict[str, Any]]:
-    """Parameters and optimiser state before an update that may be discarded part-way."""
-    return [p.detach().clone() for p in t.params], copy.deepcopy(t.optimizer.state_dict())
-
-
-def restore_snapshot(t: Trainer, saved: tuple[list[Tensor], dict[str, Any]]) -> None:
-    params, optimizer = saved
-    with torch.no_grad():
-        for p, value in zip(t.params, params, strict=True):
-            p.copy_(value)
-    t.optimizer.load_state_dict(optimizer)
 
 
 def tied_aliases(state: dict[str, Tensor]) -> dict[str, set[str]]:

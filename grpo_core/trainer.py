@@ -28,18 +28,20 @@ Engine log-probs: when samples carry `logprobs`, the trainer's log-probs at the 
 (`logprob_mismatch`) and each token's policy-gradient term is weighted by
 min(exp(trainer − engine), `tis_cap`) (truncated IS, Yao et al. 2025); `tis_cap` = 0 only measures.
 
-Safety: a non-finite reward, loss or gradient skips the rest of the step: the gradient is
-discarded, parameters and optimiser state stay as before the step (with `num_iterations` > 1
-both are snapshotted before iteration 1, one copy on their device, and restored if a later
-iteration fails), `skipped_steps` counts it, and non-finite weights are never checkpointed.
+Safety: a non-finite reward, loss or gradient (checked before each `optimizer.step()`) refuses
+the step: gradient discarded, parameters and optimiser state untouched, `skipped_steps` + 1. A
+refused later iteration (`num_iterations` > 1) ends the step, keeping the earlier iterations'
+updates (nothing is copied to undo them). Non-finite weights are never checkpointed.
 
 Reference models (cfg.reference): `frozen` — a deep copy of the starting weights, no grad;
 `none` — no KL term (β must be 0); `lora_base` — LoRA adapters (peft) are trained and the base
 weights, seen with the adapters disabled, are the reference: no second copy in memory.
 
 Exact resume: every random choice derives from (cfg.seed, step); the newest checkpoint holds
-weights, optimiser, schedules and counters (`grpo_core.state`); with `deterministic`, N steps +
-resume + N steps reproduce 2N straight steps bitwise on CPU (tests/grpo_core/test_trainer.py).
+weights, optimiser, schedules and counters (`grpo_core.state`); N steps + resume + N steps
+reproduce 2N straight steps bitwise on CPU (tests/grpo_core/test_trainer.py). No process-wide
+torch settings here: the caller runs `grpo_core.seeds.seed_torch(cfg.seed, cfg.deterministic)`;
+LoRA's initial draws come from cfg.seed without touching the global generator.
 
 Under `torchrun` (`grpo_core.distributed`) each rank trains on its slice of the step's rows with
 the whole step's advantages and denominators, gradients summed; rank 0 alone reports and saves;
@@ -81,7 +83,7 @@ from grpo_core.scoring import (
     step_token_advantages,
     update_metrics,
 )
-from grpo_core.seeds import derive_seed
+from grpo_core.seeds import derive_seed, seeded
 from grpo_core.types import (
     BatchSource,
     Collected,
@@ -139,12 +141,9 @@ class Trainer:
         self.hooks: TrainerHooks = hooks if hooks is not None else Hooks()
         self.dist = distributed.setup()  # one process: Dist(), every collective a no-op
         self.hooks = distributed.rank_hooks(self.dist, self.hooks)  # rank 0 reports alone
-        self.collector = collector
-        self.crash_point = crash_point
-        if cfg.deterministic:
-            torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.manual_seed(cfg.seed)
-        self.model = with_lora(model, cfg)  # an owner that wrapped it already keeps its object
+        self.collector, self.crash_point = collector, crash_point
+        with seeded(cfg.seed, next(model.parameters()).device):  # LoRA's initial draws
+            self.model = with_lora(model, cfg)  # an owner that wrapped it already keeps its object
         distributed.broadcast_params(self.dist, self.model)  # every rank starts from rank 0's
         self.ref_model: torch.nn.Module | None = None
         if cfg.reference == "frozen":
@@ -155,10 +154,8 @@ class Trainer:
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer, self.scheduler = make_optimiser(self.params, cfg, self.hooks.warn)
         self.beta_schedule = cfg.make_beta_schedule()
-        self.components = [
-            Component("reward", 1.0, 0),
-            Component("repetition", cfg.repetition_coef, cfg.repetition_start_step),
-        ]
+        repetition = Component("repetition", cfg.repetition_coef, cfg.repetition_start_step)
+        self.components = [Component("reward", 1.0, 0), repetition]
         self.counters = Counters()
         self.step = 0  # the next step to run
         self.pad_id = int(getattr(tokenizer, "pad_token_id", None) or 0)
@@ -294,16 +291,17 @@ class Trainer:
     ) -> tuple[StepOutput, dict[str, float]]:
         cfg = self.cfg
         ctx = self._step_inputs(step, batch)
-        before = ckpt_state.snapshot(self) if cfg.num_iterations > 1 else None
-        sums: dict[str, float] = {}
+        done: list[dict[str, float]] = []  # the metrics of the iterations that stepped
         for _ in range(cfg.num_iterations):
             it_metrics = self._iteration(ctx)
-            if isinstance(it_metrics, str):
-                if before is not None:  # an earlier iteration already stepped: undo it
-                    ckpt_state.restore_snapshot(self, before)
+            if isinstance(it_metrics, str) and not done:
                 return self._skip(m, it_metrics)
-            for k, v in it_metrics.items():
-                sums[k] = sums.get(k, 0.0) + v / cfg.num_iterations
+            if isinstance(it_metrics, str):  # the earlier iterations' updates stay
+                self.counters.skipped_steps += 1
+                self.hooks.warn(f"iteration {len(done) + 1} refused: {it_metrics}; earlier kept")
+                break
+            done.append(it_metrics)
+        sums = {k: sum(d[k] for d in done) / len(done) for k in done[0]}
         self.optimizer.zero_grad(set_to_none=True)
         self.beta_schedule.update(sums.get("kl_ref", 0.0))
         self._sync_weights()
@@ -342,9 +340,9 @@ class Trainer:
         it_metrics: dict[str, float] = {}
         refused = ""
         for j, part in enumerate(ctx.parts):
-            logp, logits = self._logp(part)
+            logp, entropy = self._logp(part, entropy=True)
             old = ctx.old[j] if ctx.old is not None else logp.detach()
-            loss, lm = self._loss(part, j, ctx, logp, old, logits)
+            loss, lm = self._loss(part, j, ctx, logp, old, entropy)
             if not math.isfinite(float(loss.detach())):
                 refused = "non-finite loss"
                 if self.fsdp is None:
@@ -357,7 +355,7 @@ class Trainer:
         return refused or it_metrics
 
     def _loss(
-        self, part: Batch, j: int, ctx: StepInputs, logp: Tensor, old: Tensor, logits: Tensor
+        self, part: Batch, j: int, ctx: StepInputs, logp: Tensor, old: Tensor, ent: Tensor | None
     ) -> tuple[Tensor, dict[str, float]]:
         cfg = self.cfg
         return grpo_loss(
@@ -374,7 +372,7 @@ class Trainer:
             beta=ctx.beta,
             kl_estimator=cfg.kl_estimator,
             truncated=part.truncated if cfg.mask_truncated else None,
-            logits=logits,
+            entropy=ent,
             token_weight=ctx.is_weights(j, part, old, cfg.tis_cap),
         )
 
@@ -398,18 +396,19 @@ class Trainer:
 
     # ---------------------------------------------------------------- log-probs
 
-    def _logp(self, b: Batch) -> tuple[Tensor, Tensor]:
-        """Log-probs (B, Tc) of the completion tokens and their logits (B, Tc, V)."""
-        cfg = self.cfg
-        return completion_logp(self.model, b, cfg.share_prefix, cfg.autocast, cfg.temperature)
+    def _logp(
+        self, b: Batch, entropy: bool = False, model: torch.nn.Module | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """Log-probs (B, Tc) of the completion tokens under `model` (default: the policy) and,
+        if asked, their entropy (B, Tc)."""
+        cfg, m = self.cfg, self.model if model is None else model
+        return completion_logp(m, b, cfg.share_prefix, cfg.autocast, cfg.temperature, entropy)
 
     def _ref_logp(self, b: Batch) -> Tensor:
-        cfg, model = self.cfg, self.ref_model
-        if model is not None:
-            return completion_logp(model, b, cfg.share_prefix, cfg.autocast, cfg.temperature)[0]
+        if self.ref_model is not None:
+            return self._logp(b, model=self.ref_model)[0]
         with self.model.disable_adapter():  # type: ignore[operator]
-            own = completion_logp(self.model, b, cfg.share_prefix, cfg.autocast, cfg.temperature)
-        return own[0]
+            return self._logp(b)[0]
 
     # ---------------------------------------------------------------- checkpoints
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from grpo_core.batch import Batch, build_batch, micro_batches
+from grpo_core.batch import Batch, _shared_parts, build_batch, micro_batches
 from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Hooks, Item, Sample, Trainer, TrainerError
 from tests.grpo_core.conftest import (
@@ -94,3 +98,51 @@ def test_engine_logprobs_must_match_the_tokens() -> None:
     samples[0] = Sample(samples[0].token_ids, "", samples[0].truncated, logprobs=(-1.0,) * 99)
     with pytest.raises(TrainerError, match="one log-prob per token"):
         build_batch(t.tokenizer, items, samples, torch.zeros(len(items)), t.pad_id, t.device)
+
+
+def slow_shared_parts(
+    prompt_len: list[int], owner: list[int], comp_len: list[int], size: int, tokens: int
+) -> list[list[int]]:
+    """The obviously-correct greedy split: re-measure each candidate part from scratch."""
+    bounds, start = [0], 0
+    for i in range(1, len(owner)):
+        used = set(owner[start : i + 1])
+        tp = max(prompt_len[o] for o in used)
+        cost = len(used) * tp + (i + 1 - start) * max(comp_len[start : i + 1])
+        if i - start >= size or (tokens and cost > tokens):
+            bounds.append(i)
+            start = i
+    bounds.append(len(owner))
+    return [list(range(s, e)) for s, e in itertools.pairwise(bounds)]
+
+
+def shared_batch(prompt_len: list[int], owner: list[int], comp_len: list[int]) -> Batch:
+    """Only the fields `_shared_parts` reads: prompt masks, owners, completion masks."""
+    tp, tc = max(prompt_len), max(comp_len)
+    prompt_attn = (torch.arange(tp)[None, :] >= tp - torch.tensor(prompt_len)[:, None]).long()
+    comp_mask = torch.arange(tc)[None, :] < torch.tensor(comp_len)[:, None]  # (B, Tc)
+    n = len(owner)
+    zeros = torch.zeros(n, 1, dtype=torch.long)
+    return Batch(
+        zeros, zeros, zeros[:, 0], comp_mask, torch.zeros(n), torch.zeros(n, dtype=torch.bool),
+        prompt_attn=prompt_attn, owner=torch.tensor(owner),
+    )  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 12), min_size=1, max_size=6),  # prompt lengths
+    st.lists(st.tuples(st.integers(0, 5), st.integers(1, 9)), min_size=1, max_size=300),
+    st.integers(1, 400),
+    st.sampled_from([0, 5, 20, 60, 200]),
+)
+def test_shared_parts_match_the_slow_greedy_split(
+    prompt_len: list[int], rows_: list[tuple[int, int]], size: int, tokens: int
+) -> None:
+    """Owners may repeat out of order (a prompt asked twice); budgets from 1 row to none."""
+    owner = [o % len(prompt_len) for o, _ in rows_]
+    comp_len = [c for _, c in rows_]
+    got = [
+        p.tolist() for p in _shared_parts(shared_batch(prompt_len, owner, comp_len), size, tokens)
+    ]
+    assert got == slow_shared_parts(prompt_len, owner, comp_len, size, tokens)

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grpo_core.loss import AGGREGATIONS, clipped_surrogate, entropy_from_logits, grpo_loss
+from grpo_core.loss import AGGREGATIONS, clipped_surrogate, grpo_loss
 
 B, T = 6, 5
 
@@ -135,13 +135,13 @@ def test_kl_term_and_metrics() -> None:
     assert m["clip_frac_low"] + m["clip_frac_high"] > 0  # old_logp differs by ~0.3
 
 
-def test_entropy_metric() -> None:
+def test_entropy_metric_is_the_mean_over_real_tokens() -> None:
     b = make_batch()
-    logits = torch.zeros(B, T, 7)  # uniform: entropy log(7) per token
-    _, m = grpo_loss(**b, logits=logits)
-    assert m["entropy"] == pytest.approx(torch.log(torch.tensor(7.0)).item(), rel=1e-6)
-    peaked = torch.tensor([[[50.0, 0.0, 0.0]]])  # (1, 1, 3)
-    assert entropy_from_logits(peaked).item() == pytest.approx(0.0, abs=1e-6)
+    entropy = torch.arange(B * T, dtype=torch.float32).view(B, T)  # (B, T)
+    _, m = grpo_loss(**b, entropy=entropy)
+    mask = b["mask"].bool()
+    assert m["entropy"] == pytest.approx(float(entropy[mask].mean()), rel=1e-6)
+    assert "entropy" not in grpo_loss(**b)[1]
 
 
 def test_k1_estimator_option() -> None:

@@ -398,3 +398,32 @@ def test_groups_with_only_a_step_signal_are_trained(toy: dict[str, Any]) -> None
     hist = t.train(2)
     assert all(h["trained_samples"] > 0 and h["step_signal_share"] > 0 for h in hist), hist
     assert grads and not same(before, params(t))
+
+
+@pytest.mark.parametrize(("coef", "start", "step", "computed"), [
+    (0.0, 0, 5, False),  # weight 0: off
+    (0.5, 10, 5, False),  # not started yet
+    (0.5, 10, 10, True),
+])  # fmt: skip
+def test_an_inactive_reward_component_is_not_computed(
+    monkeypatch: pytest.MonkeyPatch, coef: float, start: int, step: int, computed: bool
+) -> None:
+    import grpo_core.scoring as scoring
+
+    calls: list[int] = []
+    real = scoring.repetition_penalty
+
+    def counted(token_ids: Any, ngram: int = 3) -> torch.Tensor:
+        calls.append(len(token_ids))
+        return real(token_ids, ngram)
+
+    monkeypatch.setattr(scoring, "repetition_penalty", counted)
+    cfg = GRPOConfig(repetition_coef=coef, repetition_start_step=start)
+    comps = [Component("reward", 1.0, 0), Component("repetition", coef, start)]
+    flat = [char_sample(t) for t in ("aaaa", "abcd", "abab", "dcba")]
+    raw = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    g, k = torch.tensor([0, 0, 0, 0]), torch.ones(4, dtype=torch.bool)
+    adv, _ = step_advantages(cfg, comps, step, flat, g, k, raw)
+    assert calls == ([4] if computed else [])
+    plain, _ = step_advantages(cfg, comps[:1], step, flat, g, k, raw)
+    assert torch.equal(adv, plain) != computed  # the penalty changes the advantages when on
