@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sieve-installed
 
 .PHONY: install demo test test-learning test-all lint format bench bench-curate clean report-deps sandbox-deps
-.PHONY: test-scale scale-deps test-crash
+.PHONY: test-scale scale-deps test-crash docs docs-check
 
 # `make test-vllm`: the vLLM mapping tests in a venv of their own (opt-in, several GB)
 include Makefile.vllm
@@ -77,6 +77,14 @@ bench: $(STAMP)
 bench-curate: $(STAMP)
 	@test -f data/models/tiny/config.json || $(BIN)/sieve bootstrap --home data
 	$(BIN)/python benchmarks/curate_overhead.py --model data/models/tiny
+
+# the benchmark figures of README.md and docs/*.md, rendered from benchmarks/results/*.json
+# between `<!-- generated:begin NAME -->` markers; docs-check (CI) fails on a stale block
+docs: $(STAMP)
+	$(BIN)/python benchmarks/render_docs.py
+
+docs-check: $(STAMP)
+	$(BIN)/python benchmarks/render_docs.py --check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

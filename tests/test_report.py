@@ -1,5 +1,5 @@
 """The HTML report on an empty and on a busy ledger (opened in headless Chromium), and the SQL
-examples of the README run against a small ledger."""
+examples of the README and the user guide (docs/guide.md) run against a small ledger."""
 
 from __future__ import annotations
 
@@ -29,7 +29,14 @@ from pipeline.store import Ledger, check_read_only
 from tests.simulated import reachable_problems, simulated_policy
 from tests.store.eval_rows import Outcomes, add_problems, add_run
 
-GUIDE = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = [
+    ROOT / "README.md",
+    *(
+        ROOT / "docs" / f"{page}.md"
+        for page in ("guide", "ledger", "real-models", "process-rewards")
+    ),
+]
 IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -310,7 +317,8 @@ def test_the_page_renders_in_headless_chromium_without_console_errors(
 
 
 def guide_queries() -> list[str]:
-    return re.findall(r"```sql\n(.*?)```", GUIDE.read_text(), flags=re.DOTALL)
+    text = "\n".join(page.read_text() for page in GUIDE)
+    return re.findall(r"```sql\n(.*?)```", text, flags=re.DOTALL)
 
 
 def test_the_user_guide_has_at_least_five_queries_over_the_views() -> None:

@@ -37,7 +37,15 @@ from tests.simulated import reachable_problems, simulated_policy
 
 SECRET = "sieve-sandbox-secret-7f3a9c"
 TABLES = ("problems", "sampling_runs", "rollouts", "curricula", "curriculum_items")
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+# the pages whose SQL examples run on a curated ledger (docs/audit.md, rescore.md use placeholders)
+GUIDE_PAGES = [
+    ROOT / "README.md",
+    *(
+        ROOT / "docs" / f"{page}.md"
+        for page in ("guide", "ledger", "real-models", "process-rewards")
+    ),
+]
 
 # (id, SQL, needle in the error line, extra options); {o} is the folder of secret files,
 # {l} the ledger file
@@ -431,8 +439,9 @@ def test_a_query_that_ignores_the_interrupt_ends_the_process_soon_after_the_time
 
 
 def guide_queries() -> list[str]:
-    """Every statement of the README's SQL examples, and the ones the demo prints."""
-    blocks = re.findall(r"```sql\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    """Every statement of the README's and docs' SQL examples, and the ones the demo prints."""
+    text = "\n".join(page.read_text() for page in GUIDE_PAGES)
+    blocks = re.findall(r"```sql\n(.*?)```", text, flags=re.DOTALL)
     found = [str(s.query).strip() for b in blocks for s in duckdb.extract_statements(b)]
     return [*found, *EXAMPLE_SQL, *nightly.LOOP_SQL, "SELECT * FROM run_summary"]
 

