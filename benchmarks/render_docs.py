@@ -655,8 +655,9 @@ def verifier_throughput(r: Results) -> str:
         for mode, d in modes.items()
     ]
     return (
-        f"{num(r('verifier', 'answers'))} answers × {r('verifier', 'rounds')} alternating rounds, "
-        f"median answers/s (goal: {r('verifier', 'goal')}):\n\n"
+        f"{num(r('verifier', 'answers'))} answers × {r('verifier', 'rounds')} alternating rounds "
+        f"against base commit {r('verifier', 'base_commit')}, median answers/s (goal: "
+        f"{r('verifier', 'goal')}):\n\n"
         + table(["reading", "before", "answers/s", "now", "answers/s", "ratio"], rows)
     )
 
