@@ -14,8 +14,21 @@ What is refused, with the reason:
   final answer is short (the longest MATH answers are a few hundred characters of LaTeX); longer
   text is a solution in the wrong field, and the cap also keeps digit strings far below Python's
   4,300-digit `int()` limit.
+- A numeric answer that underflows: a nonzero number such as `1e-999` that a float reads as 0
+  (a verifier comparing numbers would then pay `0`).
+- A math gold the verifier cannot read within its deadline (say 400 nested parentheses): every
+  later verdict on it would be a timeout. Each distinct math gold is judged against itself in its
+  boxed form (`verify_batch`, numbers on the fast path); a timeout refuses the file, a gold that
+  is not accepted against itself is kept with one warning line (no completion can be paid for it).
 - Text that is not valid Unicode (a lone surrogate such as JSON `"\\ud800"`), a level outside
   32 bits.
+
+Numbers are kept exactly as written: JSON numbers are read as their literal text
+(`3.14159265358979323846`, `123456789012345678901234567890.5` and `1e-7` stay as they are), Parquet
+decimals as their exact value, Parquet floats as their shortest round-trip text in their own
+width (a float32 `0.1` is `0.1`, not `0.10000000149011612`, with one warning line that a float32
+column holds only about 7 significant digits). An input with no records imports nothing and
+says so in one warning line.
 - The same question with two different answers (after the `####` split), unless
   `allow_conflicts`; the same question with the same answer is a duplicate and keeps its first
   occurrence.
@@ -26,10 +39,11 @@ Test: `.venv/bin/pytest tests/problems/test_ingest.py -q`.
 from __future__ import annotations
 
 import codecs
+import decimal
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +51,7 @@ import polars as pl
 
 from pipeline.errors import SieveError
 from pipeline.problems.base import Row, build_frame, check_heldout_pct, make_row, params_json
+from pipeline.scoring import verify_batch
 from pipeline.scoring.numeric import is_non_finite
 
 GSM_MARK = "####"
@@ -45,6 +60,10 @@ MAX_ANSWER_CHARS = 1000  # longest final answer accepted (see the module docstri
 _INT32 = (-(2**31), 2**31 - 1)  # the ledger's `level` column is INTEGER
 _INT_DIGITS = 4300  # Python's default limit for int() on a string of digits
 _THOUSANDS = re.compile(r"-?\d{1,3}(,\d{3})+(\.\d+)?")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_FLOATS = (pl.Float32, pl.Float64)
+
+Warn = Callable[[str], None]
 
 # (where, record): `where` is "data.jsonl:17" or "data.parquet row 17", for error messages.
 Record = tuple[str, dict[str, Any]]
@@ -64,8 +83,22 @@ class _BigInt(str):
     """A JSON integer too long for `int()`, kept as its digits (only a problem if it is used)."""
 
 
+class _JsonNumber(str):
+    """A JSON number with a fraction or exponent, kept as the literal text of the file."""
+
+
 def _parse_int(digits: str) -> int | str:
     return int(digits) if len(digits) <= _INT_DIGITS else _BigInt(digits)
+
+
+def _underflows(text: str) -> bool:
+    """True for a plain number that is not zero but that a float reads as 0 (`1e-999`)."""
+    if len(text) > 400 or _NUMBER.fullmatch(text) is None:
+        return False
+    try:
+        return float(text) == 0.0 and decimal.Decimal(text) != 0
+    except (ValueError, decimal.InvalidOperation):
+        return False
 
 
 def _json_record(raw: bytes, where: str) -> dict[str, Any]:
@@ -75,7 +108,7 @@ def _json_record(raw: bytes, where: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise SieveError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
-        record = json.loads(text, strict=False, parse_int=_parse_int)
+        record = json.loads(text, strict=False, parse_int=_parse_int, parse_float=_JsonNumber)
     except json.JSONDecodeError as exc:
         raise SieveError(f"{where}: invalid JSON ({exc.msg})") from None
     except RecursionError:
@@ -106,7 +139,7 @@ def _jsonl_records(path: Path, max_line_bytes: int) -> Iterator[Record]:
                 yield where, _json_record(raw, where)
 
 
-def _parquet_records(path: Path, fields: list[str]) -> Iterator[Record]:
+def _parquet_records(path: Path, fields: list[str], warn: Warn) -> Iterator[Record]:
     try:
         frame = pl.read_parquet(path)
     except Exception as exc:  # polars/arrow raise several types for unreadable files
@@ -115,8 +148,31 @@ def _parquet_records(path: Path, fields: list[str]) -> Iterator[Record]:
         if field not in frame.columns:
             available = ", ".join(frame.columns) or "none"
             raise SieveError(f"{path.name}: no column {field!r}; available: {available}")
-    for number, record in enumerate(frame.select(fields).iter_rows(named=True), start=1):
+    text_fields = [f for f in dict.fromkeys(fields[:2]) if _numeric_column(frame, f)]
+    for field in text_fields:
+        if frame.schema[field] == pl.Float32 and frame.height:
+            warn(
+                f"{path.name}: column {field!r} is float32 (about 7 significant digits); its "
+                "values are read as their shortest float32 text — store answers as text or "
+                "decimals to keep more"
+            )
+    frame = frame.select(fields).with_columns(_exact_text(frame, f) for f in text_fields)
+    for number, record in enumerate(frame.iter_rows(named=True), start=1):
         yield f"{path.name} row {number}", record
+
+
+def _numeric_column(frame: pl.DataFrame, field: str) -> bool:
+    dtype = frame.schema[field]
+    return dtype in _FLOATS or isinstance(dtype, pl.Decimal)
+
+
+def _exact_text(frame: pl.DataFrame, field: str) -> pl.Expr:
+    """A float or decimal column as text: floats by their shortest round-trip text in their own
+    width (polars formats a float32 as float32), decimals exactly, trailing zeros dropped."""
+    text = pl.col(field).cast(pl.Utf8)
+    if isinstance(frame.schema[field], pl.Decimal):
+        text = text.str.replace(r"(\.\d*?)0+$", "$1").str.replace(r"\.$", "")
+    return text
 
 
 def _clip(text: str, width: int = 40) -> str:
@@ -164,7 +220,23 @@ def _answer(record: dict[str, Any], field: str, where: str) -> tuple[str, str | 
         )
     if is_non_finite(answer):
         raise SieveError(f"{where}: answer {_clip(answer)} is not a finite number")
+    if _overflows(answer):
+        raise SieveError(
+            f"{where}: answer {_clip(answer)} is not a finite number (a float reads it as inf)"
+        )
+    if _underflows(answer):
+        raise SieveError(
+            f"{where}: answer {_clip(answer)} underflows (a float reads it as 0); "
+            "write it as text the verifier can compare, or round it"
+        )
     return answer, solution
+
+
+def _overflows(text: str) -> bool:
+    """True for a plain number too large for a float (`1e999`), which reads as infinity."""
+    if len(text) > 400 or _NUMBER.fullmatch(text) is None:
+        return False
+    return math.isinf(float(text))
 
 
 def _level(record: dict[str, Any], field: str | None, where: str) -> int:
@@ -182,14 +254,14 @@ def _level(record: dict[str, Any], field: str | None, where: str) -> int:
     return value
 
 
-def _records(path: Path, fields: list[str], max_line_bytes: int) -> Iterator[Record]:
+def _records(path: Path, fields: list[str], max_line_bytes: int, warn: Warn) -> Iterator[Record]:
     if not path.is_file():
         raise SieveError(f"no such file: {path}")
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return _jsonl_records(path, max_line_bytes)
     if suffix == ".parquet":
-        return _parquet_records(path, fields)
+        return _parquet_records(path, fields, warn)
     raise SieveError(f"{path.name}: unsupported file type {suffix!r}; use .jsonl or .parquet")
 
 
@@ -230,6 +302,7 @@ def read_external(
     verifier: str = "math",
     allow_conflicts: bool = False,
     max_line_bytes: int = MAX_LINE_BYTES,
+    warn: Warn | None = None,
 ) -> pl.DataFrame:
     """Problems from a `.jsonl` or `.parquet` file as a `PROBLEM_SCHEMA` frame.
 
@@ -237,7 +310,10 @@ def read_external(
     `SieveError` on any bad record, naming the file and line, so nothing is imported from a
     partly bad file; also on a question given two different answers unless `allow_conflicts`
     (then every answer is kept, each as its own problem; `conflicting_questions` counts them).
+    `warn` receives one line per warning (float32 columns, an empty input, golds the verifier
+    does not accept against themselves); by default they are dropped.
     """
+    warn = warn if warn is not None else (lambda _line: None)
     check_heldout_pct(heldout_pct)
     if max_line_bytes < 1:
         raise SieveError(
@@ -250,7 +326,9 @@ def read_external(
     fields = [question_field, answer_field] + ([level_field] if level_field else [])
     rows: dict[str, Row] = {}
     conflicts = _Conflicts()
-    for where, record in _records(file, fields, max_line_bytes):
+    seen = 0
+    for where, record in _records(file, fields, max_line_bytes, warn):
+        seen += 1
         question = _text_field(record, question_field, where)
         answer, solution = _answer(record, answer_field, where)
         row = make_row(
@@ -267,7 +345,34 @@ def read_external(
         conflicts.add(question, answer, where)
     if not allow_conflicts:
         conflicts.check()
-    return build_frame(rows.values())
+    if not seen:
+        warn(f"{file.name}: no records; nothing to import")
+    frame = build_frame(rows.values())
+    check_golds(frame, file.name, warn)
+    return frame
+
+
+def check_golds(frame: pl.DataFrame, name: str, warn: Warn) -> None:
+    """Refuse math golds the verifier cannot read within its deadline; warn (one line) about
+    golds it does not accept against themselves. Each distinct gold is judged once, boxed."""
+    golds = frame.filter(pl.col("verifier") == "math")["answer"].unique(maintain_order=True)
+    answers = golds.to_list()
+    if not answers:
+        return
+    verdicts = verify_batch([f"\\boxed{{{a}}}" for a in answers], answers, "math")
+    timeouts = [a for a, v in zip(answers, verdicts, strict=True) if v.reason == "verifier_error"]
+    if timeouts:
+        raise SieveError(
+            f"{name}: the math verifier cannot read answer {_clip(timeouts[0])} within its "
+            f"deadline ({len(timeouts)} such answer(s)); every verdict on it would be a timeout "
+            "— simplify the gold or import it with another verifier"
+        )
+    unpaid = [a for a, v in zip(answers, verdicts, strict=True) if v.correct is not True]
+    if unpaid:
+        warn(
+            f"{name}: {len(unpaid)} answer(s) are not accepted by the math verifier even against "
+            f"themselves (first {_clip(unpaid[0])}): no completion can be scored correct for them"
+        )
 
 
 def conflicting_questions(frame: pl.DataFrame) -> int:

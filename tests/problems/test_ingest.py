@@ -249,7 +249,7 @@ def test_non_finite_answer_refused(tmp_path: Path, value: str, shown: str) -> No
 def test_non_finite_parquet_answer_refused(tmp_path: Path) -> None:
     path = tmp_path / "set.parquet"
     pl.DataFrame({"question": ["a", "b"], "answer": [1.5, float("nan")]}).write_parquet(path)
-    with pytest.raises(SieveError, match=r"^set\.parquet row 2: field 'answer' is nan, not a fin"):
+    with pytest.raises(SieveError, match=r"^set\.parquet row 2: answer 'NaN' is not a finite"):
         read_external(path)
 
 
@@ -459,3 +459,104 @@ def test_cli_allow_conflicts(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert code == 0 and "1 question(s) kept with more than one answer" in out
     with Ledger.open(home, read_only=True) as ledger:
         assert ledger.checksum("problems")[0] == 2
+
+
+# --- numbers kept exactly (issue 32 point 5) --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "literal",
+    ["3.14159265358979323846", "123456789012345678901234567890.5", "1e-7", "0.1", "2.50"],
+)
+def test_json_numbers_keep_their_literal_text(tmp_path: Path, literal: str) -> None:
+    path = write_lines(tmp_path / "data.jsonl", ['{"question": "q", "answer": ' + literal + "}"])
+    assert read_external(path)["answer"].to_list() == [literal]
+
+
+@pytest.mark.parametrize("literal", ["1e-999", "-2.5e-400", "0.000e-99999"])
+def test_underflowing_numbers_are_refused_zero_is_not(tmp_path: Path, literal: str) -> None:
+    path = write_lines(tmp_path / "data.jsonl", ['{"question": "q", "answer": ' + literal + "}"])
+    if literal.startswith("0.000"):  # a zero written with an exponent is zero, not an underflow
+        assert read_external(path)["answer"].to_list() == [literal]
+        return
+    with pytest.raises(SieveError) as info:
+        read_external(path)
+    message = one_line_error(info)
+    assert message.startswith("data.jsonl:1: ") and "underflows" in message
+
+
+def test_underflowing_text_answer_is_refused(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "data.jsonl", [{"question": "q", "answer": "1e-999"}])
+    with pytest.raises(SieveError, match="underflows"):
+        read_external(path)
+
+
+def test_parquet_float32_reads_as_its_shortest_text_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "set.parquet"
+    answers = pl.Series("answer", [0.1, 2.5, 123456.7], dtype=pl.Float32)
+    pl.DataFrame({"question": ["a", "b", "c"], "answer": answers}).write_parquet(path)
+    warnings: list[str] = []
+    frame = read_external(path, warn=warnings.append)
+    assert frame["answer"].to_list() == ["0.1", "2.5", "123456.7"]
+    assert len(warnings) == 1 and "float32" in warnings[0] and "'answer'" in warnings[0]
+
+
+def test_parquet_float64_and_decimal_answers_are_exact(tmp_path: Path) -> None:
+    import decimal
+
+    path = tmp_path / "set.parquet"
+    exact = [decimal.Decimal("3.14159265358979323846"), decimal.Decimal("2.50")]
+    frame = pl.DataFrame(
+        {
+            "question": ["a", "b"],
+            "answer": pl.Series(exact, dtype=pl.Decimal(38, 20)),
+            "other": [0.1, 1 / 3],
+        }
+    )
+    frame.write_parquet(path)
+    assert read_external(path)["answer"].to_list() == ["3.14159265358979323846", "2.5"]
+    floats = tmp_path / "floats.parquet"
+    frame.select("question", pl.col("other").alias("answer")).write_parquet(floats)
+    assert read_external(floats)["answer"].to_list() == ["0.1", repr(1 / 3)]
+
+
+@pytest.mark.parametrize("content", [b"", b"  \n\n \t\n"])
+def test_an_empty_jsonl_warns(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(content)
+    warnings: list[str] = []
+    assert read_external(path, warn=warnings.append).height == 0
+    assert warnings == ["empty.jsonl: no records; nothing to import"]
+
+
+def test_a_zero_row_parquet_warns(tmp_path: Path) -> None:
+    path = tmp_path / "none.parquet"
+    pl.DataFrame(schema={"question": pl.Utf8, "answer": pl.Utf8}).write_parquet(path)
+    warnings: list[str] = []
+    assert read_external(path, warn=warnings.append).height == 0
+    assert warnings == ["none.parquet: no records; nothing to import"]
+
+
+def test_a_gold_the_verifier_cannot_read_in_time_is_refused(tmp_path: Path) -> None:
+    nested = "(" * 400 + "1" + ")" * 400
+    path = write_jsonl(
+        tmp_path / "data.jsonl",
+        [{"question": "easy", "answer": "2"}, {"question": "deep", "answer": nested}],
+    )
+    with pytest.raises(SieveError) as info:
+        read_external(path)
+    message = one_line_error(info)
+    assert message.startswith("data.jsonl: the math verifier cannot read answer")
+    assert "1 such answer(s)" in message
+
+
+def test_a_gold_not_accepted_against_itself_warns(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "data.jsonl",
+        [{"question": "ok", "answer": "12"}, {"question": "retracted", "answer": "5, not 6"}],
+    )
+    warnings: list[str] = []
+    frame = read_external(path, warn=warnings.append)
+    assert frame.height == 2
+    assert len(warnings) == 1 and warnings[0].startswith("data.jsonl: 1 answer(s) are not accepted")
+    assert "'5, not 6'" in warnings[0]
