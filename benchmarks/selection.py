@@ -103,7 +103,11 @@ def two_stage(
     out = screen_survivors(screen, cfg)
     pick = ids.is_in(out.refine["problem_id"].implode()).to_numpy()
     refine = group_stats(sample(ids.filter(pick), p[pick], cfg.refine_g, rng))
-    both = pl.concat([screen, refine]).group_by("problem_id").agg(pl.col("n", "k").sum())
+    both = (
+        pl.concat([screen, refine])
+        .group_by("problem_id")
+        .agg(pl.col("n", "k").sum(), pl.col("reward_min").min(), pl.col("reward_max").max())
+    )
     pooled = both.filter(pl.col("problem_id").is_in(out.refine["problem_id"].implode()))
     items, _ = build_curriculum(pooled, out.all_correct, cfg)
     return items, both, len(p) * cfg.screen_g + int(pick.sum()) * cfg.refine_g

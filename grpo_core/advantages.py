@@ -1,11 +1,14 @@
 """Group advantages for GRPO, and the one definition of an uninformative group.
 
-A group is uninformative when max(r) − min(r) ≤ tol (`ZERO_VAR_TOL`). This is the ONE definition
-that the selection step (`pipeline.selection`) and the trainer share, and the ledger's SQL macro
-`sieve_zero_var_tol()` holds the same number (migration 0001). It is never `advantage == 0` or
-`std == 0`: after the mean rounds, a constant group's spread comes out near 1e-9 rather than 0,
-so an exact-zero test misclassifies it. `is_uninformative` is duck-typed: it works on floats,
-numpy arrays, Polars expressions and torch tensors alike.
+A group is uninformative when max(r) − min(r) ≤ tol (`ZERO_VAR_TOL`), on the rewards. This is the
+ONE definition: the trainer applies it here, the screen and the curriculum (`pipeline.selection`,
+via `stats.reward_informative`) call `is_uninformative` on the group's reward spread, and the
+ledger's macros `sieve_zero_var_tol()` / `sieve_uninformative(max, min)`, which `group_stats`,
+`prompt_stats` and the history prior use, are rendered from it (migration 0009,
+`pipeline.selection.sql_macros`); correctness only labels the uninformative groups. It is never
+`advantage == 0` or `std == 0`: after the mean rounds, a constant group's spread comes out near
+1e-9 rather than 0, so an exact-zero test misclassifies it. `is_uninformative` is duck-typed: it
+works on floats, numpy arrays, Polars expressions, torch tensors and SQL text (`Sql`) alike.
 
 Estimators, registered by name in `ESTIMATORS` (one flat batch, groups of any size, `group` holds
 each sample's group id; vectorised with index_add/scatter_reduce, no loop over groups):
@@ -45,7 +48,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-ZERO_VAR_TOL = 1e-6  # same number as the ledger macro sieve_zero_var_tol()
+ZERO_VAR_TOL = 1e-6  # the ledger's sieve_zero_var_tol() is rendered from this
 
 EstimatorName = Literal["grpo", "rloo", "dr_grpo", "batch"]
 AdvantageName = Literal["outcome", "outcome+steps"]  # outcome only, or plus per-fragment terms

@@ -1,9 +1,12 @@
 """Selection: group statistics, the Beta posterior, the selection rules and the curriculum.
 
 Pure functions over Polars frames — the curate flow samples and writes the ledger; this package
-only decides. `stats` (Polars twins of the ledger views), `config` (`CurateConfig`), `rules`
-(prefilter, history prior, screen, per-prompt G), `curriculum` (the two-stage curriculum).
-Test: `.venv/bin/pytest tests/selection tests/grpo_core/test_zero_variance.py -q`.
+only decides. `stats` (Polars twins of the ledger views, the Beta posterior, the informative
+rule on rewards), `config` (`CurateConfig`), `rules` (prefilter, history prior, screen,
+per-prompt G), `curriculum` (the two-stage curriculum), `sqlexpr` / `sql_macros` (the ledger's
+macros rendered from the same formulas).
+Test: `.venv/bin/pytest tests/selection tests/grpo_core/test_zero_variance.py
+tests/store/test_sql_macros.py -q`.
 """
 
 from pipeline.selection.config import TINY_CURATE, CurateConfig, load_curate_config
@@ -21,7 +24,7 @@ from pipeline.selection.rules import (
     stable_uniform,
     stable_uniforms,
 )
-from pipeline.selection.stats import beta_quantile, group_stats, posterior
+from pipeline.selection.stats import beta_quantile, group_stats, posterior, reward_informative
 
 __all__ = [
     "ITEM_SCHEMA",
@@ -40,6 +43,7 @@ __all__ = [
     "load_curate_config",
     "posterior",
     "prefilter",
+    "reward_informative",
     "screen_survivors",
     "stable_uniform",
     "stable_uniforms",

@@ -1,17 +1,23 @@
 """Build the two-stage curriculum from pooled posterior stats (DESIGN.md "Curation" steps 6–7).
 
 `build_curriculum(pooled, all_correct, cfg)` is pure and deterministic (output sorted; the only
-randomness is `stable_uniform`). Decisions, per refined prompt, on the Beta(1 + k, 1 + n − k)
-posterior of its pass rate pooled over screen + refine samples:
+randomness is `stable_uniform`). Per refined prompt, pooled over screen + refine samples, two
+separate criteria: whether its group is informative — the trainer's rule on the rewards,
+max − min > tol (`grpo_core.advantages.is_uninformative` via `stats.reward_informative`) — and
+where the Beta(1 + k, 1 + n − k) posterior of its pass rate lies (the band):
 
-- stage 1, reason `mid_band`: p_low ≥ band_low and p_high ≤ band_high; group size `stage1_g`;
-- stage 2, reason `hard`: otherwise, p_mean < hard_max_p and k ≥ 1; group size = smallest G with
-  1 − p^G − (1 − p)^G ≥ informative_target at p = p_mean (none within the cap → `out_of_band`);
-- stage 1, reason `process_informative` (only with `process_signal`): neither of the above, all
-  outcomes agree (k = 0 or k = n) but the step verdicts vary (`pipeline.selection.stats`
-  `process_informative`); group size `stage1_g`, weight 1 (an average item: its outcome
-  learnability is ~0 by construction, so it cannot rank these);
-- k = 0 still → rejected `all_wrong`; anything else → `out_of_band`.
+- stage 1, reason `mid_band`: informative, p_low ≥ band_low and p_high ≤ band_high; group size
+  `stage1_g`;
+- stage 2, reason `hard`: informative, otherwise p_mean < hard_max_p and k ≥ 1; group size =
+  smallest G with 1 − p^G − (1 − p)^G ≥ informative_target at p = p_mean (none within the cap
+  → `out_of_band`);
+- stage 1, reason `process_informative` (only with `process_signal`): uninformative rewards but
+  step verdicts that vary (`pipeline.selection.stats` `process_informative`); group size
+  `stage1_g`, weight 1 (an average item: its outcome learnability is ~0 by construction, so it
+  cannot rank these);
+- any other uninformative group is rejected with a label from its verdicts: `all_wrong` (k = 0),
+  `all_correct` (k = n), `zero_variance` (verdicts differ, rewards do not); an informative group
+  outside the band → `out_of_band`.
 
 Replay (MiMo / Polaris keep easy data for stability): round(replay_share × stage-1 size)
 all-correct screen prompts, those with the smallest stable_uniform(seed, id, "replay"), join
@@ -41,7 +47,7 @@ from pipeline.selection.rules import (
     process_flag,
     stable_uniforms,
 )
-from pipeline.selection.stats import posterior, require_columns
+from pipeline.selection.stats import SPREAD_COLUMNS, posterior, require_columns, reward_informative
 
 ITEM_SCHEMA: dict[str, pl.DataType] = {
     "problem_id": pl.Utf8(),
@@ -57,28 +63,31 @@ ITEM_SCHEMA: dict[str, pl.DataType] = {
 _COUNTS = ("problem_id", "n", "k")
 
 
-def _counts(frame: pl.DataFrame, what: str) -> pl.DataFrame:
-    require_columns(frame, _COUNTS, what)
+def _counts(frame: pl.DataFrame, what: str, spread: bool) -> pl.DataFrame:
+    require_columns(frame, (*_COUNTS, *SPREAD_COLUMNS) if spread else _COUNTS, what)
     extra = [pl.col("process_informative")] if "process_informative" in frame.columns else []
+    extra += [pl.col(*SPREAD_COLUMNS).cast(pl.Float64)] if spread else []
     cast = frame.select(pl.col("problem_id").cast(pl.Utf8), pl.col("n", "k").cast(pl.Int64), *extra)
     return posterior(cast)
 
 
 def classify(post: pl.DataFrame, cfg: CurateConfig) -> pl.DataFrame:
-    """`post` plus `reason` (mid_band | hard | process_informative | all_wrong | out_of_band),
-    `stage`, `group_size`."""
-    mid = (pl.col("p_low") >= cfg.band_low) & (pl.col("p_high") <= cfg.band_high)
-    hard = (pl.col("p_mean") < cfg.hard_max_p) & (pl.col("k") >= 1)
-    agree = (pl.col("k") == 0) | (pl.col("k") == pl.col("n"))
-    process = agree & process_flag(post, cfg)
+    """`post` plus `reason` (mid_band | hard | process_informative | all_wrong | all_correct |
+    zero_variance | out_of_band), `stage`, `group_size`."""
+    informative = reward_informative()
+    mid = informative & (pl.col("p_low") >= cfg.band_low) & (pl.col("p_high") <= cfg.band_high)
+    hard = informative & (pl.col("p_mean") < cfg.hard_max_p) & (pl.col("k") >= 1)
+    process = ~informative & process_flag(post, cfg)
     hard_g = group_sizes_for(post["p_mean"], cfg.informative_target, cfg.max_group_size)
     tagged = post.with_columns(hard_g.alias("_hard_g"))
     reason = (
         pl.when(mid).then(pl.lit("mid_band"))
         .when(hard & pl.col("_hard_g").is_not_null()).then(pl.lit("hard"))
         .when(process).then(pl.lit("process_informative"))
+        .when(informative).then(pl.lit("out_of_band"))
         .when(pl.col("k") == 0).then(pl.lit("all_wrong"))
-        .otherwise(pl.lit("out_of_band"))
+        .when(pl.col("k") == pl.col("n")).then(pl.lit("all_correct"))
+        .otherwise(pl.lit("zero_variance"))
     )  # fmt: skip
     tagged = tagged.with_columns(reason.alias("reason"))
     stage1 = pl.col("reason").is_in(["mid_band", "process_informative"])
@@ -128,11 +137,12 @@ def build_curriculum(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(items, rejections) from refined prompts' pooled counts and the screen's all-correct ones.
 
-    `pooled` and `all_correct` need problem_id, n, k (one row per problem; posterior columns are
-    recomputed). Items have the `curriculum_items` columns minus curriculum_id; rejections are
-    (problem_id, reason). No problem appears twice.
+    `pooled` needs problem_id, n, k, reward_min, reward_max and `all_correct` problem_id, n, k
+    (one row per problem; posterior columns are recomputed). Items have the `curriculum_items`
+    columns minus curriculum_id; rejections are (problem_id, reason). No problem appears twice.
     """
-    post, easy = _counts(pooled, "pooled stats"), _counts(all_correct, "all-correct frame")
+    post = _counts(pooled, "pooled stats", spread=True)
+    easy = _counts(all_correct, "all-correct frame", spread=False)
     for frame, what in ((post, "pooled stats"), (easy, "all-correct frame")):
         if frame["problem_id"].is_duplicated().any():
             raise SieveError(f"{what} has several rows for one problem_id; pool them first")
@@ -143,6 +153,7 @@ def build_curriculum(
     process = tagged.filter(pl.col("reason") == "process_informative")
     n_stage1 = main.filter(pl.col("stage") == 1).height + process.height
     replay, easy_rejected = pick_replay(easy, n_stage1, cfg)
-    dropped = tagged.filter(pl.col("reason").is_in(["all_wrong", "out_of_band"]))
+    kept = ["mid_band", "hard", "process_informative"]
+    dropped = tagged.filter(~pl.col("reason").is_in(kept))
     rejected = concat_rejections([dropped.select(list(REJECTION_SCHEMA)), easy_rejected])
     return _ordered(_weighted(main, process, replay, cfg)), rejected

@@ -11,10 +11,12 @@ are sorted by problem_id.
   probability `history_skip_prob`, else re-explored (DESIGN.md "Curation" step 2).
 - `allocate_candidates`: candidates per family × level cell from how often each cell's groups
   were informative for recent revisions (an explored share stays even).
-- `screen_survivors`: small-G screen → refine / `all_correct` (replay candidates) / `all_wrong`
-  (except a stable `uncertain_hard_share` of 0/G prompts, still refined) / `verifier_error`;
-  with `process_signal`, a 0/G or G/G prompt whose step verdicts vary is refined as
-  `process_informative` instead.
+- `screen_survivors`: small-G screen → refine the informative groups (reward spread
+  max − min > tol, `grpo_core.advantages.is_uninformative`, the trainer's rule) / `verifier_error`;
+  an uninformative group is labelled from its verdicts: `all_correct` (replay candidates),
+  `all_wrong` (except a stable `uncertain_hard_share`, still refined), or `zero_variance` when its
+  verdicts differ but its rewards do not; with `process_signal`, an uninformative prompt whose
+  step verdicts vary is refined as `process_informative` instead.
 - `group_size_for`: smallest G with 1 − p^G − (1 − p)^G ≥ target (DESIGN.md step 7).
 
 Test: `.venv/bin/pytest tests/selection/test_rules.py -q`.
@@ -30,10 +32,10 @@ import polars as pl
 
 from pipeline.errors import SieveError
 from pipeline.selection.config import CurateConfig
-from pipeline.selection.stats import require_columns
+from pipeline.selection.stats import SPREAD_COLUMNS, require_columns, reward_informative
 
 REASONS = (
-    "all_correct", "all_wrong", "out_of_band", "verifier_error",
+    "all_correct", "all_wrong", "zero_variance", "out_of_band", "verifier_error",
     "duplicate", "heldout", "skipped_by_history",
 )  # fmt: skip
 REJECTION_SCHEMA: dict[str, pl.DataType] = {"problem_id": pl.Utf8(), "reason": pl.Utf8()}
@@ -197,17 +199,22 @@ def allocate_candidates(
 class Screened(NamedTuple):
     """What the screen decides: prompts to refine, all-correct replay candidates, rejections."""
 
-    refine: pl.DataFrame  # problem_id, n, k, n_errors, reason: mixed | uncertain_hard |
-    # process_informative
-    all_correct: pl.DataFrame  # problem_id, n, k, n_errors: replay candidates, not yet rejected
-    rejections: pl.DataFrame  # problem_id, reason: verifier_error | all_wrong
+    refine: pl.DataFrame  # problem_id, n, k, n_errors, reward_min, reward_max, reason: mixed |
+    # uncertain_hard | process_informative
+    all_correct: pl.DataFrame  # the same columns but reason: replay candidates, not yet rejected
+    rejections: pl.DataFrame  # problem_id, reason: verifier_error | all_wrong | zero_variance
 
 
 def pool_counts(stats: pl.DataFrame) -> pl.DataFrame:
-    """(problem_id, n, k, n_errors) summed per problem over runs, sorted by problem_id; with
-    `process_informative` too when the stats have it (true if it is in any run)."""
-    require_columns(stats, ("problem_id", "n", "k", "n_errors"), "group stats frame")
+    """(problem_id, n, k, n_errors, reward_min, reward_max) pooled per problem over runs (counts
+    summed, the spread of all the rewards), sorted by problem_id; with `process_informative` too
+    when the stats have it (true if it is in any run)."""
+    require_columns(stats, ("problem_id", "n", "k", "n_errors", *SPREAD_COLUMNS), "group stats")
     counts = [pl.col(c).cast(pl.Int64).sum() for c in ("n", "k", "n_errors")]
+    counts += [
+        pl.col("reward_min").cast(pl.Float64).min(),
+        pl.col("reward_max").cast(pl.Float64).max(),
+    ]
     if "process_informative" in stats.columns:
         counts.append(pl.col("process_informative").fill_null(False).any())
     return stats.group_by("problem_id").agg(counts).sort("problem_id")
@@ -226,11 +233,13 @@ def process_flag(stats: pl.DataFrame, cfg: CurateConfig) -> pl.Expr:
 def screen_survivors(screen_stats: pl.DataFrame, cfg: CurateConfig) -> Screened:
     """Sort screened prompts by their small-G group (rows of several runs are pooled).
 
+    `screen_stats` needs problem_id, n, k, n_errors, reward_min, reward_max (`group_stats`).
     error share n_errors/(n + n_errors) > max_error_share, or no scored sample → verifier_error;
-    0 < k < n → refine ("mixed"); with `process_signal`, k = 0 or k = n and the steps vary →
-    refine ("process_informative"); k = n → all_correct (replay candidates); k = 0 → refine
-    ("uncertain_hard") when stable_uniform(seed, id, "uncertain") < uncertain_hard_share, else
-    all_wrong — 0/8 is weak evidence of impossibility.
+    informative (the trainer's rule on the rewards: max − min > tol) → refine ("mixed"); else,
+    with `process_signal`, steps that vary → refine ("process_informative"); else by the
+    verdicts: k = n → all_correct (replay candidates); k = 0 → refine ("uncertain_hard") when
+    stable_uniform(seed, id, "uncertain") < uncertain_hard_share, else all_wrong — 0/8 is weak
+    evidence of impossibility; 0 < k < n with equal rewards → zero_variance.
     """
     g = pool_counts(screen_stats)
     n, k, process = pl.col("n"), pl.col("k"), process_flag(g, cfg)
@@ -239,12 +248,14 @@ def screen_survivors(screen_stats: pl.DataFrame, cfg: CurateConfig) -> Screened:
     g = g.with_columns(
         pl.when((error_share > cfg.max_error_share) | (n == 0))
         .then(pl.lit("verifier_error"))
-        .when((k > 0) & (k < n))
+        .when(reward_informative())
         .then(pl.lit("mixed"))
         .when(process)
         .then(pl.lit("process_informative"))
         .when(k == n)
         .then(pl.lit("all_correct"))
+        .when(k > 0)
+        .then(pl.lit("zero_variance"))
         .when(u < cfg.uncertain_hard_share)
         .then(pl.lit("uncertain_hard"))
         .otherwise(pl.lit("all_wrong"))
@@ -254,7 +265,7 @@ def screen_survivors(screen_stats: pl.DataFrame, cfg: CurateConfig) -> Screened:
     correct = g.filter(pl.col("reason") == "all_correct").drop(
         "reason", "process_informative", strict=False
     )
-    rejected = g.filter(pl.col("reason").is_in(["verifier_error", "all_wrong"]))
+    rejected = g.filter(pl.col("reason").is_in(["verifier_error", "all_wrong", "zero_variance"]))
     return Screened(refine, correct, concat_rejections([rejected.select(list(REJECTION_SCHEMA))]))
 
 

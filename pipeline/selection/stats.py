@@ -1,11 +1,18 @@
-"""Polars twins of the ledger views `group_stats` and `prompt_stats`, for in-memory work.
+"""Polars twins of the ledger views `group_stats` and `prompt_stats`, and the one Beta posterior.
 
 `group_stats(rollouts)` computes per problem (and per run, when the frame has `run_id`) what the
 SQL view computes; `posterior(frame)` adds the Beta(1 + k, 1 + n − k) posterior of the pass rate:
-mean, 90 % interval and learnability E[p(1 − p)]. `beta_quantile` is the SQL macro
-`sieve_beta_q` written once as a Polars expression: exact closed forms when a = 1 (k = 0) or
-b = 1 (k = n), otherwise Abramowitz & Stegun 26.5.22 (absolute error < 0.005 against an exact
-inversion). Zero variance uses `grpo_core.advantages.is_uninformative`, the trainer's definition.
+mean, 90 % interval and learnability E[p(1 − p)]. `beta_quantile`: exact closed forms when a = 1
+(k = 0) or b = 1 (k = n), otherwise Abramowitz & Stegun 26.5.22 (absolute error < 0.005 against
+an exact inversion). `alpha_beta`, `beta_summary` and `beta_quantile` are written once, on
+operators that Polars expressions and `pipeline.selection.sqlexpr.Sql` share: the ledger's
+`sieve_posterior` / `sieve_beta_q` macros are rendered from them (`pipeline.selection.sql_macros`,
+migration 0009), so the SQL and the Polars posterior are one implementation.
+
+Informative groups: `zero_variance` and `reward_informative()` apply
+`grpo_core.advantages.is_uninformative` (max − min ≤ tol) to the rewards — the trainer's rule,
+which the screen and the curriculum use too; correctness (k of n) only labels an uninformative
+group (all_correct / all_wrong) and feeds the pass-rate band.
 
 Process signal: a rollouts frame with `step_correct` (each rollout's fragment verdicts in text
 order, as the stored query `run_rollouts` reads them from `rollout_steps`; null when it has
@@ -14,30 +21,34 @@ when its rollouts' step accuracies differ (max − min > tol, the same `is_uninf
 some fragment position is right in one rollout and wrong in another: a fragment-level reward
 still separates such a group when every final answer agrees.
 
-Departure from the SQL macro: the macro hard-codes the normal quantile for u = 0.05 / 0.95 (the
-90 % interval); here y = Φ⁻¹(1 − u) for any u, with the macro's constant at 0.05 / 0.95 so both
-give the same bits there.
+Departure in SQL: the macro `sieve_beta_q` knows the normal quantile only at u = 0.05 / 0.95 (the
+90 % interval), the two levels it is called with; here y = Φ⁻¹(1 − u) for any u.
 
 Test: `.venv/bin/pytest tests/selection/test_stats.py -q` (checked against the SQL views to 1e-9).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from statistics import NormalDist
+from typing import Any
 
 import polars as pl
 
 from grpo_core.advantages import is_uninformative
 from pipeline.errors import SieveError
+from pipeline.selection.sqlexpr import when
 
 Z95 = 1.6448536269514722  # Φ⁻¹(0.95), the constant in sieve_beta_q
 INTERVAL = (0.05, 0.95)  # the 90 % posterior interval of prompt_stats
 PRIOR = 1.0  # uniform Beta(1, 1) prior on the pass rate
+Quantile = Callable[[Any, Any, float], Any]  # (a, b, u) -> quantile u of Beta(a, b)
 
 GROUP_STATS_COLUMNS = (
     "n_samples", "n", "k", "n_errors", "pass_rate",
     "reward_mean", "reward_std", "reward_min", "reward_max", "zero_variance",
 )  # fmt: skip
+SPREAD_COLUMNS = ("reward_min", "reward_max")  # what the informative rule reads
 POSTERIOR_COLUMNS = ("alpha", "beta", "p_mean", "p_low", "p_high", "learnability")
 PROCESS_COLUMNS = ("n_step_rollouts", "step_accuracy", "step_index_varies", "process_informative")
 
@@ -47,6 +58,12 @@ def require_columns(frame: pl.DataFrame, columns: tuple[str, ...] | list[str], w
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise SieveError(f"{what} lacks column(s) {', '.join(missing)}")
+
+
+def reward_informative(reward_max: str = "reward_max", reward_min: str = "reward_min") -> pl.Expr:
+    """True where a group's reward spread max − min exceeds the tolerance: the trainer's rule
+    (`is_uninformative`) on a frame's spread columns. False where the group has no reward."""
+    return ~is_uninformative(pl.col(reward_max), pl.col(reward_min)).fill_null(True)
 
 
 def group_stats(rollouts: pl.DataFrame) -> pl.DataFrame:
@@ -118,8 +135,10 @@ def process_stats(rollouts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _upper_normal_quantile(u: float) -> float:
-    """y with P(Z > y) = u; the SQL macro's constant at u = 0.05 and 0.95."""
+def upper_normal_quantile(u: float) -> float:
+    """y with P(Z > y) = u, with `Z95` itself at the interval's two levels."""
+    if not 0.0 < u < 1.0:
+        raise SieveError(f"quantile level must be in (0, 1), got {u}")
     if u == INTERVAL[0]:
         return Z95
     if u == INTERVAL[1]:
@@ -127,48 +146,51 @@ def _upper_normal_quantile(u: float) -> float:
     return NormalDist().inv_cdf(1.0 - u)
 
 
-def beta_quantile(a: pl.Expr, b: pl.Expr, u: float) -> pl.Expr:
-    """Quantile u of Beta(a, b) for a, b ≥ 1, as `sieve_beta_q(a, b, u)` computes it.
+def beta_quantile(a: Any, b: Any, u: Any, y: Any = None) -> Any:
+    """Quantile u of Beta(a, b) for a, b ≥ 1, on Polars expressions (or `Sql`, for the macro).
 
-    a = 1: 1 − (1 − u)^(1/b); b = 1: u^(1/a) (both exact). Otherwise A&S 26.5.22:
+    a = 1: 1 − (1 − u)^(1/b); b = 1: u^(1/a) (both exact). Otherwise A&S 26.5.22 with y the
+    upper-tail normal quantile of u (default `upper_normal_quantile(u)`):
     x = a / (a + b·e^(2w)), w = y√(h + λ)/h − (1/(2b−1) − 1/(2a−1))(λ + 5/6 − 2/(3h)),
     h = 2 / (1/(2a−1) + 1/(2b−1)), λ = (y² − 3)/6.
     """
-    if not 0.0 < u < 1.0:
-        raise SieveError(f"quantile level must be in (0, 1), got {u}")
-    y = _upper_normal_quantile(u)
+    y = upper_normal_quantile(u) if y is None else y
     ia, ib = 1 / (2 * a - 1), 1 / (2 * b - 1)
     h = 2 / (ia + ib)
     lam = (y * y - 3) / 6
     w = y * (h + lam).sqrt() / h - (ib - ia) * (lam + 5 / 6 - 2 / (3 * h))
     approx = a / (a + b * (2 * w).exp())
-    return (
-        pl.when(a == 1)
-        .then(1 - (1 - u) ** (1 / b))
-        .when(b == 1)
-        .then(u ** (1 / a))
-        .otherwise(approx)
-    )
+    return when(a == 1, 1 - (1 - u) ** (1 / b), when(b == 1, u ** (1 / a), approx))
+
+
+def alpha_beta(n: Any, k: Any) -> tuple[Any, Any]:
+    """(α, β) = (1 + k, 1 + n − k): the Beta posterior of the pass rate, uniform prior."""
+    return PRIOR + k, PRIOR + (n - k)
+
+
+def beta_summary(a: Any, b: Any, quantile: Quantile = beta_quantile) -> dict[str, Any]:
+    """p_mean, p_low, p_high (the 90 % interval) and learnability of Beta(a, b).
+
+    learnability = E[p(1 − p)] = αβ / ((α + β)(α + β + 1)), the expected per-sample reward
+    variance of a binary group.
+    """
+    return {
+        "p_mean": a / (a + b),
+        "p_low": quantile(a, b, INTERVAL[0]),
+        "p_high": quantile(a, b, INTERVAL[1]),
+        "learnability": a * b / ((a + b) * (a + b + 1)),
+    }
 
 
 def posterior(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame` (with integer columns n, k) plus alpha, beta, p_mean, p_low, p_high, learnability.
-
-    Beta(1 + k, 1 + n − k) posterior of the pass rate; learnability = E[p(1 − p)] =
-    αβ / ((α + β)(α + β + 1)), the expected per-sample reward variance of a binary group.
+    """`frame` (with integer columns n, k) plus alpha, beta, p_mean, p_low, p_high, learnability
+    (`alpha_beta`, `beta_summary`: the formulas the ledger's `sieve_posterior` is rendered from).
     """
     require_columns(frame, ("n", "k"), "posterior input")
-    a, b = pl.col("alpha"), pl.col("beta")
-    with_ab = frame.with_columns(
-        (PRIOR + pl.col("k").cast(pl.Float64)).alias("alpha"),
-        (PRIOR + (pl.col("n") - pl.col("k")).cast(pl.Float64)).alias("beta"),
-    )
-    return with_ab.with_columns(
-        (a / (a + b)).alias("p_mean"),
-        beta_quantile(a, b, INTERVAL[0]).alias("p_low"),
-        beta_quantile(a, b, INTERVAL[1]).alias("p_high"),
-        (a * b / ((a + b) * (a + b + 1))).alias("learnability"),
-    )
+    a, b = alpha_beta(pl.col("n"), pl.col("k"))
+    with_ab = frame.with_columns(a.alias("alpha"), b.alias("beta"))
+    summary = beta_summary(pl.col("alpha"), pl.col("beta"))
+    return with_ab.with_columns(v.alias(name) for name, v in summary.items())
 
 
 def beta_quantile_value(a: float, b: float, u: float) -> float:

@@ -1,53 +1,150 @@
-"""The trainer, the selection step and the ledger share one definition of an uninformative group."""
+"""One informative rule: the trainer, the screen, the curriculum and the ledger's views and query
+classify the same groups alike, also where the reward is not the verdict (format weight, partial
+credit, jitter), and correctness only labels the uninformative ones.
+
+Test: `.venv/bin/pytest tests/grpo_core/test_zero_variance.py -q`.
+"""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 import polars as pl
 import pytest
+import torch
 
 from grpo_core.advantages import ZERO_VAR_TOL, is_uninformative
+from grpo_core.config import GRPOConfig
+from grpo_core.rewards import Component
+from grpo_core.scoring import step_advantages
+from grpo_core.types import Sample
+from pipeline.selection import CurateConfig, build_curriculum, group_stats, screen_survivors
 from pipeline.store import Ledger
 
-GROUPS: dict[str, list[float]] = {
-    "constant": [0.7, 0.7 + 1e-9, 0.7 - 1e-9, 0.7],  # floats differ by ~1e-9: still constant
-    "all_right": [1.0, 1.0, 1.0, 1.0],
-    "all_wrong": [0.0, 0.0, 0.0, 0.0],
-    "mixed": [1.0, 0.0, 0.0, 1.0],
-    "barely": [0.5, 0.5 + 1e-5, 0.5, 0.5],  # a real (if tiny) spread
+# problem -> [(reward, correct)]; None: the verifier failed on that sample
+GROUPS: dict[str, list[tuple[float | None, bool | None]]] = {
+    "constant": [(0.7, False), (0.7 + 1e-9, False), (0.7 - 1e-9, False), (0.7, False)],  # jitter
+    "all_right": [(1.0, True)] * 4,
+    "all_wrong": [(0.0, False)] * 4,
+    "mixed": [(1.0, True), (0.0, False), (0.0, False), (1.0, True)],
+    "barely": [(0.5, False), (0.50001, False), (0.5, False), (0.5, False)],  # issue 29's example
+    "format_spread": [(1.0, True), (0.9, True), (1.0, True), (1.0, True)],  # all right, format
+    "partial_credit": [(0.0, False), (0.25, False), (0.75, False), (0.0, False)],  # tests passed
+    "flat_verdicts_differ": [(0.5, True), (0.5, False), (0.5, True), (0.5, False)],
+    "at_tol": [(0.0, False), (ZERO_VAR_TOL, False), (0.0, False), (0.0, False)],  # ≤ tol: flat
+    "error_mixed": [(1.0, True), (None, None), (0.0, False), (1.0, True)],
+    "error_flat": [(1.0, True), (None, None), (1.0, True), (1.0, True)],
+}
+EXPECTED_INFORMATIVE = {"mixed", "barely", "format_spread", "partial_credit", "error_mixed"}
+LABELS = {  # the uninformative groups, labelled by their verdicts
+    "constant": "all_wrong",
+    "all_right": "all_correct",
+    "all_wrong": "all_wrong",
+    "flat_verdicts_differ": "zero_variance",
+    "at_tol": "all_wrong",
+    "error_flat": "all_correct",
 }
 
 
-def test_sql_macro_holds_the_same_tolerance(ledger: Ledger) -> None:
+def rollouts() -> pl.DataFrame:
+    rows = [
+        {"run_id": "s", "problem_id": pid, "sample_idx": i, "reward": r, "correct": c}
+        for pid, group in GROUPS.items()
+        for i, (r, c) in enumerate(group)
+    ]
+    schema = {"run_id": pl.Utf8, "problem_id": pl.Utf8, "sample_idx": pl.Int32}
+    return pl.DataFrame(rows, schema={**schema, "reward": pl.Float64, "correct": pl.Boolean})
+
+
+def trainer_informative() -> dict[str, bool]:
+    """Per group, whether the trainer's step gives it advantages (its own scoring path)."""
+    cfg = GRPOConfig()
+    components = [  # as Trainer.__init__ builds them
+        Component("reward", 1.0, 0),
+        Component("repetition", cfg.repetition_coef, cfg.repetition_start_step),
+    ]
+    names = list(GROUPS)
+    rewards = [r for pid in names for r, _ in GROUPS[pid]]
+    group = torch.tensor([g for g, pid in enumerate(names) for _ in GROUPS[pid]])  # (N,)
+    known = torch.tensor([r is not None for r in rewards])  # (N,)
+    raw = torch.tensor([math.nan if r is None else float(r) for r in rewards])  # as _update
+    flat = [Sample((5, 6, 7, i % 3), "", False) for i in range(len(rewards))]
+    _, informative = step_advantages(cfg, components, 0, flat, group, known, raw)
+    return {pid: bool(informative[group == g].any()) for g, pid in enumerate(names)}
+
+
+def ledger_with(frame: pl.DataFrame, ledger: Ledger) -> Ledger:
+    run = {
+        "run_id": ["s"], "purpose": ["screen"], "model": ["m"], "model_revision": ["rev"],
+        "backend": ["hf"], "group_size": [4], "temperature": [1.0],
+        "started_at": [datetime(2026, 1, 1, tzinfo=UTC)], "status": ["finished"],
+    }  # fmt: skip
+    ledger.write_batch({"sampling_runs": pl.DataFrame(run), "rollouts": frame})
+    return ledger
+
+
+def test_the_trainer_the_selection_and_the_ledger_agree(ledger: Ledger) -> None:
+    trainer = trainer_informative()
+    assert {p for p, inf in trainer.items() if inf} == EXPECTED_INFORMATIVE
+
+    stats = group_stats(rollouts().drop("run_id"))
+    screened = screen_survivors(stats, CurateConfig(uncertain_hard_share=0.0))
+    refine = dict(screened.refine.select("problem_id", "reason").iter_rows())
+    assert refine == dict.fromkeys(EXPECTED_INFORMATIVE, "mixed")
+    labels = dict(screened.rejections.iter_rows())
+    labels |= dict.fromkeys(screened.all_correct["problem_id"], "all_correct")
+    assert labels == LABELS
+
+    wide = CurateConfig(band_low=0.0, band_high=1.0)  # every informative group is in the band
+    items, rejected = build_curriculum(stats, screened.all_correct.head(0), wide)
+    assert set(items["problem_id"]) == EXPECTED_INFORMATIVE
+    assert dict(rejected.iter_rows()) == LABELS
+
+    led = ledger_with(rollouts(), ledger)
+    for sql in (
+        "SELECT problem_id, zero_variance FROM group_stats",
+        "SELECT problem_id, zero_variance FROM prompt_stats",
+    ):
+        flat = dict(led.sql(sql).iter_rows())
+        assert {p: not z for p, z in flat.items()} == trainer, sql
+    history = led.query("history_prior", exclude=[]).select("problem_id", "zero_variance")
+    assert {p: not z for p, z in history.iter_rows()} == trainer
+    polars_flat = dict(stats.select("problem_id", "zero_variance").iter_rows())
+    assert {p: not z for p, z in polars_flat.items()} == trainer
+
+
+def test_pooled_runs_are_judged_on_all_their_rewards() -> None:
+    """Two screen runs, each constant but at different rewards: the pooled group is informative."""
+    frame = pl.concat(
+        [
+            rollouts().filter(pl.col("problem_id") == "all_right"),
+            rollouts()
+            .filter(pl.col("problem_id") == "all_wrong")
+            .with_columns(pl.lit("all_right").alias("problem_id"), pl.lit("t").alias("run_id")),
+        ]
+    )
+    per_run = group_stats(frame)
+    assert per_run["zero_variance"].to_list() == [True, True]
+    out = screen_survivors(per_run, CurateConfig())
+    assert out.refine.select("problem_id", "reason").rows() == [("all_right", "mixed")]
+
+
+def test_sql_macros_hold_the_same_tolerance_and_rule(ledger: Ledger) -> None:
     assert ledger.run("SELECT sieve_zero_var_tol()")[0][0] == ZERO_VAR_TOL
+    pairs = [(0.7, 0.7), (ZERO_VAR_TOL, 0.0), (2 * ZERO_VAR_TOL, 0.0), (1.0, 0.0), (0.50001, 0.5)]
+    for hi, lo in pairs:
+        got = ledger.run("SELECT sieve_uninformative($hi, $lo)", {"hi": hi, "lo": lo})[0][0]
+        assert got == is_uninformative(hi, lo), (hi, lo)
 
 
 def test_constant_group_is_uninformative_although_its_std_is_not_zero() -> None:
-    rewards = GROUPS["constant"]
+    rewards = [r for r, _ in GROUPS["constant"] if r is not None]
     mean = sum(rewards) / len(rewards)
     assert any(abs(r - mean) > 0 for r in rewards)  # advantage == 0 would call it informative
     assert is_uninformative(max(rewards), min(rewards))
     assert not is_uninformative(1.0, 0.0)
     assert is_uninformative(ZERO_VAR_TOL, 0.0)  # a spread of exactly tol is included
-
-
-def test_group_stats_view_agrees_with_is_uninformative(ledger: Ledger) -> None:
-    run = {
-        "run_id": ["r"], "purpose": ["screen"], "model": ["m"], "model_revision": ["rev"],
-        "backend": ["hf"], "group_size": [4], "temperature": [1.0],
-        "started_at": [datetime(2026, 1, 1, tzinfo=UTC)], "status": ["finished"],
-    }  # fmt: skip
-    rows = [
-        {"run_id": "r", "problem_id": pid, "sample_idx": i, "reward": r, "correct": r >= 1.0}
-        for pid, rewards in GROUPS.items()
-        for i, r in enumerate(rewards)
-    ]
-    ledger.write_batch({"sampling_runs": pl.DataFrame(run), "rollouts": pl.DataFrame(rows)})
-    got = dict(ledger.sql("SELECT problem_id, zero_variance FROM group_stats").iter_rows())
-    for pid, rewards in GROUPS.items():
-        assert got[pid] == is_uninformative(max(rewards), min(rewards)), pid
-    assert got["constant"] and not got["barely"]
 
 
 @pytest.mark.parametrize("tol", [0.0, 1e-12, 1e-3])

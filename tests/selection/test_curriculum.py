@@ -13,14 +13,15 @@ from pipeline.selection.curriculum import ITEM_SCHEMA, build_curriculum
 from pipeline.selection.rules import REJECTION_SCHEMA, group_size_for, stable_uniform
 from pipeline.selection.stats import posterior
 from pipeline.store import Ledger
+from tests.selection.frames import binary_spread
 
 CFG = CurateConfig(replay_share=0.5)
 
 
 def counts(rows: list[tuple[str, int, int]]) -> pl.DataFrame:
-    return pl.DataFrame(
-        rows, schema={"problem_id": pl.Utf8, "n": pl.Int64, "k": pl.Int64}, orient="row"
-    )
+    """Pooled stats of binary groups (reward = correctness): k of n right, and the spread."""
+    schema = {"problem_id": pl.Utf8, "n": pl.Int64, "k": pl.Int64}
+    return binary_spread(pl.DataFrame(rows, schema=schema, orient="row"))
 
 
 POOLED = counts(
@@ -54,6 +55,32 @@ def test_each_prompt_gets_its_stage_and_reason() -> None:
     assert by[first]["stage"] == 1 and by[first]["group_size"] == CFG.stage1_g
     easy_rejected = rejected.filter(pl.col("problem_id").str.starts_with("easy"))
     assert easy_rejected.height == 4 and (easy_rejected["reason"] == "all_correct").all()
+
+
+def test_rewards_decide_informative_and_verdicts_only_label() -> None:
+    schema = ["problem_id", "n", "k", "reward_min", "reward_max"]
+    rows = [
+        ("format_mid", 40, 20, 0.4, 1.0),  # informative, mid-band pass rate: stage 1
+        ("partial", 40, 0, 0.0, 0.5),  # never right but rewards spread: informative
+        ("flat_mid", 40, 20, 0.5, 0.5),  # mid-band pass rate, equal rewards: no signal
+        ("flat_right", 40, 40, 1.0, 1.0),
+        ("flat_wrong", 40, 0, 0.0, 1e-9),
+    ]
+    pooled = pl.DataFrame(rows, schema=schema, orient="row")
+    items, rejected = build_curriculum(pooled, counts([]), CFG)
+    assert items.select("problem_id", "reason").rows() == [("format_mid", "mid_band")]
+    assert dict(rejected.iter_rows()) == {
+        "partial": "out_of_band",  # outside the band, not all_wrong: its rewards carry signal
+        "flat_mid": "zero_variance",
+        "flat_right": "all_correct",
+        "flat_wrong": "all_wrong",
+    }
+    wide = CurateConfig(band_low=0.0, band_high=1.0)
+    items, rejected = build_curriculum(pooled, counts([]), wide)
+    assert set(items["problem_id"]) == {"format_mid", "partial"}  # exactly the informative ones
+    assert set(rejected["problem_id"]) == {"flat_mid", "flat_right", "flat_wrong"}
+    with pytest.raises(SieveError, match="reward_min, reward_max"):
+        build_curriculum(pooled.drop("reward_min", "reward_max"), counts([]), CFG)
 
 
 def test_weights_positions_and_schema() -> None:
@@ -110,16 +137,19 @@ def test_band_logic_holds_for_every_prompt(
     items, rejected = build_curriculum(pooled, counts([]), cfg)
     post = {r["problem_id"]: r for r in posterior(pooled).to_dicts()}
     in_band = {p for p, r in post.items() if r["p_low"] >= low and r["p_high"] <= high}
+    mixed = {p for p, r in post.items() if 0 < r["k"] < r["n"]}  # binary: informative groups
     for item in items.to_dicts():
         r = post[item["problem_id"]]
+        assert item["problem_id"] in mixed
         if item["stage"] == 1:
             assert item["problem_id"] in in_band and item["group_size"] == cfg.stage1_g
         else:
             assert r["p_mean"] < cfg.hard_max_p and r["k"] >= 1
             assert item["group_size"] == group_size_for(r["p_mean"])
     for pid, reason in rejected.iter_rows():
-        assert pid not in in_band
-        assert reason == ("all_wrong" if post[pid]["k"] == 0 else "out_of_band")
+        label = "all_wrong" if post[pid]["k"] == 0 else "all_correct"  # by the verdicts
+        assert pid not in in_band & mixed
+        assert reason == ("out_of_band" if pid in mixed else label)
 
 
 def test_frames_write_to_the_ledger_tables(ledger: Ledger) -> None:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pipeline.errors import SieveError
 from pipeline.problems import generate_mix
 from pipeline.selection.config import CurateConfig
 from pipeline.selection.rules import (
@@ -23,6 +24,7 @@ from pipeline.selection.rules import (
     stable_uniform,
     stable_uniforms,
 )
+from tests.selection.frames import binary_spread
 
 CFG = CurateConfig()
 
@@ -137,7 +139,9 @@ def test_history_prior_re_explores_a_stable_share() -> None:
 
 # -- screen ------------------------------------------------------------------------------------
 def screen(rows: list[tuple[str, int, int, int]]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=["problem_id", "n", "k", "n_errors"], orient="row")
+    """Screen stats of binary groups: (problem_id, n, k, n_errors) and the reward spread."""
+    schema = {"problem_id": pl.Utf8, "n": pl.Int64, "k": pl.Int64, "n_errors": pl.Int64}
+    return binary_spread(pl.DataFrame(rows, schema=schema, orient="row"))
 
 
 def test_screen_reasons() -> None:
@@ -162,6 +166,31 @@ def test_screen_reasons() -> None:
     }  # fmt: skip
     hard = screen_survivors(stats, CurateConfig(uncertain_hard_share=1.0))
     assert hard.refine.filter(pl.col("problem_id") == pid(5))["reason"].item() == "uncertain_hard"
+
+
+def test_screen_judges_informativeness_on_the_rewards() -> None:
+    """The reward spread (the trainer's rule) decides what is refined; the verdicts only label
+    the groups whose rewards are flat."""
+    schema = ["problem_id", "n", "k", "n_errors", "reward_min", "reward_max"]
+    rows = [
+        (pid(1), 4, 0, 0, 0.5, 0.50001),  # all wrong, rewards spread (issue 29's example)
+        (pid(2), 4, 4, 0, 0.9, 1.0),  # all right, a format component varies
+        (pid(3), 4, 2, 0, 0.5, 0.5),  # verdicts differ, rewards do not
+        (pid(4), 4, 0, 0, 0.3, 0.3 + 1e-9),  # flat up to rounding, all wrong
+        (pid(5), 4, 4, 0, 1.0, 1.0),  # flat, all right
+        (pid(6), 4, 1, 0, 0.0, 1.0),  # binary mixed
+    ]
+    stats = pl.DataFrame(rows, schema=schema, orient="row")
+    out = screen_survivors(stats, CurateConfig(uncertain_hard_share=0.0))
+    assert dict(out.refine.select("problem_id", "reason").iter_rows()) == {
+        pid(1): "mixed", pid(2): "mixed", pid(6): "mixed",
+    }  # fmt: skip
+    assert reasons(out.rejections) == {pid(3): "zero_variance", pid(4): "all_wrong"}
+    assert out.all_correct["problem_id"].to_list() == [pid(5)]
+    flat_share = screen_survivors(stats, CurateConfig(uncertain_hard_share=1.0))
+    assert reasons(flat_share.rejections) == {pid(3): "zero_variance"}  # only 0/G is explored
+    with pytest.raises(SieveError, match="reward_min, reward_max"):
+        screen_survivors(stats.drop("reward_min", "reward_max"), CFG)
 
 
 def test_screen_refines_a_stable_share_of_all_wrong_prompts() -> None:

@@ -9,7 +9,7 @@ SELECT
     s.model_revision,
     count(r.reward) AS n,
     count(*) FILTER (WHERE r.correct) AS k,
-    max(r.reward) - min(r.reward) <= sieve_zero_var_tol() AS zero_variance,
+    sieve_uninformative(max(r.reward), min(r.reward)) AS zero_variance,
     max(coalesce(s.finished_at, s.started_at)) AS last_seen
 FROM rollouts AS r
 JOIN sampling_runs AS s USING (run_id)
