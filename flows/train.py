@@ -129,7 +129,7 @@ def build(
     )
     evaluator = core.eval_sampler(sampler, backend, model, tokenizer, str(run.model_dir))
     recorder = core.recorder_for(ledger, run, trainee, evaluator, batches.stage_of, progress, home)
-    reward = reward or partial(verifier_reward, marker_required=fmt == "chat")
+    reward = recorder.judging(reward or partial(verifier_reward, marker_required=fmt == "chat"))
     trainer = Trainer(
         model, tokenizer, sampler, reward, batches, run.cfg, run.root,
         hooks=recorder, crash_point=crash_point,

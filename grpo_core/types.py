@@ -50,6 +50,9 @@ class Sample:
     truncated: bool  # cut by max_new_tokens
     # the sampling engine's log-prob of each token in token_ids (same length); None: not known
     logprobs: tuple[float, ...] | None = None
+    # the engine's summed log-prob when it reports only the sum (hf); kept in the ledger's
+    # train_rollouts, never read by the trainer
+    logprob_sum: float | None = None
 
 
 class GroupSampler(Protocol):

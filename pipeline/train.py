@@ -12,15 +12,23 @@ The sequence of a training run is written once, in `flows/train.py`; here are it
   `train_metrics` and TensorBoard (committed before each checkpoint is published), every
   checkpoint registered in `checkpoints` with its `model_revision` (so the next curation samples
   from it), held-out evaluation every `eval_every` steps and at the start and end, the run's
-  status, and one progress event per step (`pipeline.hooks`).
+  status, and one progress event per step (`pipeline.hooks`);
+- `Recorder.judging(reward)` wraps the reward function so that every completion a step sampled
+  (its reward, verdict, finish reason, the engine's log-prob sum) is written to
+  `train_rollouts`, one Arrow batch in the same transaction as that step's metrics (replace on
+  (train_id, step, problem_id, sample_idx): a resumed run rewriting a step does not duplicate
+  it). The policy column is the model revision of the sampling weights where the base or a
+  checkpoint holds them, else `<train_id>@<step>`. Under torchrun rank 0 records what its reward
+  function judged: the whole step with broadcast rollouts, its own slice under `shard`.
 
 Which settings: `pipeline.recipes`. Which model: `pipeline.lineage`. Batches and reward:
 `pipeline.batches`.
 
-Training rollouts are not written to `rollouts`: their weights change every step, so they do not
+Training rollouts are not written to `rollouts` but to `train_rollouts` (migration 0010, views
+`train_group_stats` and `train_prompt_trajectory`): their weights change every step, so they do not
 belong to any one `model_revision` and would blur `prompt_stats`.
 
-Test: `pytest tests/test_train.py tests/test_train_crash.py`.
+Test: `pytest tests/test_train.py tests/test_train_crash.py tests/test_train_rollouts.py`.
 """
 
 from __future__ import annotations
@@ -29,8 +37,9 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,7 +51,7 @@ import torch
 from grpo_core import checkpoint as ckpt
 from grpo_core.config import GRPOConfig
 from grpo_core.lora import merged, with_lora
-from grpo_core.trainer import Trainer
+from grpo_core.trainer import Item, RewardFn, Sample, Scores, Trainer
 from pipeline.batches import curriculum_frame
 from pipeline.crash import crash_point
 from pipeline.errors import SieveError
@@ -61,6 +70,16 @@ from pipeline.recipes import TrainSettings
 from pipeline.sampling import Sampler
 from pipeline.sampling.hf import HFSampler
 from pipeline.store import Ledger
+
+ROLLOUT_SCHEMA = {
+    "problem_id": pl.Utf8,
+    "completion": pl.Utf8,
+    "n_tokens": pl.Int32,
+    "finish_reason": pl.Utf8,
+    "reward": pl.Float64,
+    "correct": pl.Boolean,
+    "behaviour_logprob": pl.Float64,
+}
 
 
 @dataclass
@@ -198,6 +217,8 @@ class Recorder:
     rows: list[tuple[str, int, str, float | None]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     last: dict[str, float] = field(default_factory=dict)
+    judged: list[tuple[Sequence[Item], Sequence[Sample], Scores]] = field(default_factory=list)
+    rollouts: list[pl.DataFrame] = field(default_factory=list)  # steps not yet committed
 
     # -------------------------------------------------------------- TrainerHooks
 
@@ -209,6 +230,7 @@ class Recorder:
     def on_metrics(self, step: int, m: dict[str, float]) -> None:
         m["stage"] = float(self.stage_of(step))
         self.record(step, m)
+        self.take_rollouts(step)
         every = self.run.settings.eval_every
         if every and (step + 1) % every == 0:
             self.evaluate_live(step + 1)
@@ -285,16 +307,75 @@ class Recorder:
                 self.writer.add_scalar(f"train/{name}", finite, step)
 
     def flush(self) -> None:
-        if not self.rows:
+        """Commit the buffered metrics and training rollouts in one transaction."""
+        batches: dict[str, pl.DataFrame] = {}
+        if self.rows:
+            schema = {"train_id": pl.Utf8, "step": pl.Int32, "name": pl.Utf8, "value": pl.Float64}
+            batches["train_metrics"] = pl.DataFrame(self.rows, schema=schema, orient="row")
+        if self.rollouts:
+            batches["train_rollouts"] = self.with_policy(pl.concat(self.rollouts))
+        if not batches:
             return
-        frame = pl.DataFrame(
-            self.rows,
-            schema={"train_id": pl.Utf8, "step": pl.Int32, "name": pl.Utf8, "value": pl.Float64},
-            orient="row",
-        )
         crash_point("train.before_metrics_commit")
-        self.ledger.write("train_metrics", frame, on_conflict="replace")
-        self.rows = []
+        self.ledger.write_batch(batches, on_conflict="replace")
+        self.rows, self.rollouts = [], []
+
+    # -------------------------------------------------------------- training rollouts
+
+    def judging(self, reward: RewardFn) -> RewardFn:
+        """`reward`, keeping what it judges for the step's `train_rollouts` rows (on rank 0
+        alone: other ranks report nothing)."""
+        if os.environ.get("RANK", "0") != "0":
+            return reward
+
+        def judge(items: Sequence[Item], samples: Sequence[Sample]) -> Scores:
+            scores = reward(items, samples)
+            self.judged.append((items, samples, scores))
+            return scores
+
+        return judge
+
+    def take_rollouts(self, step: int) -> None:
+        """What the reward function judged since the last step, as step `step`'s rows."""
+        if not self.judged:
+            return
+        items = [it for batch in self.judged for it in batch[0]]
+        samples = [s for batch in self.judged for s in batch[1]]
+        columns = {
+            "problem_id": [it.key for it in items],
+            "completion": [s.text for s in samples],
+            "n_tokens": [len(s.token_ids) for s in samples],
+            "finish_reason": ["length" if s.truncated else "stop" for s in samples],
+            "reward": [r for batch in self.judged for r in batch[2].rewards],
+            "correct": [c for batch in self.judged for c in batch[2].correct],
+            "behaviour_logprob": [_logprob_sum(s) for s in samples],
+        }
+        self.judged = []
+        frame = pl.DataFrame(columns, schema=ROLLOUT_SCHEMA)
+        self.rollouts.append(
+            frame.with_columns(
+                pl.lit(self.run.train_id).alias("train_id"),
+                pl.lit(step, pl.Int32).alias("step"),
+                pl.int_range(pl.len(), dtype=pl.Int32).over("problem_id").alias("sample_idx"),
+            )
+        )
+
+    def with_policy(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """`policy`: the revision of the weights that sampled step s (the base at step 0, the
+        checkpoint of step s where there is one), else `<train_id>@<step>`."""
+        known = self.ledger.sql(
+            "SELECT step, model_revision FROM checkpoints WHERE train_id = $t",
+            {"t": self.run.train_id},
+        )
+        base = pl.DataFrame({"step": [0], "model_revision": [self.run.base_revision]})
+        revisions = pl.concat([base, known.cast({"step": pl.Int32})], how="vertical_relaxed")
+        revisions = revisions.unique("step", keep="last").cast({"step": pl.Int32})
+        own = pl.concat_str(pl.col("train_id"), pl.lit("@"), pl.col("step").cast(pl.Utf8))
+        return (
+            frame.join(revisions, on="step", how="left")
+            .with_columns(pl.coalesce("model_revision", own).alias("policy"))
+            .drop("model_revision")
+        )
 
     def register_missing(self) -> None:
         """Register checkpoints on disk the ledger lacks (killed between a checkpoint's rename
@@ -384,6 +465,14 @@ def result_of(
         resumed_from,
         history,
     )
+
+
+def _logprob_sum(s: Sample) -> float | None:
+    """The engine's log-prob of the completion: its per-token values summed, else the sum it
+    reported alone (hf), else None."""
+    if s.logprobs is not None:
+        return float(sum(s.logprobs))
+    return s.logprob_sum
 
 
 def heldout_table(ledger: Ledger, revision: str) -> pl.DataFrame:

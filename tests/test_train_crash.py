@@ -44,7 +44,13 @@ def fingerprint(home: Path) -> dict[str, object]:
         )
         ckpts = led.sql("SELECT step, model_revision FROM checkpoints ORDER BY step")
         status = led.sql("SELECT status FROM train_runs")
-    return {"metrics": metrics.rows(), "checkpoints": ckpts.rows(), "status": status.rows()}
+        rollouts = led.sql("SELECT * FROM train_rollouts ORDER BY step, problem_id, sample_idx")
+    return {
+        "metrics": metrics.rows(),
+        "checkpoints": ckpts.rows(),
+        "status": status.rows(),
+        "rollouts": rollouts.rows(),
+    }
 
 
 def make_home(root: Path, tiny_model_dir: Path, write: Callable[[Ledger], object]) -> Path:

@@ -118,7 +118,7 @@ class HFGroupSampler:
 
     def _sample(self, c: Completion) -> Sample:
         ids = c.token_ids + ((self.eos,) if c.finish_reason == "stop" else ())
-        return Sample(ids, c.text, truncated=c.finish_reason == "length")
+        return Sample(ids, c.text, c.finish_reason == "length", logprob_sum=c.logprob)
 
 
 class VLLMGroupSampler:

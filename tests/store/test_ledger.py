@@ -28,6 +28,7 @@ TABLES = {
     "rollout_steps",
     "verifier_audit",
     "rescored_verdicts",
+    "train_rollouts",
 }
 VIEWS = {
     "group_stats",
@@ -44,6 +45,8 @@ VIEWS = {
     "verifier_disagreements",
     "verifier_audit_rates",
     "verdict_changes",
+    "train_group_stats",
+    "train_prompt_trajectory",
 }
 
 
