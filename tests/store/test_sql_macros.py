@@ -7,12 +7,16 @@ Test: `.venv/bin/pytest tests/store/test_sql_macros.py -q`.
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import polars as pl
 import pytest
 
+import pipeline.store.ledger as ledger_module
 from grpo_core.advantages import ZERO_VAR_TOL
 from pipeline.selection.sql_macros import BEGIN, END, ledger_macros
 from pipeline.selection.sqlexpr import Sql, literal, when
@@ -93,3 +97,40 @@ def test_hand_written_helpers_are_gone(ledger: Ledger) -> None:
     )["function_name"].to_list()
     assert "sieve_beta_h" not in names and "sieve_beta_w" not in names
     assert {"sieve_uninformative", "sieve_posterior", "sieve_beta_q"} <= set(names)
+
+
+def test_an_existing_ledger_keeps_its_view_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ledger made before 0009 shows the same group and prompt stats after it (within 1e-12:
+    the same rule and posterior, now computed by the rendered macros)."""
+    path = tmp_path / "sieve.duckdb"
+    rng = np.random.default_rng(0)
+    rows = [
+        {"run_id": "s", "problem_id": f"p{i}", "sample_idx": j, "reward": r, "correct": r >= 1}
+        for i in range(60)
+        for j, r in enumerate(rng.choice([0.0, 0.5, 1.0], size=(i % 30) + 1).tolist())
+    ]
+    run = {
+        "run_id": ["s"], "purpose": ["screen"], "model": ["m"], "model_revision": ["rev"],
+        "backend": ["hf"], "group_size": [8], "temperature": [1.0],
+        "started_at": [datetime(2026, 1, 1, tzinfo=UTC)], "status": ["finished"],
+    }  # fmt: skip
+    older = [m for m in migrations() if m[0] < 9]
+    monkeypatch.setattr(ledger_module, "migrations", lambda: older)  # a Sieve before 0009
+    views = ("group_stats", "prompt_stats")
+    with Ledger.open(path=path) as led:
+        assert 9 not in led.applied_migrations()
+        led.write_batch({"sampling_runs": pl.DataFrame(run), "rollouts": pl.DataFrame(rows)})
+        before = {v: led.sql(f"SELECT * FROM {v} ORDER BY problem_id") for v in views}
+    monkeypatch.undo()
+    with Ledger.open(path=path, read_only=True) as led:
+        assert 9 in led.applied_migrations()
+        for view, old in before.items():
+            new = led.sql(f"SELECT * FROM {view} ORDER BY problem_id")
+            assert new.columns == old.columns, view
+            for col in new.columns:
+                if new[col].dtype == pl.Float64:
+                    assert ((new[col] - old[col]).abs() <= 1e-12).all(), (view, col)
+                else:
+                    assert new[col].to_list() == old[col].to_list(), (view, col)
