@@ -20,7 +20,9 @@ the JSON under `temperature_1_partial`:
      (samples 4-11), select with Sieve's own `screen_survivors` / `build_curriculum`, then train
      on the kept prompts; their training groups are judged on samples 12-15, which selection
      never saw (so the yield is not flattered by the selection noise);
-   the arms' groups are subsets of the same 16 samples, so they see the same answers;
+   the arms' groups are subsets of the same 16 samples, so they see the same answers. The arms
+   are `pipeline.backtest`'s policies, the ones `sieve backtest --pool
+   benchmarks/results/real_model_pool.parquet` replays (with GRESO, SPEED-RL, pilot-then-commit);
 3. the verifier's precision and recall against hand labels (`benchmarks/real_model_labels.jsonl`,
    labelled by reading each completion): the labelled verdicts plus a seeded random top-up of
    unlabelled ones are written to `results/real_model_audit.jsonl`, the top-up is what is left
@@ -40,14 +42,15 @@ import argparse
 import json
 import os
 import platform
-import random
 import time
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from pipeline.backtest import dapo_arm, groups, score, sieve_arm, uniform_arm
 from pipeline.sampling.base import SamplingParams
+from pipeline.selection import CurateConfig
 
 RESULTS = Path(__file__).parent / "results"
 POOL = RESULTS / "real_model_pool.parquet"
@@ -55,9 +58,8 @@ POOL_T1 = RESULTS / "real_model_pool_t1.parquet"
 AUDIT = RESULTS / "real_model_audit.jsonl"
 LABELS = Path(__file__).parent / "real_model_labels.jsonl"
 G_POOL = 16
-SCREEN = range(0, 4)
-REFINE = range(4, 12)
-FRESH = range(12, 16)
+# Sieve's arm: screen G = 4 (samples 0-3), refine 8 more (samples 4-11), train on 12-15
+SIEVE = CurateConfig(screen_g=4, refine_g=8, stage1_g=4, seed=0)
 
 
 # ------------------------------------------------------------------ phase 1: sample (vLLM)
@@ -133,116 +135,6 @@ def _rows(
 
 
 # ------------------------------------------------------------------ phase 2: analyse
-
-
-def score(pool: pl.DataFrame, marker_required: bool = True) -> pl.DataFrame:
-    """The pool with Sieve's verdicts (chat models: an answer must come from a marker)."""
-    from pipeline.scoring import verify_batch
-
-    verdicts = verify_batch(
-        pool["completion"].to_list(),
-        pool["answer"].to_list(),
-        pool["verifier"].to_list(),
-        marker_required=marker_required,
-    )
-    return pool.with_columns(
-        pl.Series("reward", [v.reward for v in verdicts], dtype=pl.Float64),
-        pl.Series("correct", [v.correct for v in verdicts], dtype=pl.Boolean),
-        pl.Series("reason", [v.reason for v in verdicts]),
-    )
-
-
-def groups(scored: pl.DataFrame, samples: range) -> pl.DataFrame:
-    """Sieve's group statistics over the given sample indices of every prompt."""
-    from pipeline.selection import group_stats
-
-    rows = scored.filter(pl.col("sample_idx").is_in(list(samples)))
-    return group_stats(rows.select("problem_id", "reward", "correct"))
-
-
-def informative_share(stats: pl.DataFrame) -> float:
-    return float((~stats["zero_variance"]).mean()) if stats.height else 0.0  # type: ignore[arg-type]
-
-
-def uniform_arm(scored: pl.DataFrame, g: int) -> dict[str, Any]:
-    stats = groups(scored, range(g))
-    share = informative_share(stats)
-    return {
-        "group_size": g,
-        "rollouts": stats.height * g,
-        "informative_groups": int((~stats["zero_variance"]).sum()),
-        "informative_share": share,
-        "rollouts_per_informative_group": g / share if share else None,
-    }
-
-
-def dapo_arm(scored: pl.DataFrame, g: int, batch: int, seed: int) -> dict[str, Any]:
-    """Dynamic sampling: draw groups in a random order until `batch` informative ones."""
-    stats = groups(scored, range(g)).sort("problem_id")
-    order = list(range(stats.height))
-    random.Random(seed).shuffle(order)
-    flags = stats["zero_variance"].to_list()
-    kept = drawn = 0
-    for i in order:
-        drawn += 1
-        kept += not flags[i]
-        if kept == batch:
-            break
-    return {
-        "group_size": g,
-        "batch": batch,
-        "groups_drawn": drawn,
-        "informative_groups": kept,
-        "batch_filled": kept == batch,
-        "rollouts": drawn * g,
-        "informative_share_of_batch": 1.0 if kept else 0.0,
-        "informative_share_of_drawn": kept / drawn if drawn else 0.0,
-        "rollouts_per_informative_group": drawn * g / kept if kept else None,
-    }
-
-
-def sieve_arm(scored: pl.DataFrame) -> dict[str, Any]:
-    """Screen (G=4) → refine (+8) → Sieve's selection → training groups on unseen samples."""
-    from pipeline.selection import CurateConfig, build_curriculum, screen_survivors
-
-    cfg = CurateConfig(screen_g=4, refine_g=12, stage1_g=4, seed=0)
-    screen = groups(scored, SCREEN)
-    screened = screen_survivors(screen, cfg)
-    survivors = screened.refine["problem_id"]
-    refined = scored.filter(pl.col("problem_id").is_in(survivors.implode()))
-    pooled = groups(refined, range(SCREEN.start, REFINE.stop))
-    items, _ = build_curriculum(pooled, screened.all_correct, cfg)
-    main = items.filter(pl.col("reason") != "replay")
-    kept = main["problem_id"]
-    fresh = groups(scored.filter(pl.col("problem_id").is_in(kept.implode())), FRESH)
-    share = informative_share(fresh)
-    curation = screen.height * len(SCREEN) + survivors.len() * len(REFINE)
-    training = fresh.height * len(FRESH)
-    uniform = uniform_arm(scored, len(FRESH))["rollouts_per_informative_group"]
-    return {
-        "screen_group_size": len(SCREEN),
-        "refine_added": len(REFINE),
-        "screened": screen.height,
-        "refined": int(survivors.len()),
-        "kept": int(kept.len()),
-        "kept_by_stage": {str(s): int(n) for s, n in main.group_by("stage").len().iter_rows()},
-        "replay": int(items.height - main.height),
-        "curation_rollouts": curation,
-        "training_group_size": len(FRESH),
-        "training_rollouts_one_epoch": training,
-        "informative_share": share,
-        "rollouts_per_informative_group_training": len(FRESH) / share if share else None,
-        "rollouts_per_informative_group_with_curation": (
-            (curation + training) / (share * fresh.height) if share and fresh.height else None
-        ),
-        # epochs over the kept prompts after which curation + training has cost less per
-        # informative group than uniform G=4 groups: C / (K (share * c_uniform - G))
-        "epochs_to_break_even_vs_uniform_g4": (
-            curation / (fresh.height * (share * uniform - len(FRESH)))
-            if share and uniform and share * uniform > len(FRESH)
-            else None
-        ),
-    }
 
 
 def spread(scored: pl.DataFrame) -> pl.DataFrame:
@@ -331,7 +223,7 @@ def partial_summary(path: Path) -> dict[str, Any] | None:
         "pass_rate": float(scored["correct"].fill_null(False).mean()),  # type: ignore[arg-type]
         "no_answer_share": float((scored["reason"] == "no_answer").mean()),  # type: ignore[arg-type]
         "truncated_share": float((scored["finish_reason"] == "length").mean()),  # type: ignore[arg-type]
-        "uniform_g8": uniform_arm(scored, 8),
+        "uniform_g8": uniform_arm(scored, 8).report,
     }
 
 
@@ -369,10 +261,10 @@ def analyse(args: argparse.Namespace) -> dict[str, Any]:
         "verdict_reasons": dict(scored.group_by("reason").len().iter_rows()),
         "by_family_level": table.to_dicts(),
         "arms": {
-            "uniform_g8": uniform_arm(scored, 8),
-            "uniform_g4": uniform_arm(scored, 4),
-            "dapo_g8": dapo_arm(scored, 8, 32, args.seed),
-            "sieve_screen4_refine12": sieve_arm(scored),
+            "uniform_g8": uniform_arm(scored, 8).report,
+            "uniform_g4": uniform_arm(scored, 4).report,
+            "dapo_g8": dapo_arm(scored, 8, 32, args.seed).report,
+            "sieve_screen4_refine12": sieve_arm(scored, SIEVE).report,
         },
         "verifier_audit": audit(scored, args.seed),
         "temperature_1_partial": partial_summary(POOL_T1),

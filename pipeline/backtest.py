@@ -1,0 +1,488 @@
+"""Backtests of prompt-selection policies over samples already stored (`sieve backtest`).
+
+Every policy is replayed on one pool: per prompt, its stored samples in draw order
+(`sample_idx` 0, 1, ...) with reward and verdict. A policy that spends g samples on a prompt
+reads that prompt's next g stored samples, so every policy sees the same answers, and no policy
+samples anything: one that would need more samples of a prompt than the pool holds is refused
+(`NotEnoughSamples`, naming how many it needs, for how many prompts, and how many are stored).
+
+The policies (each an `Arm`: the rollouts it spent, its informative groups, the prompts it trains
+on, and the report `benchmarks/real_model.py` writes):
+
+- `uniform_arm`: a group of g on every prompt; trains on all of them;
+- `dapo_arm`: DAPO's dynamic sampling (Yu et al. 2025): groups of g in a seeded random order,
+  zero-variance groups dropped, until `batch` informative groups are kept;
+- `greso_arm`: GRESO's pre-rollout skip (Li et al. 2025), over two epochs of g: prompts whose
+  epoch-1 group had zero variance are skipped in epoch 2 unless a seeded draw falls under
+  `explore`; epoch 2 trains on the informative groups it sampled. Departure: the paper adapts
+  the exploration probability towards a target skip rate; here it is fixed;
+- `speed_arm`: SPEED-RL's screen-then-continue (Zhang et al. 2025): `init` samples per prompt,
+  prompts with 0 < k < init continued with `cont` more, trained on all init + cont;
+- `pilot_arm`: pilot-then-commit: `pilot` samples per prompt, a fresh group of g committed to
+  prompts whose pilot pass rate lies in the band; the pilot samples are not trained on;
+- `sieve_arm`: Sieve's two stages with a `CurateConfig`, as a curation samples them: screen
+  (`screen_g`), `refine_g` more on the survivors, `screen_survivors` / `build_curriculum` select
+  on the pooled screen_g + refine_g, and the kept prompts' training groups (`train_g`, default
+  `stage1_g`) are judged on the samples after those, which selection never saw. A curated home
+  holds nothing after them, so there it needs a smaller replay (e.g. refine_g lowered by
+  train_g) or it is refused.
+
+"Informative" is Sieve's one rule (`pipeline.selection.group_stats`, i.e.
+`grpo_core.advantages.is_uninformative`). `backtest` puts the arms in one table: rollouts,
+informative groups, rollouts per informative group, and the recall / precision of the prompts
+each trains on against the prompts whose pass rate over all stored samples lies in the band.
+
+Pools: `pool_samples` reads a Parquet file of completions (`benchmarks/results/
+real_model_pool.parquet`; scored with Sieve's verifier when it has no `reward` column),
+`ledger_samples` the screen and refine rollouts of one model revision of a ledger.
+
+Test: `.venv/bin/pytest tests/test_backtest.py -q`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from pydantic import ValidationError
+
+from pipeline.errors import SieveError
+from pipeline.selection import (
+    CurateConfig,
+    build_curriculum,
+    group_stats,
+    screen_survivors,
+    stable_uniforms,
+)
+from pipeline.store import Ledger
+from pipeline.tomlconfig import first_error
+
+POLICIES = ("uniform", "dapo", "greso", "speed", "pilot", "sieve")
+
+
+class NotEnoughSamples(SieveError):
+    """A policy would read more samples of some prompt than the pool stores."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One policy's replay: cost, signal, the prompts it trains on, and its full report."""
+
+    rollouts: int
+    informative_groups: int
+    selected: pl.Series  # problem ids the policy trains on
+    report: dict[str, Any]
+
+    @property
+    def per_informative(self) -> float | None:
+        return self.rollouts / self.informative_groups if self.informative_groups else None
+
+
+# ------------------------------------------------------------------ pools
+
+
+def score(pool: pl.DataFrame, marker_required: bool = True) -> pl.DataFrame:
+    """The pool with Sieve's verdicts (chat models: an answer must come from a marker)."""
+    from pipeline.scoring import verify_batch
+
+    verdicts = verify_batch(
+        pool["completion"].to_list(),
+        pool["answer"].to_list(),
+        pool["verifier"].to_list(),
+        marker_required=marker_required,
+    )
+    return pool.with_columns(
+        pl.Series("reward", [v.reward for v in verdicts], dtype=pl.Float64),
+        pl.Series("correct", [v.correct for v in verdicts], dtype=pl.Boolean),
+        pl.Series("reason", [v.reason for v in verdicts]),
+    )
+
+
+def pool_samples(path: Path, marker_required: bool = True) -> pl.DataFrame:
+    """A Parquet pool of samples (problem_id, sample_idx, and reward + correct, or completion +
+    answer + verifier to score them with)."""
+    try:
+        pool = pl.read_parquet(path)
+    except (OSError, pl.exceptions.ComputeError) as exc:
+        raise SieveError(f"cannot read pool {path}: {' '.join(str(exc).split())}") from None
+    scored_already = {"reward", "correct"} <= set(pool.columns)
+    need = ["problem_id", "sample_idx"] + (
+        [] if scored_already else ["completion", "answer", "verifier"]
+    )
+    missing = [c for c in need if c not in pool.columns]
+    if missing:
+        raise SieveError(f"pool {path} lacks column(s) {', '.join(missing)}")
+    return pool if scored_already else score(pool, marker_required)
+
+
+def ledger_samples(ledger: Ledger, revision: str | None = None) -> tuple[pl.DataFrame, str]:
+    """(samples, revision): the screen and refine rollouts of `revision` (default: that of the
+    newest screen run), renumbered per problem in draw order."""
+    if revision is None:
+        newest = ledger.query("backtest_revision")
+        if newest.is_empty():
+            raise SieveError("the ledger holds no screen runs to backtest (run sieve curate)")
+        revision = str(newest["model_revision"][0])
+    samples = ledger.query("backtest_samples", revision=revision)
+    if samples.is_empty():
+        raise SieveError(f"the ledger holds no screen or refine rollouts of revision {revision}")
+    return samples, revision
+
+
+# ------------------------------------------------------------------ groups over a pool
+
+
+def groups(scored: pl.DataFrame, samples: range) -> pl.DataFrame:
+    """Sieve's group statistics over the given sample indices of every prompt."""
+    rows = scored.filter(pl.col("sample_idx").is_in(list(samples)))
+    return group_stats(rows.select("problem_id", "reward", "correct"))
+
+
+def informative_share(stats: pl.DataFrame) -> float:
+    return float((~stats["zero_variance"]).mean()) if stats.height else 0.0  # type: ignore[arg-type]
+
+
+def informative(stats: pl.DataFrame) -> int:
+    return int((~stats["zero_variance"]).sum())
+
+
+def require(scored: pl.DataFrame, prompts: pl.Series, n: int, policy: str) -> None:
+    """Refuse `policy` when one of `prompts` has fewer than `n` stored samples."""
+    if prompts.is_empty():
+        return
+    stored = scored.group_by("problem_id").agg(pl.len().alias("stored"))
+    wanted = pl.DataFrame({"problem_id": prompts.unique()}).join(stored, "problem_id", "left")
+    short = wanted.filter(pl.col("stored").fill_null(0) < n)
+    if short.height:
+        fewest = int(short["stored"].fill_null(0).min())  # type: ignore[arg-type]
+        raise NotEnoughSamples(
+            f"{policy} needs {n} samples of {wanted.height} prompts; {short.height} of them "
+            f"have fewer stored (fewest {fewest}): lower its group sizes or sample more"
+        )
+
+
+def ids(stats: pl.DataFrame) -> pl.Series:
+    return stats["problem_id"]
+
+
+def all_prompts(scored: pl.DataFrame) -> pl.Series:
+    return scored["problem_id"].unique().sort()
+
+
+# ------------------------------------------------------------------ the policies
+
+
+def uniform_arm(scored: pl.DataFrame, g: int) -> Arm:
+    """A group of g on every prompt."""
+    require(scored, all_prompts(scored), g, f"uniform (g={g})")
+    stats = groups(scored, range(g))
+    share = informative_share(stats)
+    report = {
+        "group_size": g,
+        "rollouts": stats.height * g,
+        "informative_groups": informative(stats),
+        "informative_share": share,
+        "rollouts_per_informative_group": g / share if share else None,
+    }
+    return Arm(stats.height * g, informative(stats), ids(stats), report)
+
+
+def dapo_arm(scored: pl.DataFrame, g: int, batch: int, seed: int) -> Arm:
+    """Dynamic sampling: draw groups in a seeded random order until `batch` informative ones."""
+    prompts = all_prompts(scored)
+    order = list(range(prompts.len()))
+    random.Random(seed).shuffle(order)
+    drawn_ids = prompts.gather(order)
+    require(scored, drawn_ids, g, f"dapo (g={g})")  # before knowing where it stops: all of them
+    stats = groups(scored, range(g)).sort("problem_id")
+    flags = (~stats["zero_variance"].fill_null(True)).gather(order)  # (P,) in draw order
+    filled = flags.cum_sum() >= batch
+    drawn = int(filled.arg_true()[0]) + 1 if filled.any() else len(order)
+    taken = flags.head(drawn)
+    kept = int(taken.sum())
+    report = {
+        "group_size": g,
+        "batch": batch,
+        "groups_drawn": drawn,
+        "informative_groups": kept,
+        "batch_filled": kept == batch,
+        "rollouts": drawn * g,
+        "informative_share_of_batch": 1.0 if kept else 0.0,
+        "informative_share_of_drawn": kept / drawn if drawn else 0.0,
+        "rollouts_per_informative_group": drawn * g / kept if kept else None,
+    }
+    return Arm(drawn * g, kept, drawn_ids.head(drawn).filter(taken), report)
+
+
+def greso_arm(scored: pl.DataFrame, g: int, explore: float, seed: int) -> Arm:
+    """Two epochs of g; epoch 2 skips epoch-1 zero-variance prompts unless explored."""
+    require(scored, all_prompts(scored), g, f"greso (g={g})")
+    first = groups(scored, range(g))
+    draw = stable_uniforms(seed, ids(first), "greso")
+    keep = ~first["zero_variance"].fill_null(True) | (draw < explore)
+    again = ids(first).filter(keep)
+    require(scored, again, 2 * g, f"greso (g={g}, 2 epochs)")
+    second = groups(scored.filter(pl.col("problem_id").is_in(again.implode())), range(g, 2 * g))
+    rollouts = (first.height + second.height) * g
+    found = informative(first) + informative(second)
+    trained = second.filter(~pl.col("zero_variance").fill_null(True))
+    report = {
+        "group_size": g,
+        "explore": explore,
+        "epoch2_sampled": second.height,
+        "epoch2_skipped": first.height - second.height,
+        "rollouts": rollouts,
+        "informative_groups": found,
+    }
+    return Arm(rollouts, found, ids(trained), report)
+
+
+def speed_arm(scored: pl.DataFrame, init: int, cont: int) -> Arm:
+    """Screen with `init`, continue 0 < k < init prompts with `cont` more, train on all."""
+    require(scored, all_prompts(scored), init, f"speed (init={init})")
+    screen = groups(scored, range(init))
+    mixed = screen.filter((pl.col("k") > 0) & (pl.col("k") < pl.col("n")))
+    require(scored, ids(mixed), init + cont, f"speed (init={init}, cont={cont})")
+    full = groups(
+        scored.filter(pl.col("problem_id").is_in(ids(mixed).implode())), range(init + cont)
+    )
+    rollouts = screen.height * init + mixed.height * cont
+    report = {"init": init, "cont": cont, "continued": mixed.height, "rollouts": rollouts}
+    return Arm(rollouts, informative(full), ids(mixed), report)
+
+
+def pilot_arm(scored: pl.DataFrame, pilot: int, g: int, band: tuple[float, float]) -> Arm:
+    """A pilot of `pilot`, then a fresh group of g where the pilot's pass rate is in the band."""
+    require(scored, all_prompts(scored), pilot, f"pilot (pilot={pilot})")
+    trial = groups(scored, range(pilot))
+    committed = ids(trial.filter(pl.col("pass_rate").is_between(*band)))
+    require(scored, committed, pilot + g, f"pilot (pilot={pilot}, g={g})")
+    fresh = groups(
+        scored.filter(pl.col("problem_id").is_in(committed.implode())), range(pilot, pilot + g)
+    )
+    rollouts = trial.height * pilot + fresh.height * g
+    report = {"pilot": pilot, "group_size": g, "committed": fresh.height, "rollouts": rollouts}
+    return Arm(rollouts, informative(fresh), committed, report)
+
+
+def sieve_arm(scored: pl.DataFrame, cfg: CurateConfig, train_g: int | None = None) -> Arm:
+    """Screen → refine → Sieve's selection → training groups on samples selection never saw."""
+    train_g = train_g or cfg.stage1_g
+    pooled = cfg.screen_g + cfg.refine_g  # the refine pass adds refine_g, as in a curation
+    screen_range, pooled_range, fresh_range = (
+        range(cfg.screen_g),
+        range(pooled),
+        range(pooled, pooled + train_g),
+    )
+    require(scored, all_prompts(scored), cfg.screen_g, f"sieve (screen_g={cfg.screen_g})")
+    screen = groups(scored, screen_range)
+    screened = screen_survivors(screen, cfg)
+    survivors = screened.refine["problem_id"]
+    require(scored, survivors, pooled, f"sieve (refine_g={cfg.refine_g})")
+    refined = scored.filter(pl.col("problem_id").is_in(survivors.implode()))
+    items, _ = build_curriculum(groups(refined, pooled_range), screened.all_correct, cfg)
+    main = items.filter(pl.col("reason") != "replay")
+    kept = main["problem_id"]
+    require(scored, kept, fresh_range.stop, f"sieve (training groups of {train_g})")
+    fresh = groups(scored.filter(pl.col("problem_id").is_in(kept.implode())), fresh_range)
+    share = informative_share(fresh)
+    curation = screen.height * cfg.screen_g + survivors.len() * cfg.refine_g
+    training = fresh.height * train_g
+    uniform = uniform_arm(scored, train_g).report["rollouts_per_informative_group"]
+    report = {
+        "screen_group_size": cfg.screen_g,
+        "refine_added": cfg.refine_g,
+        "screened": screen.height,
+        "refined": int(survivors.len()),
+        "kept": int(kept.len()),
+        "kept_by_stage": {str(s): int(n) for s, n in main.group_by("stage").len().iter_rows()},
+        "replay": int(items.height - main.height),
+        "curation_rollouts": curation,
+        "training_group_size": train_g,
+        "training_rollouts_one_epoch": training,
+        "informative_share": share,
+        "rollouts_per_informative_group_training": train_g / share if share else None,
+        "rollouts_per_informative_group_with_curation": (
+            (curation + training) / (share * fresh.height) if share and fresh.height else None
+        ),
+        # epochs over the kept prompts after which curation + training has cost less per
+        # informative group than uniform groups of train_g: C / (K (share * c_uniform - G))
+        f"epochs_to_break_even_vs_uniform_g{train_g}": (
+            curation / (fresh.height * (share * uniform - train_g))
+            if share and uniform and share * uniform > train_g
+            else None
+        ),
+    }
+    return Arm(curation + training, informative(fresh), kept, report)
+
+
+# ------------------------------------------------------------------ policies by name, the table
+
+DEFAULTS: dict[str, dict[str, int | float]] = {
+    "uniform": {"g": 8},
+    "dapo": {"g": 8, "batch": 32, "seed": 0},
+    "greso": {"g": 4, "explore": 0.25, "seed": 0},
+    "speed": {"init": 4, "cont": 4},
+    "pilot": {"pilot": 4, "g": 8},
+    "sieve": {},  # CurateConfig fields, and train_g (default stage1_g)
+}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A policy by name with its parameters: `dapo`, `dapo:g=4,batch=16`, `sieve:screen_g=4`."""
+
+    name: str
+    params: dict[str, str]
+
+    @classmethod
+    def parse(cls, text: str) -> Spec:
+        name, _, rest = text.strip().partition(":")
+        if name not in POLICIES:
+            raise SieveError(f"unknown policy {name!r}; valid: {', '.join(POLICIES)}")
+        params = {}
+        for part in filter(None, (p.strip() for p in rest.split(","))):
+            key, eq, value = part.partition("=")
+            if not eq or not key.strip():
+                raise SieveError(f"policy {text!r}: write parameters as key=value, comma-separated")
+            params[key.strip()] = value.strip()
+        return cls(name, params)
+
+
+def _numbers(spec: Spec) -> dict[str, Any]:
+    """The policy's parameters over its defaults, each converted to its default's type."""
+    defaults = DEFAULTS[spec.name]
+    unknown = sorted(set(spec.params) - set(defaults))
+    if unknown:
+        valid = ", ".join(defaults)
+        raise SieveError(f"policy {spec.name} has no parameter {unknown[0]!r}; valid: {valid}")
+    out: dict[str, Any] = dict(defaults)
+    for key, value in spec.params.items():
+        try:
+            out[key] = type(defaults[key])(value)
+        except ValueError:
+            raise SieveError(f"policy {spec.name}: {key}={value!r} is not a number") from None
+    if any(v <= 0 for k, v in out.items() if k not in ("seed", "explore")):
+        raise SieveError(f"policy {spec.name}: group sizes and batch must be positive")
+    if not 0.0 <= out.get("explore", 0.0) <= 1.0:
+        raise SieveError(f"policy {spec.name}: explore is a probability, in [0, 1]")
+    return out
+
+
+def _sieve_config(spec: Spec, cfg: CurateConfig) -> tuple[CurateConfig, int | None]:
+    params = dict(spec.params)
+    train_g = params.pop("train_g", None)
+    try:
+        merged = CurateConfig.model_validate({**cfg.model_dump(), **params})
+    except ValidationError as exc:
+        raise SieveError(f"policy sieve: {first_error(exc)}") from None
+    if train_g is not None and not (train_g.isdigit() and int(train_g) > 0):
+        raise SieveError(f"policy sieve: train_g={train_g!r} is not a positive whole number")
+    return merged, int(train_g) if train_g is not None else None
+
+
+def run_policy(scored: pl.DataFrame, spec: Spec, cfg: CurateConfig) -> tuple[str, Arm]:
+    """(label, arm) of one policy on the pool; `NotEnoughSamples` when the pool is too small."""
+    band = (cfg.band_low, cfg.band_high)
+    if spec.name == "sieve":
+        sieve_cfg, train_g = _sieve_config(spec, cfg)
+        arm = sieve_arm(scored, sieve_cfg, train_g)
+        g = arm.report["training_group_size"]
+        return f"sieve screen_g={sieve_cfg.screen_g} refine_g={sieve_cfg.refine_g} train_g={g}", arm
+    p = _numbers(spec)
+    label = " ".join([spec.name] + [f"{k}={v}" for k, v in p.items() if k != "seed"])
+    if spec.name == "uniform":
+        return label, uniform_arm(scored, p["g"])
+    if spec.name == "dapo":
+        return label, dapo_arm(scored, p["g"], p["batch"], p["seed"])
+    if spec.name == "greso":
+        return label, greso_arm(scored, p["g"], p["explore"], p["seed"])
+    if spec.name == "speed":
+        return label, speed_arm(scored, p["init"], p["cont"])
+    return label, pilot_arm(scored, p["pilot"], p["g"], band)
+
+
+def in_band(scored: pl.DataFrame, band: tuple[float, float]) -> pl.Series:
+    """Prompts whose pass rate over every stored sample lies in [low, high]."""
+    stats = group_stats(scored.select("problem_id", "reward", "correct"))
+    return ids(stats.filter(pl.col("pass_rate").is_between(*band)))
+
+
+TABLE_SCHEMA = {
+    "policy": pl.Utf8,
+    "rollouts": pl.Int64,
+    "informative_groups": pl.Int64,
+    "rollouts_per_informative_group": pl.Float64,
+    "trained_prompts": pl.Int64,
+    "in_band_trained": pl.Int64,
+    "recall": pl.Float64,
+    "precision": pl.Float64,
+    "note": pl.Utf8,
+}
+
+
+def backtest(
+    scored: pl.DataFrame, specs: list[Spec], cfg: CurateConfig, strict: bool = False
+) -> pl.DataFrame:
+    """One row per policy (`TABLE_SCHEMA`). A policy the pool is too small for raises under
+    `strict`, else gets a row with only its `note`. Recall / precision: of the prompts each
+    trains on, against the in-band prompts (`in_band`, the config's band)."""
+    band = set(in_band(scored, (cfg.band_low, cfg.band_high)).to_list())
+    rows: list[dict[str, Any]] = []
+    for spec in specs:
+        try:
+            label, arm = run_policy(scored, spec, cfg)
+        except NotEnoughSamples as exc:
+            if strict:
+                raise
+            rows.append({"policy": spec.name, "note": f"refused: {exc}"})
+            continue
+        trained = set(arm.selected.to_list())
+        hits = len(trained & band)
+        rows.append(
+            {
+                "policy": label,
+                "rollouts": arm.rollouts,
+                "informative_groups": arm.informative_groups,
+                "rollouts_per_informative_group": arm.per_informative,
+                "trained_prompts": len(trained),
+                "in_band_trained": hits,
+                "recall": hits / len(band) if band else None,
+                "precision": hits / len(trained) if trained else None,
+                "note": "",
+            }
+        )
+    return pl.DataFrame(rows, schema=TABLE_SCHEMA)
+
+
+def plot(table: pl.DataFrame, path: Path, title: str) -> None:
+    """Rollouts per informative group, and recall / precision on the band, per policy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    done = table.filter(pl.col("note") == "")
+    names = [n.replace(" ", "\n", 1) for n in done["policy"]]
+    x = list(range(done.height))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
+    cost = done["rollouts_per_informative_group"].fill_null(0).to_list()
+    left.bar(x, cost, color="tab:blue")
+    for i, c in enumerate(cost):
+        left.text(i, c, f"{c:.1f}", ha="center", va="bottom", fontsize=8)
+    left.set_xticks(x, names, fontsize=7)
+    left.set_ylabel("rollouts per informative group")
+    right.bar([i - 0.2 for i in x], done["recall"].fill_null(0), 0.4, label="recall")
+    right.bar([i + 0.2 for i in x], done["precision"].fill_null(0), 0.4, label="precision")
+    right.set_xticks(x, names, fontsize=7)
+    right.set_ylim(0, 1)
+    right.set_ylabel("of the in-band prompts (pass rate over all samples)")
+    right.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
