@@ -98,7 +98,7 @@ def test_a_resumed_run_rewrites_its_steps_without_duplicates(
 def test_the_views_count_what_the_table_holds(
     trained: tuple[Path, Path, str, list[dict[str, float]]],
 ) -> None:
-    home, *_ = trained
+    home, *_, history = trained
     with Ledger.open(home) as ledger:
         rows = ledger.sql("SELECT * FROM train_rollouts")
         groups = ledger.sql("SELECT * FROM train_group_stats ORDER BY step, problem_id")
@@ -114,6 +114,9 @@ def test_the_views_count_what_the_table_holds(
         .sort(keys)
     )
     assert groups.select(*keys, "n", "k", "informative").rows() == expect.rows()
+    # the trainer's own count of zero-variance groups, step by step
+    share = groups.group_by("step").agg((~pl.col("informative")).mean()).sort("step")
+    assert share["informative"].to_list() == pytest.approx([h["zero_var_share"] for h in history])
     assert set(groups["n"]) <= {4, 8}  # the curriculum's group sizes
     trajectory = (
         expect.sort("step")
