@@ -466,9 +466,9 @@ def plot(table: pl.DataFrame, path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     done = table.filter(pl.col("note") == "")
-    names = [n.replace(" ", "\n", 1) for n in done["policy"]]
+    names = [n.replace(" ", "\n") for n in done["policy"]]  # one parameter a line
     x = list(range(done.height))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(max(10.0, 2.0 * done.height), 5.2))
     cost = done["rollouts_per_informative_group"].fill_null(0).to_list()
     left.bar(x, cost, color="tab:blue")
     for i, c in enumerate(cost):
