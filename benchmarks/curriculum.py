@@ -55,7 +55,7 @@ import torch
 from flows.curate import curate
 from grpo_core.collect import dynamic_sampling, pilot_commit
 from grpo_core.config import GRPOConfig
-from grpo_core.seeds import derive_seed
+from grpo_core.seeds import derive_seed, seed_torch
 from grpo_core.trainer import Hooks, Item, Trainer
 from pipeline.batches import CurriculumBatches, curriculum_frame, raw_verifier_reward
 from pipeline.curate import Policy
@@ -208,6 +208,7 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
                 max_rounds=4,
             ),
         }[arm]
+        seed_torch(seed)  # the trainer sets no process-wide torch state
         trainer = Trainer(
             model, tok, sampler, raw_verifier_reward, lambda s: draw(s, 0),
             grpo_config(setup, seed, steps), collector=collector, hooks=QUIET,
@@ -285,6 +286,7 @@ def sieve_nights(
                 frame, [prompt(q) for q in frame["question"]], setup.rollouts_per_step, steps, seed
             )
             step0 = trainer.step if trainer is not None else 0
+            seed_torch(seed + night)  # the trainer sets no process-wide torch state
             trainer = Trainer(
                 model, tok, sampler, raw_verifier_reward, lambda s, b=batches, s0=step0: b(s - s0),
                 grpo_config(setup, seed + night, step0 + steps), hooks=QUIET,

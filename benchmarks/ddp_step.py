@@ -70,6 +70,7 @@ def worker(shape: tuple[int, int, int], steps: int) -> dict[str, float]:
     """Time `steps` trainer steps of `shape` on this process (one rank or alone)."""
     from grpo_core import distributed
     from grpo_core.config import GRPOConfig
+    from grpo_core.seeds import seed_torch
     from grpo_core.trainer import Item, Trainer
     from pipeline.policy.model import new_tiny_model
 
@@ -81,6 +82,7 @@ def worker(shape: tuple[int, int, int], steps: int) -> dict[str, float]:
         beta_schedule="fixed", beta=0.02,
     )  # fmt: skip
     sampler = SyntheticSampler(len(tok), length)
+    seed_torch(cfg.seed, cfg.deterministic)  # the trainer sets no process-wide torch state
     t = Trainer(model, tok, sampler, reward, lambda step: items, cfg)
     times, updates = [], []
     for step in range(steps + 1):

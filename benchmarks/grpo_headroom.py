@@ -43,6 +43,7 @@ import torch
 
 from flows.curate import curate
 from grpo_core.config import GRPOConfig
+from grpo_core.seeds import seed_torch
 from grpo_core.trainer import Hooks, Item, Trainer
 from pipeline.batches import CurriculumBatches, curriculum_frame, raw_verifier_reward
 from pipeline.curate import policy_for
@@ -171,6 +172,7 @@ def run_arm(
     info.update(prompts_per_step=arm.per_step, steps=arm.steps)
     cfg = GRPOConfig(**GRPO, total_steps=arm.steps, seed=seed)
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
+    seed_torch(cfg.seed, cfg.deterministic)  # the trainer sets no process-wide torch state
     trainer = Trainer(
         model, tok, sampler, raw_verifier_reward, batches, cfg, hooks=Hooks(warning=lambda m: None)
     )

@@ -55,6 +55,7 @@ from curriculum import BENCH_GRPO, MIX, QUIET
 from grpo_headroom import G, fresh_items, prompt
 
 from grpo_core.config import GRPOConfig
+from grpo_core.seeds import seed_torch
 from grpo_core.trainer import Item, Trainer
 from grpo_core.types import Sample, Scores
 from pipeline.batches import verifier_reward
@@ -173,6 +174,7 @@ def run_arm(
 
     values = {**TINY_GRPO, **BENCH_GRPO, "total_steps": steps, "seed": seed,
               "checkpoint_every": 0, **ARMS[arm]}  # fmt: skip
+    seed_torch(seed)  # the trainer sets no process-wide torch state
     trainer = Trainer(
         model, tok, HFGroupSampler(HFSampler(model=model, tokenizer=tok)), reward,
         lambda s: pool[s * PROMPTS : (s + 1) * PROMPTS], GRPOConfig(**values), hooks=QUIET,

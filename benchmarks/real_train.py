@@ -201,6 +201,7 @@ def eval_elsewhere(model: Any, tokenizer: Any, arm: str, python: Path) -> dict[s
 def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from grpo_core.seeds import seed_torch
     from grpo_core.trainer import Hooks, Item, Trainer
     from pipeline.batches import verifier_reward
     from pipeline.sampling.training import make_group_sampler
@@ -226,6 +227,7 @@ def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         ]
 
     reward = partial(verifier_reward, marker_required=True)
+    seed_torch(cfg.seed, cfg.deterministic)  # the trainer sets no process-wide torch state
     trainer = Trainer(model, tok, sampler, reward, batches, cfg, hooks=Hooks(warning=print))
     stamps, history = [time.perf_counter()], []
 

@@ -87,6 +87,7 @@ def run_sieve(
     prompts: int = PROMPTS, g: int = G, seed: int = 0,
 ) -> dict:  # fmt: skip
     from grpo_core.config import GRPOConfig
+    from grpo_core.seeds import seed_torch
     from grpo_core.trainer import Hooks, Item, Trainer
     from pipeline.batches import raw_verifier_reward
     from pipeline.policy.model import load_policy
@@ -108,6 +109,7 @@ def run_sieve(
         beta_schedule="fixed", checkpoint_every=0, aggregation="token_mean", seed=seed,
     )  # fmt: skip
     sampler = HFGroupSampler(HFSampler(model=model, tokenizer=tok))
+    seed_torch(cfg.seed, cfg.deterministic)  # the trainer sets no process-wide torch state
     trainer = Trainer(
         model, tok, sampler, raw_verifier_reward, batch, cfg, hooks=Hooks(warning=lambda m: None)
     )

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flows.runtime import Runtime, step
 from grpo_core import checkpoint as ckpt
+from grpo_core.seeds import seed_torch
 from grpo_core.trainer import RewardFn, Trainer, TrainerError
 from pipeline import train as core
 from pipeline.batches import CurriculumBatches, verifier_reward
@@ -130,6 +131,7 @@ def build(
     evaluator = core.eval_sampler(sampler, backend, model, tokenizer, str(run.model_dir))
     recorder = core.recorder_for(ledger, run, trainee, evaluator, batches.stage_of, progress, home)
     reward = recorder.judging(reward or partial(verifier_reward, marker_required=fmt == "chat"))
+    seed_torch(run.cfg.seed, run.cfg.deterministic)  # the flow owns the process's torch state
     trainer = Trainer(
         model, tokenizer, sampler, reward, batches, run.cfg, run.root,
         hooks=recorder, crash_point=crash_point,

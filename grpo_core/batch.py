@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -193,17 +194,20 @@ def _shared_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:
     """
     assert b.prompt_attn is not None and b.owner is not None
     n = int(b.ids.shape[0])
+    index = torch.arange(n, device=b.ids.device)  # (B,); the parts are slices of it
+    if not tokens or not n:  # parts of `size` rows (one empty part for no rows)
+        return [index[s : s + size] for s in range(0, n, size)] or [index]
     owner = b.owner.cpu()
-    prompt_len = b.prompt_attn.sum(dim=1).cpu()[owner]  # (B,) each row's prompt length
-    comp_len = b.comp_mask.sum(dim=1).clamp(min=1).cpu()  # (B,)
-    prev = _previous_same(owner)  # (B,) the last earlier row with the same prompt, or -1
-    if n == 0:
-        return [torch.arange(0, device=b.ids.device)]
+    prompt_len = b.prompt_attn.sum(dim=1).cpu()[owner].numpy()  # (B,) each row's prompt length
+    mask = b.comp_mask.cpu().numpy().view(np.uint8)  # (B, Tc); numpy's row sums scale linearly
+    comp_len = mask.sum(axis=1, dtype=np.int64).clip(min=1)  # (B,)
+    prev = _previous_same(owner).numpy()  # (B,) the last earlier row with the same prompt, or -1
+    lens = np.stack([prompt_len, comp_len])  # (2, B)
     bounds = [0]
     while bounds[-1] < n:
         start = bounds[-1]
-        bounds.append(_part_end(start, min(n, start + size), tokens, prompt_len, comp_len, prev))
-    return [torch.arange(s, e, device=b.ids.device) for s, e in itertools.pairwise(bounds)]
+        bounds.append(_part_end(start, min(n, start + size), tokens, lens, prev))
+    return list(index.split([e - s for s, e in itertools.pairwise(bounds)]))
 
 
 def _previous_same(owner: Tensor) -> Tensor:
@@ -216,24 +220,21 @@ def _previous_same(owner: Tensor) -> Tensor:
     return torch.empty_like(order).index_copy_(0, order, prev_sorted)  # (B,)
 
 
-def _part_end(
-    start: int, limit: int, tokens: int, prompt_len: Tensor, comp_len: Tensor, prev: Tensor
-) -> int:
+def _part_end(start: int, limit: int, tokens: int, lens: np.ndarray, prev: np.ndarray) -> int:
     """The row after the part that starts at `start`: at most `limit`, and the first row whose
-    inclusion would cost more than `tokens` (0 = no budget); the first row always fits."""
+    inclusion would cost more than `tokens`; the first row always fits. `lens` (2, B): prompt
+    and completion lengths per row. (numpy: the windows are small, torch's per-call overhead
+    would dominate.)"""
     width = 64
     while True:
         stop = min(limit, start + width)
-        if tokens:
-            new = (prev[start:stop] < start).long()  # (W,) a prompt not used earlier in the part
-            used = new.cumsum(0)  # (W,) distinct prompts of rows start..i
-            tp = prompt_len[start:stop].cummax(0).values  # (W,) longest prompt so far
-            tc = comp_len[start:stop].cummax(0).values  # (W,) longest completion so far
-            count = torch.arange(1, stop - start + 1)  # (W,) rows so far
-            over = (used * tp + count * tc > tokens).nonzero()  # (k, 1)
-            first = next((int(i) for i in over[:2, 0] if int(i) > 0), None)
-            if first is not None:
-                return start + first
+        used = np.cumsum(prev[start:stop] < start)  # (W,) distinct prompts of rows start..i
+        longest = np.maximum.accumulate(lens[:, start:stop], axis=1)  # (2, W) so far
+        cost = used * longest[0] + np.arange(1, stop - start + 1) * longest[1]  # (W,) rows ..i
+        over = cost[1:] > tokens  # (W - 1,) the rows after the first that would break it
+        first = int(over.argmax()) if over.size else 0
+        if over.size and over[first]:
+            return start + 1 + first
         if stop >= limit:
             return limit
         width *= 2
