@@ -211,7 +211,8 @@ def real_model_audit(r: Results) -> str:
     return (
         f"- {a['labelled']} completions labelled by hand; {a['judged_correct']} judged correct, "
         f"{a['false_positives']} of them wrong (precision {num(a['precision'], 3)}); "
-        f"{a['false_negatives']} false negative (recall {num(a['recall'], 3)}).\n"
+        f"{a['false_negatives']} false negative{'' if a['false_negatives'] == 1 else 's'} "
+        f"(recall {num(a['recall'], 3)}).\n"
         f"- Without the marker rule: {wm['false_positives']} false positives among "
         f"{wm['judged_correct']} judged correct."
     )
