@@ -6,9 +6,10 @@ for the policy, the old policy and the reference. With `autocast="bf16"` the for
 log-softmax is always taken in float32.
 
 Selective log-softmax: only the sampled token's log-prob is formed, as x[token] − logsumexp(x)
-over chunks of rows (`SelectedLogSoftmax`), so no float32 (B, L, V) log-softmax, no expanded copy
-of the logits and no tempered copy exist; the backward recomputes each chunk's softmax from the
-saved logits. The entropy metric comes from the same chunks in the same pass.
+over chunks of rows (`SelectedLogSoftmax`): no float32 log-softmax, expanded or tempered copy of
+the (B, L, V) logits exists, only chunk-sized float32 temporaries; the backward recomputes each
+chunk's softmax from the saved logits (native dtype). The entropy metric comes from the same
+chunks in the same pass.
 
 Test: `.venv/bin/pytest tests/grpo_core/test_logprobs.py tests/grpo_core/test_trainer_prefix.py -q`.
 """
