@@ -3,7 +3,9 @@
 `FAMILIES` maps a family name to a module with `NAME`, `LEVELS` and `make(level, rng)` (and an
 optional `VERIFIER`, default "math"); add a family by importing its module and listing it there.
 `OPT_IN_FAMILIES` ("code") are generated only when named (`--family code`, a mix file): they stay
-out of every default mix, curation and evaluation, which iterate over `FAMILIES`.
+out of every default mix, curation and evaluation, which iterate over `FAMILIES`. So do the
+reasoning-gym families `rg:<dataset>` (pipeline/problems/rg.py, the optional `gym` extra), made
+on demand by `get_family`.
 `generate` makes n problems of one family spread over levels, `generate_mix` over several
 families; both are deterministic for a seed (except `created_at`) and return `PROBLEM_SCHEMA`
 frames. Each (seed, family, level) has its own random stream, so the first k problems of a level
@@ -20,7 +22,7 @@ import polars as pl
 
 from grpo_core.seeds import derive_seed
 from pipeline.errors import SieveError
-from pipeline.problems import arith, code, linear, modular, word
+from pipeline.problems import arith, code, linear, modular, rg, word
 from pipeline.problems.base import (
     PROBLEM_SCHEMA,
     Family,
@@ -60,6 +62,8 @@ MAX_DRAWS_PER_PROBLEM = 20
 
 def get_family(family: str) -> Family:
     """The family registered as `family`; `SieveError` listing the valid names otherwise."""
+    if rg.is_rg(family):
+        return rg.family(family)
     found = FAMILIES.get(family) or OPT_IN_FAMILIES.get(family)
     if found is None:  # opt-in families are accepted but not advertised
         raise SieveError(f"unknown family {family!r}; valid: {', '.join(FAMILIES)}")

@@ -1,7 +1,8 @@
 """Verifiers: turn a completion and a gold answer into a `Verdict` (reward, correctness, reason).
 
 `verify` / `verify_batch` are the entry points; `VERIFIERS` is the registry ("math", "exact",
-"code": model-written Python run on hidden tests in a bubblewrap sandbox, see code.py);
+"code": model-written Python run on hidden tests in a bubblewrap sandbox, see code.py; "rg":
+reasoning-gym's own score_answer, see rg.py);
 `RewardSpec` weights the reward components. `marker_required=True` (chat models) takes the answer
 only from an answer marker and gives no credit for an unevaluated expression such as a copied
 question (see verifiers.py). math-verify only ever runs in a killable child process
@@ -15,6 +16,7 @@ Test: `.venv/bin/pytest tests/scoring -q`
 """
 
 from pipeline.scoring import code as _code  # noqa: F401  (registers the "code" verifier)
+from pipeline.scoring import rg as _rg  # noqa: F401  (registers "rg"; reasoning-gym loads on use)
 from pipeline.scoring.extract import Extracted, extract, extract_answer
 from pipeline.scoring.numeric import fast_path
 from pipeline.scoring.steps import Step, StepContext, check_steps, split_steps, step_accuracy

@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from multiprocessing.connection import Connection
 from typing import Any
@@ -80,7 +81,25 @@ def equivalent(answer: str, candidate: str, raw: bool) -> bool:
     return bool(verify(gold, pred, timeout_seconds=None))
 
 
-_OPS = {"equivalent": equivalent}
+def rg_score(params_json: str, candidate: str, gold: str) -> tuple[float, str]:
+    """reasoning-gym's `score_answer` for one problem (pipeline/scoring/rg.py)."""
+    from pipeline.scoring.rg import score_here
+
+    return score_here(params_json, candidate, gold)
+
+
+def rg_load() -> bool:
+    """Import reasoning-gym, so its seconds of imports are not charged to a verdict's deadline."""
+    import reasoning_gym  # noqa: F401
+
+    return True
+
+
+_OPS: dict[str, Callable[..., Any]] = {
+    "equivalent": equivalent,
+    "rg_score": rg_score,
+    "rg_load": rg_load,
+}
 
 
 def _handle(op: str, args: tuple[Any, ...]) -> tuple[bool, Any]:

@@ -2,7 +2,8 @@
 
 A verifier is a function `(completion, answer, timeout_s) -> Check`; register new ones with
 `register_verifier("name")` (the "code" verifier plugs in this way; one registered with
-`reads_markers=True` also takes the keyword `marker_required`). Built in:
+`reads_markers=True` also takes the keyword `marker_required`, one with `takes_context=True` the
+keyword `context`, the problem's `StepContext`, as the "rg" verifier does). Built in:
 
 * "math" (default): extract the answer (pipeline/scoring/extract.py), try the exact/numeric fast
   path (numeric.py), and only when that is undecided ask math-verify in the killable worker
@@ -85,6 +86,14 @@ _MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
 # 4: one committed final answer (hedges, retractions, joined digits, touching marks; commit.py);
 #    marker mode is the default.
 VERIFIER_VERSION = f"sieve-math/4+math-verify/{metadata.version('math-verify')}"
+# With the `gym` extra installed, the "rg" verifier's version (pipeline/scoring/rg.py) joins it:
+# reasoning-gym's own `score_answer` decides those verdicts. The last number counts changes of
+# Sieve's reading around score_answer.
+try:
+    RG_VERIFIER_VERSION: str | None = f"rg/{metadata.version('reasoning-gym')}/1"
+    VERIFIER_VERSION += f"+{RG_VERIFIER_VERSION}"
+except metadata.PackageNotFoundError:
+    RG_VERIFIER_VERSION = None
 # Longest completion a verifier reads. Default sampling budgets are 16 (raw) and 512 (chat) tokens;
 # 200 000 characters is 20 000 tokens at 10 characters a token, beyond any budget in use, so a
 # longer text is a runaway sampler or a hostile input, not an answer. Linear scans of this much
@@ -107,6 +116,7 @@ VerifierFn = Callable[..., Check]  # (completion, answer, timeout[, *, marker_re
 VERIFIERS: dict[str, VerifierFn] = {}
 _MARKER_AWARE: set[VerifierFn] = set()  # verifiers that take the `marker_required` keyword
 _STEP_CHECKED: set[VerifierFn] = set()  # verifiers whose completions get step verdicts
+_CONTEXT_AWARE: set[VerifierFn] = set()  # verifiers that take the `context` keyword
 
 
 def register_verifier(
@@ -115,11 +125,13 @@ def register_verifier(
     *,
     reads_markers: bool = False,
     checks_steps: bool = False,
+    takes_context: bool = False,
 ) -> Callable[[VerifierFn], VerifierFn]:
     """Decorator: add a verifier under `name`, plus any extra reward components it reports.
 
     `reads_markers=True`: the verifier accepts `marker_required: bool` as a keyword argument.
     `checks_steps=True`: its completions are prose/math whose steps `check_steps` can judge.
+    `takes_context=True`: the verifier accepts `context: StepContext | None` as a keyword.
     """
 
     def decorate(fn: VerifierFn) -> VerifierFn:
@@ -128,6 +140,8 @@ def register_verifier(
             _MARKER_AWARE.add(fn)
         if checks_steps:
             _STEP_CHECKED.add(fn)
+        if takes_context:
+            _CONTEXT_AWARE.add(fn)
         for component in components:
             register_component(component)
         return fn
@@ -283,10 +297,12 @@ def _run(
     try:
         if len(completion) > MAX_COMPLETION_CHARS:
             return no_answer(_components(False, False), spec, _too_long(completion))
+        keywords: dict[str, object] = {}
         if fn in _MARKER_AWARE:
-            check = fn(completion, answer, timeout, marker_required=marker_required)
-        else:
-            check = fn(completion, answer, timeout)
+            keywords["marker_required"] = marker_required
+        if fn in _CONTEXT_AWARE:
+            keywords["context"] = context
+        check = fn(completion, answer, timeout, **keywords)
     except Exception as exc:
         return verifier_error(_describe(exc))
     steps = _steps(fn, completion, answer, context, check)

@@ -1,0 +1,119 @@
+"""The "rg" verifier: reasoning-gym's own `score_answer`, behind Sieve's committed-answer rule.
+
+A problem of an `rg:<dataset>` family (pipeline/problems/rg.py) keeps its reasoning-gym source in
+`params`; the verifier gets it through the `context` keyword (`StepContext.params_json`, which
+curation and rescoring pass for every completion), rebuilds the entry from it and asks the
+dataset to score the answer. Steps:
+
+1. the answer is read as for math: `extract` (pipeline/scoring/extract.py); in chat mode
+   (`marker_required=True`) an answer marker is required, else "no answer marker";
+2. an answer that hedges (`4 or 5`, words the gold does not have) or is withdrawn afterwards
+   (`... wait, no`) is wrong (pipeline/scoring/commit.py), before reasoning-gym sees it;
+3. `score_answer(answer, entry)` runs in the killable worker (pipeline/scoring/worker.py) under
+   the same deadline as math-verify: the `correctness` component and the default reward are its
+   score in [0, 1] (a partial score is a partial reward); `correct` is score == 1. An answer
+   that makes score_answer raise scores 0 (detail "rg: score_answer raised ...").
+
+A problem without params, made by another reasoning-gym version, or whose stored source no longer
+rebuilds the stored gold answer raises, which `verify` turns into "verifier_error" (no reward,
+never a silent 0). The worker imports reasoning-gym once, with the start-up allowance rather than
+a verdict's deadline. Version: `RG_VERIFIER_VERSION` (`rg/<package version>/1`, defined in
+verifiers.py), part of `VERIFIER_VERSION` when the `gym` extra is installed.
+
+Test: `.venv/bin/pytest tests/problems/test_rg.py -q`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+
+from pipeline.scoring.commit import HEDGED, RETRACTED, hedge, retraction
+from pipeline.scoring.extract import extract
+from pipeline.scoring.steps import StepContext
+from pipeline.scoring.verifiers import RG_VERIFIER_VERSION, Check, register_verifier
+from pipeline.scoring.worker import STARTUP_TIMEOUT, default_worker
+
+_loaded = threading.Lock()
+_loaded_pid: list[int | None] = [None]  # the worker child that has imported reasoning-gym
+
+
+def score_here(params_json: str, candidate: str, gold: str) -> tuple[float, str]:
+    """(score, detail) from score_answer in this process (the worker child calls it). The entry
+    is rebuilt from the stored source and must give the stored gold answer (else ValueError).
+    score_answer raising on the model's answer (some parse it with `int()`) scores 0, and the
+    detail names the exception: the answer is unreadable, not the verifier broken."""
+    from pipeline.problems.rg import dataset_for, item
+
+    params = json.loads(params_json)
+    entry = item(params)
+    if str(entry["answer"]) != gold:
+        raise ValueError(
+            f"rg source {params['dataset']}[{params['index']}] no longer gives its gold answer"
+        )
+    dataset = dataset_for(str(params["dataset"]), params["config"])
+    try:
+        value = float(dataset.score_answer(candidate, entry) or 0.0)
+    except Exception as exc:
+        return 0.0, f"rg: score_answer raised {type(exc).__name__}"
+    return (min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0), "rg"
+
+
+def _source(context: StepContext | None) -> str:
+    """The problem's params JSON, checked against the installed reasoning-gym version."""
+    text = context.params_json if context is not None else None
+    if not text:
+        raise ValueError("the rg verifier needs the problem's params (its reasoning-gym source)")
+    made_with = json.loads(text).get("rg_version")
+    installed = RG_VERIFIER_VERSION.split("/")[1] if RG_VERIFIER_VERSION else None
+    if installed is None:
+        raise ValueError("the rg verifier needs reasoning-gym: pip install 'grpo-sieve[gym]'")
+    if made_with != installed:
+        raise ValueError(f"problem made with reasoning-gym {made_with}, installed {installed}")
+    return text
+
+
+def _score_in_worker(
+    params_json: str, candidate: str, gold: str, timeout: float
+) -> tuple[float, str]:
+    worker = default_worker()
+    with _loaded:
+        if worker.pid is None or worker.pid != _loaded_pid[0]:
+            worker.call("rg_load", (), STARTUP_TIMEOUT)
+            _loaded_pid[0] = worker.pid
+    score, detail = worker.call("rg_score", (params_json, candidate, gold), timeout)
+    return float(score), str(detail)
+
+
+def _components(score: float, formatted: bool) -> dict[str, float]:
+    return {"correctness": score, "format": 1.0 if formatted else 0.0}
+
+
+@register_verifier("rg", reads_markers=True, takes_context=True)
+def rg_verifier(
+    completion: str,
+    answer: str,
+    timeout: float,
+    *,
+    marker_required: bool = True,
+    context: StepContext | None = None,
+) -> Check:
+    """See the module docstring."""
+    params_json = _source(context)
+    found = extract(completion)
+    explicit = found.marker is not None
+    if marker_required and not explicit:
+        return Check(False, False, _components(0.0, False), "no answer marker")
+    if found.text is None:
+        return Check(False, False, _components(0.0, False), "no answer found")
+    candidate = found.text.strip()
+    hedged = hedge(candidate, answer, relations=explicit)
+    if hedged is not None:
+        return Check(True, False, _components(0.0, explicit), f"{HEDGED}: {hedged}")
+    if explicit and found.end >= 0:
+        withdrawn = retraction(completion[found.end :], None)
+        if withdrawn is not None:
+            return Check(True, False, _components(0.0, True), f"{RETRACTED}: {withdrawn}")
+    score, detail = _score_in_worker(params_json, candidate, answer, timeout)
+    return Check(True, score == 1.0, _components(score, explicit), detail)
