@@ -257,7 +257,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=Path("/tmp/h1-smol/models/smollm2-135m"))
+    ap.add_argument("--model", type=Path, default=None, help="default: <home>/models/smollm2-135m")
     ap.add_argument("--base", default=BASE)
     ap.add_argument("--shape", type=int, nargs=3, default=(4, 8, 64),
                     metavar=("PROMPTS", "GROUP", "TOKENS"))  # fmt: skip
@@ -282,6 +282,10 @@ def main() -> None:
         for t in BUDGETS
     }
     if not args.skip_memory:
+        if args.model is None:
+            from pipeline.models import models_dir
+
+            args.model = models_dir(None) / "smollm2-135m"
         if not (args.model / "config.json").is_file():
             raise SystemExit(f"no model at {args.model}: `sieve models add smollm2-135m`")
         result["memory"] = run_memory(args.model, args.base, tuple(args.shape))
