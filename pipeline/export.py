@@ -16,6 +16,17 @@ size, weight, posterior pass rate), in the layout each trainer reads without glu
   input is a string (chat models: the user message, for `--apply_chat_template`).
 * `jsonl` — every column, one JSON object a line.
 
+Every format also carries the evidence each prompt was kept on (`EVIDENCE_COLUMNS`): how many
+rollouts this curation drew of it (`n_samples`) and how many were right (`n_correct`), the
+weights that drew them (`model_revision`), the verifier that judged them (`verifier_version`),
+the `curriculum_id`, and the problem's `source` and `params` (for a reasoning-gym problem, its
+reproducible source; the "rg" verifier reads it). The pass rate is the posterior mean `p_mean`
+with its interval [`p_low`, `p_high`]. `repeat_for_g=N` (for trainers with one group size N,
+as TRL's `num_generations` or OpenRLHF's `n_samples_per_prompt`) repeats each row
+max(1, round(group_size / N)) times in place, so a prompt gets about its own G rollouts.
+Beside the data file, `README.md` is a Hugging Face dataset card (pipeline/integrations/card.py)
+saying what was filtered with what, on which model.
+
 Rows keep the curriculum's training order (`position`; stage 1 before stage 2). Columns are built
 with Arrow compute in bulk, and each file is written to a temporary name and renamed, so a reader
 never sees half a file and a failed export leaves nothing behind.
@@ -32,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,6 +62,11 @@ SIEVE_COLUMNS = (
     "stage", "group_size", "weight", "p_mean", "p_low", "p_high",
     "family", "level", "problem_id", "position",
 )  # fmt: skip
+# What each kept prompt was kept on, and where it came from (every format carries these too).
+EVIDENCE_COLUMNS = (
+    "n_samples", "n_correct", "model_revision", "verifier_version", "curriculum_id",
+    "source", "params",
+)  # fmt: skip
 _SUFFIX = {"trl": ".trl.parquet", "verl": ".verl.parquet", "openrlhf": ".openrlhf.jsonl"}
 
 
@@ -59,6 +76,7 @@ class ExportResult:
     rows: int
     stages: dict[int, int]  # stage -> items
     prompt_format: PromptFormat
+    card: Path | None = None  # the dataset card (README.md) written beside the data
 
 
 def check_format(fmt: str) -> ExportFormat:
@@ -100,9 +118,23 @@ def curriculum_prompt_format(ledger: Ledger, curriculum_id: str) -> PromptFormat
 
 
 def curriculum_table(ledger: Ledger, curriculum_id: str) -> pa.Table:
-    """The curriculum's items joined with their problems, in training order (standard Arrow)."""
+    """The curriculum's items joined with their problems and the evidence they were kept on
+    (`EVIDENCE_COLUMNS`), in training order (standard Arrow)."""
+    from pipeline.curate import curation_runs
+
     query = load_query("export_curriculum_items")
-    return ledger.con.sql(query, params={"curriculum_id": curriculum_id}).to_arrow_table()
+    params = {"curriculum_id": curriculum_id, "runs": curation_runs(curriculum_id)}
+    return ledger.con.sql(query, params=params).to_arrow_table()
+
+
+def repeat_rows(table: pa.Table, group_size: int) -> pa.Table:
+    """Each row max(1, round(G / group_size)) times in place (G: its `group_size` column), for a
+    trainer with one group size: a prompt then gets about its own G rollouts in order."""
+    if group_size <= 0:
+        raise SieveError(f"--repeat-for-g must be a positive group size, got {group_size}")
+    sizes = table["group_size"].to_numpy().astype(np.int64)  # (rows,)
+    copies = np.maximum(1, np.rint(sizes / group_size).astype(np.int64))
+    return table.take(pa.array(np.repeat(np.arange(table.num_rows), copies)))
 
 
 # -- prompt columns ----------------------------------------------------------------------------
@@ -144,7 +176,7 @@ def prompt_text(table: pa.Table, fmt: PromptFormat) -> pa.Array:
 def trl_table(table: pa.Table, fmt: PromptFormat) -> pa.Table:
     text = prompt_text(table, fmt)
     prompt = text if fmt == "raw" else user_messages(text)
-    extra = ("answer", "verifier", *SIEVE_COLUMNS)
+    extra = ("answer", "verifier", *SIEVE_COLUMNS, *EVIDENCE_COLUMNS)
     answer_format = pa.repeat(pa.scalar(fmt), table.num_rows)  # how the reward reads answers
     return pa.table(
         {"prompt": prompt, **{c: table[c] for c in extra}, "answer_format": answer_format}
@@ -157,7 +189,7 @@ def verl_table(table: pa.Table, fmt: PromptFormat, data_source: str) -> pa.Table
         [pa.repeat(pa.scalar("rule"), n), table["answer"].combine_chunks()],
         names=["style", "ground_truth"],
     )
-    stats = [c for c in SIEVE_COLUMNS if c != "position"]
+    stats = [c for c in (*SIEVE_COLUMNS, *EVIDENCE_COLUMNS) if c != "position"]
     extra_info = pa.StructArray.from_arrays(
         [
             table["split"].combine_chunks(),
@@ -179,13 +211,14 @@ def verl_table(table: pa.Table, fmt: PromptFormat, data_source: str) -> pa.Table
 
 
 def openrlhf_table(table: pa.Table, fmt: PromptFormat, input_key: str, label_key: str) -> pa.Table:
-    if input_key == label_key or {input_key, label_key} & set(SIEVE_COLUMNS):
+    kept = (*SIEVE_COLUMNS, *EVIDENCE_COLUMNS)
+    if input_key == label_key or {input_key, label_key} & set(kept):
         raise SieveError(
             f"--input-key {input_key!r} and --label-key {label_key!r} must differ from each "
-            f"other and from the Sieve columns ({', '.join(SIEVE_COLUMNS)})"
+            f"other and from the Sieve columns ({', '.join(kept)})"
         )
     columns = {input_key: prompt_text(table, fmt), label_key: table["answer"]}
-    return pa.table({**columns, **{c: table[c] for c in SIEVE_COLUMNS}})
+    return pa.table({**columns, **{c: table[c] for c in kept}})
 
 
 def jsonl_table(table: pa.Table, fmt: PromptFormat) -> pa.Table:
@@ -252,18 +285,23 @@ def export_curriculum(
     input_key: str = "input",
     label_key: str = "label",
     data_source: str = "sieve",
+    repeat_for_g: int | None = None,
 ) -> ExportResult:
     """Write one curriculum in format `fmt` under `output_dir`; returns where and how much.
 
     `curriculum_id` may be `latest`. `prompt_format` defaults to the curated model's format
     (raw when its folder is not available). `input_key` / `label_key` name the OpenRLHF fields;
-    `data_source` prefixes verl's `data_source` column (`sieve/<family>`).
+    `data_source` prefixes verl's `data_source` column (`sieve/<family>`). `repeat_for_g`: see
+    the module docstring (`repeat_rows`). The dataset card is written after the data file.
     """
+    from pipeline.integrations.card import write_card
+
     kind = check_format(fmt)
     cid = resolve_curriculum(ledger, curriculum_id)
     check_output_dir(Path(output_dir))
     chosen = prompt_format or curriculum_prompt_format(ledger, cid)
-    table = curriculum_table(ledger, cid)
+    items = curriculum_table(ledger, cid)
+    table = items if repeat_for_g is None else repeat_rows(items, repeat_for_g)
     if kind == "trl":
         out, write = trl_table(table, chosen), _write_parquet
     elif kind == "verl":
@@ -274,6 +312,7 @@ def export_curriculum(
         out, write = jsonl_table(table, chosen), _write_jsonl
     path = prepare_output_dir(Path(output_dir)) / f"{cid}{_SUFFIX.get(kind, '.jsonl')}"
     write_atomically(path, write(out))
-    stages = pc.value_counts(table["stage"]).to_pylist()
+    stages = pc.value_counts(items["stage"]).to_pylist()
     counts = {int(s["values"]): int(s["counts"]) for s in stages}
-    return ExportResult(path, table.num_rows, dict(sorted(counts.items())), chosen)
+    card = write_card(ledger, cid, items, path, kind, chosen, repeat_for_g)
+    return ExportResult(path, table.num_rows, dict(sorted(counts.items())), chosen, card)

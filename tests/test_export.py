@@ -16,6 +16,7 @@ import pytest
 from flows.curate import curate
 from pipeline.errors import SieveError
 from pipeline.export import (
+    EVIDENCE_COLUMNS,
     FORMATS,
     SIEVE_COLUMNS,
     curriculum_prompt_format,
@@ -25,6 +26,7 @@ from pipeline.export import (
 )
 from pipeline.policy.prompts import INSTRUCTION, render_chat, render_raw
 from pipeline.problems import generate_mix
+from pipeline.scoring import VERIFIER_VERSION
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 from tests.simulated import RATES, simulated_policy
@@ -218,3 +220,102 @@ def test_a_failed_write_leaves_no_file_behind(
     with pytest.raises(SieveError, match="No space left"):
         export_curriculum(ledger, cid, "verl", tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def evidence(ledger: Ledger, cid: str) -> pl.DataFrame:
+    """What every exported row must say it was kept on, computed here from the raw tables."""
+    from pipeline.curate import curation_runs
+
+    return ledger.sql(
+        "SELECT i.problem_id, count(r.run_id) AS n_samples, count(r.run_id) FILTER "
+        "(WHERE r.correct) AS n_correct, any_value(c.model_revision) AS model_revision "
+        "FROM curriculum_items i JOIN curricula c USING (curriculum_id) "
+        "LEFT JOIN rollouts r ON r.problem_id = i.problem_id AND list_contains($runs, r.run_id) "
+        "WHERE i.curriculum_id = $c GROUP BY i.problem_id, i.position ORDER BY i.position",
+        {"c": cid, "runs": curation_runs(cid)},
+    )
+
+
+def read_back(path: Path, fmt: str) -> pl.DataFrame:
+    """An export as rows of its Sieve and evidence columns (verl's from `extra_info`)."""
+    if fmt == "verl":
+        info = pq.read_table(path).column("extra_info").combine_chunks()
+        frame = pl.from_arrow(pa.Table.from_struct_array(info))
+    elif fmt == "trl":
+        frame = pl.from_arrow(pq.read_table(path))
+    else:
+        frame = pl.read_ndjson(path)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_carries_the_evidence_in_curriculum_order(
+    ledger: Ledger, cid: str, tmp_path: Path, fmt: str
+) -> None:
+    got = read_back(export_curriculum(ledger, cid, fmt, tmp_path).path, fmt)
+    want = evidence(ledger, cid)
+    assert set(EVIDENCE_COLUMNS) <= set(got.columns)
+    assert got["problem_id"].to_list() == want["problem_id"].to_list()
+    for column in ("n_samples", "n_correct", "model_revision"):
+        assert got[column].to_list() == want[column].to_list(), column
+    assert (got["n_samples"] >= 8).all()  # every kept prompt was at least screened
+    assert set(got["verifier_version"]) == {VERIFIER_VERSION}
+    assert set(got["curriculum_id"]) == {cid}
+    stages = got["stage"].to_list()
+    assert stages == sorted(stages) and set(stages) == {1, 2}
+
+
+def test_repeat_for_g_repeats_rows_in_place_for_one_group_size(
+    ledger: Ledger, cid: str, tmp_path: Path
+) -> None:
+    plain = read_back(export_curriculum(ledger, cid, "openrlhf", tmp_path / "a").path, "x")
+    result = export_curriculum(ledger, cid, "openrlhf", tmp_path / "b", repeat_for_g=8)
+    repeated = read_back(result.path, "x")
+    copies = [max(1, round(g / 8)) for g in plain["group_size"]]
+    assert repeated["problem_id"].to_list() == [
+        p for p, k in zip(plain["problem_id"], copies, strict=True) for _ in range(k)
+    ]
+    assert result.rows == sum(copies) > plain.height and result.stages == dict(
+        plain.group_by("stage").len().sort("stage").iter_rows()
+    )
+    with pytest.raises(SieveError, match="positive group size"):
+        export_curriculum(ledger, cid, "trl", tmp_path / "c", repeat_for_g=0)
+    assert not (tmp_path / "c").exists()
+
+
+def test_the_card_says_what_was_filtered_with_what_on_which_model(
+    ledger: Ledger, cid: str, tmp_path: Path
+) -> None:
+    import yaml
+
+    result = export_curriculum(ledger, cid, "trl", tmp_path, repeat_for_g=8)
+    assert result.card == tmp_path / "README.md"
+    text = result.card.read_text()
+    _, front, body = text.split("---\n", 2)
+    meta = yaml.safe_load(front)
+    assert meta["configs"][0]["data_files"][0]["path"] == result.path.name
+    assert {"rlvr", "grpo", "curriculum"} <= set(meta["tags"])
+    head = ledger.sql("SELECT * FROM curricula WHERE curriculum_id = $c", {"c": cid}).row(
+        0, named=True
+    )
+    assert f"weights revision `{head['model_revision']}`" in body
+    assert f"model: `{head['model']}`" in body and f"verifier: `{VERIFIER_VERSION}`" in body
+    config = body.split("```json\n", 1)[1].split("\n```", 1)[0]
+    assert json.loads(config) == json.loads(head["config"])
+
+    def table_after(title: str) -> dict[tuple[str, ...], int]:
+        lines = body.split(f"## {title}\n\n", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+        cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+        return {tuple(c[:-1]): int(c[-1]) for c in cells}
+
+    counts = expected(ledger, cid).group_by("family", "level", "stage").len()
+    assert table_after("Counts by family × level × stage") == {
+        (f, str(lv), str(s)): n for f, lv, s, n in counts.iter_rows()
+    }
+    rejected = ledger.sql(
+        "SELECT reason, count(*) AS n FROM rejections WHERE curriculum_id = $c GROUP BY 1",
+        {"c": cid},
+    )
+    assert table_after("Rejected, by reason") == {(r,): n for r, n in rejected.iter_rows()}
+    assert "round(group_size / 8)" in body and "shuffle_dataset=False" in body

@@ -30,9 +30,14 @@ def export(
     ] = "auto",
     input_key: Annotated[str, typer.Option(help="OpenRLHF --input_key field.")] = "input",
     label_key: Annotated[str, typer.Option(help="OpenRLHF --label_key field.")] = "label",
+    repeat_for_g: Annotated[
+        int | None,
+        typer.Option(help="The trainer's one group size N: repeat rows round(G/N) times."),
+    ] = None,
     home: HomeOpt = None,
 ) -> None:
-    """Export a curriculum (with stages and group sizes) for TRL, verl or OpenRLHF."""
+    """Export a curriculum (with stages, group sizes and evidence) for TRL, verl or OpenRLHF,
+    with a dataset card (README.md) beside it."""
     from pipeline.export import check_format, export_curriculum
     from pipeline.store import Ledger
 
@@ -48,11 +53,12 @@ def export(
             prompt_format=PROMPT_FORMATS[prompt_format],
             input_key=input_key,
             label_key=label_key,
+            repeat_for_g=repeat_for_g,
         )
     stages = ", ".join(f"stage {s}: {n}" for s, n in result.stages.items()) or "no items"
     out.print(
         f"exported {result.rows} prompts ({stages}; {result.prompt_format} prompts) "
-        f"as {format} -> {result.path}",
+        f"as {format} -> {result.path} (card: {result.card})",
         markup=False,
         highlight=False,
         soft_wrap=True,

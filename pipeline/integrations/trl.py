@@ -10,7 +10,9 @@ assistant turns are scored). By default only a marked, committed final answer co
 nothing); a row whose `answer_format` column (written by `sieve export --format trl`) says `raw`
 is read as a bare answer, and `marker_required=False` reads every row that way. Scoring goes
 through `pipeline.scoring.verify_batch`, so a verifier that fails gives `None` (TRL turns it
-into NaN and leaves it out of the mean), never a silent 0.
+into NaN and leaves it out of the mean), never a silent 0. The export's `params` and `family`
+columns reach the verifier as its `StepContext`: the "rg" verifier (reasoning-gym problems)
+rebuilds the problem from them.
 
 It is a small class rather than a closure so it pickles (TRL and accelerate may copy reward
 functions to workers) and carries a `__name__`, which TRL uses in its `rewards/<name>/mean` logs.
@@ -26,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.scoring import RewardSpec, verify_batch
+from pipeline.scoring import RewardSpec, StepContext, verify_batch
 from pipeline.scoring.verifiers import get_verifier
 
 
@@ -85,6 +87,7 @@ class SieveReward:
             spec=self.spec,
             timeout=self.timeout,
             marker_required=self._markers(kwargs, len(completions)),
+            contexts=self._contexts(kwargs, len(completions)),
         )
         rewards = [v.reward for v in verdicts]
         errors = sum(r is None for r in rewards)
@@ -116,6 +119,16 @@ class SieveReward:
         if len(flags) != n:
             raise ValueError(f"{self.__name__}: {len(flags)} {self.format_key} values for {n} rows")
         return flags
+
+    def _contexts(self, kwargs: dict[str, Any], n: int) -> list[StepContext | None] | None:
+        """Per row, the problem's family and params (an export's columns), when present."""
+        params = kwargs.get("params")
+        if params is None:
+            return None
+        families = kwargs.get("family") or [""] * n
+        if len(params) != n or len(families) != n:
+            raise ValueError(f"{self.__name__}: {len(params)} params values for {n} rows")
+        return [StepContext("", str(f or ""), p) for f, p in zip(families, params, strict=True)]
 
     def _verifiers(self, kwargs: dict[str, Any], n: int) -> str | list[str]:
         if self.verifier is not None:

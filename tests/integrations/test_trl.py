@@ -1,8 +1,10 @@
-"""Sieve's TRL reward function: TRL's call signature, both completion shapes, and a real
-GRPOTrainer run (slow) on an exported curriculum with the tiny policy."""
+"""Sieve's TRL reward function: TRL's call signature, both completion shapes, rg rows scored
+through their exported params, and a real 2-step GRPOTrainer run on an exported curriculum with
+the tiny policy."""
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 from pathlib import Path
 
@@ -85,12 +87,16 @@ def test_it_pickles_and_keeps_its_name() -> None:
 
 
 def _exported_curriculum(tmp_path: Path) -> Path:
-    cfg = CurateConfig(n_candidates=120, mix={"arith": "1-6"}, seed=3, chunk_size=40)
+    """arith and, with the gym extra, a reasoning-gym family; rows repeated for G at 4."""
+    mix = {"arith": "1-6"}
+    if importlib.util.find_spec("reasoning_gym") is not None:
+        mix["rg:chain_sum"] = "1-4"
+    cfg = CurateConfig(n_candidates=120, mix=mix, seed=3, chunk_size=40)
     problems = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)
     policy = simulated_policy(problems, RATES)
     with Ledger.memory() as ledger:
         curate(ledger, policy, cfg)
-        return export_curriculum(ledger, "latest", "trl", tmp_path).path
+        return export_curriculum(ledger, "latest", "trl", tmp_path, repeat_for_g=4).path
 
 
 class Recording(SieveReward):
@@ -103,10 +109,11 @@ class Recording(SieveReward):
         return super().__call__(prompts, completions, **kwargs)
 
 
-@pytest.mark.slow
 def test_grpo_trainer_runs_two_steps_on_an_export_with_sieve_rewards(
     tmp_path: Path, tiny_model_dir: Path
 ) -> None:
+    """~10 s: in the default run. Unshuffled, TRL takes the curriculum's first rows, each
+    repeated round(G / 4) times for TRL's one group size of 4."""
     datasets = pytest.importorskip("datasets")
     trl = pytest.importorskip("trl")
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -142,4 +149,24 @@ def test_grpo_trainer_runs_two_steps_on_an_export_with_sieve_rewards(
     assert len(reward.seen) == 2
     batch = reward.seen[0]
     assert len(batch["answer"]) == 4 and {"stage", "group_size", "problem_id"} <= set(batch)
+    assert {"params", "n_samples", "verifier_version", "curriculum_id"} <= set(batch)
     assert batch["stage"] == [1] * 4  # unshuffled: the first prompts are stage 1
+    first = data[0]["problem_id"]
+    copies = max(1, round(data[0]["group_size"] / 4))
+    assert data["problem_id"][:copies] == [first] * copies  # repeated in place for its G
+    assert reward.verifier_errors == 0  # every row, rg ones too, was judged
+
+
+def test_rg_rows_are_scored_through_their_exported_params() -> None:
+    pytest.importorskip("reasoning_gym")
+    from pipeline.problems import generate
+
+    rows = generate("rg:leg_counting", [1], 2, seed=0)
+    gold = rows["answer"].to_list()
+    kwargs = {"answer": gold, "verifier": ["rg"] * 2, "family": rows["family"].to_list()}
+    completions = [f"\\boxed{{{gold[0]}}}", "\\boxed{12345}"]
+    with_params = reward_function()(
+        ["q"] * 2, completions, **kwargs, params=rows["params"].to_list()
+    )
+    assert with_params[0] == 1.0 and with_params[1] is not None and with_params[1] < 1.0
+    assert reward_function()(["q"] * 2, completions, **kwargs) == [None, None]  # no source
