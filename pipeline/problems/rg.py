@@ -129,6 +129,7 @@ LEVEL_CONFIGS: dict[str, dict[int, dict[str, Any]]] = {
 }  # fmt: skip
 
 
+@cache
 def rg_version() -> str:
     """The installed reasoning-gym version; SieveError saying how to install it otherwise."""
     try:
