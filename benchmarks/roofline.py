@@ -102,20 +102,23 @@ def forward_flops(shape: ModelShape, tokens: float, pairs: float) -> float:
 
 
 def fed(
-    prompt_lens: Sequence[int], completion_lens: Sequence[int], group_size: int, share_prefix: bool
+    prompt_lens: Sequence[int], completion_lens: Sequence[int], groups: Sequence[int] | None
 ) -> tuple[float, float]:
-    """(tokens fed, (query, key) pairs) of one forward over the batch. Rows are ordered group by
-    group, `group_size` rows each, rows of a group sharing their prompt."""
+    """(tokens fed, (query, key) pairs) of one forward over the batch. `groups`: a group id per
+    row, rows of a group sharing one prompt fed once (None: every row fed whole)."""
     p = torch.as_tensor(prompt_lens, dtype=torch.float64)  # (B,)
     c = torch.as_tensor(completion_lens, dtype=torch.float64)  # (B,)
     if p.shape != c.shape:
         raise ValueError(f"{p.numel()} prompt lengths for {c.numel()} completions")
-    if not share_prefix:
+    if groups is None:
         s = p + c  # (B,)
         return float(s.sum()), float((s * s).sum())
-    if p.numel() % group_size:
-        raise ValueError(f"{p.numel()} rows do not split into groups of {group_size}")
-    first = p.view(-1, group_size)[:, 0]  # (B/G,) one prompt per group
+    gid = torch.as_tensor(groups, dtype=torch.long)  # (B,)
+    if gid.shape != p.shape:
+        raise ValueError(f"{gid.numel()} group ids for {p.numel()} rows")
+    _, inverse = torch.unique(gid, return_inverse=True)
+    first = torch.zeros(int(inverse.max()) + 1 if gid.numel() else 0, dtype=torch.float64)
+    first.scatter_reduce_(0, inverse, p, reduce="amax", include_self=False)  # (K,) one prompt each
     return float(first.sum() + c.sum()), float((first * first).sum() + (c * (p + c)).sum())
 
 
@@ -124,13 +127,13 @@ def update_flops(
     prompt_lens: Sequence[int],
     completion_lens: Sequence[int],
     *,
-    group_size: int = 1,
-    share_prefix: bool = False,
+    groups: Sequence[int] | None = None,
     reference: bool = True,
     num_iterations: int = 1,
 ) -> float:
-    """FLOPs of one GRPO update (see the module docstring for what is counted)."""
-    tokens, pairs = fed(prompt_lens, completion_lens, group_size, share_prefix)
+    """FLOPs of one GRPO update over these rows (see the module docstring for what is counted);
+    `groups` as in `fed` (Sieve's `share_prefix`)."""
+    tokens, pairs = fed(prompt_lens, completion_lens, groups)
     forward = forward_flops(shape, tokens, pairs)
     passes = 3.0 * num_iterations + float(reference) + float(num_iterations > 1)
     return passes * forward
@@ -187,3 +190,69 @@ def arm_roofline(
         },
         "timed_steps": len(steps),
     }
+
+
+def measure_peaks(peaks: dict[str, list[Peak]] | None = None) -> dict[str, list[Peak]]:
+    """One more fp32 and bf16 peak each (call at an arm's start and end)."""
+    peaks = peaks if peaks is not None else {}
+    for dtype in ("float32", "bfloat16"):
+        peaks.setdefault(dtype, []).append(matmul_peak(dtype))
+    return peaks
+
+
+class SieveStepLog:
+    """What one Sieve trainer step fed its update and its sampler, recorded from outside.
+
+    `watch` wraps two methods of the given instances (benchmarks only): the group sampler's
+    `sample_groups` (completion tokens drawn) and the trainer's `_tensors` (the rows the update
+    runs on, after uninformative groups are dropped: the trainer builds the update batch with
+    it); `step` then turns the step's metrics into one `arm_roofline` step entry."""
+
+    def __init__(self, shape: ModelShape, tokenizer: Any, cfg: Any) -> None:
+        self.shape, self.tokenizer, self.cfg = shape, tokenizer, cfg
+        self.sampled_tokens = 0
+        self.rows: tuple[list[int], list[int], list[int]] = ([], [], [])
+
+    def watch(self, sampler: Any, trainer: Any) -> None:
+        draw, build = sampler.sample_groups, trainer._tensors
+
+        def sample_groups(*args: Any, **kwargs: Any) -> Any:
+            groups = draw(*args, **kwargs)
+            self.sampled_tokens += sum(len(s.token_ids) for g in groups for s in g)
+            return groups
+
+        def tensors(items: list[Any], samples: list[Any], adv: Any) -> Any:
+            owner: dict[int, int] = {}
+            for it in items:  # rows of a group hold the same Item object
+                owner.setdefault(id(it), len(owner))
+            first = {id(it): it for it in items}.values()  # one prompt per group, tokenised
+            length = {id(it): len(self.tokenizer(it.prompt)["input_ids"]) for it in first}
+            self.rows = (
+                [length[id(it)] for it in items],
+                [len(s.token_ids) for s in samples],
+                [owner[id(it)] for it in items],
+            )
+            return build(items, samples, adv)
+
+        sampler.sample_groups = sample_groups
+        trainer._tensors = tensors
+
+    def step(self, m: dict[str, float], sync_seconds: float = 0.0) -> dict[str, Any]:
+        """The step entry; `sync_seconds`: weight push inside `time_update`, taken out of it."""
+        prompt, comp, owner = self.rows
+        cfg = self.cfg
+        flops = update_flops(
+            self.shape, prompt, comp, groups=owner if cfg.share_prefix else None,
+            reference=cfg.reference != "none", num_iterations=cfg.num_iterations,
+        )  # fmt: skip
+        entry = {
+            "update_flops": flops,
+            "update_rows": len(comp),
+            "update_seconds": m["time_update"] - sync_seconds,
+            "sync_seconds": sync_seconds,
+            "completion_tokens": self.sampled_tokens,
+            "sample_seconds": m["time_sample"],
+            "load_1m": os.getloadavg()[0],
+        }
+        self.sampled_tokens, self.rows = 0, ([], [], [])
+        return entry

@@ -11,7 +11,15 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from roofline import ModelShape, Peak, arm_roofline, matmul_peak, sampling_bound, update_flops
+from roofline import (
+    ModelShape,
+    Peak,
+    SieveStepLog,
+    arm_roofline,
+    matmul_peak,
+    sampling_bound,
+    update_flops,
+)
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +101,8 @@ def test_shared_prefix_matches_flop_counter(llama: torch.nn.Module) -> None:
 
     want = counted(update)
     got = update_flops(
-        ModelShape.of(llama), [p] * (groups * g), [c] * (groups * g), group_size=g,
-        share_prefix=True,
-    )  # fmt: skip
+        ModelShape.of(llama), [p] * (groups * g), [c] * (groups * g), groups=owner.tolist()
+    )
     assert got == pytest.approx(want, rel=0.10)
     unshared = update_flops(ModelShape.of(llama), [p] * (groups * g), [c] * (groups * g))
     assert got < 0.6 * unshared  # the prompt (most of each row) is fed once per group, not G times
@@ -108,12 +115,20 @@ def test_ragged_rows_count_each_row_alone() -> None:
     assert got == 3 * (2 * 1000 * tokens + 4 * 2 * 8 * pairs)
 
 
+def test_groups_share_their_prompt_in_any_order() -> None:
+    shape = ModelShape(linear_params=1000, layers=2, attn_width=8)
+    got = update_flops(shape, [3, 5, 3, 5], [2, 4, 1, 1], groups=[7, 2, 7, 2], reference=False)
+    tokens = 3 + 5 + (2 + 4 + 1 + 1)
+    pairs = 9 + 25 + 2 * 5 + 4 * 9 + 1 * 4 + 1 * 6
+    assert got == 3 * (2 * 1000 * tokens + 4 * 2 * 8 * pairs)
+
+
 def test_bad_lengths_are_refused() -> None:
     shape = ModelShape(1000, 2, 8)
     with pytest.raises(ValueError, match="3 prompt lengths for 2 completions"):
         update_flops(shape, [1, 2, 3], [1, 2])
-    with pytest.raises(ValueError, match="groups of 2"):
-        update_flops(shape, [1, 1, 1], [1, 2, 3], group_size=2, share_prefix=True)
+    with pytest.raises(ValueError, match="2 group ids for 3 rows"):
+        update_flops(shape, [1, 1, 1], [1, 2, 3], groups=[0, 0])
 
 
 def test_matmul_peak_measures_the_asked_dtype() -> None:
@@ -132,9 +147,8 @@ def test_sampling_bound_and_arm_shares() -> None:
         "float32": [Peak("float32", 100.0, 90.0, 1024, 5, 2, 1.0),
                     Peak("float32", 80.0, 70.0, 1024, 5, 2, 3.0)],
     }  # fmt: skip
-    steps = [
-        {"update_flops": 40e9, "update_seconds": 1.0, "completion_tokens": 30, "sample_seconds": 1.0}
-    ] * 2
+    step = {"update_flops": 40e9, "update_seconds": 1.0}
+    steps = [{**step, "completion_tokens": 30, "sample_seconds": 1.0}] * 2
     out = arm_roofline(shape, steps, peaks, "float32", "float32", standalone_tokens_per_s=60.0)
     assert out["update"]["achieved_gflops"] == pytest.approx(40.0)
     assert out["update"]["share_of_peak"] == pytest.approx(0.5)  # of the lower (end) peak
@@ -142,3 +156,47 @@ def test_sampling_bound_and_arm_shares() -> None:
     assert out["sampling"]["share_of_compute_bound"] == pytest.approx(30 / 80)
     assert out["sampling"]["share_of_standalone"] == pytest.approx(0.5)
     assert len(out["peaks"]["float32"]) == 2
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_step_log_sees_the_rows_the_update_runs_on(share: bool) -> None:
+    """SieveStepLog on the toy trainer: its rows are the update batch's (uninformative groups
+    dropped), its FLOPs are update_flops of that batch's own prompt and completion lengths."""
+    from grpo_core.config import GRPOConfig
+    from grpo_core.trainer import Hooks, Trainer
+    from tests.grpo_core.conftest import (
+        ToySampler,
+        ToyTokenizer,
+        first_letter_reward,
+        toy_batches,
+        toy_model,
+    )
+
+    model, tok = toy_model(3), ToyTokenizer()
+    cfg = GRPOConfig(total_steps=3, seed=1, checkpoint_every=0, share_prefix=share, lr=1e-2)
+    sampler = ToySampler(model, tok)
+    trainer = Trainer(model, tok, sampler, first_letter_reward, toy_batches(), cfg)
+    log = SieveStepLog(ModelShape.of(model), tok, cfg)
+    log.watch(sampler, trainer)
+    batches, entries = [], []
+    optimise = trainer._optimise
+
+    def spy(step: int, batch: object, m: dict[str, float]) -> object:
+        batches.append(batch)
+        return optimise(step, batch, m)  # type: ignore[arg-type]
+
+    trainer._optimise = spy  # type: ignore[method-assign]
+    trainer.hooks = Hooks(metrics=lambda step, m: entries.append(log.step(m)), warning=print)
+    trainer.train()
+    updated = [e for e in entries if e["update_rows"]]
+    assert len(updated) == len(batches) >= 1
+    for e, b in zip(updated, batches, strict=True):
+        comp = b.comp_mask.sum(-1)  # (B,)
+        if share:
+            prompt, owner = b.prompt_attn.sum(-1)[b.owner], b.owner.tolist()
+        else:
+            prompt, owner = b.attn.sum(-1) - comp, None
+        want = update_flops(ModelShape.of(model), prompt.tolist(), comp.tolist(), groups=owner)
+        assert e["update_rows"] == b.adv.shape[0]
+        assert e["update_flops"] == pytest.approx(want)
+    assert all(e["completion_tokens"] > 0 and e["sample_seconds"] > 0 for e in entries)
