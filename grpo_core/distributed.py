@@ -62,6 +62,7 @@ from grpo_core.batch import Batch, StepInputs, micro_batches, rows
 from grpo_core.config import GRPOConfig
 from grpo_core.seeds import derive_seed
 from grpo_core.types import Collected, Hooks, Scores, TrainerError, TrainerHooks
+from grpo_core.validate import Positive, check_fields
 
 if TYPE_CHECKING:
     from grpo_core.trainer import Trainer
@@ -78,7 +79,10 @@ class DistributedConfig:
     # broadcast: exact single-process step, rank 0 samples; shard: every rank samples 1/N
     rollouts: RolloutMode = "broadcast"
     parallel: ParallelName = "ddp"  # fsdp: sharded parameters (`grpo_core.fsdp`)
-    bucket_mb: float = 25.0  # gradient all-reduce bucket (DDP's default 25 MB)
+    bucket_mb: Positive = 25.0  # gradient all-reduce bucket (DDP's default 25 MB)
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # types, finite numbers, ranges (grpo_core.validate)
 
     @classmethod
     def from_env(cls) -> DistributedConfig:

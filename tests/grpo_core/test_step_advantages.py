@@ -284,7 +284,7 @@ def test_build_batch_carries_token_advantages_through_micro_batches() -> None:
 def test_config_refuses_unknown_modes_and_bad_weights() -> None:
     assert GRPOConfig().advantage == "outcome" and GRPOConfig().step_weight == 0.5
     with pytest.raises(
-        ValueError, match=r"advantage='steps'; use one of \['outcome', 'outcome\+steps'\]"
+        ValueError, match=r"advantage must be one of \['outcome', 'outcome\+steps'\], got 'steps'"
     ):
         GRPOConfig(advantage="steps")  # type: ignore[arg-type]
     for bad in (-0.1, math.inf, math.nan):
