@@ -22,6 +22,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 from flows.runtime import PolicyParams, Runtime, step
+from grpo_core.validate import AtLeastOne, Seed
 from pipeline.curate import Policy, policy_for
 from pipeline.hooks import Progress
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
@@ -32,9 +33,9 @@ from pipeline.store import Ledger
 class EvalParams(PolicyParams):
     """Flow parameters (validated; unknown keys rejected)."""
 
-    per_level: int = Field(default=40, ge=1, description="Held-out problems per level.")
-    samples: int = Field(default=8, ge=1, description="Samples per problem when sampled.")
-    seed: int = 0
+    per_level: AtLeastOne = Field(default=40, description="Held-out problems per level.")
+    samples: AtLeastOne = Field(default=8, description="Samples per problem when sampled.")
+    seed: Seed = 0
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
 
     def eval_config(self) -> EvalConfig:

@@ -30,14 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from flows.curate import CurateParams, curate_flow, release_policies
+from flows.runtime import EngineParam
 from flows.train import TrainParams, train_flow
+from grpo_core.validate import STRICT
 from pipeline.home import ledger_path, resolve_home
 from pipeline.lineage import nightly_model
 from pipeline.recipes import TrainSettings
-from pipeline.sampling import EngineOptions
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 
@@ -45,7 +46,7 @@ DEPLOYMENT = "nightly"
 
 
 class NightlyParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     model: str | None = Field(
         default=None,
@@ -54,7 +55,10 @@ class NightlyParams(BaseModel):
     )
     backend: str = Field(default="hf", description="hf, vllm or openai (curation and training).")
     base_urls: list[str] = Field(default_factory=list, description="openai backend servers.")
-    engine: EngineOptions | None = Field(default=None, description="vllm/openai engine options.")
+    engine: EngineParam = Field(
+        default=None,
+        description="vllm/openai engine options.",
+    )
     home: str | None = None
     config: CurateConfig = Field(default_factory=CurateConfig)
     train: TrainSettings | None = Field(

@@ -22,11 +22,12 @@ Test: `pytest tests/flows/test_runtime.py`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 from prefect.context import FlowRunContext
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
+from grpo_core.validate import STRICT
 from pipeline.sampling import EngineOptions
 
 if TYPE_CHECKING:
@@ -41,16 +42,27 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class PolicyParams(BaseModel):
-    """The policy a flow samples with and the home it records into (unknown keys rejected)."""
+def _engine_options(value: object) -> object:
+    """A dict (a deployment's JSON parameters) as EngineOptions, which checks its fields."""
+    return EngineOptions(**value) if isinstance(value, dict) else value
 
-    model_config = ConfigDict(extra="forbid")
+
+# vllm/openai engine options in flow parameters: an EngineOptions, or a dict of its fields
+EngineParam = Annotated[EngineOptions | None, BeforeValidator(_engine_options)]
+
+
+class PolicyParams(BaseModel):
+    """The policy a flow samples with and the home it records into (unknown keys rejected;
+    strict types, `grpo_core.validate.STRICT`)."""
+
+    model_config = STRICT
 
     model: str = Field(description="Model folder (for openai: also the served model name).")
     backend: str = Field(default="hf", description="hf, vllm or openai.")
     base_urls: list[str] = Field(default_factory=list, description="openai backend servers.")
-    engine: EngineOptions | None = Field(
-        default=None, description="vllm/openai engine options (memory, dtype, parallelism)."
+    engine: EngineParam = Field(
+        default=None,
+        description="vllm/openai engine options (memory, dtype, parallelism).",
     )
     home: str | None = Field(default=None, description="Sieve home (ledger).")
 
@@ -84,4 +96,4 @@ def step(task: Task[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     return task.fn(*args, **kwargs)
 
 
-__all__ = ["PolicyParams", "Runtime", "in_flow_run", "step"]
+__all__ = ["EngineParam", "PolicyParams", "Runtime", "in_flow_run", "step"]

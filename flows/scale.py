@@ -39,8 +39,9 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture, as_completed
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from grpo_core.validate import STRICT, AtLeastOne
 from pipeline import curate as core
 from pipeline import shards
 from pipeline.errors import SieveError
@@ -60,7 +61,7 @@ RAY_OBJECT_STORE_BYTES = 200_000_000
 class ScaleConfig(BaseModel):
     """Where the chunks of a sampling run execute (unknown keys rejected)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     runner: Literal["local", "dask", "ray"] = Field(
         default="local",
@@ -72,8 +73,8 @@ class ScaleConfig(BaseModel):
         description="An existing cluster (dask: tcp://host:8786; ray: ray://host:10001 or "
         "auto). None: start a local one of `workers` processes for the flow run.",
     )
-    workers: int = Field(
-        default=2, ge=1, description="Worker processes of a local cluster (one chunk each)."
+    workers: AtLeastOne = Field(
+        default=2, description="Worker processes of a local cluster (one chunk each)."
     )
     shard_root: str | None = Field(
         default=None,

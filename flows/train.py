@@ -30,12 +30,13 @@ from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from flows.runtime import Runtime, step
+from flows.runtime import EngineParam, Runtime, step
 from grpo_core import checkpoint as ckpt
 from grpo_core.seeds import seed_torch
 from grpo_core.trainer import RewardFn, Trainer, TrainerError
+from grpo_core.validate import STRICT, AtLeastOne
 from pipeline import train as core
 from pipeline.batches import CurriculumBatches, verifier_reward
 from pipeline.crash import crash_point
@@ -54,7 +55,7 @@ from pipeline.train import Recorder, TrainPlan, TrainResult
 class TrainParams(BaseModel):
     """Flow parameters (validated; unknown keys rejected)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     curriculum: str = Field(default="latest", description="Curriculum id or 'latest'.")
     model: str | None = Field(
@@ -67,10 +68,11 @@ class TrainParams(BaseModel):
     )
     backend: str = Field(default="hf", description="Rollouts: hf, vllm or openai.")
     base_urls: list[str] = Field(default_factory=list, description="openai backend servers.")
-    engine: EngineOptions | None = Field(
-        default=None, description="vllm/openai engine options (memory, dtype, parallelism)."
+    engine: EngineParam = Field(
+        default=None,
+        description="vllm/openai engine options (memory, dtype, parallelism).",
     )
-    max_steps: int | None = Field(default=None, ge=1)
+    max_steps: AtLeastOne | None = None
     resume: bool = False
 
 

@@ -376,7 +376,8 @@ def _sieve_config(spec: Spec, cfg: CurateConfig) -> tuple[CurateConfig, int | No
     params = dict(spec.params)
     train_g = params.pop("train_g", None)
     try:
-        merged = CurateConfig.model_validate({**cfg.model_dump(), **params})
+        # policy parameters are command-line text ("refine_g=16"): read as numbers here
+        merged = CurateConfig.model_validate({**cfg.model_dump(), **params}, strict=False)
     except ValidationError as exc:
         raise SieveError(f"policy sieve: {first_error(exc)}") from None
     if train_g is not None and not (train_g.isdigit() and int(train_g) > 0):

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from grpo_core.config import GRPOConfig
+from grpo_core.validate import MAX_COUNT, STRICT, AtLeastOne, Count, FieldError
 from pipeline.errors import SieveError
 from pipeline.policy.model import read_meta
 from pipeline.policy.prompts import PromptFormat, prompt_format
+from pipeline.problems import FAMILIES, OPT_IN_FAMILIES
 
 GRPO_FIELDS = {f.name for f in dataclasses.fields(GRPOConfig)}
 
@@ -33,15 +35,18 @@ class TrainSettings(BaseModel):
     """`sieve train --config FILE`: top-level keys here, GRPO knobs in a `[grpo]` table; a knob
     the table leaves out takes GRPOConfig's default."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     grpo: dict[str, Any] = Field(default_factory=dict, description="GRPOConfig fields.")
     rollouts_per_step: int = Field(
-        default=128, ge=2, description="Completions per step; items are drawn until it is met."
+        default=128,
+        ge=2,
+        le=MAX_COUNT,
+        description="Completions per step; items are drawn until it is met.",
     )
-    eval_every: int = Field(default=0, ge=0, description="Held-out eval every N steps; 0: end.")
-    eval_per_level: int = Field(default=10, ge=1, description="Held-out problems per level.")
-    eval_samples: int = Field(default=4, ge=1, description="Samples per held-out problem.")
+    eval_every: Count = Field(default=0, description="Held-out eval every N steps; 0: end.")
+    eval_per_level: AtLeastOne = Field(default=10, description="Held-out problems per level.")
+    eval_samples: AtLeastOne = Field(default=4, description="Samples per held-out problem.")
     eval_families: list[str] | None = Field(
         default=None, description="Families to evaluate; default every family (the whole mix)."
     )
@@ -54,6 +59,19 @@ class TrainSettings(BaseModel):
         if unknown:
             raise ValueError(f"unknown key {unknown[0]!r}; GRPOConfig has {sorted(GRPO_FIELDS)}")
         grpo_config(value)  # type and range checks, one line each
+        return value
+
+    @field_validator("eval_families")
+    @classmethod
+    def _known_families(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        known = [*FAMILIES, *OPT_IN_FAMILIES]
+        if not value:
+            raise ValueError(f"give at least one family, or leave it unset for all; {known}")
+        for name in value:
+            if name not in known:
+                raise ValueError(f"unknown family {name!r}; valid: {', '.join(known)}")
         return value
 
     def grpo_config(self, **overrides: Any) -> GRPOConfig:
@@ -69,16 +87,12 @@ class TrainSettings(BaseModel):
 
 
 def grpo_config(values: dict[str, Any]) -> GRPOConfig:
-    """GRPOConfig from plain values with type checks; errors are one line naming the field."""
-    fields = {f.name: f for f in dataclasses.fields(GRPOConfig)}
-    defaults = GRPOConfig()
-    for name, value in values.items():
-        want = type(getattr(defaults, name))
-        ok = isinstance(value, want) or (want is float and isinstance(value, int))
-        if not ok or (want is not bool and isinstance(value, bool)):
-            raise ValueError(f"grpo.{name} must be {want.__name__}, got {value!r}")
+    """GRPOConfig from plain values (GRPOConfig checks types and ranges,
+    `grpo_core.validate`); an error is one line naming the field: `grpo.lr must be ...`."""
     try:
-        return GRPOConfig(**{k: v for k, v in values.items() if k in fields})
+        return GRPOConfig(**values)
+    except FieldError as exc:
+        raise ValueError(f"grpo.{exc}") from None
     except ValueError as exc:
         raise ValueError(f"grpo: {exc}") from None
 

@@ -1,42 +1,88 @@
 """Read a TOML file into a pydantic model; every problem becomes one `SieveError` line naming
-the file and the offending key (`curate.toml: screen_gg: extra inputs are not permitted`)."""
+the file and the offending key (`curate.toml: screen_gg: extra inputs are not permitted`,
+`t.toml: grpo.lr must be a finite number > 0, got inf`).
+
+The path must name a regular file of at most `MAX_CONFIG_BYTES`: it is checked with `os.stat`
+before it is opened, then opened non-blocking (a FIFO swapped in meanwhile cannot hang the open)
+and checked again with `fstat`, and at most the cap plus one byte is read, so `/dev/zero`, a FIFO
+or a huge file is one error line, not unbounded memory or a hang. The values are validated by the
+model (`grpo_core.validate.STRICT`: strict types, finite numbers, ranges).
+
+Test: `pytest tests/cli/test_bad_configs.py` (every committed config file loads, each bad one
+is one line).
+"""
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from grpo_core.validate import problem
 from pipeline.errors import SieveError
 
 M = TypeVar("M", bound=BaseModel)
 
+MAX_CONFIG_BYTES = 1 << 20  # 1 MiB: the committed configs are about 2 KB
 
-def first_error(exc: ValidationError) -> str:
-    """`key.path: message` of the first validation error, on one line."""
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    msg = first["msg"].removeprefix("Value error, ")
-    return f"{where}: {msg[:1].lower()}{msg[1:]}"
+
+def first_error(exc: ValidationError, model: type | None = None) -> str:
+    """The first validation error on one line (`grpo_core.validate.problem`)."""
+    return problem(exc, model)
+
+
+def read_config_text(path: Path) -> str:
+    """The UTF-8 text of the config file at `path`; anything else is one SieveError line."""
+    try:
+        _check_kind(path, os.stat(path).st_mode)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise SieveError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise SieveError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        _check_kind(path, info.st_mode)
+        data = f.read(MAX_CONFIG_BYTES + 1)
+    if max(info.st_size, len(data)) > MAX_CONFIG_BYTES:
+        raise SieveError(
+            f"{path}: {max(info.st_size, len(data)):,} bytes; a config file is at most "
+            f"{MAX_CONFIG_BYTES:,} bytes"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SieveError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+
+
+def _check_kind(path: Path, mode: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise SieveError(f"{path}: is a directory, not a TOML file")
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a FIFO (named pipe)"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "something other than a file"
+        )
+        raise SieveError(f"{path}: is {kind}, not a regular TOML file")
 
 
 def load_toml(path: str | Path, model: type[M]) -> M:
     path = Path(path)
+    text = read_config_text(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SieveError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SieveError(f"{path}: is a directory, not a TOML file") from None
-    except UnicodeDecodeError as exc:
-        raise SieveError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-    except OSError as exc:
-        raise SieveError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SieveError(f"{path}: invalid TOML ({exc})") from None
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        raise SieveError(f"{path}: {first_error(exc)}") from None
+        raise SieveError(f"{path}: {first_error(exc, model)}") from None

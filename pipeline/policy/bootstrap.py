@@ -27,6 +27,15 @@ import polars as pl
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from grpo_core.validate import (
+    AtLeastOne,
+    Count,
+    Fraction,
+    NonNegative,
+    Positive,
+    Seed,
+    check_fields,
+)
 from pipeline.hooks import Progress, report
 from pipeline.policy.model import SIEVE_META, TinySize, new_tiny_model, save_policy
 from pipeline.problems import generate_mix
@@ -37,18 +46,18 @@ from pipeline.problems.mix import MixConfig
 class BootstrapConfig:
     """Supervised bootstrap settings; defaults follow the issue-3 trial (batch 128, AdamW 3e-3)."""
 
-    seed: int = 0
+    seed: Seed = 0
     # A fixed step count is the default: the same seed gives the same weights on a machine, and
     # the policy's state does not depend on how busy the CPU was. `max_minutes` trains for a
     # wall-clock budget instead (the cosine then runs over elapsed time).
-    max_steps: int | None = 700
-    max_minutes: float | None = None
-    lr: float = 3e-3
-    min_lr_ratio: float = 0.05  # cosine decays to lr * this
-    warmup_steps: int = 100
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
-    pool_size: int = 60_000  # problems generated for training (train split kept)
+    max_steps: Count | None = 700
+    max_minutes: Positive | None = None
+    lr: Positive = 3e-3
+    min_lr_ratio: Fraction = 0.05  # cosine decays to lr * this
+    warmup_steps: Count = 100
+    weight_decay: NonNegative = 0.01
+    grad_clip: Positive = 1.0
+    pool_size: AtLeastOne = 60_000  # problems generated for training (train split kept)
     # What to train on, measured here (2 cores, seed 0). The earlier default (arith 1-6, linear
     # 1-3, modular 1-2 for 8 minutes) plateaued at loss ~0.9 with its middle levels at 20-40 %
     # and no headroom: neither GRPO nor supervised training on gold answers moved them. Arith 1-5
@@ -62,6 +71,7 @@ class BootstrapConfig:
     size: TinySize = field(default_factory=TinySize)
 
     def __post_init__(self) -> None:
+        check_fields(self)  # types, finite numbers, ranges (grpo_core.validate)
         if self.max_minutes is None and not self.max_steps:
             raise ValueError("BootstrapConfig needs max_steps >= 1 or max_minutes > 0")
 

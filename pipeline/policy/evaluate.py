@@ -17,9 +17,12 @@ Test: `pytest tests/policy/test_evaluate.py tests/store/test_heldout_view.py`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import polars as pl
+from annotated_types import Gt, Le
 
+from grpo_core.validate import AtLeastOne, Seed, StopStrings, Temperature, Tokens, check_fields
 from pipeline.hooks import Progress, report
 from pipeline.problems import FAMILIES, family_levels, generate
 from pipeline.rollouts import RunInfo, record_run
@@ -32,13 +35,16 @@ EVAL_SEED = 20_261_130  # fixed: every revision is evaluated on the same held-ou
 
 @dataclass(frozen=True)
 class EvalConfig:
-    per_level: int = 40  # held-out problems per family x level (fewer where a level is small)
-    samples: int = 8  # samples per problem at `temperature` (issue 3: mean over 8 at 1.0)
-    temperature: float = 1.0
-    max_new_tokens: int | None = None  # None: the model's budget (16 raw, 512 chat; budget.py)
-    seed: int = 0
-    top_p: float = 1.0
-    stop: tuple[str, ...] = ()
+    per_level: AtLeastOne = 40  # held-out problems per family x level (fewer if a level is small)
+    samples: AtLeastOne = 8  # samples per problem at `temperature` (issue 3: mean over 8 at 1.0)
+    temperature: Temperature = 1.0
+    max_new_tokens: Tokens | None = None  # None: the model's budget (16 raw, 512 chat; budget.py)
+    seed: Seed = 0
+    top_p: Annotated[float, Gt(0), Le(1)] = 1.0
+    stop: StopStrings = ()
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # types, finite numbers, ranges (grpo_core.validate)
 
     def sampling(self) -> SamplingConfig:
         return SamplingConfig(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from grpo_core.validate import STRICT
 from pipeline.errors import SieveError
 from pipeline.problems import FAMILIES, parse_levels
 from pipeline.tomlconfig import load_toml
@@ -23,7 +24,7 @@ from pipeline.tomlconfig import load_toml
 class MixConfig(BaseModel):
     """A problem mix; unknown keys are rejected."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT | ConfigDict(frozen=True)
 
     families: dict[str, str]
 

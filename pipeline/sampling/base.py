@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Annotated, Literal, Protocol, runtime_checkable
 
+from annotated_types import Gt, Le
+
+from grpo_core.validate import Count, FieldError, StopStrings, Temperature, Tokens, check_fields
 from pipeline.errors import SieveError
 
 FinishReason = Literal["stop", "length"]
@@ -38,22 +41,18 @@ class Completion:
 class SamplingParams:
     """Decoding settings shared by all backends; temperature 0 means greedy."""
 
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0  # 0: no top-k filter
-    max_new_tokens: int = 32
-    seed: int = 0
-    stop: tuple[str, ...] = field(default_factory=tuple)
+    temperature: Temperature = 1.0
+    top_p: Annotated[float, Gt(0), Le(1)] = 1.0
+    top_k: Count = 0  # 0: no top-k filter
+    max_new_tokens: Tokens = 32
+    seed: int = 0  # any integer an engine takes (derived seeds may use 64 bits)
+    stop: StopStrings = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise SieveError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise SieveError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.top_k < 0:
-            raise SieveError(f"top_k must be >= 0 (0 disables it), got {self.top_k}")
-        if self.max_new_tokens < 1:
-            raise SieveError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        try:
+            check_fields(self)  # types, finite numbers, ranges (grpo_core.validate)
+        except FieldError as exc:
+            raise SieveError(str(exc)) from None
 
     @property
     def greedy(self) -> bool:

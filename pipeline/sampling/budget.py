@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from grpo_core.validate import MAX_TEMPERATURE, MAX_TOKENS, STRICT, StopStrings
 from pipeline.sampling.base import SamplingParams
 
 DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"raw": 16, "chat": 512}
@@ -24,11 +25,12 @@ DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"raw": 16, "chat": 512}
 class SamplingConfig(BaseModel):
     """How answers are drawn: budget, temperature, nucleus, stop strings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT | ConfigDict(frozen=True)
 
     max_new_tokens: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_TOKENS,
         description="Longest answer in tokens: more lets a chat model finish its reasoning, at "
         "proportional sampling cost. Unset: 16 for raw-format models (the tiny policy), 512 for "
         "chat models (DeepSeek-R1-style recipes use thousands; 512 fits a 135 M model on CPU).",
@@ -36,6 +38,7 @@ class SamplingConfig(BaseModel):
     temperature: float = Field(
         default=1.0,
         ge=0.0,
+        le=MAX_TEMPERATURE,
         description="Sampling temperature; 1.0 samples the policy's own distribution, which is "
         "what GRPO's group statistics estimate. 0 is greedy (no spread: useless for curation).",
     )
@@ -45,9 +48,10 @@ class SamplingConfig(BaseModel):
         le=1.0,
         description="Nucleus cut-off; below 1 hides rare answers from the screen. Default 1.0.",
     )
-    stop: tuple[str, ...] = Field(
+    stop: StopStrings = Field(
         default=(),
-        description="Strings that end an answer (removed from it). Default none: chat models "
+        description="Strings that end an answer (removed from it; each non-empty). Default "
+        "none: chat models "
         "end at their end-of-turn token.",
     )
 

@@ -35,7 +35,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
+from annotated_types import Gt, Le
+
+from grpo_core.validate import AtLeastOne, Positive, Seed, check_fields
 from pipeline.sampling.base import Completion
 
 DTYPES = ("auto", "float32", "float", "bfloat16", "float16", "half")  # vLLM's ModelConfig.dtype
@@ -47,37 +51,24 @@ class EngineOptions:
 
     # Fraction of GPU memory vLLM may hold (weights + KV cache). None: vLLM's own default (0.92 in
     # 0.32). Ignored on CPU, where vLLM would read it as a fraction of all RAM: see kv_cache_gib.
-    gpu_memory_utilization: float | None = None
+    gpu_memory_utilization: Annotated[float, Gt(0), Le(1)] | None = None
     # KV-cache size in GiB. CPU: None means $VLLM_CPU_KVCACHE_SPACE when set, else 4 GiB (the
     # variable, when set, wins over this field: vLLM's rule). GPU: an exact size that replaces
     # gpu_memory_utilization's sizing; None leaves it to vLLM.
-    kv_cache_gib: float | None = None
-    max_model_len: int | None = None  # None: the model's own context length
+    kv_cache_gib: Positive | None = None
+    max_model_len: AtLeastOne | None = None  # None: the model's own context length
     dtype: str = "auto"  # one of DTYPES; "auto": vLLM's choice (bf16 for fp32 weights on CPU)
-    tensor_parallel_size: int = 1  # GPUs per engine, passed to vLLM as is
+    tensor_parallel_size: AtLeastOne = 1  # GPUs per engine, passed to vLLM as is
     # Engines side by side. The offline engine runs one (vLLM 0.32's LLM refuses more in one
     # process); data parallelism is a fleet of `vllm serve` endpoints behind the openai backend.
-    data_parallel_size: int = 1
-    seed: int = 0  # the engine's seed (what sampling rests on when requests carry none)
+    data_parallel_size: AtLeastOne = 1
+    seed: Seed = 0  # the engine's seed (what sampling rests on when requests carry none)
     per_request_seed: bool | None = None  # None: auto, see the module docstring
 
     def __post_init__(self) -> None:
-        checks = [
-            (self.gpu_memory_utilization is None or 0 < self.gpu_memory_utilization <= 1,
-             f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}"),
-            (self.kv_cache_gib is None or self.kv_cache_gib > 0,
-             f"kv_cache_gib must be > 0, got {self.kv_cache_gib}"),
-            (self.max_model_len is None or self.max_model_len >= 1,
-             f"max_model_len must be >= 1, got {self.max_model_len}"),
-            (self.dtype in DTYPES, f"dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}"),
-            (self.tensor_parallel_size >= 1,
-             f"tensor_parallel_size must be >= 1, got {self.tensor_parallel_size}"),
-            (self.data_parallel_size >= 1,
-             f"data_parallel_size must be >= 1, got {self.data_parallel_size}"),
-        ]  # fmt: skip
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        check_fields(self)  # types, finite numbers, ranges (grpo_core.validate)
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
 
     def seeds_per_request(self, *, engine_takes_them: bool) -> bool:
         """Whether requests carry `SamplingParams.seed` (auto: where the engine takes them)."""

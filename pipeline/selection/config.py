@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from grpo_core.validate import MAX_COUNT, STRICT, Seed
 from pipeline.errors import SieveError
 from pipeline.problems import FAMILIES, parse_levels
 from pipeline.sampling.budget import SamplingConfig
@@ -44,6 +45,12 @@ TINY_CURATE: dict[str, float | int] = {
 }
 
 
+# Candidates per curation: ten million problems is a ledger of gigabytes and weeks of screening;
+# past that a value is a typo (2**63 - 1 would only grow memory until the machine gives out).
+MAX_CANDIDATES = 10_000_000
+MAX_REPLAY_WEIGHT = 1e3  # weight of a replayed item; main items average 1
+
+
 def _all_families() -> dict[str, str]:
     return {name: "all" for name in FAMILIES}
 
@@ -51,11 +58,12 @@ def _all_families() -> dict[str, str]:
 class CurateConfig(BaseModel):
     """Knobs of one curation (generate → prior → screen → refine → select → curriculum)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT | ConfigDict(frozen=True)
 
     n_candidates: int = Field(
         default=2000,
         ge=1,
+        le=MAX_CANDIDATES,
         description="Problems generated per curation: more finds more informative prompts but "
         "costs screen_g rollouts each. Default: sized for one night on the CPU demo.",
     )
@@ -64,7 +72,7 @@ class CurateConfig(BaseModel):
         description="family -> level spec ('all', '1-5', '1,3'): which problems are generated. "
         "Default: every family at every level.",
     )
-    seed: int = Field(
+    seed: Seed = Field(
         default=0,
         description="Seed of generation and of every random choice (stable_uniform); vary it "
         "per night so re-exploration picks different prompts. Default: 0.",
@@ -89,12 +97,14 @@ class CurateConfig(BaseModel):
     screen_g: int = Field(
         default=8,
         ge=2,
+        le=MAX_COUNT,
         description="Group size of the cheap screen: smaller is cheaper but calls more prompts "
         "all-wrong by chance. Default: open-r1 filters at G = 8.",
     )
     refine_g: int = Field(
         default=32,
         ge=2,
+        le=MAX_COUNT,
         description="Group size of the refine pass on screen survivors: larger narrows the "
         "posterior interval at more cost. Default: DESIGN.md (G = 32).",
     )
@@ -109,6 +119,7 @@ class CurateConfig(BaseModel):
     history_revisions: int = Field(
         default=3,
         ge=1,
+        le=MAX_COUNT,
         description="How many recent model revisions the history prior looks at: more "
         "revisions trust older evidence longer. Default: DESIGN.md.",
     )
@@ -138,6 +149,7 @@ class CurateConfig(BaseModel):
     stage1_g: int = Field(
         default=8,
         ge=2,
+        le=MAX_COUNT,
         description="Training group size of stage 1 (mid-band prompts, informative at small G). "
         "Default: open-r1's G = 8.",
     )
@@ -151,6 +163,7 @@ class CurateConfig(BaseModel):
     max_group_size: int = Field(
         default=64,
         ge=2,
+        le=MAX_COUNT,
         description="Cap on a stage-2 group size; prompts needing more are out_of_band. "
         "Default: 64, the cap in the brief (Pilot-Commit commits at 48).",
     )
@@ -172,6 +185,7 @@ class CurateConfig(BaseModel):
     replay_weight: float = Field(
         default=0.1,
         ge=0.0,
+        le=MAX_REPLAY_WEIGHT,
         description="Weight of a replayed item (main items average 1): higher leans more on "
         "easy data. Default: 0.1.",
     )
@@ -200,6 +214,7 @@ class CurateConfig(BaseModel):
     chunk_size: int = Field(
         default=256,
         ge=1,
+        le=MAX_COUNT,
         description="Prompts per sampling chunk, the unit of crash-resume: smaller loses less "
         "work on a crash, larger batches better. Default: 256.",
     )

@@ -53,13 +53,21 @@ def folder(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("gpu_memory_utilization", 0.0, "gpu_memory_utilization must be in \\(0, 1\\]"),
-        ("gpu_memory_utilization", 1.5, "gpu_memory_utilization must be in \\(0, 1\\]"),
-        ("kv_cache_gib", 0.0, "kv_cache_gib must be > 0"),
-        ("max_model_len", 0, "max_model_len must be >= 1"),
+        (
+            "gpu_memory_utilization",
+            0.0,
+            "gpu_memory_utilization must be a finite number in \\(0, 1\\]",
+        ),
+        (
+            "gpu_memory_utilization",
+            1.5,
+            "gpu_memory_utilization must be a finite number in \\(0, 1\\]",
+        ),
+        ("kv_cache_gib", 0.0, "kv_cache_gib must be a finite number > 0"),
+        ("max_model_len", 0, "max_model_len must be an integer in \\[1, "),
         ("dtype", "int8", "dtype must be one of auto, float32"),
-        ("tensor_parallel_size", 0, "tensor_parallel_size must be >= 1"),
-        ("data_parallel_size", 0, "data_parallel_size must be >= 1"),
+        ("tensor_parallel_size", 0, "tensor_parallel_size must be an integer in \\[1, "),
+        ("data_parallel_size", 0, "data_parallel_size must be an integer in \\[1, "),
     ],
 )
 def test_bad_engine_options_say_what_is_valid(field: str, value: object, message: str) -> None:

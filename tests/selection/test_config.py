@@ -50,10 +50,10 @@ def test_load_reads_fields_and_mix(tmp_path: Path) -> None:
         ("screen_gg = 8\n", "screen_gg:", "extra inputs are not permitted"),
         ("band_low = 0.5\nband_high = 0.4\n", "band_high:", "lower band_low"),
         ("screen_g = 16\nrefine_g = 8\n", "refine_g:", ">= screen_g"),
-        ("replay_share = 1.5\n", "replay_share:", "less than or equal to 1"),
+        ("replay_share = 1.5\n", "replay_share", "must be a finite number in [0, 1], got 1.5"),
         ("stage1_g = 16\nmax_group_size = 8\n", "max_group_size:", ">= stage1_g"),
         ('[mix]\nnope = "all"\n', "mix:", "unknown family"),
-        ("seed = 'x'\n", "seed:", "integer"),
+        ("seed = 'x'\n", "seed", "must be an integer in [0, 9223372036854775807], got 'x'"),
     ],
 )
 def test_bad_values_are_one_line_naming_the_key(
