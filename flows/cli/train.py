@@ -67,12 +67,12 @@ def train(
     home: HomeOpt = None,
 ) -> None:
     """GRPO on a curated curriculum; checkpoints are registered for the next curation."""
+    from pipeline.recipes import settings_toml
     from pipeline.runlog import quiet_prefect
 
-    quiet_prefect(home)  # before Prefect and Hugging Face are imported: this home's own state
-    from pipeline.recipes import settings_toml
-
-    _check_args(max_steps, config, backend, base_url)
+    _check_args(max_steps, config, backend, base_url)  # before anything is written
+    if not print_config:  # --print-config touches nothing on disk (no <home>/.prefect)
+        quiet_prefect(home)  # before Prefect is imported: this home's own state
     options = engine.options()
     if model is not None and not (model / "config.json").is_file():
         raise SieveError(f"model folder {model} has no config.json")
