@@ -10,9 +10,10 @@ sampling compute bound, and the per-arm report built from them.
   Sieve's trainer runs it (`grpo_core.trainer._optimise`): policy forward + backward (3 × the
   forward, i.e. 6·N·T) per iteration, the reference forward (2·N·T) when a reference model is
   scored, the old-log-prob forward when num_iterations > 1. A forward is 2·N_lin per token fed
-  (every linear layer, the LM head included: the trainer computes logits at every position it
-  feeds) plus 4·layers·width per (query, key) pair for QKᵀ and AV, counted dense (S² per
-  sequence, as the kernels compute, not the causal half). With `share_prefix` (the trainer's
+  (every linear layer, the LM head included: Sieve's trainer computes logits at every position
+  it feeds, TRL only at the completion positions, `head_on_completions_only`) plus
+  4·layers·width per (query, key) pair for QKᵀ and AV, counted dense (S² per sequence, as the
+  kernels compute, not the causal half). With `share_prefix` (the trainer's
   default) a group's prompt is fed once and its G completions attend to it. Padding is not
   counted: the FLOP/s is of useful work, so padding shows up as a lower share of peak.
   Elementwise work (norms, softmax, the optimizer) is left out, as FlopCounterMode leaves it
@@ -86,6 +87,7 @@ class ModelShape:
     linear_params: int  # weights of every nn.Linear, the LM head included (tied or not)
     layers: int
     attn_width: int  # query heads × head dim (QKᵀ and AV run at this width after GQA repeat)
+    head_params: int = 0  # the LM head's share of linear_params (vocab × hidden)
 
     @classmethod
     def of(cls, model: torch.nn.Module) -> ModelShape:
@@ -93,12 +95,20 @@ class ModelShape:
         cfg: Any = model.config
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-        return cls(int(linear), int(cfg.num_hidden_layers), int(cfg.num_attention_heads * head_dim))
+        head: Any = model.get_output_embeddings()  # type: ignore[operator]
+        width = int(cfg.num_attention_heads * head_dim)
+        return cls(int(linear), int(cfg.num_hidden_layers), width, int(head.weight.numel()))
 
 
-def forward_flops(shape: ModelShape, tokens: float, pairs: float) -> float:
-    """FLOPs of a forward that feeds `tokens` tokens with `pairs` (query, key) pairs."""
-    return 2.0 * shape.linear_params * tokens + 4.0 * shape.layers * shape.attn_width * pairs
+def forward_flops(
+    shape: ModelShape, tokens: float, pairs: float, head_tokens: float | None = None
+) -> float:
+    """FLOPs of a forward that feeds `tokens` tokens with `pairs` (query, key) pairs and runs
+    the LM head on `head_tokens` of them (None: all)."""
+    head = tokens if head_tokens is None else head_tokens
+    body = shape.linear_params - shape.head_params
+    attn = 4.0 * shape.layers * shape.attn_width * pairs
+    return 2.0 * body * tokens + 2.0 * shape.head_params * head + attn
 
 
 def fed(
@@ -130,11 +140,14 @@ def update_flops(
     groups: Sequence[int] | None = None,
     reference: bool = True,
     num_iterations: int = 1,
+    head_on_completions_only: bool = False,
 ) -> float:
     """FLOPs of one GRPO update over these rows (see the module docstring for what is counted);
-    `groups` as in `fed` (Sieve's `share_prefix`)."""
+    `groups` as in `fed` (Sieve's `share_prefix`); `head_on_completions_only`: the LM head runs
+    on the completion positions only (TRL's `logits_to_keep`), not on every position fed."""
     tokens, pairs = fed(prompt_lens, completion_lens, groups)
-    forward = forward_flops(shape, tokens, pairs)
+    head = float(sum(completion_lens)) if head_on_completions_only else None
+    forward = forward_flops(shape, tokens, pairs, head)
     passes = 3.0 * num_iterations + float(reference) + float(num_iterations > 1)
     return passes * forward
 
@@ -255,4 +268,60 @@ class SieveStepLog:
             "load_1m": os.getloadavg()[0],
         }
         self.sampled_tokens, self.rows = 0, ([], [], [])
+        return entry
+
+
+class TRLStepLog:
+    """What one TRL `GRPOTrainer` step generated and how long its parts took, from outside.
+
+    `watch` wraps the trainer instance's `_generate` (prompt and completion ids, timed) and
+    `_calculate_rewards` (timed); TRL logs neither time. Its update is the rest of the step.
+    Every generated row enters TRL's update (it drops no group); the LM head runs on the
+    completion positions only (`logits_to_keep`); the reference forward runs when β ≠ 0."""
+
+    def __init__(self, shape: ModelShape, reference: bool) -> None:
+        self.shape, self.reference = shape, reference
+        self._reset()
+
+    def _reset(self) -> None:
+        self.prompt_lens: list[int] = []
+        self.completion_lens: list[int] = []
+        self.generate_seconds = 0.0
+        self.reward_seconds = 0.0
+
+    def watch(self, trainer: Any) -> None:
+        generate, rewards = trainer._generate, trainer._calculate_rewards
+
+        def timed_generate(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            out = generate(*args, **kwargs)
+            self.generate_seconds += time.perf_counter() - began
+            self.prompt_lens += [len(x) for x in out[0]]  # prompt_ids, completion_ids, ...
+            self.completion_lens += [len(x) for x in out[1]]
+            return out
+
+        def timed_rewards(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            out = rewards(*args, **kwargs)
+            self.reward_seconds += time.perf_counter() - began
+            return out
+
+        trainer._generate, trainer._calculate_rewards = timed_generate, timed_rewards
+
+    def step(self, step_seconds: float) -> dict[str, Any]:
+        """The step entry for a step that took `step_seconds` end to end."""
+        flops = update_flops(
+            self.shape, self.prompt_lens, self.completion_lens,
+            reference=self.reference, head_on_completions_only=True,
+        )  # fmt: skip
+        entry = {
+            "update_flops": flops,
+            "update_rows": len(self.completion_lens),
+            "update_seconds": step_seconds - self.generate_seconds - self.reward_seconds,
+            "completion_tokens": sum(self.completion_lens),
+            "sample_seconds": self.generate_seconds,
+            "reward_seconds": self.reward_seconds,
+            "load_1m": os.getloadavg()[0],
+        }
+        self._reset()
         return entry

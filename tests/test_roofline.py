@@ -48,7 +48,7 @@ def loss_of(logits: torch.Tensor) -> torch.Tensor:
 def test_shape_counts_every_linear_with_the_tied_head(llama: torch.nn.Module) -> None:
     shape = ModelShape.of(llama)
     per_layer = 64 * 64 * 2 + 64 * 32 * 2 + 3 * 64 * 160  # q, o; k, v (GQA 2 × 16); mlp
-    assert shape == ModelShape(2 * per_layer + 256 * 64, 2, 64)
+    assert shape == ModelShape(2 * per_layer + 256 * 64, 2, 64, 256 * 64)
 
 
 @pytest.mark.parametrize(("reference", "iterations"), [(True, 1), (False, 1), (True, 2)])
@@ -106,6 +106,17 @@ def test_shared_prefix_matches_flop_counter(llama: torch.nn.Module) -> None:
     assert got == pytest.approx(want, rel=0.10)
     unshared = update_flops(ModelShape.of(llama), [p] * (groups * g), [c] * (groups * g))
     assert got < 0.6 * unshared  # the prompt (most of each row) is fed once per group, not G times
+
+
+def test_head_on_completions_only_matches_logits_to_keep(llama: torch.nn.Module) -> None:
+    """TRL's forward: logits only at the completion positions (`logits_to_keep`)."""
+    b, p, c = 4, 20, 12
+    ids = torch.randint(0, 256, (b, p + c))
+    want = counted(lambda: loss_of(llama(input_ids=ids, logits_to_keep=c).logits).backward())
+    shape = ModelShape.of(llama)
+    got = update_flops(shape, [p] * b, [c] * b, reference=False, head_on_completions_only=True)
+    assert got == pytest.approx(want, rel=0.10)
+    assert got < update_flops(shape, [p] * b, [c] * b, reference=False)
 
 
 def test_ragged_rows_count_each_row_alone() -> None:
@@ -200,3 +211,27 @@ def test_step_log_sees_the_rows_the_update_runs_on(share: bool) -> None:
         assert e["update_rows"] == b.adv.shape[0]
         assert e["update_flops"] == pytest.approx(want)
     assert all(e["completion_tokens"] > 0 and e["sample_seconds"] > 0 for e in entries)
+
+
+def test_trl_step_log_takes_generation_and_rewards_out_of_the_step() -> None:
+    """TRLStepLog on an object with TRL 1.16's two method signatures (the real trainer is
+    exercised by benchmarks/real_train.py --arm trl)."""
+    from roofline import TRLStepLog
+
+    class FakeTRL:
+        def _generate(self, prompts: list[str]) -> tuple[list[list[int]], ...]:
+            return [[1, 2], [3]], [[4, 5, 6], [7]], None
+
+        def _calculate_rewards(self, *args: object) -> list[float]:
+            return [0.0, 1.0]
+
+    trainer, shape = FakeTRL(), ModelShape(1000, 2, 8, head_params=100)
+    log = TRLStepLog(shape, reference=True)
+    log.watch(trainer)
+    trainer._generate(["a", "b"])
+    trainer._calculate_rewards()
+    e = log.step(10.0)
+    want = update_flops(shape, [2, 1], [3, 1], reference=True, head_on_completions_only=True)
+    assert e["update_flops"] == want and e["update_rows"] == 2 and e["completion_tokens"] == 4
+    assert e["update_seconds"] == pytest.approx(10.0 - e["sample_seconds"] - e["reward_seconds"])
+    assert log.step(1.0)["update_rows"] == 0  # each step starts empty
