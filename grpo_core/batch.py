@@ -52,6 +52,8 @@ class Batch:
     # the sampling engine's log-probs of the completion tokens (0 where unknown or padding)
     engine_lp: Tensor | None = None  # (B, Tc)
     has_engine: Tensor | None = None  # (B,) bool: this row's engine log-probs are known
+    # (B,) bool: replayed rows, whose behaviour log-probs are the reference's (None: no such row)
+    replayed: Tensor | None = None
 
 
 def padded(
@@ -120,6 +122,7 @@ def build_batch(
     truncated = torch.tensor([s.truncated for s in samples])
     engine = _engine_logprobs(samples, int(comp_ids.shape[1]))
     engine_lp, has_engine = engine or (None, None)
+    replayed = torch.tensor([s.replayed for s in samples])  # (B,)
     return Batch(
         ids.to(device),
         attn.to(device),
@@ -133,6 +136,7 @@ def build_batch(
         comp_ids.to(device),
         engine_lp.to(device) if engine_lp is not None else None,
         has_engine.to(device) if has_engine is not None else None,
+        replayed.to(device) if bool(replayed.any()) else None,
     )
 
 
@@ -163,6 +167,8 @@ def rows(b: Batch, idx: Tensor, *, cut_prompts: bool = False) -> Batch:
         part.comp_ids = b.comp_ids[idx, :tc]
     if b.engine_lp is not None and b.has_engine is not None:
         part.engine_lp, part.has_engine = b.engine_lp[idx, :tc], b.has_engine[idx]
+    if b.replayed is not None:
+        part.replayed = b.replayed[idx]
     return part
 
 
@@ -305,12 +311,19 @@ class StepInputs:
         self.tis: list[tuple[float, dict[str, float]]] = []  # (engine tokens, metrics) per part
 
     def is_weights(self, j: int, part: Batch, old: Tensor, cap: float) -> Tensor | None:
-        """Part j's truncated importance weights, from its first iteration's log-probs."""
-        if part.engine_lp is None or part.has_engine is None:
+        """Part j's truncated importance weights, from its first iteration's log-probs; a
+        replayed row's behaviour log-probs are the step's reference log-probs."""
+        engine_lp, has_engine = part.engine_lp, part.has_engine
+        if part.replayed is not None and self.ref is not None:
+            ref, rep = self.ref[j], part.replayed  # (B, Tc), (B,)
+            base = engine_lp if engine_lp is not None else torch.zeros_like(ref)
+            engine_lp = torch.where(rep[:, None], ref, base)  # (B, Tc)
+            has_engine = rep if has_engine is None else has_engine | rep
+        if engine_lp is None or has_engine is None:
             return None
         if j not in self.weights:
-            known = part.comp_mask & part.has_engine[:, None]  # (B, Tc)
-            self.weights[j], metrics = truncated_is_weights(old, part.engine_lp, known, cap)
+            known = part.comp_mask & has_engine[:, None]  # (B, Tc)
+            self.weights[j], metrics = truncated_is_weights(old, engine_lp, known, cap)
             self.tis.append((float(known.sum()), metrics))
         return self.weights[j]
 

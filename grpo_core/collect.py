@@ -11,6 +11,8 @@ spends, including those it throws away.
   prompts whose pilot pass rate is within [low, high] (0.125 ≤ p ≤ 0.75), then sample the rest of
   the committed group (48 in total, pilot samples included) for the kept ones only; refill with
   fresh prompts until `target` prompts are committed or `max_rounds` draws were made.
+- `replay_curation` and `skip_zero_variance` live in `grpo_core.history`: curation samples
+  replayed on a prompt's first visit, and a GRESO-style skip of prompts that stayed flat.
 
 `source(step, round)` supplies candidate items; it must be a pure function of its arguments so
 that a resumed run draws the same prompts.
@@ -23,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from grpo_core.advantages import is_uninformative
 from grpo_core.seeds import derive_seed
 from grpo_core.trainer import Collected, Collector, Item, Sample, Scores, Trainer
 
@@ -43,7 +46,7 @@ def _join(parts: Sequence[Scores]) -> Scores:
 
 def _informative(part: Scores, tol: float) -> bool:
     known = [r for r in part.rewards if r is not None]
-    return len(known) >= 2 and max(known) - min(known) > tol
+    return len(known) >= 2 and not is_uninformative(max(known), min(known), tol)
 
 
 @dataclass

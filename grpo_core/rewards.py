@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from grpo_core.advantages import segment_stats
+from grpo_core.advantages import ZERO_VAR_TOL, is_uninformative, segment_stats
 
 
 def repetition_penalty(token_ids: Sequence[Sequence[int]], ngram: int = 3) -> Tensor:
@@ -53,11 +53,12 @@ class Component:
         return self.weight != 0.0 and step >= self.start_step
 
 
-def group_zscore(x: Tensor, group: Tensor, eps: float = 1e-6, tol: float = 1e-6) -> Tensor:
-    """Within-group z-score; a (near-)constant group gives exact zeros. (N,)"""
+def group_zscore(x: Tensor, group: Tensor, eps: float = 1e-6, tol: float = ZERO_VAR_TOL) -> Tensor:
+    """Within-group z-score; an uninformative (near-constant) group gives exact zeros. (N,)"""
     stats = segment_stats(x.double(), group, 0)
     z = (x.double() - stats.mean) / (stats.std + eps)  # (N,)
-    return torch.where(stats.spread > tol, z, torch.zeros_like(z))  # (N,)
+    flat = is_uninformative(stats.spread, 0.0, tol)  # (N,) the one rule, on the spread
+    return torch.where(flat, torch.zeros_like(z), z)  # (N,)
 
 
 def combine(

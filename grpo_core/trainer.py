@@ -190,7 +190,7 @@ class Trainer:
         group = torch.tensor([i for i, g in enumerate(c.groups) for _ in g], dtype=torch.long)
         t2 = time.perf_counter()
         out, m = self._update(step, c.items, flat, group, c.scores)
-        m.update(time_sample=c.time_sample, time_score=c.time_score)
+        m.update(time_sample=c.time_sample, time_score=c.time_score, **c.metrics)
         m.update(
             time_update=time.perf_counter() - t2,
             skipped_steps=float(self.counters.skipped_steps),
@@ -217,11 +217,17 @@ class Trainer:
             seed=seed,
         )
         t1 = time.perf_counter()
+        groups, scores = self.score_groups(items, groups)
+        return groups, scores, t1 - t0, time.perf_counter() - t1
+
+    def score_groups(
+        self, items: Sequence[Item], groups: list[list[Sample]]
+    ) -> tuple[list[list[Sample]], Scores]:
+        """Score groups[i] against items[i] (also stored groups a collector replays)."""
         owners = [items[i] for i, g in enumerate(groups) for _ in g]
-        groups, scores = distributed.lockstep_scores(
+        return distributed.lockstep_scores(
             self, groups, lambda: self.reward_fn(owners, [s for g in groups for s in g])
         )  # under fsdp lockstep: rank 0's, on every rank
-        return groups, scores, t1 - t0, time.perf_counter() - t1
 
     def step_seed(self, step: int, round_: int = 0) -> int:
         """The sampling seed of (step, round): a pure function, so resume is exact."""
@@ -236,7 +242,9 @@ class Trainer:
             return self._empty(no_samples_metrics(self.beta_schedule.value(step)))
         m = score_metrics(flat, scores, self.beta_schedule.value(step))
         known = torch.tensor([r is not None for r in scores.rewards])  # (N,)
-        raw = torch.tensor([math.nan if r is None else float(r) for r in scores.rewards])
+        raw = torch.tensor(  # float64: spreads near the tolerance agree with the ledger's
+            [math.nan if r is None else float(r) for r in scores.rewards], dtype=torch.float64
+        )
         if not bool(torch.isfinite(raw[known]).all()):
             return self._skip(m, "non-finite reward")
         kl = self._reward_kl(step, items, flat, group, known)  # (N,) or None

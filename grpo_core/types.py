@@ -53,6 +53,10 @@ class Sample:
     # the engine's summed log-prob when it reports only the sum (hf); kept in the ledger's
     # train_rollouts, never read by the trainer
     logprob_sum: float | None = None
+    # a stored curation sample replayed by `grpo_core.collect.replay_curation`: it was sampled
+    # from the reference weights, so its behaviour log-probs are the reference log-probs the
+    # trainer computes for KL (truncated IS weights π_θ/π_ref); not counted as a new rollout
+    replayed: bool = False
 
 
 class GroupSampler(Protocol):
@@ -163,6 +167,7 @@ class Collected:
     rollouts: int  # every completion sampled for this step, including ones not trained on
     time_sample: float = 0.0
     time_score: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)  # the collector's own, e.g. skips
 
 
 Collector = Callable[["Trainer", int], Collected]

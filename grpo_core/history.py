@@ -1,0 +1,175 @@
+"""Collectors that use a prompt's history: replay its curation samples, skip it when it stays flat.
+
+- `replay_curation` (issue 30 point 2): the curation revision is the training run's base and
+  reference, so a stored screen/refine completion of a curriculum prompt is an exactly weighted
+  off-policy sample whose behaviour log-prob is the reference log-prob the trainer computes for
+  KL anyway. On a prompt's *first* visit (the first step since `start` whose batch draws it) its
+  stored samples are its group (`Sample.replayed`, scored again by the trainer's reward
+  function); the trainer weights each token by min(π_θ/π_ref, tis_cap) (`grpo_core.batch.
+  StepInputs.is_weights`), which is exactly 1 while the policy is still the reference. Later
+  visits sample fresh. Replayed samples are not new rollouts (`Collected.rollouts` counts only
+  fresh ones; `replayed_rollouts` reports the others). Needs a reference model (`reference` not
+  "none"); matching the sampling settings (temperature, top-p, token budget) is the job of
+  whoever loads the stored samples (`pipeline.replay`).
+- `ZeroVarSkip` / `skip_zero_variance` (issue 30 point 3), after GRESO (Zhang et al. 2025, "Act
+  Only When It Pays"): a prompt whose last k visits were all zero-variance (`streaks`, from the
+  ledger's curation and training history and updated as this run visits it) is skipped with
+  probability max_skip·(1 − (1 − rate)^k): it grows with k and stays below `max_skip`, so every
+  skipped prompt keeps a 1 − max_skip chance to be re-explored. The step's sampling budget
+  goes to the next prompts: the step costs fewer rollouts and the caller's rollout budget buys
+  more steps. Skips are counted (`skipped_zero_var`). Departure from GRESO: its exploration
+  probability is tuned online against a target zero-variance share; here it is a fixed schedule.
+
+Resume: which prompts are first visits is a pure function of the step (the batch source is);
+the skip's draws derive from (seed, step, key), but its streaks live in memory: a resumed run
+rebuilds them from the ledger (`pipeline.replay.zero_var_streaks`), which holds the run's own
+recorded steps.
+
+Test: `.venv/bin/pytest tests/grpo_core/test_history.py -q`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from grpo_core.advantages import is_uninformative
+from grpo_core.collect import _join, _split
+from grpo_core.seeds import derive_seed
+from grpo_core.types import Collected, Collector, Item, Sample, Scores, TrainerError
+
+if TYPE_CHECKING:
+    from grpo_core.trainer import Trainer
+
+
+@dataclass
+class ZeroVarSkip:
+    """GRESO-style skip of prompts whose recent groups were all zero-variance."""
+
+    streaks: dict[str, int] = field(default_factory=dict)  # key -> flat visits in a row, newest
+    rate: float = 0.5  # how fast the skip probability grows with the streak k
+    max_skip: float = 0.9  # the skip probability's ceiling: 1 − this is the re-exploration floor
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (0.0 < self.rate <= 1.0 and 0.0 <= self.max_skip < 1.0):
+            raise ValueError(
+                f"need 0 < rate ≤ 1 and 0 ≤ max_skip < 1, got rate={self.rate}, "
+                f"max_skip={self.max_skip} (max_skip < 1 keeps skipped prompts re-explored)"
+            )
+
+    def p_skip(self, k: int) -> float:
+        """Skip probability after k zero-variance visits in a row (0 for k = 0)."""
+        return self.max_skip * (1.0 - (1.0 - self.rate) ** k) if k > 0 else 0.0
+
+    def skips(self, key: str, step: int) -> bool:
+        """Whether this step skips `key`: a draw from (seed, step, key), so resume agrees."""
+        u = derive_seed(self.seed, "skip", step, key, bits=52) / 2.0**52  # uniform in [0, 1)
+        return u < self.p_skip(self.streaks.get(key, 0))
+
+    def observe(self, items: Sequence[Item], parts: Sequence[Scores], tol: float) -> None:
+        """Extend or reset each visited prompt's streak by its group's rewards."""
+        flats = []
+        for part in parts:
+            known = [r for r in part.rewards if r is not None]
+            flats.append(bool(known) and bool(is_uninformative(max(known), min(known), tol)))
+        self.observe_flags([it.key for it in items], flats)
+
+    def observe_flags(self, keys: Sequence[str], flats: Sequence[bool]) -> None:
+        """Visits in order: a zero-variance one extends the key's streak, another resets it."""
+        for key, flat in zip(keys, flats, strict=True):
+            self.streaks[key] = self.streaks.get(key, 0) + 1 if flat else 0
+
+
+@dataclass
+class _FirstVisits:
+    """Keys the batch source drew at steps start..step − 1, recomputed from the source alone."""
+
+    start: int
+    until: int = -1
+    seen: set[str] = field(default_factory=set)
+
+    def before(self, t: Trainer, step: int) -> set[str]:
+        if step < self.until or self.until < 0:  # a new (or rewound) run: start over
+            self.until, self.seen = self.start, set()
+        for s in range(self.until, step):
+            self.seen.update(it.key for it in t.batches(s))
+        self.until = max(self.until, step)
+        return self.seen
+
+
+def replay_curation(
+    stored: Mapping[str, Sequence[Sample]], start: int = 0, skip: ZeroVarSkip | None = None
+) -> Collector:
+    """The plain batch source, with each prompt's first visit since `start` replaying its stored
+    samples (`stored[item.key]`, ≥ 2 of them) and, with `skip`, zero-variance prompts skipped."""
+    visits = _FirstVisits(start)
+
+    def collect(t: Trainer, step: int) -> Collected:
+        items = list(t.batches(step))
+        if not items:
+            raise TrainerError(f"the batch source returned no items for step {step}")
+        before, now = visits.before(t, step), set()
+        replay, fresh, skipped = [], [], 0
+        for i, it in enumerate(items):
+            first = it.key not in before and it.key not in now
+            now.add(it.key)
+            if first and len(stored.get(it.key, ())) >= 2:
+                replay.append(i)
+            elif skip is not None and skip.skips(it.key, step):
+                skipped += 1
+            else:
+                fresh.append(i)
+        if replay and t.cfg.reference == "none":
+            raise TrainerError(
+                "replaying curation samples needs the reference log-probs (their behaviour "
+                "policy): set reference to frozen or lora_base, or turn replay off"
+            )
+        return _assemble(t, step, items, replay, fresh, stored, skip, skipped)
+
+    return collect
+
+
+def skip_zero_variance(skip: ZeroVarSkip) -> Collector:
+    """The plain batch source with GRESO-style skips and nothing replayed."""
+    return replay_curation({}, skip=skip)
+
+
+def _assemble(
+    t: Trainer,
+    step: int,
+    items: list[Item],
+    replay: list[int],
+    fresh: list[int],
+    stored: Mapping[str, Sequence[Sample]],
+    skip: ZeroVarSkip | None,
+    skipped: int,
+) -> Collected:
+    """Sample the fresh prompts, score the replayed groups, and put them back in item order."""
+    groups: dict[int, list[Sample]] = {}
+    parts: dict[int, Scores] = {}
+    ts = tr = 0.0
+    spent = 0
+    if fresh:
+        got, scores, ts, tr = t.sample_and_score([items[i] for i in fresh], t.step_seed(step))
+        spent = sum(len(g) for g in got)
+        for i, g, p in zip(fresh, got, _split(scores, got), strict=True):
+            groups[i], parts[i] = g, p
+    if replay:
+        old = [[replace(s, replayed=True) for s in stored[items[i].key]] for i in replay]
+        got, scores = t.score_groups([items[i] for i in replay], old)
+        for i, g, p in zip(replay, got, _split(scores, got), strict=True):
+            groups[i], parts[i] = g, p
+    order = sorted(groups)
+    metrics = {
+        "skipped_zero_var": float(skipped),
+        "replayed_rollouts": float(sum(len(groups[i]) for i in replay)),
+    }
+    if skip is not None:
+        skip.observe([items[i] for i in order], [parts[i] for i in order], t.cfg.zero_var_tol)
+    if not order:  # every prompt skipped: train on nothing, spend nothing
+        return Collected(items[:1], [[]], Scores([], []), 0, metrics=metrics)
+    kept = [items[i] for i in order]
+    joined = _join([parts[i] for i in order])
+    return Collected(kept, [groups[i] for i in order], joined, spent, ts, tr, metrics)

@@ -1,0 +1,138 @@
+"""Replayed curation samples and the GRESO-style zero-variance skip (grpo_core.history)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import torch
+
+from grpo_core.config import GRPOConfig
+from grpo_core.history import ZeroVarSkip, replay_curation, skip_zero_variance
+from grpo_core.trainer import Item, Sample, Scores, Trainer, TrainerError
+
+
+def cfg(**kw: Any) -> GRPOConfig:
+    values = {"beta": 0.02, "beta_schedule": "fixed", **kw}
+    return GRPOConfig(lr=3e-3, max_new_tokens=3, checkpoint_every=0, total_steps=4, **values)
+
+
+class Fixed:
+    """A sampler that returns given completions (ids per prompt), whatever the weights."""
+
+    def __init__(self, groups: dict[str, list[Sample]]):
+        self.groups, self.calls = groups, 0
+
+    def sample_groups(self, prompts: Any, sizes: Any, **_: Any) -> list[list[Sample]]:
+        self.calls += 1
+        return [list(self.groups[p]) for p in prompts]
+
+
+def completions() -> dict[str, list[Sample]]:
+    """Informative groups of 4 for "a" and "b" (first letter right in two of four)."""
+    tok = "  abcdefABCD"  # VOCAB[i] for i ≥ 2, see conftest
+    ids = {"A": (8, 1), "B": (9, 1), "c": (4, 1), "d": (5, 2, 3)}
+    out = {}
+    for p, right in (("a", "A"), ("b", "B")):
+        group = [right, "c", right, "d"]
+        out[p] = [Sample(ids[x], "".join(tok[i] for i in ids[x] if i > 1), ids[x][-1] != 1)
+                  for x in group]  # fmt: skip
+    return out
+
+
+def two_prompts(step: int) -> list[Item]:
+    return [Item("a", "A", 4, key="a"), Item("b", "B", 4, key="b")]
+
+
+def test_replay_at_step_0_weights_are_exactly_1_and_the_loss_is_the_fresh_groups(
+    toy: dict[str, Any],
+) -> None:
+    groups = completions()
+    losses, params = [], []
+    for replaying in (False, True):
+        model, tok = toy["model"](), toy["tokenizer"]()
+        sampler = Fixed(groups)
+        collector = replay_curation(groups) if replaying else None
+        t = Trainer(model, tok, sampler, toy["reward"], two_prompts, cfg(), collector=collector)
+        m = t.run_step(0).metrics
+        losses.append(m["loss"])
+        params.append(torch.cat([p.detach().flatten() for p in t.model.parameters()]))
+        if replaying:
+            assert sampler.calls == 0  # nothing sampled: both groups replayed
+            assert m["rollouts"] == 0 and m["replayed_rollouts"] == 8
+            assert m["logprob_mismatch"] == 0.0  # π_θ = π_ref token by token: every weight 1
+            assert m["is_weight_mean"] == 1.0 and m["is_clipped_frac"] == 0.0
+        else:
+            assert m["rollouts"] == 8 and "logprob_mismatch" not in m
+    assert losses[0] == losses[1]
+    assert torch.equal(params[0], params[1])  # the same update, bit for bit
+
+
+def test_replay_only_on_a_prompts_first_visit(toy: dict[str, Any]) -> None:
+    groups = completions()
+    model, tok = toy["model"](), toy["tokenizer"]()
+    sampler = Fixed(groups)
+    t = Trainer(model, tok, sampler, toy["reward"], two_prompts, cfg(),
+                collector=replay_curation(groups))  # fmt: skip
+    first, second = t.run_step(0).metrics, t.run_step(1).metrics
+    assert (first["replayed_rollouts"], first["rollouts"]) == (8, 0)
+    assert (second["replayed_rollouts"], second["rollouts"]) == (0, 8)
+    assert sampler.calls == 1
+    # after one update the policy moved: the replay of a later run's step 0 would weigh ≠ 1,
+    # but a fresh trainer whose first step is 1 still replays there (first visit since start=1)
+    t2 = Trainer(toy["model"](), tok, Fixed(groups), toy["reward"], two_prompts, cfg(),
+                 collector=replay_curation(groups, start=1))  # fmt: skip
+    assert t2.run_step(1).metrics["replayed_rollouts"] == 8
+
+
+def test_replay_without_a_reference_is_refused(toy: dict[str, Any]) -> None:
+    groups = completions()
+    model, tok = toy["model"](), toy["tokenizer"]()
+    t = Trainer(
+        model, tok, Fixed(groups), toy["reward"], two_prompts,
+        cfg(reference="none", beta=0.0), collector=replay_curation(groups),
+    )  # fmt: skip
+    with pytest.raises(TrainerError, match="reference log-probs"):
+        t.run_step(0)
+
+
+def test_skip_probability_grows_with_the_streak_and_keeps_a_floor() -> None:
+    s = ZeroVarSkip(rate=0.5, max_skip=0.9)
+    ps = [s.p_skip(k) for k in range(8)]
+    assert ps[0] == 0.0
+    assert all(a < b for a, b in itertools.pairwise(ps))
+    assert max(ps) < 0.9
+    # over many keys, a long streak is skipped at ≈ its probability, never always
+    s.streaks = {f"k{i}": 20 for i in range(2000)}
+    share = sum(s.skips(f"k{i}", 3) for i in range(2000)) / 2000
+    assert 0.86 < share < 0.94
+    with pytest.raises(ValueError, match="re-explored"):
+        ZeroVarSkip(max_skip=1.0)
+
+
+def test_observe_extends_and_resets_streaks() -> None:
+    s = ZeroVarSkip(streaks={"a": 2, "b": 3})
+    items = [Item("a", "A", 2, key="a"), Item("b", "B", 2, key="b"), Item("c", "C", 2, key="c")]
+    parts = [Scores([0.0, 0.0], [False, False]), Scores([0.0, 1.0], [False, True]),
+             Scores([1.0, 1.0 + 1e-9], [True, True])]  # fmt: skip
+    s.observe(items, parts, 1e-6)
+    assert s.streaks == {"a": 3, "b": 0, "c": 1}
+
+
+def test_skipped_prompts_are_counted_and_cost_nothing(toy: dict[str, Any]) -> None:
+    groups = completions()
+    groups = {**groups, "a": [replace(x, token_ids=(4, 1), text="c") for x in groups["a"]]}
+    skip = ZeroVarSkip(streaks={"a": 50}, rate=1.0, max_skip=0.99, seed=0)
+    model, tok = toy["model"](), toy["tokenizer"]()
+    t = Trainer(model, tok, Fixed(groups), toy["reward"], two_prompts, cfg(),
+                collector=skip_zero_variance(skip))  # fmt: skip
+    history = [t.run_step(s).metrics for s in range(4)]
+    skipped = [h["skipped_zero_var"] for h in history]
+    # "a" is skipped with probability 0.99 at each step (its draws are fixed by (seed, step, key))
+    expected = [float(skip.skips("a", s)) for s in range(4)]
+    assert skipped == expected and sum(skipped) >= 3
+    for h, sk in zip(history, skipped, strict=True):
+        assert h["rollouts"] == 4 * (2 - sk)  # only the prompts sampled are paid for
+    assert skip.streaks["b"] == 0  # "b" stays informative
