@@ -11,7 +11,7 @@
   fresh ones; `replayed_rollouts` reports the others). Needs a reference model (`reference` not
   "none"); matching the sampling settings (temperature, top-p, token budget) is the job of
   whoever loads the stored samples (`pipeline.replay`).
-- `ZeroVarSkip` / `skip_zero_variance` (issue 30 point 3), after GRESO (Zhang et al. 2025, "Act
+- `ZeroVarSkip` / `skip_zero_variance` (issue 30 point 3), after GRESO (Zheng et al. 2025, "Act
   Only When It Pays"): a prompt whose last k visits were all zero-variance (`streaks`, from the
   ledger's curation and training history and updated as this run visits it) is skipped with
   probability max_skip·(1 − (1 − rate)^k): it grows with k and stays below `max_skip`, so every

@@ -1,0 +1,97 @@
+"""The ledger side of `grpo_core.history`: stored curation samples to replay, zero-variance streaks.
+
+- `stored_groups` reads a curriculum's screen/refine rollouts (`CurateResult.screen_run`,
+  `refine_run`) as the trainer's samples: each completion re-tokenised with the policy's
+  tokenizer (no special tokens), the end-of-sequence token appended where it stopped, `truncated`
+  where it hit the budget. Refused, with one line, when a run sampled with other settings than the
+  trainer (temperature, top-p ≠ 1, another token budget, stop strings): those samples are not from
+  the reference policy the importance weights assume. A prompt with a completion whose
+  re-tokenisation has another length than the stored one is left out (sampled fresh instead),
+  counted in `ReplaySet.retokenised_off`.
+- `curation_visits`: whether each group of the given curation runs was zero-variance, in order
+  (a night's screen and refine extend the skip's streaks);
+- `zero_var_streaks`: per problem, its most recent zero-variance groups in a row over curation
+  runs and training steps (query `zero_var_streaks`), the history `ZeroVarSkip` starts from.
+
+Test: `.venv/bin/pytest tests/test_replay.py -q`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from grpo_core.types import Sample
+from pipeline.errors import SieveError
+from pipeline.store import Ledger
+
+
+@dataclass
+class ReplaySet:
+    """Stored groups by problem id, and the prompts left out because tokens did not round-trip."""
+
+    groups: dict[str, list[Sample]] = field(default_factory=dict)
+    retokenised_off: int = 0
+
+
+def _check_settings(frame: pl.DataFrame, temperature: float, max_new_tokens: int) -> None:
+    runs = frame.unique("run_id")
+    for row in runs.iter_rows(named=True):
+        bad = []
+        if row["temperature"] is None or abs(row["temperature"] - temperature) > 1e-9:
+            bad.append(f"temperature {row['temperature']} (training samples at {temperature})")
+        if row["top_p"] is not None and row["top_p"] < 1.0:
+            bad.append(f"top_p {row['top_p']} (training samples the full distribution)")
+        if row["max_new_tokens"] != max_new_tokens:
+            bad.append(f"max_new_tokens {row['max_new_tokens']} (training: {max_new_tokens})")
+        if row["n_stop"]:
+            bad.append("stop strings (training stops at end-of-sequence only)")
+        if bad:
+            raise SieveError(
+                f"cannot replay run {row['run_id']}: it sampled with {', '.join(bad)}; match the "
+                "curation's sampling settings to training or turn replay_curation off"
+            )
+
+
+def stored_groups(
+    ledger: Ledger,
+    runs: Sequence[str],
+    tokenizer: Any,
+    *,
+    temperature: float,
+    max_new_tokens: int,
+) -> ReplaySet:
+    """The samples of `runs` per problem, as the trainer's `Sample`s (see the module docstring)."""
+    frame = ledger.query("replay_samples", runs=list(runs))
+    if frame.is_empty():
+        return ReplaySet()
+    _check_settings(frame, temperature, max_new_tokens)
+    texts = [t or "" for t in frame["completion"].to_list()]
+    ids = tokenizer(texts, add_special_tokens=False)["input_ids"]  # one batched call
+    frame = frame.with_columns(
+        pl.Series("ids", ids, dtype=pl.List(pl.Int64)),
+        pl.Series("text", texts, dtype=pl.Utf8),
+    ).with_columns(off=pl.col("ids").list.len() != pl.col("n_tokens"))
+    off = frame.group_by("problem_id").agg(pl.col("off").any()).filter("off")["problem_id"]
+    eos = tokenizer.eos_token_id
+    out = ReplaySet(retokenised_off=off.len())
+    kept = frame.filter(~pl.col("problem_id").is_in(off.implode()))
+    for pid, toks, text, reason in kept.select("problem_id", "ids", "text", "finish_reason").rows():
+        stop = reason == "stop"
+        sample = Sample((*toks, eos) if stop else tuple(toks), text, truncated=reason == "length")
+        out.groups.setdefault(pid, []).append(sample)
+    return out
+
+
+def curation_visits(ledger: Ledger, runs: Sequence[str]) -> pl.DataFrame:
+    """problem_id, run_id, flat (zero-variance) per group of `runs`, oldest run first."""
+    return ledger.query("curation_visits", runs=list(runs))
+
+
+def zero_var_streaks(ledger: Ledger) -> dict[str, int]:
+    """Problem id → zero-variance groups in a row at the end of its ledger history (> 0 only)."""
+    frame = ledger.query("zero_var_streaks").filter(pl.col("streak") > 0)
+    return dict(zip(frame["problem_id"].to_list(), frame["streak"].to_list(), strict=True))

@@ -1,0 +1,150 @@
+"""`pipeline.replay`: stored curation samples as the trainer's samples, refused settings, and the
+zero-variance streaks over curation and training history.
+
+Test: `.venv/bin/pytest tests/test_replay.py -q`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pipeline.errors import SieveError
+from pipeline.policy.tokenizer import build_tokenizer
+from pipeline.replay import curation_visits, stored_groups, zero_var_streaks
+from pipeline.store import Ledger
+
+
+@pytest.fixture
+def ledger() -> Iterator[Ledger]:
+    with Ledger.memory() as led:
+        yield led
+
+
+def add_run(
+    ledger: Ledger,
+    run_id: str,
+    at: str,
+    *,
+    temperature: float = 1.0,
+    top_p: float | None = None,
+    tokens: int = 16,
+    purpose: str = "screen",
+) -> None:
+    ledger.run(
+        "INSERT INTO sampling_runs (run_id, purpose, model, model_revision, backend, group_size,"
+        " temperature, top_p, max_new_tokens, started_at, status) VALUES ($r, $p, 'tiny', 'rev',"
+        " 'hf', 2, $t, $tp, $n, $at::TIMESTAMPTZ, 'finished')",
+        {"r": run_id, "p": purpose, "t": temperature, "tp": top_p, "n": tokens, "at": at},
+    )
+
+
+def add_rollouts(ledger: Ledger, run_id: str, rows: list[tuple[str, str, str, float]]) -> None:
+    """rows: (problem_id, completion, finish_reason, reward); n_tokens = len(completion)."""
+    for i, (pid, text, reason, reward) in enumerate(rows):
+        ledger.run(
+            "INSERT INTO rollouts (run_id, problem_id, sample_idx, completion, n_tokens,"
+            " finish_reason, reward, correct) VALUES ($r, $p, $i, $c, $n, $f, $w, $w > 0.5)",
+            {"r": run_id, "p": pid, "i": i, "c": text, "n": len(text), "f": reason, "w": reward},
+        )
+
+
+def test_stored_groups_are_retokenised_with_eos_where_they_stopped(ledger: Ledger) -> None:
+    tok = build_tokenizer()
+    add_run(ledger, "s1", "2026-01-01")
+    add_rollouts(ledger, "s1", [("p", "12", "stop", 1.0), ("p", "1234", "length", 0.0),
+                                ("q", "7", "stop", 0.0)])  # fmt: skip
+    got = stored_groups(ledger, ["s1"], tok, temperature=1.0, max_new_tokens=16)
+    assert sorted(got.groups) == ["p", "q"] and got.retokenised_off == 0
+    first, second = got.groups["p"]
+    eos = tok.eos_token_id
+    assert first.token_ids == (*tok("12", add_special_tokens=False)["input_ids"], eos)
+    assert not first.truncated and second.truncated and second.token_ids[-1] != eos
+    assert tok.decode(list(second.token_ids)) == "1234"
+    assert all(not s.replayed and s.logprobs is None for s in got.groups["p"])
+
+
+def test_a_prompt_whose_tokens_do_not_round_trip_is_left_out(ledger: Ledger) -> None:
+    add_run(ledger, "s1", "2026-01-01")
+    add_rollouts(ledger, "s1", [("p", "12", "stop", 1.0), ("q", "7", "stop", 0.0)])
+    ledger.run("UPDATE rollouts SET n_tokens = 5 WHERE problem_id = 'q'")
+    got = stored_groups(ledger, ["s1"], build_tokenizer(), temperature=1.0, max_new_tokens=16)
+    assert sorted(got.groups) == ["p"] and got.retokenised_off == 1
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [({"temperature": 0.7}, "temperature 0.7"), ({"top_p": 0.9}, "top_p 0.9"),
+     ({"tokens": 32}, "max_new_tokens 32")],
+)  # fmt: skip
+def test_other_sampling_settings_are_refused(
+    ledger: Ledger, settings: dict[str, float], named: str
+) -> None:
+    add_run(ledger, "s1", "2026-01-01", **settings)  # type: ignore[arg-type]
+    add_rollouts(ledger, "s1", [("p", "12", "stop", 1.0)])
+    with pytest.raises(SieveError, match=f"cannot replay run s1: it sampled with {named}"):
+        stored_groups(ledger, ["s1"], build_tokenizer(), temperature=1.0, max_new_tokens=16)
+
+
+def test_streaks_count_the_trailing_zero_variance_groups_over_curation_and_training(
+    ledger: Ledger,
+) -> None:
+    add_run(ledger, "s1", "2026-01-01")
+    add_run(ledger, "r1", "2026-01-02", purpose="refine")
+    # p: informative at screen, flat at refine; q: flat, flat; u: informative last
+    add_rollouts(ledger, "s1", [("p", "1", "stop", 1.0), ("p", "2", "stop", 0.0),
+                                ("q", "1", "stop", 0.0), ("q", "2", "stop", 0.0),
+                                ("u", "1", "stop", 0.0), ("u", "2", "stop", 0.0)])  # fmt: skip
+    add_rollouts(ledger, "r1", [("p", "1", "stop", 1.0), ("p", "2", "stop", 1.0),
+                                ("q", "1", "stop", 0.0), ("q", "2", "stop", 0.0),
+                                ("u", "1", "stop", 1.0), ("u", "2", "stop", 0.0)])  # fmt: skip
+    visits = curation_visits(ledger, ["s1", "r1"])
+    assert visits.filter(problem_id="p")["flat"].to_list() == [False, True]
+    assert zero_var_streaks(ledger) == {"p": 1, "q": 2}
+    # a later training run: p flat twice more, q solved once (informative) then flat
+    ledger.run(
+        "INSERT INTO train_runs (train_id, started_at, status) "
+        "VALUES ('t', '2026-01-03'::TIMESTAMPTZ, 'finished')"
+    )
+    rows = [(0, "p", 1.0), (0, "p", 1.0), (1, "p", 1.0), (1, "p", 1.0),
+            (0, "q", 1.0), (0, "q", 0.0), (1, "q", 0.0), (1, "q", 0.0)]  # fmt: skip
+    for i, (step, pid, reward) in enumerate(rows):
+        ledger.run(
+            "INSERT INTO train_rollouts (train_id, step, problem_id, sample_idx, policy, reward)"
+            " VALUES ('t', $s, $p, $i, 'rev', $w)",
+            {"s": step, "p": pid, "i": i, "w": reward},
+        )
+    assert zero_var_streaks(ledger) == {"p": 3, "q": 1}
+
+
+def test_history_prior_reads_training_evidence_of_the_same_revision(ledger: Ledger) -> None:
+    """Issue 30 point 4: a curriculum prompt (informative at its screen) that stayed at zero
+    through training is zero-variance for the next night's history prior; one training solved
+    at least once is not; training samples join the pool (n, k)."""
+    add_run(ledger, "s1", "2026-01-01")
+    both = [("p", "1", "stop", 1.0), ("p", "2", "stop", 0.0),
+            ("q", "1", "stop", 1.0), ("q", "2", "stop", 0.0)]  # fmt: skip
+    add_rollouts(ledger, "s1", both)
+    before = ledger.query("history_prior", exclude=[]).sort("problem_id")
+    assert before["zero_variance"].to_list() == [False, False]
+    ledger.run(
+        "INSERT INTO train_runs (train_id, base_revision, started_at, status) "
+        "VALUES ('t', 'rev', '2026-01-02'::TIMESTAMPTZ, 'finished')"
+    )
+    rows = [(0, "p", 0.0, False), (0, "p", 0.0, False), (1, "p", 0.0, False),
+            (0, "q", 0.0, False), (1, "q", 1.0, True)]  # fmt: skip
+    for i, (step, pid, reward, correct) in enumerate(rows):
+        ledger.run(
+            "INSERT INTO train_rollouts (train_id, step, problem_id, sample_idx, policy, reward,"
+            " correct) VALUES ('t', $s, $p, $i, 'rev', $w, $c)",
+            {"s": step, "p": pid, "i": i, "w": reward, "c": correct},
+        )
+    after = ledger.query("history_prior", exclude=[]).sort("problem_id")
+    assert after.select("problem_id", "n", "k", "zero_variance").rows() == [
+        ("p", 5, 1, True),
+        ("q", 4, 2, False),
+    ]
+    assert after["last_seen"].dt.day().to_list() == [2, 2]
+    # the revision's history stays one row per problem x revision (the allocation counts rows)
+    assert after.height == before.height
