@@ -2,18 +2,45 @@
 -- (temperature > 0) runs, leaving out the runs of the curation being computed ($exclude), so a
 -- re-run sees the same history as the first run. family and level (null for a problem not in
 -- `problems`) let the same rows serve the per-cell candidate allocation.
+-- Training evidence (issue 30 point 4): where a training run started from that revision drew
+-- the problem (train_rollouts), its samples join the pool, and the training verdict, newer than
+-- the curation's, decides zero_variance: a prompt that stayed at zero through training (no
+-- correct sample in any step) counts as zero-variance, one it solved at least once does not.
+WITH sampled AS (
+    SELECT
+        r.problem_id,
+        s.model_revision,
+        count(r.reward) AS n,
+        count(*) FILTER (WHERE r.correct) AS k,
+        sieve_uninformative(max(r.reward), min(r.reward)) AS zero_variance,
+        max(coalesce(s.finished_at, s.started_at)) AS last_seen
+    FROM rollouts AS r
+    JOIN sampling_runs AS s USING (run_id)
+    WHERE coalesce(s.temperature, 1.0) > 0
+      AND NOT list_contains($exclude, s.run_id)
+    GROUP BY r.problem_id, s.model_revision
+),
+trained AS (
+    SELECT
+        g.problem_id,
+        t.base_revision AS model_revision,
+        sum(g.n) AS n,
+        sum(g.k) AS k,
+        max(coalesce(t.finished_at, t.started_at)) AS last_seen
+    FROM train_group_stats AS g
+    JOIN train_runs AS t USING (train_id)
+    WHERE t.base_revision IS NOT NULL
+    GROUP BY g.problem_id, t.base_revision
+)
 SELECT
-    r.problem_id,
-    any_value(p.family) AS family,
-    any_value(p.level) AS level,
+    s.problem_id,
+    p.family,
+    p.level,
     s.model_revision,
-    count(r.reward) AS n,
-    count(*) FILTER (WHERE r.correct) AS k,
-    sieve_uninformative(max(r.reward), min(r.reward)) AS zero_variance,
-    max(coalesce(s.finished_at, s.started_at)) AS last_seen
-FROM rollouts AS r
-JOIN sampling_runs AS s USING (run_id)
+    s.n + coalesce(t.n, 0) AS n,
+    s.k + coalesce(t.k, 0) AS k,
+    CASE WHEN coalesce(t.n, 0) > 0 THEN t.k = 0 ELSE s.zero_variance END AS zero_variance,
+    greatest(s.last_seen, t.last_seen) AS last_seen
+FROM sampled AS s
+LEFT JOIN trained AS t USING (problem_id, model_revision)
 LEFT JOIN problems AS p USING (problem_id)
-WHERE coalesce(s.temperature, 1.0) > 0
-  AND NOT list_contains($exclude, s.run_id)
-GROUP BY r.problem_id, s.model_revision
