@@ -17,6 +17,11 @@ easy ones shows that loss. Arms:
   the tiny policy's recipe `pipeline.selection.TINY_CURATE` (from what `benchmarks/
   grpo_headroom.py` found to learn: stage 2 off, the band opened to [0.02, 1], half as many
   replayed solved prompts as mid-band ones).
+- `sieve_every_rollout` ("Sieve + every rollout counts", issue 30 points 2-3): `sieve`, with
+  each curriculum prompt's first training visit replaying its stored screen/refine samples
+  (`grpo_core.history.replay_curation`; they were counted once, as curation) and the GRESO-style
+  skip of prompts whose recent groups, curation and training, were all zero-variance
+  (`ZeroVarSkip`, its streaks carried from night to night; the skipped rollouts buy more steps).
 
 Every arm trains with the same GRPO settings (`BENCH_GRPO`: lr 2e-4 after a 20-step warm-up,
 β 0.02) and 512 rollouts per optimiser step, 64 prompts × G = 8 (16 prompts per step was too noisy
@@ -55,6 +60,7 @@ import torch
 from flows.curate import curate
 from grpo_core.collect import dynamic_sampling, pilot_commit
 from grpo_core.config import GRPOConfig
+from grpo_core.history import ZeroVarSkip, replay_curation
 from grpo_core.seeds import derive_seed, seed_torch
 from grpo_core.trainer import Hooks, Item, Trainer
 from pipeline.batches import CurriculumBatches, curriculum_frame, raw_verifier_reward
@@ -63,13 +69,14 @@ from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
 from pipeline.policy.model import load_policy, model_revision
 from pipeline.problems import FAMILIES, family_levels, generate_mix
 from pipeline.recipes import TINY_GRPO, TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
+from pipeline.replay import curation_visits, stored_groups
 from pipeline.sampling.hf import HFSampler
 from pipeline.sampling.training import HFGroupSampler
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
 
 RESULTS = Path(__file__).parent / "results"
-ARMS = ("uniform", "dapo", "pilot_commit", "sieve")
+ARMS = ("uniform", "dapo", "pilot_commit", "sieve", "sieve_every_rollout")
 MIX = {f: list(family_levels(f)) for f in FAMILIES}  # the whole generator mix
 G = 8
 # the trainer settings of every arm (on top of TINY_GRPO) and sieve's curation: the tiny
@@ -164,15 +171,24 @@ def grpo_config(setup: Setup, seed: int, steps: int) -> GRPOConfig:
 
 
 def train_until(
-    trainer: Trainer, tracker: Tracker, spent0: int, budget: int, zero_var: list[float]
+    trainer: Trainer,
+    tracker: Tracker,
+    spent0: int,
+    budget: int,
+    zero_var: list[float],
+    counts: dict[str, float] | None = None,
 ) -> int:
-    """Run steps until the arm's budget is spent (evaluating at marks); returns rollouts spent."""
+    """Run steps until the arm's budget is spent (evaluating at marks); returns rollouts spent.
+    `counts` sums the steps' fresh, replayed and skipped counts."""
     spent = spent0
+    counts = {} if counts is None else counts
     while spent < budget:
         out = trainer.run_step(trainer.step)
         trainer.step += 1
         spent += int(out.metrics["rollouts"])
         zero_var.append(out.metrics["zero_var_share"])
+        for key in ("rollouts", "replayed_rollouts", "skipped_zero_var"):
+            counts[f"train_{key}"] = counts.get(f"train_{key}", 0.0) + out.metrics.get(key, 0.0)
         if tracker.due(spent):
             tracker.evaluate(trainer.model, spent)
     return spent
@@ -215,7 +231,8 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
         )  # fmt: skip
         spent = train_until(trainer, tracker, 0, setup.budget, zero_var)
     else:
-        spent = sieve_nights(setup, seed, model, tok, sampler, tracker, zero_var, nights)
+        every = arm == "sieve_every_rollout"
+        spent = sieve_nights(setup, seed, model, tok, sampler, tracker, zero_var, nights, every)
     if not tracker.curve or tracker.curve[-1]["rollouts"] != spent:
         tracker.evaluate(model, spent)
     return {
@@ -239,14 +256,16 @@ def sieve_nights(
     tracker: Tracker,
     zero_var: list[float],
     nights: list[dict[str, int]],
+    every: bool = False,
 ) -> int:
     """Nights of curate (ledger history carried over) → train, until the budget is spent.
 
-    Appends each night's curation cost, candidates and kept prompts to `nights`; returns the
-    rollouts spent."""
+    Appends each night's curation cost, candidates and kept prompts to `nights` (with `every`:
+    replayed and fresh training rollouts and skips too); returns the rollouts spent."""
     spent = 0
     night = 0
     trainer: Trainer | None = None
+    skip = ZeroVarSkip(seed=seed)  # every=True: streaks over curation and training, all nights
     with Ledger.memory() as ledger:
         while spent < setup.budget:
             cfg = CurateConfig(
@@ -277,6 +296,17 @@ def sieve_nights(
             frame = curriculum_frame(ledger, result.curriculum_id)
             # a night trains for train_ratio × its curation cost in rollouts (at least one pass),
             # or for `passes` passes over its curriculum when set
+            collector = None
+            if every:
+                gcfg = grpo_config(setup, seed, 1)
+                runs = [result.screen_run, result.refine_run]
+                visits = curation_visits(ledger, runs)
+                skip.observe_flags(visits["problem_id"].to_list(), visits["flat"].to_list())
+                stored = stored_groups(ledger, runs, tok, temperature=gcfg.temperature,
+                                       max_new_tokens=gcfg.max_new_tokens)  # fmt: skip
+                step0 = trainer.step if trainer is not None else 0
+                collector = replay_curation(stored.groups, start=step0, skip=skip)
+                nights[-1]["retokenised_off"] = stored.retokenised_off
             one_pass = int(frame["group_size"].sum())
             by_cost = max(int(setup.train_ratio * cost), one_pass)
             length = by_cost if not setup.passes else int(setup.passes * one_pass)
@@ -289,10 +319,12 @@ def sieve_nights(
             seed_torch(seed + night)  # the trainer sets no process-wide torch state
             trainer = Trainer(
                 model, tok, sampler, raw_verifier_reward, lambda s, b=batches, s0=step0: b(s - s0),
-                grpo_config(setup, seed + night, step0 + steps), hooks=QUIET,
+                grpo_config(setup, seed + night, step0 + steps), hooks=QUIET, collector=collector,
             )  # fmt: skip
             trainer.step = step0
-            spent = train_until(trainer, tracker, spent, night_budget, zero_var)
+            counts: dict[str, float] = {}
+            spent = train_until(trainer, tracker, spent, night_budget, zero_var, counts)
+            nights[-1].update({k: int(v) for k, v in counts.items()})
             model = trainer.model
             night += 1
     return spent
@@ -309,6 +341,20 @@ def rollouts_to(curve: Sequence[dict], target: float, key: str = "sampled") -> f
     return None
 
 
+NIGHT_COUNTS = ("train_rollouts", "train_replayed_rollouts", "train_skipped_zero_var")
+
+
+def night_counts(runs: list[dict]) -> dict[str, float]:
+    """Mean per seed of the fresh and replayed training rollouts and the skipped prompts, for
+    an arm whose nights count them (`sieve_every_rollout`); {} for the others."""
+    if not any(key in n for r in runs for n in r["nights"] for key in NIGHT_COUNTS):
+        return {}
+    return {
+        key: float(np.mean([sum(n.get(key, 0) for n in r["nights"]) for r in runs]))
+        for key in NIGHT_COUNTS
+    }
+
+
 def summarise(runs: list[dict], setup: Setup) -> dict[str, Any]:
     by_arm: dict[str, list[dict]] = {}
     for r in runs:
@@ -322,6 +368,7 @@ def summarise(runs: list[dict], setup: Setup) -> dict[str, Any]:
             "zero_var_share": float(np.nanmean([r["zero_var_share"] for r in rs])),
             "curation_rollouts": float(np.mean([r["curation_rollouts"] for r in rs])),
             "seconds": float(np.mean([r["seconds"] for r in rs])),
+            **night_counts(rs),
         }
         for arm, rs in by_arm.items()
     }
@@ -362,7 +409,7 @@ def plot(result: dict, path: Path) -> None:
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
     colors = {"uniform": "tab:gray", "dapo": "tab:blue", "pilot_commit": "tab:orange",
-              "sieve": "tab:green"}  # fmt: skip
+              "sieve": "tab:green", "sieve_every_rollout": "tab:red"}  # fmt: skip
     for arm in ARMS:
         runs = [r for r in result["runs"] if r["arm"] == arm]
         if not runs:
@@ -387,6 +434,18 @@ def plot(result: dict, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def add_runs(result: dict, other: dict) -> list[dict]:
+    """`result`'s runs with `other`'s added (an arm × seed in both: `other`'s); refused when the
+    two were measured on different setups (budget, evaluations, trainer or curation settings)."""
+    if other["setup"] != {**result["setup"], "seeds": other["setup"]["seeds"]}:
+        raise SystemExit("cannot add runs measured on another setup (only the seeds may differ)")
+    new = {(r["arm"], r["seed"]) for r in other["runs"]}
+    kept = [r for r in result["runs"] if (r["arm"], r["seed"]) not in new]
+    for r in other["runs"]:
+        r["added_later"] = True  # measured in another process, same setup and code path
+    return kept + other["runs"]
+
+
 SHOWN = ("final", "rollouts_to_uniform_final", "rollouts_to_uniform_final_vs_uniform")
 
 
@@ -405,6 +464,13 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=0, help="rollouts per arm (0: the mode's)")
     ap.add_argument("--train-ratio", type=float, default=0.0, help="sieve: see Setup")
     ap.add_argument("--candidates", type=int, default=0, help="sieve: per night (0: 800)")
+    ap.add_argument("--seeds", default="", help="comma-separated seeds (default: the mode's)")
+    ap.add_argument(
+        "--add",
+        default="",
+        help="with --resummarise: comma-separated results names whose runs replace or join the "
+        "same arm × seed in results/<out>.json (an arm measured later on the same setup)",
+    )
     ap.add_argument(
         "--resummarise", action="store_true", help="recompute summary + PNG from the JSON"
     )
@@ -415,6 +481,8 @@ def main() -> None:
         path = RESULTS / f"{args.out}.json"
         result = json.loads(path.read_text())
         setup = Setup(**{**result["setup"], "seeds": tuple(result["setup"]["seeds"])})
+        for name in filter(None, args.add.split(",")):
+            result["runs"] = add_runs(result, json.loads((RESULTS / f"{name}.json").read_text()))
         result.update(summarise(result["runs"], setup))
         path.write_text(json.dumps(result, indent=1))
         plot(result, RESULTS / f"{args.out}.png")
@@ -436,6 +504,8 @@ def main() -> None:
         overrides["train_ratio"] = args.train_ratio
     if args.candidates:
         overrides["candidates"] = args.candidates
+    if args.seeds:
+        overrides["seeds"] = tuple(int(x) for x in args.seeds.split(","))
     setup = Setup(**{**base.__dict__, **overrides})
     heldout = heldout_set(setup.per_level)
     started = time.perf_counter()

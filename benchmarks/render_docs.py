@@ -537,6 +537,7 @@ CURRICULUM_ARMS = {
     "dapo": "DAPO dynamic sampling",
     "pilot_commit": "pilot-commit",
     "sieve": "**Sieve**",
+    "sieve_every_rollout": "Sieve + every rollout counts",
 }
 
 
@@ -600,6 +601,43 @@ def curriculum_levels(r: Results) -> str:
         (wf, wl), worst = ranked[-1]
         rows.append([CURRICULUM_ARMS.get(arm, arm), best or "none", f"{wf} {wl} {pts(worst)}"])
     return table(["arm", "largest gains (points)", "largest loss (points)"], rows)
+
+
+def every_rollout(r: Results) -> str:
+    """Sieve vs "Sieve + every rollout counts" on the seeds both ran (curriculum.json)."""
+    runs = {(x["arm"], x["seed"]): x for x in r("curriculum", "runs")}
+    target = r("curriculum", "uniform_final")
+    rows = []
+    for arm, seed in sorted(runs, key=lambda k: (k[1], k[0] != "sieve")):
+        if arm not in ("sieve", "sieve_every_rollout") or ("sieve_every_rollout", seed) not in runs:
+            continue
+        run, nights = runs[(arm, seed)], runs[(arm, seed)]["nights"]
+        every = arm == "sieve_every_rollout"
+        replayed = sum(n["train_replayed_rollouts"] for n in nights) if every else 0
+        skipped = sum(n["train_skipped_zero_var"] for n in nights) if every else 0
+        reach = r("curriculum", "rollouts_to_uniform_final_by_seed", arm)
+        order = [x["seed"] for x in r("curriculum", "runs") if x["arm"] == arm]  # summarise's
+        got = reach[order.index(seed)]
+        rows.append(
+            [
+                str(seed),
+                CURRICULUM_ARMS[arm],
+                num(run["curve"][-1]["sampled"], 4),
+                num(len(nights)),
+                num(run["curation_rollouts"]),
+                num(run["rollouts"] - run["curation_rollouts"]),
+                num(replayed),
+                num(skipped),
+                "never" if got is None else num(got),
+            ]
+        )
+    header = [
+        "seed", "arm", "final held-out pass@1, sampled", "nights", "curation rollouts",
+        "training rollouts (fresh)", "curation rollouts replayed in training (not counted again)",
+        "prompt visits skipped (zero-variance history)",
+        f"rollouts to reach uniform's final {num(target, 4)}",
+    ]  # fmt: skip
+    return table(header, rows)
 
 
 def curriculum_quick(r: Results) -> str:
@@ -850,6 +888,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "curriculum": curriculum,
     "curriculum-quick": curriculum_quick,
     "curriculum-levels": curriculum_levels,
+    "curriculum-every-rollout": every_rollout,
     "ledger": ledger,
     "sampling": sampling,
     "verifier-throughput": verifier_throughput,
