@@ -36,11 +36,34 @@ counted into real_train.json's `hand_check` by the merge.
 Time per step: gaps between consecutive step ends after WARMUP steps
 (`benchmarks/trainer_vs_trl.step_times`), mean and median; rollouts/s = P·G / mean.
 
-Run (in this order; TRL lives in .venv, vLLM in .venv-vllm):
+Like for like (`trainer_vs_trl.like_sieve` / `like_for_like`, in the TRL arm's JSON): TRL 1.16
+has no knob for its std (Bessel, + 1e-4), so every Sieve arm here runs with std_ddof = 1 and
+adv_eps = 1e-4 (`TRL_LIKE_SIEVE`, in each arm's `recipe`); TRL gets scale_rewards "group" and
+Sieve's loss type, clip ε, truncation masking, grad clip, iterations. What stays different
+(denominators over informative groups vs all rows, KL on uninformative rows, LM-head positions,
+HF generation: TRL's vLLM colocate mode needs vLLM in TRL's venv) is listed under `gaps`.
+
+Roofline (benchmarks/roofline.py): each arm measures fp32 and bf16 matmul peaks at its start
+(the sieve-vllm arm after its engine bound the threads) and end; per timed step it logs the
+update's FLOPs (its own rows: Sieve drops uninformative groups first) and seconds (time_update
+less the weight push), the completion tokens sampled and the sampling seconds, and the 1-minute
+load (`roofline_steps`). `roofline`: update FLOP/s and share of the (lower) peak of its dtype,
+sampling tokens/s and share of the compute bound (peak / 2·params) and of `--standalone`: the
+same engine alone on the same steps' prompts with the same sampling parameters (no updates).
+The merge puts them in `roofline` / `roofline_summary` and the PNG's fourth panel.
+
+Run (in this order; TRL lives in .venv, vLLM in .venv-vllm; times on 2 quiet cores):
     .venv-vllm/bin/python benchmarks/real_train.py --arm sieve-vllm [--steps 30 --prompts 4 -G 4]
+    .venv-vllm/bin/python benchmarks/real_train.py --standalone          (~5-10 min)
     .venv/bin/python benchmarks/real_train.py --arm trl
     .venv-vllm/bin/python benchmarks/real_train.py --arm sieve-hf
     any venv: benchmarks/real_train.py --merge      (each arm also merges when it ends)
+For 64 rollouts per step (the issue's ≥ 5× TRL goal) add `--prompts 16 -G 4` to every arm and to
+--standalone (at 16 rollouts/step and 30 steps the arms took 11-17 min each, 17.5-34 s/step,
+plus curation and held-out evals; expect ~4× at 64). Tune the engine first:
+benchmarks/vllm_tuning.py (~30-40 min). The last run's split (results/real_train_*.json) had the
+sieve-vllm update at 11.8 s/step against 4.7 s for sieve-hf on the same prompts: `sync_seconds` and
+the peaks with the engine up tell whether the weight push or the engine's thread binding costs it.
 → benchmarks/results/real_train_<arm>.json, merged into real_train.json + real_train.png
 """
 
@@ -63,7 +86,18 @@ import polars as pl
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from trainer_vs_trl import WARMUP, heldout_problems, step_times
+from roofline import ModelShape, SieveStepLog, TRLStepLog, arm_roofline, measure_peaks
+from trainer_vs_trl import (
+    TRL_LIKE_SIEVE,
+    WARMUP,
+    heldout_problems,
+    like_for_like,
+    like_sieve,
+    roofline_mean,
+    roofline_panel,
+    step_times,
+    with_standalone,
+)
 
 from pipeline.integrations.trl import SieveReward
 from pipeline.sampling.base import SamplingParams
@@ -74,6 +108,7 @@ CURRICULUM = RESULTS / "real_train_curriculum.parquet"
 MODEL = Path("/tmp/sieve-real-model/models/smollm2-135m")
 LEVELS: dict[str, list[int]] = {"arith": [1, 2]}
 ARMS = ("sieve-vllm", "trl", "sieve-hf")
+STANDALONE = "standalone"  # --standalone: the training engine alone on the same prompts
 EVAL = {"temperature": 0.6, "top_p": 0.95, "max_new_tokens": 256, "samples": 4}
 
 
@@ -99,6 +134,7 @@ def recipe(args: argparse.Namespace) -> Any:
         total_steps=args.steps,
         temperature=args.temperature,
         checkpoint_every=0,
+        **TRL_LIKE_SIEVE,  # TRL's std (Bessel) and eps, which TRL cannot change
     )
     return for_device(cfg, torch.device("cpu"))
 
@@ -209,6 +245,7 @@ def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(args.model)
     sampler = make_group_sampler(backend, model, tok, str(args.model), engine=engine_options())
+    peaks = measure_peaks()  # after the engine binds its threads: as the update will run
     extra: dict[str, Any] = {}
     if backend == "vllm":
         if not CURRICULUM.exists():
@@ -229,21 +266,29 @@ def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     reward = partial(verifier_reward, marker_required=True)
     seed_torch(cfg.seed, cfg.deterministic)  # the trainer sets no process-wide torch state
     trainer = Trainer(model, tok, sampler, reward, batches, cfg, hooks=Hooks(warning=print))
-    stamps, history = [time.perf_counter()], []
+    log, roof_steps = SieveStepLog(ModelShape.of(model), tok, cfg), []
+    log.watch(sampler, trainer)
+    syncs = getattr(sampler, "sync_seconds", [])  # vllm: each weight push, inside time_update
+    stamps, history, pushes_seen = [time.perf_counter()], [], [0]
 
     def on_metrics(step: int, m: dict[str, float]) -> None:
         stamps.append(time.perf_counter())
         history.append({"step": step, **m})
+        roof_steps.append(log.step(m, sum(syncs[pushes_seen[0] :])))
+        pushes_seen[0] = len(syncs)
         keys = ("reward_mean", "kl", "completion_len", "time_sample", "time_update")
         print(step, {k: round(m.get(k, float("nan")), 4) for k in keys}, flush=True)
         progress(f"sieve-{backend}", stamps, history)
 
     trainer.hooks = Hooks(metrics=on_metrics, warning=print)
     trainer.train()
+    peaks = measure_peaks(peaks)
     if backend == "vllm":
         after = heldout(sampler.sampler, tok, held_set(), "trained")
     else:
         after = eval_elsewhere(trainer.model, tok, f"sieve-{backend}", args.vllm_python)
+    update_dtype = "bfloat16" if cfg.autocast == "bf16" else "float32"
+    roof = arm_roofline(ModelShape.of(model), roof_steps[WARMUP:], peaks, update_dtype, "float32")
     timed = history[WARMUP:]
     split = {
         k: statistics.fmean(h[f"time_{k}"] for h in timed) for k in ("sample", "score", "update")
@@ -267,6 +312,8 @@ def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         "per_step": per_step,
         "load_1m_at_step_ends": LOADS,
         "recipe": dataclasses.asdict(cfg),
+        "roofline": roof,
+        "roofline_steps": roof_steps,
     }
 
 
@@ -307,6 +354,7 @@ def run_trl(args: argparse.Namespace) -> dict[str, Any]:
     )
     schedule = cfg.make_beta_schedule()
     holder: dict[str, Any] = {}
+    log, roof_steps = TRLStepLog(ModelShape.of(model), reference=cfg.beta_start > 0), []
 
     class Steps(TrainerCallback):
         def __init__(self) -> None:
@@ -314,9 +362,11 @@ def run_trl(args: argparse.Namespace) -> dict[str, Any]:
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             holder["trainer"].beta = schedule.value(state.global_step)  # Sieve's β warm-up
+            self.began = time.perf_counter()
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             self.times.append(time.perf_counter())
+            roof_steps.append(log.step(self.times[-1] - self.began))
             print(state.global_step, state.log_history[-1:], flush=True)
             progress("trl", self.times, state.log_history)
 
@@ -333,19 +383,14 @@ def run_trl(args: argparse.Namespace) -> dict[str, Any]:
         top_p=1.0,
         learning_rate=cfg.lr,
         beta=cfg.beta_start,
-        epsilon=cfg.clip_eps_low,
-        epsilon_high=cfg.clip_eps_high,
-        num_iterations=1,
-        loss_type="dapo",
         save_strategy="no",
         gradient_checkpointing=False,
         shuffle_dataset=False,
         seed=args.seed,
         lr_scheduler_type="constant_with_warmup",
         warmup_steps=cfg.lr_warmup_steps,
-        weight_decay=0.0,
-        max_grad_norm=cfg.max_grad_norm,
         bf16=cfg.autocast == "bf16",
+        **like_sieve(cfg),  # scale_rewards, loss_type, clip ε, masking, grad clip (TRL's knobs)
     )
     steps = Steps()
     trainer = trl.GRPOTrainer(
@@ -357,7 +402,13 @@ def run_trl(args: argparse.Namespace) -> dict[str, Any]:
         callbacks=[steps],
     )
     holder["trainer"] = trainer
+    log.watch(trainer)
+    peaks = measure_peaks()
     trainer.train()
+    peaks = measure_peaks(peaks)
+    # update under TRL's bf16 autocast when on; HF generate runs outside it, in fp32
+    update_dtype = "bfloat16" if cfg.autocast == "bf16" else "float32"
+    roof = arm_roofline(ModelShape.of(model), roof_steps[WARMUP:], peaks, update_dtype, "float32")
     logs = [h for h in trainer.state.log_history if "reward" in h]
     per_step = [
         {
@@ -375,6 +426,48 @@ def run_trl(args: argparse.Namespace) -> dict[str, Any]:
         "per_step": per_step,
         "load_1m_at_step_ends": LOADS,
         "trl": trl.__version__,
+        "like_for_like": like_for_like(cfg),
+        "roofline": roof,
+        "roofline_steps": roof_steps,
+    }
+
+
+# ---------------------------------------------------------------- standalone engine
+
+
+def run_standalone(args: argparse.Namespace) -> dict[str, Any]:
+    """The training engine alone (same EngineOptions, no updates, no weight pushes) on the same
+    steps' prompts with the same sampling parameters: the tokens/s each arm's sampling is a
+    share of (`roofline.sampling.share_of_standalone`)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from pipeline.sampling.training import make_group_sampler
+
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(args.model)
+    sampler = make_group_sampler("vllm", model, tok, str(args.model), engine=engine_options())
+    peaks = measure_peaks()
+    cfg, curriculum, steps = recipe(args), read_curriculum(), []
+    for step in range(args.steps):
+        prompts = render(tok, [r["question"] for r in step_rows(curriculum, step, args.prompts)])
+        began = time.perf_counter()
+        groups = sampler.sample_groups(
+            prompts, [args.group_size] * len(prompts), temperature=cfg.temperature,
+            max_new_tokens=cfg.max_new_tokens, seed=cfg.seed + step,
+        )  # fmt: skip
+        seconds = time.perf_counter() - began
+        tokens = sum(len(s.token_ids) for g in groups for s in g)
+        steps.append({"completion_tokens": tokens, "sample_seconds": seconds,
+                      "load_1m": os.getloadavg()[0]})  # fmt: skip
+        print(step, f"{tokens / seconds:.1f} tokens/s", flush=True)
+    timed = steps[WARMUP:]
+    rate = sum(t["completion_tokens"] for t in timed) / sum(t["sample_seconds"] for t in timed)
+    return {
+        "tokens_per_s": rate,
+        "timed_steps": len(timed),
+        "engine": dataclasses.asdict(engine_options()),
+        "peaks": {d: [dataclasses.asdict(p) for p in ps] for d, ps in measure_peaks(peaks).items()},
+        "steps_log": steps,
     }
 
 
@@ -411,6 +504,9 @@ def merge() -> dict[str, Any]:
     that was stopped contributes its step times so far (`partial`), without held-out numbers."""
     arms = {a: json.loads(arm_file(a).read_text()) for a in ARMS if arm_file(a).exists()}
     start = arms.get("sieve-vllm", {}).get("start")
+    alone = json.loads(arm_file(STANDALONE).read_text()) if arm_file(STANDALONE).exists() else None
+    rate = alone["tokens_per_s"] if alone else None
+    roofs = {a: with_standalone(r["roofline"], rate) for a, r in arms.items() if "roofline" in r}
     summary = {name: arm_summary(r, start) for name, r in arms.items()}
     partial = {a: partial_arm(a) for a in ARMS if a not in arms}
     partial = {a: p for a, p in partial.items() if p is not None}
@@ -430,6 +526,9 @@ def merge() -> dict[str, Any]:
         "start": start,
         "summary": summary,
         "time_per_step_ratio": ratios,
+        "roofline_summary": {a: roofline_mean([r]) for a, r in roofs.items()},
+        "roofline": roofs,
+        "standalone": {k: v for k, v in alone.items() if k != "steps_log"} if alone else None,
         "missing_arms": [a for a in ARMS if a not in arms],
         "partial_arms": partial,
         "hand_check": hand_check(arms),
@@ -495,7 +594,7 @@ def plot(result: dict[str, Any]) -> None:
 
     arms, summary = result["arms"], result["summary"]
     names = list(arms)
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4))
+    fig, (a, b, c, d) = plt.subplots(1, 4, figsize=(20, 4))
     timed = {**{n: p["seconds_per_step"] for n, p in result["partial_arms"].items()},
              **{n: summary[n]["seconds_per_step"] for n in names}}  # fmt: skip
     a.bar([n if n in arms else f"{n} (partial)" for n in timed], list(timed.values()),
@@ -516,6 +615,7 @@ def plot(result: dict[str, Any]) -> None:
     )
     c.set_ylabel("held-out pass@1 (mean of 4 samples, T 0.6)")
     c.set_title(f"after {result['arms'][names[0]]['steps']} steps" if names else "")
+    roofline_panel(d, result["roofline_summary"])
     fig.tight_layout()
     fig.savefig(RESULTS / "real_train.png", dpi=110)
 
@@ -557,6 +657,9 @@ def main() -> None:
     global HELDOUT
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arm", choices=ARMS)
+    ap.add_argument(
+        "--standalone", action="store_true", help="time the training engine alone (.venv-vllm)"
+    )
     ap.add_argument("--merge", action="store_true", help="only merge the arms' JSON files")
     ap.add_argument("--eval-only", type=Path, help="(internal) evaluate a saved model folder")
     ap.add_argument("--model", type=Path, default=MODEL)
@@ -575,6 +678,8 @@ def main() -> None:
     if args.eval_only:
         (args.eval_only / "eval.json").write_text(json.dumps(eval_folder(args.eval_only)))
         return
+    if args.standalone:
+        args.arm = STANDALONE  # written as real_train_standalone.json, merged into the others
     if args.arm:
         if not (args.model / "config.json").is_file():
             raise SystemExit(f"no model at {args.model}: `sieve models add smollm2-135m`")
@@ -583,6 +688,8 @@ def main() -> None:
             res = recover_trl(args.recover_trl, args)
         elif args.arm == "trl":
             res = run_trl(args)
+        elif args.arm == STANDALONE:
+            res = run_standalone(args)
         else:
             res = run_sieve(args.arm.split("-")[1], args)
         shape = {

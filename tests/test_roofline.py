@@ -235,3 +235,16 @@ def test_trl_step_log_takes_generation_and_rewards_out_of_the_step() -> None:
     assert e["update_flops"] == want and e["update_rows"] == 2 and e["completion_tokens"] == 4
     assert e["update_seconds"] == pytest.approx(10.0 - e["sample_seconds"] - e["reward_seconds"])
     assert log.step(1.0)["update_rows"] == 0  # each step starts empty
+
+
+def test_vllm_tuning_sweeps_one_factor_at_a_time() -> None:
+    from vllm_tuning import BASE, SWEEP, key, last_json, settings
+
+    runs = settings()
+    assert runs[0] == BASE and key(runs[0]) == "base"
+    assert len(runs) == 1 + sum(len(v) for v in SWEEP.values())
+    assert len({key(s) for s in runs}) == len(runs)  # every setting has its own name
+    assert all(sum(s[k] != BASE[k] for k in BASE) == 1 for s in runs[1:])
+    noise = 'INFO engine started\n{"tokens_per_s": 1.0}\nWARNING [1, 2]\n{"tokens_per_s": 2.5}\n'
+    assert last_json(noise) == {"tokens_per_s": 2.5}
+    assert last_json("Traceback ...\nRuntimeError: boom") is None
