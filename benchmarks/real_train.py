@@ -288,7 +288,8 @@ def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     else:
         after = eval_elsewhere(trainer.model, tok, f"sieve-{backend}", args.vllm_python)
     update_dtype = "bfloat16" if cfg.autocast == "bf16" else "float32"
-    roof = arm_roofline(ModelShape.of(model), roof_steps[WARMUP:], peaks, update_dtype, "float32")
+    timed_roof = roof_steps[WARMUP + 1 :]  # the steps step_times times
+    roof = arm_roofline(ModelShape.of(model), timed_roof, peaks, update_dtype, "float32")
     timed = history[WARMUP:]
     split = {
         k: statistics.fmean(h[f"time_{k}"] for h in timed) for k in ("sample", "score", "update")
@@ -408,7 +409,8 @@ def run_trl(args: argparse.Namespace) -> dict[str, Any]:
     peaks = measure_peaks(peaks)
     # update under TRL's bf16 autocast when on; HF generate runs outside it, in fp32
     update_dtype = "bfloat16" if cfg.autocast == "bf16" else "float32"
-    roof = arm_roofline(ModelShape.of(model), roof_steps[WARMUP:], peaks, update_dtype, "float32")
+    timed_roof = roof_steps[WARMUP + 1 :]  # the steps step_times times
+    roof = arm_roofline(ModelShape.of(model), timed_roof, peaks, update_dtype, "float32")
     logs = [h for h in trainer.state.log_history if "reward" in h]
     per_step = [
         {
@@ -460,7 +462,7 @@ def run_standalone(args: argparse.Namespace) -> dict[str, Any]:
         steps.append({"completion_tokens": tokens, "sample_seconds": seconds,
                       "load_1m": os.getloadavg()[0]})  # fmt: skip
         print(step, f"{tokens / seconds:.1f} tokens/s", flush=True)
-    timed = steps[WARMUP:]
+    timed = steps[WARMUP + 1 :]  # as step_times: the first WARMUP + 1 steps left out
     rate = sum(t["completion_tokens"] for t in timed) / sum(t["sample_seconds"] for t in timed)
     return {
         "tokens_per_s": rate,
@@ -615,7 +617,7 @@ def plot(result: dict[str, Any]) -> None:
     )
     c.set_ylabel("held-out pass@1 (mean of 4 samples, T 0.6)")
     c.set_title(f"after {result['arms'][names[0]]['steps']} steps" if names else "")
-    roofline_panel(d, result["roofline_summary"])
+    roofline_panel(d, result["roofline_summary"], "roofline shares")
     fig.tight_layout()
     fig.savefig(RESULTS / "real_train.png", dpi=110)
 
