@@ -131,6 +131,9 @@ def _tied_popen_in(module: types.ModuleType, stream: IO[bytes] | None) -> Any:
     def popen(args: Sequence[str], *rest: Any, **kwargs: Any) -> subprocess.Popen[Any]:
         if stream is not None and "stdout" not in kwargs and "stderr" not in kwargs:
             kwargs.update(stdout=stream, stderr=subprocess.STDOUT)
+        # its own session: a signal to the terminal's process group (Ctrl-C, `timeout`) reaches
+        # only the run, which reports the crash to the server that is still up, then exits
+        kwargs.setdefault("start_new_session", True)
         return real.Popen(tied_argv(args), *rest, **kwargs)
 
     shim = types.ModuleType(real.__name__)

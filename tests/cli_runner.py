@@ -1,4 +1,9 @@
-"""`sieve ARGV` run in the test's own process, for CLI tests that need no subprocess."""
+"""`sieve ARGV` run in the test's own process, for CLI tests that need no subprocess.
+
+Output is never compared as the terminal would wrap it: `run_cli` prints on 1,000 columns
+whatever $COLUMNS says, and `wide_console` (a buffer) or `shown_frames` (the frames themselves)
+are for tests that look at what a command printed.
+"""
 
 from __future__ import annotations
 
@@ -14,15 +19,18 @@ from flows import cli
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of `sieve ARGV`, run through `cli.main` as the console
     script does."""
-    old = sys.argv
+    old, stderr = sys.argv, sys.stderr
+    widths = cli.common.out.width, cli.common.err.width
     sys.argv = ["sieve", *argv]
+    cli.common.out.width = cli.common.err.width = 1000  # nothing wraps, whatever $COLUMNS says
     try:
         cli.main()
         code = 0
     except SystemExit as exc:
         code = int(exc.code or 0)
     finally:
-        sys.argv = old
+        sys.argv, sys.stderr = old, stderr  # an interrupted run drops stderr from its signal on
+        cli.common.out.width, cli.common.err.width = widths
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -35,11 +43,10 @@ def shown_frames(monkeypatch: pytest.MonkeyPatch, module: ModuleType) -> dict:
 
 
 def wide_console(monkeypatch: pytest.MonkeyPatch, module: ModuleType) -> io.StringIO:
-    """The command's console, 1000 columns wide (nothing wraps), written to a buffer."""
-    from rich.console import Console
-
+    """The command's console, 1000 columns wide (nothing wraps), written to a buffer; it reads
+    no markup, as the command's own does."""
     buffer = io.StringIO()
-    console = Console(file=buffer, width=1000, color_system=None)
+    console = cli.common.console(file=buffer, width=1000, color_system=None)
     monkeypatch.setattr(cli.common, "out", console)
     monkeypatch.setattr(module, "out", console)
     return buffer

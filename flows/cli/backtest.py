@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
-from flows.cli.common import escaped, out, show
+from flows.cli.common import out, show
 from flows.cli.options import ConfigOpt, HomeOpt
 
 
@@ -85,6 +84,6 @@ def backtest(
         print(json.dumps(table.to_dicts(), indent=1))
     else:
         title = f"backtest over {source} ({prompts} prompts, {samples.height} samples; {band})"
-        show(escaped(table), escape(title))
+        show(table, title)
         if png is not None:
-            out.print(f"figure: {escape(str(png))}")
+            out.print(f"figure: {png}")

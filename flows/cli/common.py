@@ -2,28 +2,42 @@
 
 `run_app` is the console script's error handling: a `SieveError` (a user error) is one
 `error: ...` line on stderr and exit 1; a usage error is one line and exit 2 (Typer's
-convention); a full disk, whatever was writing, is one line and exit 1; Ctrl-C exits 130.
+convention); a full disk, whatever was writing, is one line and exit 1. SIGINT (Ctrl-C) and
+SIGTERM (`timeout`, a scheduler) end a run with one line, `interrupted: <what was committed>`,
+and exit 128 + the signal (130, 143): a long command says what it has committed as it goes
+(`committed`); from the signal on, other stderr output (Prefect's, a dying thread's) is dropped
+unless --verbose. Help texts are shown as written, brackets included.
 `start_flows` is what a command does before it runs a Prefect flow.
 
-Test: `pytest tests/cli/test_bad_inputs.py` (one line per bad input, full disks),
-`tests/cli/test_cli.py`.
+Text is never markup: the consoles (`console`) read no Rich markup or emoji codes, and show
+control characters escaped (`pipeline.errors.printable`), so ledger text, file and column names
+and user arguments print as they are, in tables, titles and lines alike. Styled text is built
+as `rich.text.Text`.
+
+Test: `pytest tests/cli/test_bad_inputs.py` (one line per bad input, full disks, ledger text,
+interrupted runs), `tests/cli/test_text.py`, `tests/cli/test_cli.py`.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
-from pipeline.errors import SieveError
+from pipeline.errors import SieveError, printable
+from pipeline.runlog import verbose
 
 if TYPE_CHECKING:
     import polars as pl
@@ -31,8 +45,22 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound="BaseModel")
 
-out = Console()
-err = Console(stderr=True)
+
+class _PlainConsole(Console):
+    """A console for which every string is plain text: no markup, no emoji codes, control
+    characters escaped (Rich would pass ESC to the terminal and silently drop CR)."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(printable(text), **kwargs)
+
+
+def console(**kwargs: Any) -> Console:
+    """A Rich console that shows strings as they are (module docstring); `kwargs` as Console's."""
+    return _PlainConsole(markup=False, emoji=False, **kwargs)
+
+
+out = console()
+err = console(stderr=True)
 
 
 def options(
@@ -53,7 +81,8 @@ def options(
 
 
 def table(frame: pl.DataFrame, title: str | None = None, max_rows: int = 200) -> Table:
-    """A rich table of the first `max_rows` rows (floats to 4 significant digits)."""
+    """A rich table of the first `max_rows` rows (floats to 4 significant digits); names, cells
+    and title are plain text when a `console` prints it."""
     result = Table(title=title, show_lines=False)
     for name in frame.columns:
         result.add_column(name, overflow="fold")
@@ -70,19 +99,15 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def escaped(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame` with every text cell escaped for Rich: ledger text is never markup."""
-    import polars as pl
-    from rich.markup import escape
-
-    text = [c for c, t in frame.schema.items() if t == pl.String]
-    return frame.with_columns(pl.col(c).map_elements(escape, return_dtype=pl.String) for c in text)
+def bold(text: str) -> Text:
+    """`text` in bold, as plain text (control characters escaped)."""
+    return Text(printable(text), style="bold")
 
 
 def show(frame: pl.DataFrame, title: str) -> None:
     """`frame` as a titled table on stdout, or `title: none yet` when it is empty."""
     if frame.height == 0:
-        out.print(f"[bold]{title}[/bold]: none yet")
+        out.print(Text.assemble(bold(title), ": none yet"))
     else:
         out.print(table(frame, title=title))
 
@@ -92,9 +117,9 @@ def progress(label: str) -> Progress:
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
     return Progress(
-        TextColumn(label),
+        TextColumn(label, markup=False),
         BarColumn(),
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         TimeElapsedColumn(),
         console=err,
         transient=True,
@@ -134,31 +159,165 @@ def start_flows(home: str | Path | None) -> None:
     start_prefect_server(quiet_prefect(home))
 
 
-def run_app(app: Callable[..., object]) -> None:
+def committed(note: str) -> None:
+    """What this run has committed so far, for the line it ends with if interrupted (`interrupted:
+    NOTE`); a long command calls it after each unit, e.g. "screen 3 of 8 chunks committed"."""
+    _run.note = note
+
+
+@dataclass
+class _Run:
+    """The state of the run `run_app` is running: the signal that stopped it, what it has
+    committed, and the real stderr once other output to it is dropped."""
+
+    signal: int | None = None
+    note: str = "nothing half-written"
+    stderr: IO[str] | None = None
+    said: bool = False  # the `interrupted:` line is out
+
+
+_run = _Run()
+
+
+def run_app(app: typer.Typer) -> None:
     """Run the Typer app, each failure as one stderr line and an exit code (module docstring)."""
-    try:
-        app(standalone_mode=False)
-    except SieveError as exc:
+    global _run
+    _run = _Run()
+    command = typer.main.get_command(app)
+    _literal_help(command)
+    _check_argv(sys.argv[1:])
+    before: dict[int, Any] = {}
+    try:  # from the first handler on, so that no signal can land outside it
+        _install(before)
+        code = command(standalone_mode=False)
+        if _run.signal is not None or code == 130:  # typer returns 130 for a KeyboardInterrupt
+            _interrupted(_run.signal or signal.SIGINT)
+        if isinstance(code, int) and code:  # a `typer.Exit(code)`, returned likewise
+            sys.exit(code)
+    except BaseException as exc:
+        stopped = None if isinstance(exc, SystemExit) and _run.said else _interruption(exc)
+        if stopped is None:
+            _fail(exc)
+            raise
+        _interrupted(stopped)
+    finally:
+        for sig, handler in before.items():  # a test runs the CLI in-process
+            signal.signal(sig, handler)
+
+
+def _interrupted(signum: int) -> None:
+    """Exit with the one `interrupted:` line and 128 + `signum`."""
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal ends the process at once
+        signal.signal(sig, signal.SIG_DFL)
+    line = f"interrupted: {printable(_run.note, lines=False)}"
+    console(file=_run.stderr or sys.stderr, soft_wrap=True).print(line, highlight=False)
+    _run.said = True
+    sys.exit(128 + signum)
+
+
+def _fail(exc: BaseException) -> None:
+    """Exit with one line for a user error, usage error or full disk; return for anything else
+    (a bug: its traceback stays)."""
+    if isinstance(exc, SieveError):
         _error(str(exc))
         sys.exit(1)
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
-    except Exception as exc:  # click's usage errors and aborts (typer may vendor its own click)
-        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # usage error: one line
-            _error(" ".join(str(exc.format_message()).split()))
-            sys.exit(exc.exit_code)
-        if type(exc).__name__ == "Exit" and hasattr(exc, "exit_code"):
-            sys.exit(exc.exit_code)
-        full = disk_full(exc)
-        if full is None:
-            raise
+    if not isinstance(exc, Exception):
+        return
+    if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # click's usage errors
+        _error(" ".join(str(exc.format_message()).split()))
+        sys.exit(exc.exit_code)
+    if type(exc).__name__ == "Exit" and hasattr(exc, "exit_code"):  # typer may vendor click
+        sys.exit(exc.exit_code)
+    full = disk_full(exc)
+    if full is not None:
         _error(f"disk full: {full}; free some space and re-run (what was committed is kept)")
         sys.exit(1)
 
 
+def _check_argv(argv: list[str]) -> None:
+    """Exit 2 with one line when an argument is not UTF-8 text (Python keeps such bytes as lone
+    surrogates, which DuckDB, Polars and the terminal refuse later, each with a traceback)."""
+    for i, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            _error(f"argument {i} is not UTF-8 text: {arg}")
+            sys.exit(2)
+
+
+def _literal_help(command: Any) -> None:
+    """Help texts of `command` and its subcommands shown as written: Typer reads them as Rich
+    markup, where `'.[scale]'` loses its brackets."""
+    from rich.markup import escape
+
+    for owner in [command, *getattr(command, "params", [])]:
+        for name in ("help", "short_help", "epilog"):
+            if isinstance(text := getattr(owner, name, None), str):
+                setattr(owner, name, escape(text))
+    for sub in getattr(command, "commands", {}).values():
+        _literal_help(sub)
+
+
+def _install(before: dict[int, Any]) -> None:
+    """SIGINT and SIGTERM handled by `_on_signal`, the handlers they had kept in `before`; off
+    the main thread signals stay as they are."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            before[sig] = signal.signal(sig, _on_signal)
+        except ValueError:  # not the main thread
+            return
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """The first SIGINT or SIGTERM raises KeyboardInterrupt, remembered in `_run`, and from then
+    on stderr output is dropped unless verbose; a later SIGINT raises again, a later SIGTERM
+    (Prefect sends its own again, once its handler is done) only waits for the first."""
+    first = _run.signal is None
+    _run.signal = signum
+    if first:
+        _quiet_stderr()
+    if first or signum == signal.SIGINT:
+        raise KeyboardInterrupt
+
+
+def _quiet_stderr() -> None:
+    """Drop stderr output from here on (Prefect's API log worker, a thread's traceback while the
+    run unwinds), keeping the real stream for the one line; not when verbose."""
+    if not verbose() and _run.stderr is None:
+        _run.stderr = sys.stderr
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - until the process exits
+
+
+def _interruption(exc: BaseException) -> int | None:
+    """The signal that stopped the run, if `exc` is an interruption or was raised while one was
+    handled: a signal `_on_signal` saw, a KeyboardInterrupt, or Prefect's TerminationSignal (its
+    own SIGTERM handler is installed while a flow runs, so ours never hears of that signal)."""
+    if _run.signal is not None:
+        return _run.signal
+    for cause in _causes(exc):
+        if isinstance(cause, KeyboardInterrupt):
+            return signal.SIGINT
+        if type(cause).__name__ == "TerminationSignal":
+            _quiet_stderr()
+            return int(getattr(cause, "signal", signal.SIGTERM))
+    return None
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and every exception it was raised from or while handling (groups included)."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        cause = todo.pop()
+        if cause is None or id(cause) in seen:
+            continue
+        seen.add(id(cause))
+        yield cause
+        todo += [cause.__cause__, cause.__context__, *getattr(cause, "exceptions", ())]
+
+
 def _error(message: str) -> None:
-    err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    err.print(f"error: {printable(message, lines=False)}", highlight=False, soft_wrap=True)
 
 
 _FULL_TEXTS = ("no space left on device", "disk quota exceeded", "storagefull")
@@ -167,18 +326,11 @@ _FULL_TEXTS = ("no space left on device", "disk quota exceeded", "storagefull")
 def disk_full(exc: BaseException) -> str | None:
     """One line naming what could not be written, when `exc` or an exception it was raised from
     (or while handling) is a full disk or quota (errno, or DuckDB's and safetensors' text)."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        cause = todo.pop()
-        if cause is None or id(cause) in seen:
-            continue
-        seen.add(id(cause))
+    for cause in _causes(exc):
         if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
             where = cause.filename or "a file"
             return f"cannot write {where} ({cause.strerror or 'no space left'})"
         text = " ".join(str(cause).split())
         if any(t in text.lower() for t in _FULL_TEXTS):
             return text[:300]
-        todo += [cause.__cause__, cause.__context__, *getattr(cause, "exceptions", ())]
     return None

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.text import Text
 
-from flows.cli.common import out, progress, show, start_flows, validated
+from flows.cli.common import bold, committed, out, progress, show, start_flows, validated
 from flows.cli.options import (
     ENGINE,
     SAMPLING,
@@ -130,7 +131,7 @@ def curate(
     workers: Annotated[int, typer.Option(help="Workers of a local dask/ray cluster.")] = 2,
 ) -> None:
     """Screen, refine and select a two-stage curriculum for the model (a Prefect flow)."""
-    from flows.scale import ScaleConfig
+    from pipeline.runlog import quiet_prefect
     from pipeline.selection import CurateConfig, load_curate_config
 
     cfg = load_curate_config(config) if config is not None else CurateConfig()
@@ -141,6 +142,9 @@ def curate(
         overrides["sampling"] = {**cfg.sampling.model_dump(), **given}
     if overrides:
         cfg = validated(CurateConfig, {**cfg.model_dump(), **overrides})
+    quiet_prefect(home)  # after the config checks (a bad one writes nothing), before flows.scale
+    from flows.scale import ScaleConfig  # imports Prefect, which reads this home's set-up
+
     scale = validated(
         ScaleConfig, {"runner": runner, "runner_address": runner_address, "workers": workers}
     )
@@ -201,11 +205,14 @@ def run_curate(
     )
     with progress("curate") as bar:
         tasks: dict[str, Any] = {}
+        done: dict[str, str] = {}
 
         def update(e: ProgressEvent) -> None:  # one event per committed chunk
             if e.stage not in tasks:
                 tasks[e.stage] = bar.add_task(e.stage, total=e.total)
             bar.update(tasks[e.stage], completed=e.done, description=f"{e.stage} chunks")
+            done[e.stage] = f"{e.stage} {e.done} of {e.total} chunks"
+            committed(f"{', '.join(done.values())} committed; rerun the same command to resume")
 
         return curate_flow(params, Runtime(progress=update))
 
@@ -232,6 +239,7 @@ def run_eval(policy: Policy, cfg: EvalConfig, home: Path | None) -> None:
 
         def update(e: ProgressEvent) -> None:
             bar.update(task, completed=e.done, description=f"{e.stage} recorded")
+            committed(f"held-out {e.stage} results recorded")
 
         result = eval_flow(params, Runtime(policy=policy, progress=update))
     table = pl.DataFrame(result["table"])
@@ -245,7 +253,7 @@ def run_eval(policy: Policy, cfg: EvalConfig, home: Path | None) -> None:
 def _print_summary(summary: dict[str, Any]) -> None:
     import polars as pl
 
-    out.print(f"curriculum [bold]{summary['curriculum_id']}[/bold]")
+    out.print(Text.assemble("curriculum ", bold(summary["curriculum_id"])))
     kept = summary["kept"]
     out.print(
         "kept: "

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 HeldoutOpt = Annotated[float, typer.Option(help="Percent held out, fixed by hash.")]
+MAX_LINE_BYTES_ACCEPTED = 1 << 30  # a line is read whole into memory: past this, a mistake
 
 
 def generate(
@@ -100,6 +101,11 @@ def ingest(
 
     if not file.exists():
         raise SieveError(f"{file}: no such file")
+    if max_line_bytes is not None and max_line_bytes > MAX_LINE_BYTES_ACCEPTED:
+        raise SieveError(
+            f"--max-line-bytes must be at most {MAX_LINE_BYTES_ACCEPTED:,} (1 GiB), "
+            f"got {max_line_bytes:,}"
+        )
     frame = read_external(
         file,
         question_field,

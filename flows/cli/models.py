@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from flows.cli.common import err, out, show
 from flows.cli.options import HomeOpt
+from pipeline.errors import printable
 
 models_app = typer.Typer(help="Model folders under <home>/models.", no_args_is_help=True)
 
@@ -32,7 +34,7 @@ def add(
     from pipeline.models import add_folder, add_model
     from pipeline.policy.model import read_meta
 
-    with err.status(f"adding {name}"):
+    with err.status(Text(printable(f"adding {name}"))):  # a status reads markup otherwise
         if source is not None:
             folder = add_folder(source, name, home, force=force)
         else:

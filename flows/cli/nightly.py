@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flows.cli.common import check_backend, out, show, start_flows
+from flows.cli.common import check_backend, committed, out, show, start_flows
 from flows.cli.options import (
     ENGINE,
     BackendOpt,
@@ -274,13 +274,21 @@ def run_loop(
     from flows.loop import loop as run_nights
 
     start_flows(home)
+    done = 0
+
+    def say(line: str) -> None:  # once a night, when it is committed
+        nonlocal done
+        done += 1
+        out.print(line)
+        committed(f"{done} of {nights} nights done (the night under way keeps what it committed)")
+
     run_nights(
         home,
         nights,
         config,
         settings,
         first,
-        say=out.print,
+        say=say,
         model=model,
         backend=backend,
         base_urls=base_urls,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +28,35 @@ from pipeline.errors import SieveError
 if TYPE_CHECKING:
     from pipeline.sampling import EngineOptions
 
+
+def checked_home(home: Path | None) -> Path | None:
+    """`--home` as given, once the home it names (else $SIEVE_HOME's, else ./data) can be a
+    folder: not a file, a device, a dangling or looping symlink, or a path below a file (each
+    would fail later, in whatever first creates a file there, as a traceback)."""
+    from pipeline.home import resolve_home
+
+    folder = resolve_home(home)
+    given = "--home" if home is not None else "$SIEVE_HOME" if os.environ.get("SIEVE_HOME") else ""
+    where = f"{given} {folder}".strip()
+    if folder.is_symlink() and not folder.exists():
+        raise SieveError(f"{where} is a symlink to nothing (a loop or a missing target)")
+    if folder.exists() and not folder.is_dir():
+        raise SieveError(f"{where} is not a folder")
+    for parent in folder.absolute().parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise SieveError(f"{where} is below {parent}, which is not a folder")
+            break
+    return home
+
+
 HomeOpt = Annotated[
     Path | None,
-    typer.Option("--home", help="Sieve home (ledger, models); default $SIEVE_HOME or ./data."),
+    typer.Option(
+        "--home",
+        help="Sieve home (ledger, models); default $SIEVE_HOME or ./data.",
+        callback=checked_home,
+    ),
 ]
 BackendOpt = Annotated[str, typer.Option("--backend", help="Sampler: hf, vllm or openai.")]
 ModelOpt = Annotated[

@@ -4,14 +4,15 @@ write it.
 `sql` runs one statement in `pipeline.store`'s sandbox (read-only, time and memory limits) and
 writes it as a table, CSV, a JSON array or Parquet. `audit` shows the verifier audit of a
 curation (`pipeline.audit`): math-verify's disagreement rate with Sieve's verdicts per family,
-the worst family x level cells and a few disagreements; ledger text in them (answers,
-completions) is escaped, never read as Rich markup.
+the worst family x level cells and a few disagreements. Ledger text (answers, completions,
+column names) prints as it is, never as Rich markup (`flows.cli.common`'s consoles).
 
 Test: `pytest tests/cli/test_sql_sandbox.py tests/cli/test_cli.py tests/store/test_locking.py`.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,10 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from flows.cli.common import escaped, out, show, table
+from flows.cli.common import console, out, show, table
 from flows.cli.options import HomeOpt
 from pipeline.errors import SieveError
 
@@ -90,7 +89,7 @@ def _emit(result: pa.Table, format: Format, output: Path | None) -> None:
     if format is Format.parquet and output is not None:
         _write_parquet(result, output)
     elif format is Format.json:
-        rows = result.column(0).to_pylist()
+        rows = _finite_json(result.column(0).to_pylist())
         _write_text("[\n" + ",\n".join(rows) + "\n]\n" if rows else "[]\n", output)
     else:
         import polars as pl
@@ -103,7 +102,23 @@ def _emit(result: pa.Table, format: Format, output: Path | None) -> None:
             out.print(table(frame))
         else:
             with _writing(output) as handle:
-                Console(file=handle, width=200).print(table(frame, max_rows=frame.height))
+                console(file=handle, width=200).print(table(frame, max_rows=frame.height))
+
+
+# a JSON string (left as it is) or one of the non-numbers DuckDB writes for NaN and infinities
+_NON_FINITE = re.compile(r'("(?:[^"\\]|\\.)*")|-?Infinity|NaN')
+
+
+def _finite_json(rows: list[str]) -> list[str]:
+    """`rows` (JSON objects as DuckDB writes them) with NaN, Infinity and -Infinity as null, so
+    the output is valid JSON, which has no such numbers; only rows that hold one are rewritten."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    suspect = pc.match_substring_regex(pa.array(rows, pa.string()), "NaN|Infinity")
+    for i in pc.indices_nonzero(suspect).to_pylist():
+        rows[i] = _NON_FINITE.sub(lambda m: m.group(1) or "null", rows[i])
+    return rows
 
 
 def _write_parquet(result: pa.Table, output: Path) -> None:
@@ -185,20 +200,20 @@ def audit(
         families = audit_lib.by_family(ledger, runs)
         worst = audit_lib.worst_cells(ledger, runs, cells)
         shown = audit_lib.examples(ledger, runs, examples)
-    title = escape(label)
+    title = label
     if families.height == 0:
         out.print(f"{title}: no verifier audit rows (curated before the audit existed?)")
         return
     totals = families.select("audited", "guesses", "disagreements", "second_failed").sum().row(0)
     out.print(
-        f"{title} ({escape(', '.join(runs))}): {totals[0]} verdicts audited ({totals[1]} "
+        f"{title} ({', '.join(runs)}): {totals[0]} verdicts audited ({totals[1]} "
         f"guessed), {totals[2]} disagreements, math-verify failed on {totals[3]}"
     )
-    show(escaped(families), "disagreement rate by family (math-verify vs Sieve)")
+    show(families, "disagreement rate by family (math-verify vs Sieve)")
     if cells:
-        show(escaped(worst), "worst family x level cells (highest disagreement rate first)")
+        show(worst, "worst family x level cells (highest disagreement rate first)")
     if examples:
-        show(escaped(shown), "example disagreements (first 200 characters of the completion)")
+        show(shown, "example disagreements (first 200 characters of the completion)")
 
 
 @curriculum_app.command("show")

@@ -3,7 +3,7 @@
 The new verdicts are added to `rescored_verdicts` beside the stored ones (`pipeline.rescore`);
 the rollouts are never rewritten. It prints how many verdicts were re-judged, how many changed
 per family (right to wrong, wrong to right) under the current verifier version, and a few
-changed verdicts; ledger text in them is escaped, never read as Rich markup.
+changed verdicts; ledger text in them prints as it is, never as Rich markup.
 
 Test: `.venv/bin/pytest tests/cli/test_rescore_cli.py -q`.
 """
@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
-from flows.cli.common import escaped, out, show
+from flows.cli.common import out, show
 from flows.cli.options import HomeOpt
 from pipeline.errors import SieveError
 
@@ -43,11 +42,11 @@ def rescore(
     stored, changed, worse, better, other = (int(n) for n in done.changes[columns].sum().row(0))
     errors = f", {other} to or from a verifier error" if other else ""
     out.print(
-        f"{escape(done.label)} ({escape(', '.join(done.runs))}): {done.judged} verdicts "
-        f"re-judged under verifier {escape(done.version)} ({stored - done.judged} rescored "
+        f"{done.label} ({', '.join(done.runs)}): {done.judged} verdicts "
+        f"re-judged under verifier {done.version} ({stored - done.judged} rescored "
         f"under it before); {changed} of {stored} changed: {worse} correct -> wrong, "
         f"{better} wrong -> correct{errors}"
     )
-    show(escaped(done.changes), f"verdict changes by family under {escape(done.version)}")
+    show(done.changes, f"verdict changes by family under {done.version}")
     if examples:
-        show(escaped(shown), "example changed verdicts (first 200 characters of the completion)")
+        show(shown, "example changed verdicts (first 200 characters of the completion)")

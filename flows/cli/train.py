@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flows.cli.common import check_backend, out, progress, show, start_flows
+from flows.cli.common import check_backend, committed, out, progress, show, start_flows
 from flows.cli.options import ENGINE, BackendOpt, BaseUrlOpt, EngineArgs, HomeOpt, option_blocks
 from pipeline.errors import SieveError
 
@@ -187,6 +187,10 @@ def _train_progress(bar: Progress, total: int) -> Callable[[ProgressEvent], None
 
     def update(e: ProgressEvent) -> None:
         m = e.metrics
+        committed(
+            f"trained {e.done} of {e.total} steps; the checkpoints written are kept "
+            "(`sieve train --resume` continues from the newest)"
+        )
         bar.update(
             task,
             completed=e.done,

@@ -2,6 +2,8 @@
 
 Every file is written to a temporary name and renamed, the page last, so an open report is
 never half-written; figure files of an earlier report that this one no longer draws are removed.
+Text goes into the page through `_text`: HTML-escaped, control characters shown escaped (a raw
+one is not even valid HTML).
 
 Test: `.venv/bin/pytest tests/test_report.py -q`.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.errors import printable
 from pipeline.export import check_output_dir, prepare_output_dir, write_atomically
 from pipeline.report.sections import SECTIONS, Section
 from pipeline.store import Ledger
@@ -52,27 +55,31 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def _text(text: str) -> str:
+    return html.escape(printable(text))
+
+
 def _td(value: object) -> str:
     numeric = isinstance(value, int | float) and not isinstance(value, bool)
     opening = '<td class="num">' if numeric else "<td>"
-    return f"{opening}{html.escape(_cell(value))}</td>"
+    return f"{opening}{_text(_cell(value))}</td>"
 
 
 def table_html(caption: str, frame: pl.DataFrame, max_rows: int = 200) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    head = "".join(f"<th>{_text(c)}</th>" for c in frame.columns)
     body = "".join(
         "<tr>" + "".join(_td(v) for v in row) + "</tr>" for row in frame.head(max_rows).iter_rows()
     )
     more = f" (first {max_rows} of {frame.height} rows)" if frame.height > max_rows else ""
     return (
-        f"<table><caption>{html.escape(caption + more)}</caption>"
+        f"<table><caption>{_text(caption + more)}</caption>"
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
 
 
 def figure_html(caption: str, png: bytes) -> str:
     data = base64.b64encode(png).decode("ascii")
-    alt = html.escape(caption)
+    alt = _text(caption)
     return (
         f'<figure><img src="data:image/png;base64,{data}" alt="{alt}">'
         f"<figcaption>{alt}</figcaption></figure>"
@@ -80,11 +87,11 @@ def figure_html(caption: str, png: bytes) -> str:
 
 
 def section_html(section: Section) -> str:
-    parts = [f'<section id="{section.key}"><h2>{html.escape(section.title)}</h2>']
+    parts = [f'<section id="{section.key}"><h2>{_text(section.title)}</h2>']
     if section.intro:
-        parts.append(f"<p>{html.escape(section.intro)}</p>")
+        parts.append(f"<p>{_text(section.intro)}</p>")
     if section.note:
-        parts.append(f'<p class="note">{html.escape(section.note)}</p>')
+        parts.append(f'<p class="note">{_text(section.note)}</p>')
     else:
         parts += [figure_html(c, png) for c, png in section.figures]
     parts += [table_html(c, t) for c, t in section.tables if t.height]
@@ -92,7 +99,7 @@ def section_html(section: Section) -> str:
 
 
 def page_html(sections: list[Section], generated: datetime) -> str:
-    nav = " ".join(f'<a href="#{s.key}">{html.escape(s.title)}</a>' for s in sections)
+    nav = " ".join(f'<a href="#{s.key}">{_text(s.title)}</a>' for s in sections)
     body = "\n".join(section_html(s) for s in sections)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

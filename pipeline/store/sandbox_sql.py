@@ -75,7 +75,10 @@ class QueryLimits:
             raise SieveError(
                 f"--memory-limit must be a size such as 512MB or 2GiB, got {memory_limit!r}"
             )
-        memory = int(float(match.group(1)) * _UNITS[unit])
+        size = float(match.group(1)) * _UNITS[unit]
+        if not size < 2**63:  # an integer in DuckDB (and not infinite, as 1e400 is)
+            raise SieveError(f"--memory-limit is too large, got {memory_limit!r}")
+        memory = int(size)
         if memory < MIN_MEMORY:
             raise SieveError(f"--memory-limit must be at least 16MiB, got {memory_limit!r}")
         return cls(timeout_s=timeout_s, memory_bytes=memory, memory_label=memory_limit.strip())

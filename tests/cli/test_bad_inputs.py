@@ -11,22 +11,31 @@ skip with the reason otherwise). `test_verbose_*` runs the CLI as a subprocess, 
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pytest
 
+from pipeline.errors import printable
 from pipeline.store import Ledger
 from tests.cli_runner import run_cli as run_sieve
+from tests.store.audit_rows import LONG, STRAY
 
 TABLES = ("problems", "sampling_runs", "rollouts", "curricula", "curriculum_items", "train_runs")
 
 TINY = "<tiny model>"  # a file value: copy the tiny policy folder here
 GONE = "<delete>"  # a file value: delete this file (after the copies above it)
+LOOP = "<symlink loop>"  # a file value: a symlink to itself
 BAD_JSON = '{"model_type": "llama", "hidden_size": '
 LEVEL_ABOVE_INT32 = '{"question": "1+1?", "answer": "2", "level": 99999999999}\n'
 
@@ -200,6 +209,36 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str]] = [
         ["train", "--steps", "1", "--model", "{d}/m"],
         "no weights",  # the revision is read before the weights load: curate's line
     ),
+    # issue 32: bytes that are not UTF-8, sizes past any integer, homes that cannot be folders
+    ("sql: query not UTF-8", {}, ["sql", "SELECT '\udcff'"], "argument 2 is not UTF-8"),
+    ("audit: run id not UTF-8", {}, ["audit", "screen-\udcff"], "screen-\\xff"),
+    (
+        "sql: memory limit past 2^63",
+        {},
+        ["sql", "SELECT 1", "--memory-limit", "1" + "0" * 400 + "TB"],
+        "--memory-limit is too large",
+    ),
+    (
+        "ingest: max line bytes past any line",
+        {"b.jsonl": '{"question": "1+1?", "answer": "2"}\n'},
+        ["ingest", "{d}/b.jsonl", "--max-line-bytes", "9" * 23],
+        "--max-line-bytes must be at most",
+    ),
+    ("home is a file", {"f": "x"}, ["stats", "--home", "{d}/f"], "{d}/f is not a folder"),
+    ("home is /dev/null", {}, ["generate", "--family", "arith", "--home", "/dev/null"], "folder"),
+    ("home is a symlink loop", {"h": LOOP}, ["stats", "--home", "{d}/h"], "a loop"),
+    (
+        "home below a file",
+        {"f": "x"},
+        ["generate", "--family", "arith", "--home", "{d}/f/home"],
+        "below {d}/f, which is not a folder",
+    ),
+    (
+        "error text with control characters",
+        {},
+        ["generate", "--family", "a\x1b[2J\nb"],
+        "a\\x1b[2J\\nb",
+    ),
 ]
 FLOW_CASES = {c[0] for c in CASES if c[2][0] in ("curate", "train") and TINY in c[1].values()}
 
@@ -215,6 +254,8 @@ def write_files(root: Path, files: dict[str, str | bytes], tiny: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if value == TINY:
             shutil.copytree(tiny, path)
+        elif value == LOOP:
+            path.symlink_to(path)
         elif value == GONE:
             path.unlink()
         elif isinstance(value, bytes):
@@ -264,7 +305,7 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
 ) -> None:
     write_files(tmp_path, files, tiny_model_dir)
     args = [a.replace("{d}", str(tmp_path)) for a in argv]
-    if args[0] not in ("verify",):
+    if args[0] not in ("verify",) and "--home" not in args:
         args += ["--home", str(seeded_home)]
     log = seeded_home / "logs" / "prefect.log"
     logged = log.stat().st_size if log.exists() else 0
@@ -272,6 +313,7 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
     code, err = run_cli(args, capfd)
     line = error_line(code, err)
     assert needle.replace("{d}", str(tmp_path)) in line, line
+    assert "\x1b" not in line
     assert checksums(seeded_home) == before
     if case in FLOW_CASES:  # the flow's failure was logged, to the file
         assert log.stat().st_size > logged, f"nothing logged to {log}"
@@ -279,7 +321,7 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
 
 
 def test_the_catalogue_holds_every_case() -> None:
-    assert len(CASES) == 49 and len({c[0] for c in CASES}) == len(CASES)
+    assert len(CASES) == 58 and len({c[0] for c in CASES}) == len(CASES)
     assert len(FLOW_CASES) == 5
 
 
@@ -325,6 +367,160 @@ def test_truncated_ledger_is_one_line_and_the_file_is_untouched(
     code, err = run_cli([*argv, "--home", str(tmp_path)], capfd)
     assert "sieve.duckdb" in error_line(code, err)
     assert ledger.read_bytes() == before
+
+
+# ------------------------------------------------------------------------------ ledger text
+
+# Text in the ledger is data, never markup: Rich ate `[bold]`, raised on a stray `[/red]` (after
+# the ingest had committed, and in every `sieve stats` after it), passed ESC to the terminal and
+# read `:smile:`; matplotlib read `$...$` as mathtext (a parse error stopped `sieve report`).
+FAMILY = "[/red]$\\x$\x1b[31m"
+QUESTION = "[x] 5 [bold] \x1b]0;title\x07 :smile: [/]"
+ANSWER = "[/i]7"
+REVISION = "rev[/x]$\\x$\x1b[2J"
+CID = "cur-[/c]"
+REASON = "[/r]mid"
+
+
+def hostile_problems(ids: list[str], split: str) -> pl.DataFrame:
+    from tests.store.audit_rows import NOW
+
+    return pl.DataFrame(
+        {
+            "problem_id": ids,
+            "source": "test",
+            "family": FAMILY,
+            "level": pl.Series([1 + i % 2 for i in range(len(ids))], dtype=pl.Int32),
+            "params": "{}",
+            "question": [f"{QUESTION} {i}" for i in ids],
+            "answer": ANSWER,
+            "verifier": "math",
+            "split": split,
+            "created_at": NOW,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def hostile_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home whose ledger text is hostile: problems, a curriculum, eval and screen runs of a
+    revision, and a verifier audit (tests/store/audit_rows: `[bold]...`, `[/oops]`)."""
+    from tests.store.audit_rows import NOW, hand_built
+    from tests.store.eval_rows import add_run
+
+    home = tmp_path_factory.mktemp("hostile")
+    train = [f"t{i}" for i in range(6)]
+    held = [f"h{i}" for i in range(4)]
+    with Ledger.open(home) as ledger:
+        hand_built(ledger)
+        ledger.write("problems", pl.concat([hostile_problems(train, "train"),
+                                            hostile_problems(held, "heldout")]))  # fmt: skip
+        for run, temperature in (("eval-0", 0.0), ("eval-1", 1.0)):
+            add_run(ledger, run, REVISION, temperature, {p: [True, False] for p in held})
+        add_run(ledger, "screen-h", REVISION, 1.0, {p: [True, False] for p in train},
+                minute=5, purpose="screen")  # fmt: skip
+        head = pl.DataFrame(
+            {"curriculum_id": [CID], "created_at": [NOW], "model": ["m"],
+             "model_revision": [REVISION], "config": ["{}"], "status": ["finished"]}
+        )  # fmt: skip
+        items = pl.DataFrame(
+            {"curriculum_id": CID, "problem_id": train, "stage": 1,
+             "position": list(range(len(train))), "group_size": 4, "weight": 1.0,
+             "p_mean": 0.5, "p_low": 0.2, "p_high": 0.8, "reason": REASON}
+        )  # fmt: skip
+        ledger.write_batch({"curricula": head, "curriculum_items": items})
+    return home
+
+
+def assert_shown(out: str, *texts: str) -> None:
+    """Each text printed as it is, control characters escaped; no raw escape anywhere."""
+    for text in texts:
+        assert printable(text) in out, (text, out)
+    assert "\x1b" not in out and "\x07" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "texts"),
+    [
+        (["stats"], [FAMILY, CID, REVISION]),
+        (["curriculum", "show", "latest"], [CID, FAMILY, QUESTION, ANSWER, REASON]),
+        (["audit", "screen-k"], [LONG[:200], STRAY]),
+        (["sql", 'SELECT question, family AS "[/x]" FROM problems'], [QUESTION, "[/x]"]),
+        (["rescore", "screen-k", "--examples", "0"], ["run screen-k"]),
+    ],
+    ids=["stats", "curriculum show", "audit", "sql column name", "rescore"],
+)
+def test_ledger_text_prints_as_it_is(
+    hostile_home: Path, capsys: pytest.CaptureFixture[str], argv: list[str], texts: list[str]
+) -> None:
+    code, out, err = run_sieve([*argv, "--home", str(hostile_home)], capsys)
+    assert code == 0 and err == "", err
+    assert_shown(out, *texts)
+
+
+def test_the_report_shows_ledger_text_as_it_is(
+    hostile_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["report", "--output", str(tmp_path), "--home", str(hostile_home)]
+    code, _, err = run_sieve(argv, capsys)
+    assert code == 0 and err == "", err  # no mathtext error, no warning of a missing glyph
+    page = (tmp_path / "report.html").read_text()
+    assert html.escape(printable(FAMILY)) in page
+    assert html.escape(f"Before: {REVISION[:10]}") in page  # the report shortens revisions
+    assert "\x1b" not in page and len(list(tmp_path.glob("fig_*.png"))) >= 3
+
+
+def test_ingested_text_prints_as_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's first probe: the ingest committed, then its own table raised."""
+    lines = [json.dumps({"question": f"{QUESTION} {i}", "answer": ANSWER}) for i in range(3)]
+    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
+    argv = ["ingest", str(tmp_path / "q.jsonl"), "--family", FAMILY, "--home", str(tmp_path / "h")]
+    code, out, err = run_sieve(argv, capsys)
+    assert code == 0 and err == "", err
+    assert_shown(out, FAMILY)
+    code, out, err = run_sieve(["stats", "--home", str(tmp_path / "h")], capsys)
+    assert code == 0 and err == "", err
+    assert_shown(out, FAMILY)
+
+
+def test_json_output_has_no_nan_or_infinity(
+    seeded_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = (
+        "SELECT 'nan'::DOUBLE AS a, 'inf'::DOUBLE AS b, ['-inf'::DOUBLE, 1.5] AS c, "
+        "'NaN, Infinity' AS \"NaN\""
+    )
+    argv = ["sql", query, "--format", "json", "--home", str(seeded_home)]
+    code, out, err = run_sieve(argv, capsys)
+    assert code == 0 and err == "", err
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} in JSON output")
+
+    rows = json.loads(out, parse_constant=refuse)
+    assert rows == [{"a": None, "b": None, "c": [None, 1.5], "NaN": "NaN, Infinity"}]
+
+
+def test_help_shows_brackets_as_written(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every option help with a `[` in it, in its command's --help (Typer reads help as
+    markup: `--runner` read "(needs '.')")."""
+    import typer
+
+    from flows import cli
+
+    monkeypatch.setenv("COLUMNS", "1000")  # Typer's own console: one row per option
+    root = typer.main.get_command(cli.app)
+    found = []
+    for name, command in root.commands.items():
+        for sub, leaf in getattr(command, "commands", {None: command}).items():
+            path = [name] if sub is None else [name, sub]
+            found += [(path, p.help) for p in leaf.params if "[" in (getattr(p, "help", "") or "")]
+    assert (["curate"], "Where chunks run: local, dask or ray (needs '.[scale]').") in found
+    for path, text in found:
+        code, out, _ = run_sieve([*path, "--help"], capsys)
+        assert code == 0 and text in out, (path, text)
 
 
 # ------------------------------------------------------------------------------ disk full
@@ -417,6 +613,200 @@ def test_disk_full_while_writing_a_checkpoint_is_one_line_and_leaves_no_temp_fol
     runs = [p for p in small_disk.iterdir() if p.is_dir()]
     assert runs, "training never reached its first checkpoint"
     assert not [p.name for run in runs for p in run.iterdir()]  # no .tmp-step-* left behind
+
+
+# ------------------------------------------------------------------------------ interrupted
+
+CURATE_NOTE = "interrupted: screen 3 of 8 chunks committed; rerun the same command to resume"
+
+
+def only_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.fixture
+def no_flows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[str, Callable], None]:
+    """`no_flows(job, flow)`: the CLI's `job` module (curate, train) runs `flow` in place of its
+    Prefect flow, with no Prefect server started."""
+    import flows.curate
+    import flows.train
+    from flows import cli
+
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))  # this test's, set back after
+
+    def replace(job: str, flow: Callable) -> None:
+        monkeypatch.setattr(getattr(cli, job), "start_flows", lambda home: None)
+        monkeypatch.setattr(getattr(flows, job), f"{job}_flow", flow)
+
+    return replace
+
+
+def test_sigterm_names_what_was_committed_and_drops_later_stderr(
+    seeded_home: Path,
+    tiny_model_dir: Path,
+    no_flows: Callable[[str, Callable], None],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pipeline.hooks import ProgressEvent
+
+    def flow(params: object, runtime: Any) -> None:
+        runtime.progress(ProgressEvent("curate", "screen", 3, 8))
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)  # the handler raises in here
+        except KeyboardInterrupt:
+            print("Traceback (most recent call last): a crash report", file=sys.stderr)
+            raise
+
+    no_flows("curate", flow)
+    argv = ["curate", "--model", str(tiny_model_dir), "--home", str(seeded_home)]
+    code, _, err = run_sieve(argv, capsys)
+    assert code == 128 + signal.SIGTERM and only_line(err) == CURATE_NOTE
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # pytest's own, put back
+
+
+def test_prefects_termination_signal_under_a_later_error_is_one_line(
+    seeded_home: Path,
+    tiny_model_dir: Path,
+    no_flows: Callable[[str, Callable], None],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Prefect's SIGTERM handler raises TerminationSignal; with its server gone too (a signal to
+    the whole process group) reporting the crash raised an httpx error instead, a traceback."""
+    from prefect.exceptions import TerminationSignal
+
+    from pipeline.hooks import ProgressEvent
+
+    def flow(params: object, runtime: Any) -> None:
+        runtime.progress(ProgressEvent("curate", "screen", 3, 8))
+        try:
+            raise TerminationSignal(signal=signal.SIGTERM)
+        except TerminationSignal:
+            raise ConnectionError("All connection attempts failed") from None
+
+    no_flows("curate", flow)
+    argv = ["curate", "--model", str(tiny_model_dir), "--home", str(seeded_home)]
+    code, _, err = run_sieve(argv, capsys)
+    assert code == 128 + signal.SIGTERM and only_line(err) == CURATE_NOTE
+
+
+def test_ctrl_c_in_training_names_the_steps_done(
+    seeded_home: Path,
+    tiny_model_dir: Path,
+    no_flows: Callable[[str, Callable], None],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pipeline.hooks import ProgressEvent
+
+    metrics = {"reward_mean": 0.5, "pass_rate": 0.5, "kl": 0.0, "zero_var_share": 0.1}
+
+    def flow(params: object, runtime: Any) -> None:
+        runtime.progress(ProgressEvent("train", "train", 2, 10, metrics))
+        raise KeyboardInterrupt  # Ctrl-C as Python delivers it
+
+    no_flows("train", flow)
+    argv = ["train", "--steps", "10", "--model", str(tiny_model_dir), "--home", str(seeded_home)]
+    code, _, err = run_sieve(argv, capsys)
+    assert code == 128 + signal.SIGINT
+    assert only_line(err) == (
+        "interrupted: trained 2 of 10 steps; the checkpoints written are kept "
+        "(`sieve train --resume` continues from the newest)"
+    )
+
+
+def handles_sigterm(pid: int) -> bool:
+    """True once the process catches SIGTERM (the CLI's handler is installed; Linux /proc)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = int(next(x for x in status.splitlines() if x.startswith("SigCgt:")).split()[1], 16)
+    return bool(caught >> (signal.SIGTERM - 1) & 1)
+
+
+def sieve_process(argv: list[str], **kwargs: Any) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "SIEVE_"))}
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        **kwargs,
+    )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signalled_run_ends_with_one_line(tmp_path: Path, sig: signal.Signals) -> None:
+    """A real `sieve bootstrap` (a long supervised run, no Prefect) signalled once its handler
+    is in place: one `interrupted:` line and 128 + the signal."""
+    proc = sieve_process(["bootstrap", "--max-steps", "1000000", "--home", str(tmp_path)])
+    try:
+        deadline = time.monotonic() + 60
+        while not handles_sigterm(proc.pid):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        time.sleep(1)  # into the command itself
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + sig, err
+    assert only_line(err) == "interrupted: nothing half-written"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except (OSError, ValueError):
+            continue
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+            found += [int(entry.name), *_children(int(entry.name))]
+    return found
+
+
+@pytest.mark.crash
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+def test_a_curation_stopped_like_timeout_does_is_one_line(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    """`timeout` signals the whole process group, Prefect's server with it: the run still ends
+    with one line (Prefect's httpx traceback and "Error logging to API" before), and nothing
+    of it is left running."""
+    argv = ["curate", "--n", "400", "--model", str(tiny_model_dir), "--home", str(tmp_path)]
+    proc = sieve_process(argv, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not any("uvicorn" in _cmdline(p) for p in _children(proc.pid)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.3)
+        time.sleep(5)  # the flow is running
+        children = _children(proc.pid)
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert only_line(err).startswith("interrupted: "), err
+    deadline = time.monotonic() + 10
+    while (left := [p for p in children if Path(f"/proc/{p}").exists()]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.2)
+    assert not left, [_cmdline(p) for p in left]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
 
 
 # ------------------------------------------------------------------------------ --verbose
