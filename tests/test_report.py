@@ -26,6 +26,7 @@ from pipeline.sampling.base import Completion
 from pipeline.scoring.verdict import Verdict, verifier_error
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger, check_read_only
+from tests.cli_runner import wide_console
 from tests.simulated import reachable_problems, simulated_policy
 from tests.store.eval_rows import Outcomes, add_problems, add_run
 
@@ -157,7 +158,7 @@ def report_table(ledger: Ledger, page: str) -> pl.DataFrame:
 
 
 def test_the_cli_tables_and_the_report_agree_on_runs_with_verifier_errors(
-    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from flows.train import summary
     from pipeline.train import TrainResult
@@ -173,11 +174,11 @@ def test_the_cli_tables_and_the_report_agree_on_runs_with_verifier_errors(
     frames = shown_by_the_cli(monkeypatch)
     cli.query.stats(home=home)  # `sieve stats`: held-out sampled pass@1 by revision
     result = TrainResult("t", "c", "rev-a", "rev-b", home, 1, 1, 1.0, before, after)
-    capsys.readouterr()
+    printed = wide_console(monkeypatch, cli.train)  # 1,000 columns: no line is wrapped
     cli.train.print_train(
         {**summary(result), "before": before.to_dicts(), "after": after.to_dicts()}
     )
-    line = " ".join(capsys.readouterr().out.split())  # rich wraps at the console width
+    line = printed.getvalue()
     by_revision = frames["held-out sampled pass@1 by revision (oldest first)"]
     train_table = frames["held-out pass@1 before -> after"]
 

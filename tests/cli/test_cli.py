@@ -11,7 +11,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from flows import cli
 from pipeline.store import Ledger
+from tests.cli_runner import run_cli, shown_frames
 
 
 def sieve(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -210,7 +212,12 @@ def test_eval_rejects_unknown_backend_and_broken_folder(
     assert "--base-url" in one_error_line(no_url)
 
 
-def test_eval_records_runs_for_a_model_folder(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_eval_records_runs_for_a_model_folder(
+    tmp_path: Path,
+    tiny_model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     result = sieve(
         "eval", "--model", str(tiny_model_dir), "--per-level", "2", "--samples", "2", home=tmp_path
     )
@@ -219,10 +226,12 @@ def test_eval_records_runs_for_a_model_folder(tmp_path: Path, tiny_model_dir: Pa
     with Ledger.open(tmp_path, read_only=True) as led:
         runs = led.sql("SELECT purpose, group_size FROM sampling_runs ORDER BY group_size").rows()
     assert runs == [("eval", 1), ("eval", 2)]
-    stats = sieve("stats", home=tmp_path)
-    assert stats.returncode == 0, stats.stderr
     # the sampled eval run is history: stats shows each cell's yield and the next allocation
-    assert "where the next curation's candidates go" in " ".join(stats.stdout.split())
+    # (asserted on the frames shown: a table's title wraps at the table's width)
+    frames = shown_frames(monkeypatch, cli.query)
+    code, _, err = run_cli(["stats", "--home", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert [t for t in frames if "where the next curation's candidates go" in t], list(frames)
 
 
 def test_curate_config_errors_are_one_line(tmp_path: Path, tiny_model_dir: Path) -> None:
