@@ -548,9 +548,15 @@ def curriculum(r: Results, name: str = "curriculum") -> str:
     setup = r(name, "setup")
     several = len(setup["seeds"]) > 1
     start = next(iter(final.values()))["start_sampled"]
+    seeds_of: dict[str, list[int]] = {}
+    for run in r(name, "runs"):
+        seeds_of.setdefault(run["arm"], []).append(run["seed"])
     rows = []
     for arm, f in final.items():
         got = reach.get(arm)
+        label = CURRICULUM_ARMS.get(arm, arm)
+        if sorted(seeds_of[arm]) != sorted(setup["seeds"]):  # an arm measured on fewer seeds
+            label += f" (seeds {', '.join(str(x) for x in sorted(seeds_of[arm]))} only)"
         if got is None:
             reached = "never"
         elif ratio.get(arm) is None:
@@ -560,7 +566,7 @@ def curriculum(r: Results, name: str = "curriculum") -> str:
         spread = f" ± {num(f['sampled_std'], 4)}" if several else ""
         rows.append(
             [
-                CURRICULUM_ARMS.get(arm, arm),
+                label,
                 num(f["sampled_mean"], 4) + spread,
                 num(f["greedy_mean"], 4),
                 num(f["zero_var_share"], 2),
