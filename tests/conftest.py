@@ -1,7 +1,7 @@
 """Shared fixtures: an in-memory ledger with migrations applied, and a temporary Sieve home.
 
-Two environment settings for the whole session, made before any test module imports torch or
-Rich and inherited by every child process a test starts:
+Three environment settings for the whole session, made before any test module imports torch,
+Rich or Prefect and inherited by every child process a test starts:
 - one OpenMP thread per process: with one per core, torch's threads spin at each barrier while
   the Prefect server, CLI children, torchrun ranks or another test run hold the same cores; on
   2 shared cores a toy training step ran 10-40x slower (tests/grpo_core/test_checkpoint.py: 60 s
@@ -9,6 +9,10 @@ Rich and inherited by every child process a test starts:
 - a 1,000-column console (COLUMNS): Rich wraps at the console width (80 when not a terminal),
   so text that a test looks for would depend on where a line breaks, which a temp path's length
   moves. Set in `pytest_configure`, so pytest's own report keeps the terminal's width.
+- a 120 s start-up limit for Prefect's temporary API server (the value `pipeline.runlog`
+  gives a Sieve run): a test process imports Prefect long before any CLI code sets it, and
+  Prefect's 20 s default timed out on a loaded 2-core machine ("Prefect's temporary API server
+  did not start"). A value already set is kept.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pipeline.store import Ledger
 
 # conftest is imported before any test module, so before torch (see the docstring)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
 @pytest.hookimpl(trylast=True)
