@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flows.cli.common import out, table
+from flows.cli.common import err, out, table
 from flows.cli.options import HomeOpt
 from pipeline.errors import SieveError
 
@@ -115,6 +115,7 @@ def ingest(
         heldout_pct=heldout_pct,
         allow_conflicts=allow_conflicts,
         max_line_bytes=MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
+        warn=lambda line: err.print(f"warning: {line}"),
     )
     with Ledger.open(home) as ledger:
         new = ledger.write("problems", frame)

@@ -560,3 +560,13 @@ def test_a_gold_not_accepted_against_itself_warns(tmp_path: Path) -> None:
     assert frame.height == 2
     assert len(warnings) == 1 and warnings[0].startswith("data.jsonl: 1 answer(s) are not accepted")
     assert "'5, not 6'" in warnings[0]
+
+
+def test_sieve_ingest_prints_its_warnings_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\n")
+    code, _, err = run_cli(["ingest", str(empty), "--home", str(tmp_path / "home")], capsys)
+    assert code == 0
+    assert err.splitlines() == ["warning: empty.jsonl: no records; nothing to import"]
