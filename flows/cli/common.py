@@ -63,6 +63,9 @@ out = console()
 err = console(stderr=True)
 
 
+WIDE_ENV = "SIEVE_WIDE"  # set by `sieve --wide`: tables keep every column whatever the width
+
+
 def options(
     verbose: Annotated[
         bool,
@@ -72,12 +75,22 @@ def options(
             "(default: flows log to <home>/logs/prefect.log). Also $SIEVE_VERBOSE=1.",
         ),
     ] = False,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            help="Print every column of a table even when it does not fit the terminal "
+            "(default: before/after tables are folded to fit). Also $SIEVE_WIDE=1.",
+        ),
+    ] = False,
 ) -> None:
     """Options for every command (put them before the command: `sieve --verbose curate`)."""
     from pipeline.runlog import VERBOSE_ENV
 
     if verbose:
         os.environ[VERBOSE_ENV] = "1"
+    if wide:
+        os.environ[WIDE_ENV] = "1"
 
 
 def table(frame: pl.DataFrame, title: str | None = None, max_rows: int = 200) -> Table:
@@ -105,11 +118,60 @@ def bold(text: str) -> Text:
 
 
 def show(frame: pl.DataFrame, title: str) -> None:
-    """`frame` as a titled table on stdout, or `title: none yet` when it is empty."""
+    """`frame` as a titled table on stdout, or `title: none yet` when it is empty. A table wider
+    than the terminal with `<x>_before` / `<x>_after` columns is printed folded (`fitted`)
+    unless `sieve --wide`; `--format csv` (`sieve sql`) always has every column."""
     if frame.height == 0:
         out.print(Text.assemble(bold(title), ": none yet"))
-    else:
-        out.print(table(frame, title=title))
+        return
+    full = table(frame, title=title)
+    if os.environ.get(WIDE_ENV) != "1" and natural_width(full) > out.width:
+        folded = fitted(frame)
+        if folded is not frame:
+            out.print(table(folded, title=f"{title} (sieve --wide for every column)"))
+            return
+    out.print(full)
+
+
+def natural_width(renderable: Table) -> int:
+    """The width `renderable` takes with no limit (Rich's measure, unclamped by the console)."""
+    return out.measure(renderable, options=out.options.update_width(1 << 20)).maximum
+
+
+# short names for the columns a folded table keeps
+_SHORT = {"problems": "n", "sampled_gain": "gain", "greedy": "greedy", "sampled": "sampled"}
+
+
+def fitted(frame: pl.DataFrame) -> pl.DataFrame:
+    """A before/after table folded for an 80-column terminal: each `<x>_before` / `<x>_after`
+    pair becomes one `<x>` column reading `before → after`, verifier-error columns are kept only
+    when some are non-zero, and `problems` / `sampled_gain` become `n` / `gain`. A frame with
+    no such pair is returned as it is (the same object). Display only: at most a table's rows."""
+    import polars as pl
+
+    pairs = [c[: -len("_before")] for c in frame.columns if c.endswith("_before")]
+    pairs = [x for x in pairs if f"{x}_after" in frame.columns]
+    if not pairs:
+        return frame
+    paired = {f"{x}_{side}" for x in pairs for side in ("before", "after")}
+    columns: dict[str, pl.Series | list[str]] = {}
+    for c in frame.columns:
+        if c not in paired and not c.endswith("_gain"):
+            columns[_SHORT.get(c, c)] = frame[c]
+    for x in pairs:
+        before, after = frame[f"{x}_before"].to_list(), frame[f"{x}_after"].to_list()
+        if x.startswith("errors") and not any(v for v in before + after if v is not None):
+            continue
+        pairs_shown = zip(before, after, strict=True)
+        columns[_SHORT.get(x, x)] = [f"{_shown(b)} → {_shown(a)}" for b, a in pairs_shown]
+    for c in frame.columns:
+        if c.endswith("_gain"):
+            columns[_SHORT.get(c, c)] = [_shown(v) for v in frame[c].to_list()]
+    return pl.DataFrame(columns)
+
+
+def _shown(value: object) -> str:
+    return "" if value is None else _cell(value)
 
 
 def progress(label: str) -> Progress:
