@@ -10,6 +10,11 @@ it) keeps two writers apart for their whole lives, while a long-running writer o
 itself only for each commit (`Ledger.open(..., transient=True)`), so readers get in between.
 Within one process the lease is shared (counted), as DuckDB shares one database per file.
 
+A home may be a shared folder, so nothing beside the ledger is trusted: the lease is opened with
+`O_NOFOLLOW` and used only if it is a regular file with no other hard link, and before DuckDB
+opens the ledger its side files (`.wal`, `.wal.recovery`, `.wal.checkpoint`) must be absent or
+such files too (DuckDB would write through a planted link, and lets a sandboxed query read them).
+
 Test: `pytest tests/store/test_locking.py`.
 """
 
@@ -19,6 +24,7 @@ import fcntl
 import math
 import os
 import re
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +40,7 @@ DEFAULT_LOCK_WAIT = 60.0  # seconds: a chunk commit takes well under one; a read
 _FIRST_PAUSE, _MAX_PAUSE = 0.05, 1.0
 _DAMAGED = re.compile(r"not a valid DuckDB database|Could not read enough bytes|corrupt", re.I)
 T = TypeVar("T")
+SIDE_SUFFIXES = (".wal", ".wal.recovery", ".wal.checkpoint")  # files DuckDB keeps by a database
 
 
 class Busy(Exception):
@@ -110,7 +117,42 @@ def connect(
     return wait_for(lambda: _try_connect(path, read_only, config or {}), path)
 
 
+def side_files(path: Path) -> list[Path]:
+    """The files DuckDB may create beside the database at `path`."""
+    return [path.with_name(path.name + suffix) for suffix in SIDE_SUFFIXES]
+
+
+def check_side_files(path: Path) -> None:
+    """A SieveError unless each side file of the ledger at `path` is absent or a regular file
+    with no other hard link (a planted link would turn DuckDB's writes and reads elsewhere)."""
+    for side in side_files(path):
+        try:
+            info = os.lstat(side)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise SieveError(f"cannot check {side} beside ledger {path}: {one_line(exc)}") from None
+        problem = _untrusted(info)
+        if problem:
+            raise SieveError(
+                f"refused: {side} beside ledger {path} {problem}; remove it (when no sieve "
+                "process uses the ledger) and retry"
+            )
+
+
+def _untrusted(info: os.stat_result) -> str:
+    """Why a file beside the ledger with this `lstat` cannot be used, or ''."""
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if info.st_nlink > 1:
+        return f"has {info.st_nlink - 1} other hard link(s)"
+    return ""
+
+
 def _try_connect(path: Path, read_only: bool, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+    check_side_files(path)
     try:
         return duckdb.connect(str(path), read_only=read_only, config=config)
     except duckdb.Error as exc:
@@ -144,10 +186,21 @@ def take_lease(path: Path) -> Path:
 
 
 def _first_lease(path: Path, key: Path) -> Path:
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
-        fd = os.open(key, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(key, flags, 0o644)
     except OSError as exc:
-        raise SieveError(f"cannot open ledger {path} for writing: {one_line(exc)}") from None
+        if not os.path.islink(key):
+            raise SieveError(f"cannot open ledger {path} for writing: {one_line(exc)}") from None
+        fd = -1
+    problem = _untrusted(os.fstat(fd)) if fd >= 0 else "is a symbolic link"
+    if problem:
+        if fd >= 0:
+            os.close(fd)
+        raise SieveError(
+            f"refused: lease {key} of ledger {path} {problem}; remove it (when no sieve process "
+            "uses the ledger) and retry"
+        )
     try:
         wait_for(lambda: _lock(fd), path)
     except BaseException:
