@@ -2,23 +2,29 @@
 write it.
 
 `sql` runs one statement in `pipeline.store`'s sandbox (read-only, time and memory limits) and
-writes it as a table, CSV, a JSON array or Parquet. `audit` shows the verifier audit of a
-curation (`pipeline.audit`): math-verify's disagreement rate with Sieve's verdicts per family,
-the worst family x level cells and a few disagreements. Ledger text (answers, completions,
-column names) prints as it is, never as Rich markup (`flows.cli.common`'s consoles).
+writes it as a table, CSV, a JSON array or Parquet, streamed batch by batch under the same limits
+(a table cuts cells at `CELL_CHARS`). `--output` is never the ledger or one of its side files
+under any name (device and inode are compared), a regular file is written as a new file beside
+it and renamed over it, and nothing is removed but that new file. `audit` shows the verifier
+audit of a curation (`pipeline.audit`): math-verify's disagreement rate with Sieve's verdicts
+per family, the worst family x level cells and a few disagreements. Ledger text (answers,
+completions, column names) prints as it is, never as Rich markup (`flows.cli.common`'s consoles).
 
-Test: `pytest tests/cli/test_sql_sandbox.py tests/cli/test_cli.py tests/store/test_locking.py`.
+Test: `pytest tests/cli/test_sql_sandbox.py tests/cli/test_cli.py tests/store/test_side_files.py`.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import secrets
+import stat
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import IO, TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -27,7 +33,12 @@ from flows.cli.options import HomeOpt
 from pipeline.errors import SieveError
 
 if TYPE_CHECKING:
+    import polars as pl
     import pyarrow as pa
+    from rich.table import Table
+
+    from pipeline.store.sandbox_sql import Batches, View
+
 
 curriculum_app = typer.Typer(help="Inspect curricula.", no_args_is_help=True)
 
@@ -46,7 +57,9 @@ def sql(
     timeout: Annotated[
         float,
         typer.Option(
-            "--timeout", envvar="SIEVE_SQL_TIMEOUT", help="Stop the query after this many seconds."
+            "--timeout",
+            envvar="SIEVE_SQL_TIMEOUT",
+            help="Stop after this many seconds (the query and writing its result).",
         ),
     ] = 60.0,
     memory_limit: Annotated[
@@ -54,17 +67,17 @@ def sql(
         typer.Option(
             "--memory-limit",
             envvar="SIEVE_SQL_MEMORY_LIMIT",
-            help="DuckDB's memory for the query, e.g. 512MB or 4GiB; while it runs the process "
-            "may grow by at most about twice this.",
+            help="DuckDB's memory for the query, e.g. 512MB or 4GiB; until the result is "
+            "written the process may grow by at most about twice this.",
         ),
     ] = "2GB",
     home: HomeOpt = None,
 ) -> None:
     """Run one read-only query on the ledger (views: group_stats, prompt_stats, ...). It runs
     sandboxed: it reads only the ledger, writes nothing, changes no setting, and stops at
-    --timeout and --memory-limit. Lists and structs become JSON text in csv and table output."""
+    --timeout and --memory-limit. Lists and structs become JSON text in csv and table output;
+    a table cuts cells at 10,000 characters (csv and json keep them whole)."""
     from pipeline.store import Ledger, QueryLimits, Sandbox, check_query
-    from pipeline.store.sandbox_sql import View, exit_process
 
     statement = check_query(query)
     limits = QueryLimits.from_options(timeout, memory_limit)
@@ -76,33 +89,135 @@ def sql(
     view = views.get(format, "text")
     with Ledger.open(home, read_only=True) as ledger:
         if output is not None and ledger.path is not None:
-            target, own = output.resolve(), ledger.path.resolve()
-            if target in (own, own.with_name(own.name + ".wal")):
-                raise SieveError(f"refused: --output {output} is the ledger itself")
-        result = Sandbox(ledger.con, limits, on_stuck=exit_process).run(statement, view)
-    _emit(result, format, output)
+            _check_not_ledger(output, ledger.path)
+        sandbox = Sandbox(ledger.con, limits, on_stuck=_stuck, ledger=ledger.path)
+        with sandbox.stream(statement, view) as batches:
+            _emit(batches, format, output)
 
 
-def _emit(result: pa.Table, format: Format, output: Path | None) -> None:
-    """Write a `Sandbox.run` result: Parquet from the native view, a JSON array from the json
-    view (one object per row), CSV or a table from the text view."""
+CELL_CHARS = 10_000  # a table cell longer than this is cut (Rich lays out long text slowly)
+_PARTIAL: list[Path] = []  # the temporary output file being written, removed if time runs out
+
+
+def _stuck(message: str) -> NoReturn:
+    """The sandbox's `on_stuck`: remove a partly written output file, then end the process."""
+    from pipeline.store.sandbox_sql import exit_process
+
+    for partial in _PARTIAL:
+        with suppress(OSError):
+            partial.unlink()
+    exit_process(message)
+
+
+def _check_not_ledger(output: Path, ledger: Path) -> None:
+    """Refuse an `--output` that is the ledger or one of its side files under any name (a
+    symbolic or hard link included): same device and inode."""
+    from pipeline.store.locks import side_files
+
+    try:
+        target = os.stat(output)
+    except OSError:
+        return  # not there (or unreachable): writing creates a new file
+    for own in (ledger, *side_files(ledger)):
+        try:
+            info = os.stat(own)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) == (target.st_dev, target.st_ino):
+            raise SieveError(f"refused: --output {output} is the ledger itself ({own.name})")
+
+
+def _emit(batches: Batches, format: Format, output: Path | None) -> None:
+    """Write a streamed `Sandbox` result: Parquet from the native view, a JSON array from the
+    json view (one object per row), CSV or a table from the text view."""
     if format is Format.parquet and output is not None:
-        _write_parquet(result, output)
+        _write_parquet(batches, output)
     elif format is Format.json:
-        rows = _finite_json(result.column(0).to_pylist())
-        _write_text("[\n" + ",\n".join(rows) + "\n]\n" if rows else "[]\n", output)
+        with _text_out(output) as handle:
+            _write_json(batches, handle)
+    elif format is Format.csv:
+        with _text_out(output) as handle:
+            _write_csv(batches, handle)
+    elif output is None:
+        out.print(_table(batches, 200))
     else:
-        import polars as pl
+        with _text_out(output) as handle:
+            console(file=handle, width=200).print(_table(batches, None))
 
-        frame = pl.from_arrow(result)  # text view: numbers, booleans and strings only
-        assert isinstance(frame, pl.DataFrame)  # a Table gives a frame (from_arrow: either)
-        if format is Format.csv:
-            _write_text(frame.write_csv(), output)
-        elif output is None:
-            out.print(table(frame))
-        else:
-            with _writing(output) as handle:
-                console(file=handle, width=200).print(table(frame, max_rows=frame.height))
+
+def _write_json(batches: Batches, handle: IO[str]) -> None:
+    first = True
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        rows = _finite_json(batch.column(0).to_pylist())
+        handle.write(("[\n" if first else ",\n") + ",\n".join(rows))
+        first = False
+    handle.write("[]\n" if first else "\n]\n")
+
+
+def _write_csv(batches: Batches, handle: IO[str]) -> None:
+    import pyarrow as pa
+
+    header = True
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        handle.write(_frame(pa.Table.from_batches([batch])).write_csv(include_header=header))
+        header = False
+    if header:  # no rows: the header alone, as for an empty frame
+        handle.write(_frame(batches.schema.empty_table()).write_csv())
+
+
+def _frame(result: pa.Table) -> pl.DataFrame:
+    import polars as pl
+
+    frame = pl.from_arrow(result)  # text view: numbers, booleans and strings only
+    assert isinstance(frame, pl.DataFrame)  # a Table gives a frame (from_arrow: either)
+    return frame
+
+
+def _table(batches: Batches, max_rows: int | None) -> Table:
+    """A table of the first `max_rows` rows (all: None), each long cell cut with a note; the
+    rows past `max_rows` are only counted."""
+    import pyarrow as pa
+
+    kept: list[pa.RecordBatch] = []
+    rows = seen = 0
+    for batch in batches:
+        seen += batch.num_rows
+        if max_rows is None or rows < max_rows:
+            take = batch if max_rows is None else batch.slice(0, max_rows - rows)
+            kept.append(_cut_cells(take))
+            rows += take.num_rows
+    frame = _frame(pa.Table.from_batches(kept, batches.schema))
+    shown = table(frame, max_rows=frame.height)
+    if seen > frame.height:
+        shown.caption = f"{seen} rows, first {frame.height} shown (use --format csv)"
+    return shown
+
+
+def _cut_cells(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """`batch` with each text cell over CELL_CHARS characters cut there, and a note appended."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for column in batch.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            length = pc.utf8_length(column)
+            long = pc.fill_null(pc.greater(length, CELL_CHARS), False)
+            if pc.any(long).as_py():
+                note = pc.binary_join_element_wise(
+                    pc.utf8_slice_codeunits(column, 0, CELL_CHARS),
+                    " ... (cut: ",
+                    pc.cast(length, pa.string()),
+                    " characters; use --format csv)",
+                    "",
+                )
+                column = pc.if_else(long, note, column)
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
 # a JSON string (left as it is) or one of the non-numbers DuckDB writes for NaN and infinities
@@ -121,32 +236,71 @@ def _finite_json(rows: list[str]) -> list[str]:
     return rows
 
 
-def _write_parquet(result: pa.Table, output: Path) -> None:
+def _write_parquet(batches: Batches, output: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    try:
-        pq.write_table(result, output)
-    except (OSError, pa.ArrowException) as exc:
-        raise SieveError(f"cannot write {output}: {' '.join(str(exc).split())}") from exc
-
-
-def _write_text(text: str, output: Path | None) -> None:
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        with _writing(output) as handle:
-            handle.write(text)
+    with _output_file(output, "wb") as handle:
+        try:
+            with pq.ParquetWriter(handle, batches.schema) as writer:
+                for batch in batches:
+                    writer.write_batch(batch)
+        except pa.ArrowException as exc:
+            if isinstance(exc, pa.ArrowMemoryError):
+                raise
+            raise SieveError(f"cannot write {output}: {' '.join(str(exc).split())}") from exc
 
 
 @contextmanager
-def _writing(output: Path) -> Iterator[TextIO]:
-    """`output` open for writing text; an OSError becomes one `error:` line."""
-    try:
-        with output.open("w", encoding="utf-8") as handle:
+def _text_out(output: Path | None) -> Iterator[IO[str]]:
+    if output is None:
+        yield sys.stdout
+    else:
+        with _output_file(output, "w") as handle:
             yield handle
+
+
+@contextmanager
+def _output_file(output: Path, mode: str) -> Iterator[IO[Any]]:
+    """`output` open for writing. A regular file (or a new one) is written as a new file beside
+    it and renamed over it at the end, so a failed write leaves it as it was; anything else
+    that exists (a device, a pipe) is written in place. Only that new file is ever removed. An
+    OSError becomes one `error:` line."""
+    try:
+        info: os.stat_result | None = os.stat(output)
+    except FileNotFoundError:
+        info = None
     except OSError as exc:
         raise SieveError(f"cannot write {output}: {exc.strerror or exc}") from exc
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        try:
+            with open(output, mode, encoding=_encoding(mode)) as handle:
+                yield handle
+        except OSError as exc:
+            raise SieveError(f"cannot write {output}: {exc.strerror or exc}") from exc
+        return
+    partial = output.with_name(f".{output.name}.{secrets.token_hex(4)}.part")
+    try:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        raise SieveError(f"cannot write {output}: {exc.strerror or exc}") from exc
+    _PARTIAL.append(partial)
+    try:
+        with open(fd, mode, encoding=_encoding(mode)) as handle:
+            yield handle
+        os.replace(partial, output)
+    except BaseException as exc:
+        with suppress(OSError):
+            partial.unlink()
+        if isinstance(exc, OSError):
+            raise SieveError(f"cannot write {output}: {exc.strerror or exc}") from exc
+        raise
+    finally:
+        _PARTIAL.remove(partial)
+
+
+def _encoding(mode: str) -> str | None:
+    return None if "b" in mode else "utf-8"
 
 
 def stats(home: HomeOpt = None) -> None:

@@ -14,7 +14,12 @@ Three layers, each of which stops the attacks in `tests/cli/test_sql_sandbox.py`
    own `memory_limit` only counts its buffer pool (a single `repeat('x', 1e9)` value is
    allocated outside it), so on Linux the process's data segment is also capped, while the
    query runs, at what it held before plus twice the limit (the Arrow copy of the result) and
-   some slack.
+   some slack. `Sandbox.stream` keeps both limits in force until the caller has written the
+   last batch of the result, so fetching, rendering and writing it are capped as well.
+
+Settings DuckDB fills from the environment (`http_proxy` from `$HTTP_PROXY`, credentials) are
+blanked before the lock, and a statement naming one of the ledger's side files (`.wal`...,
+which DuckDB lets a database read even with external access off) is refused.
 
 Results come back as Arrow tables shaped for the output format: `native` (DuckDB's own types,
 for Parquet), `text` (numbers, booleans and strings only; lists, structs and maps as JSON text,
@@ -33,6 +38,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, NoReturn
 
 import duckdb
@@ -53,6 +59,9 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$", re.IGNORECASE)
 _PLAIN = {"boolean", "tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint"}
 _PLAIN |= {"uinteger", "ubigint", "float", "double", "decimal", "varchar"}
 _NESTED = {"list", "array", "struct", "map", "union"}
+# text settings that may hold credentials (DuckDB reads `http_proxy` from $HTTP_PROXY)
+_SECRET_SETTING = r"proxy|password|username|secret_access|access_key|session_token|_token$|key_id$"
+BATCH_ROWS = 4096  # rows per streamed batch: a few MB of a typical result
 
 
 @dataclass(frozen=True)
@@ -99,10 +108,38 @@ def check_query(query: str) -> str:
     return str(statements[0].query)
 
 
+def refuse_side_files(statement: str, ledger: Path | None) -> None:
+    """Refuse a statement that names a side file of `ledger` (its write-ahead log and the like)."""
+    if ledger is None:
+        return
+    text = statement.lower()
+    for suffix in (".wal",):
+        if (ledger.name + suffix).lower() in text:
+            raise SieveError(
+                f"refused: `sieve sql` reads only the ledger's tables, not its file "
+                f"{ledger.name}{suffix}..."
+            )
+
+
+def _secret_settings(con: duckdb.DuckDBPyConnection) -> list[str]:
+    rows = con.execute(
+        "SELECT name FROM duckdb_settings() WHERE input_type = 'VARCHAR' "
+        "AND regexp_matches(name, ?)",
+        [_SECRET_SETTING],
+    ).fetchall()
+    return [name for (name,) in rows if re.fullmatch(r"[a-z0-9_]+", name)]
+
+
 def lock_down(con: duckdb.DuckDBPyConnection, limits: QueryLimits) -> None:
-    """Confine `con` to the database it has open, cap its memory and threads, and lock it."""
+    """Confine `con` to the database it has open, cap its memory and threads, blank settings
+    that may carry credentials, and lock it."""
+    try:
+        blank = [f"SET {name} = ''" for name in _secret_settings(con)]
+    except duckdb.Error as exc:
+        raise SieveError(f"cannot sandbox the ledger connection: {_one_line(exc)}") from exc
     # SET takes no bound parameters; both values are integers validated by QueryLimits
     settings = [
+        *blank,
         # these two first: once external access is off they can no longer be changed
         "SET temp_directory = ''",  # no spill files by the ledger: the memory limit is a cap
         "SET allow_persistent_secrets = false",  # secrets stored under ~/.duckdb stay unread
@@ -130,14 +167,24 @@ class Sandbox:
         con: duckdb.DuckDBPyConnection,
         limits: QueryLimits,
         on_stuck: Callable[[str], object] | None = None,
+        ledger: Path | None = None,
     ):
         self.con = con
         self.limits = limits
         self.on_stuck = on_stuck
+        self.ledger = ledger
         lock_down(con, limits)
 
     def run(self, statement: str, view: View = "native") -> pa.Table:
         """Run one statement from `check_query` and return its result shaped for `view`."""
+        with self.stream(statement, view) as batches:
+            return pa.Table.from_batches(list(batches), batches.schema)
+
+    @contextmanager
+    def stream(self, statement: str, view: View = "native") -> Iterator[Batches]:
+        """Run one statement from `check_query`; the body reads its result batch by batch and
+        writes it, under the same timeout and memory cap as the query itself."""
+        refuse_side_files(statement, self.ledger)
         limits = self.limits
         extra = 2 * limits.memory_bytes + SLACK_BYTES
         with _Watchdog(self.con, limits, self.on_stuck) as dog, _data_segment_cap(extra):
@@ -145,9 +192,27 @@ class Sandbox:
                 relation = self.con.sql(statement)
                 if relation is None:
                     raise SieveError("refused: the statement returns no rows")
-                return _shape(relation, view).to_arrow_table()
+                reader = _shape(relation, view).to_arrow_reader(BATCH_ROWS)
+                yield Batches(reader, dog)
             except (duckdb.Error, MemoryError, pa.ArrowException) as exc:
                 raise _failure(exc, limits, dog.fired) from exc
+            if dog.fired:  # the body finished after the deadline (the interrupt missed it)
+                raise _failure(TimeoutError(), limits, True)
+
+
+class Batches:
+    """A streamed result: iterate for Arrow record batches; stops with the timeout error once
+    the watchdog has fired, between batches."""
+
+    def __init__(self, reader: pa.RecordBatchReader, dog: _Watchdog):
+        self.reader, self.dog = reader, dog
+        self.schema: pa.Schema = reader.schema
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        for batch in self.reader:
+            if self.dog.fired:
+                raise _failure(TimeoutError(), self.dog.limits, True)
+            yield batch
 
 
 def exit_process(message: str) -> NoReturn:

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -30,6 +31,7 @@ from polars.testing import assert_frame_equal
 from flows.cli import nightly
 from flows.curate import curate
 from pipeline.demo import EXAMPLE_SQL
+from pipeline.errors import SieveError
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 from tests.cli_runner import run_cli
@@ -535,3 +537,230 @@ def test_plain_explain_and_show_still_work(
     code, out, err = run_cli(sql(query, root, "--format", "json"), capsys)
     assert code == 0 and err == "", err
     assert len(json.loads(out)) >= 1
+
+
+# -- issue 32: a home that cannot be turned against its user, caps over the whole command ---
+
+
+@pytest.fixture
+def small_home(tmp_path: Path) -> Path:
+    """A fresh ledger under `home/`, a file holding the secret beside it under `outside/`."""
+    home = tmp_path / "home"
+    Ledger.open(home).close()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text(SECRET + "\n")
+    return home
+
+
+@pytest.mark.parametrize("suffix", [".wal", ".wal.recovery", ".wal.checkpoint"])
+def test_a_side_file_linked_to_a_secret_is_not_read(
+    small_home: Path, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
+    side = small_home / f"sieve.duckdb{suffix}"
+    side.symlink_to(small_home.parent / "outside" / "secret.txt")
+    query = f"SELECT content FROM read_text('{side}')"
+    code, out, err = run_cli(sql(query, small_home.parent), capsys)
+    line = one_error_line(code, out, err)
+    assert f"{side} beside ledger" in line and "symbolic link" in line, line
+    assert SECRET not in out + err
+
+
+def test_a_statement_naming_a_side_file_is_refused(
+    small_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = f"SELECT content FROM read_text('{small_home}/SIEVE.DUCKDB.WAL.recovery')"
+    code, out, err = run_cli(sql(query, small_home.parent), capsys)
+    assert "not its file sieve.duckdb.wal" in one_error_line(code, out, err)
+
+
+def test_a_side_file_linked_after_the_lock_down_is_still_unreadable(small_home: Path) -> None:
+    """The statement check aside (a name built at run time slips past it), DuckDB itself refuses
+    a side file that has become a link to a file it was not given."""
+    from pipeline.store import QueryLimits, Sandbox
+
+    side = small_home / "sieve.duckdb.wal.recovery"
+    with Ledger.open(small_home, read_only=True) as ledger:
+        sandbox = Sandbox(ledger.con, QueryLimits())
+        side.symlink_to(small_home.parent / "outside" / "secret.txt")
+        query = f"SELECT content FROM read_text('{small_home}/sieve.duck' || 'db.wal.recovery')"
+        with pytest.raises(SieveError, match="reads only the ledger") as caught:
+            sandbox.run(query, "text")
+    assert SECRET not in str(caught.value)
+
+
+def test_settings_filled_from_the_environment_show_no_credentials(root: Path) -> None:
+    env = {
+        **os.environ,
+        "HTTP_PROXY": f"http://user:{SECRET}@proxy.invalid:3128",
+        "HTTPS_PROXY": f"http://user:{SECRET}@proxy.invalid:3128",
+        "http_proxy": f"http://user:{SECRET}@proxy.invalid:3128",
+        "AWS_ACCESS_KEY_ID": SECRET,
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "AWS_SESSION_TOKEN": SECRET,
+    }
+    control = (
+        "import duckdb; print(duckdb.sql(\"SELECT current_setting('http_proxy')\").fetchall())"
+    )
+    found = subprocess.run([sys.executable, "-c", control], env=env, capture_output=True, text=True)
+    assert SECRET in found.stdout  # DuckDB does read the proxy from the environment
+    queries = [
+        "SELECT current_setting('http_proxy') AS p",
+        "SELECT name, value FROM duckdb_settings()",
+        "SELECT * FROM duckdb_settings() WHERE name ILIKE '%proxy%' OR name ILIKE '%secret%'",
+    ]
+    for query in queries:
+        for fmt in ("table", "csv", "json"):
+            result = subprocess.run(
+                [sys.executable, "-m", "flows.cli", *sql(query, root, "--format", fmt)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert result.returncode == 0, result.stderr
+            assert SECRET not in result.stdout + result.stderr, (query, fmt)
+    query = "SELECT name, value FROM duckdb_settings() WHERE name = 'http_proxy'"
+    listed = subprocess.run(
+        [sys.executable, "-m", "flows.cli", *sql(query, root, "--format", "json")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert json.loads(listed.stdout) == [{"name": "http_proxy", "value": ""}]  # there, blank
+
+
+def test_output_hardlinked_to_the_ledger_is_refused_and_the_ledger_kept(
+    small_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = small_home / "sieve.duckdb"
+    before = ledger.read_bytes()
+    link = small_home.parent / "x.csv"
+    os.link(ledger, link)
+    code, out, err = run_cli(
+        sql("SELECT 1", small_home.parent, "--format", "csv", "--output", str(link)), capsys
+    )
+    assert "is the ledger itself" in one_error_line(code, out, err)
+    assert ledger.read_bytes() == before
+
+
+def test_output_replaces_a_hardlinked_name_and_leaves_the_other_name_alone(
+    small_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = small_home.parent / "outside" / "secret.txt"
+    link = small_home.parent / "out.csv"
+    os.link(other, link)
+    code, _, err = run_cli(
+        sql("SELECT 42 AS x", small_home.parent, "--format", "csv", "--output", str(link)),
+        capsys,
+    )
+    assert code == 0, err
+    assert link.read_text() == "x\n42\n"
+    assert other.read_text() == SECRET + "\n"  # written as a new file, renamed over the name
+    assert sorted(p.name for p in link.parent.iterdir()) == ["home", "out.csv", "outside"]
+
+
+def test_a_failed_parquet_write_leaves_the_output_path_in_place(
+    small_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    full = small_home.parent / "full"
+    try:  # a /dev/full of our own: writes fail with ENOSPC
+        os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    except PermissionError:
+        pytest.skip("making a device node needs root")
+    code, out, err = run_cli(
+        sql("SELECT 1 AS x", small_home.parent, "--format", "parquet", "--output", str(full)),
+        capsys,
+    )
+    assert f"cannot write {full}" in one_error_line(code, out, err)
+    assert full.is_char_device()  # not unlinked
+
+
+def test_a_table_cuts_a_huge_cell_with_a_note(
+    small_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # rendering the whole 30 MB cell took minutes, past any --timeout
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flows.cli",
+            *sql("SELECT repeat('x', 30000000) AS big", small_home.parent, "--timeout", "30"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout) < 100_000
+    assert "(cut:30000000characters;use--formatcsv)" in re.sub(r"[\s│]", "", result.stdout)
+
+
+def test_cut_cells_keeps_the_first_characters_and_names_the_length() -> None:
+    import pyarrow as pa
+
+    from flows.cli.query import CELL_CHARS, _cut_cells
+
+    batch = pa.record_batch({"t": ["a" * (CELL_CHARS + 5), "short", None], "n": [1, 2, 3]})
+    cut = _cut_cells(batch)
+    assert cut.column("t").to_pylist() == [
+        "a" * CELL_CHARS + f" ... (cut: {CELL_CHARS + 5} characters; use --format csv)",
+        "short",
+        None,
+    ]
+    assert cut.column("n").to_pylist() == [1, 2, 3]
+
+
+def test_the_timeout_covers_writing_the_result(small_home: Path) -> None:
+    """A body that writes the result past the deadline is ended by `on_stuck`, and a body that
+    finishes late still fails with the timeout line."""
+    from pipeline.store import QueryLimits, Sandbox
+
+    called: list[str] = []
+    limits = QueryLimits(timeout_s=0.2)
+    with Ledger.open(small_home, read_only=True) as ledger:
+        sandbox = Sandbox(ledger.con, limits, on_stuck=called.append)
+        late = pytest.raises(SieveError, match=r"query stopped after 0.2 s \(--timeout\)")
+        with late, sandbox.stream("SELECT 1 AS x", "text") as batches:
+            assert [b.num_rows for b in batches] == [1]
+            for _ in range(600):  # the writing that does not return (a slow render)
+                if called:
+                    break
+                time.sleep(0.05)
+    assert len(called) == 1 and "--timeout" in called[0]
+
+
+# runs `sieve` and then prints the process's peak resident memory (VmHWM, kB), which, unlike a
+# child's ru_maxrss, does not count the pages of the test process it was forked from
+_PEAK = """
+import atexit, sys
+from flows import cli
+def peak():
+    status = open("/proc/self/status").read()
+    sys.stderr.write("VmHWM " + status.split("VmHWM:")[1].split()[0] + "\\n")
+atexit.register(peak)
+sys.argv = ["sieve", *sys.argv[1:]]
+cli.main()
+"""
+
+
+def peak_rss_mib(argv: list[str]) -> float:
+    """Peak resident memory of `sieve ARGV` (which must succeed) in a child process."""
+    result = subprocess.run(
+        [sys.executable, "-c", _PEAK, *argv], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    return int(result.stderr.split("VmHWM ")[-1].split()[0]) / 1024
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in kB and RLIMIT_DATA: Linux")
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_the_memory_limit_covers_writing_the_result(small_home: Path, fmt: str) -> None:
+    """150 MB of text with --memory-limit 64MB: written in batches the process grows by less
+    than three times the limit (the whole result, as one JSON string, took 860 MB more)."""
+    root = small_home.parent
+    base = peak_rss_mib(sql("SELECT 1", root, "--format", fmt, "--output", "/dev/null"))
+    query = "SELECT repeat('x', 1000) AS t FROM range(150000)"
+    options = ["--format", fmt, "--memory-limit", "64MB", "--output", "/dev/null"]
+    peak = peak_rss_mib(sql(query, root, *options))
+    assert peak - base < 3 * 64, (base, peak)
