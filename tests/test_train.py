@@ -147,10 +147,10 @@ def test_batches_follow_stages_fill_the_budget_and_are_reproducible() -> None:
     ("text", "message"),
     [
         ("[grpo]\nlrr = 1e-3\n", "unknown key 'lrr'"),
-        ("[grpo]\nlr = 'fast'\n", "grpo.lr must be float"),
+        ("[grpo]\nlr = 'fast'\n", "grpo.lr must be a finite number > 0, got 'fast'"),
         ("[grpo]\ngroup_size = 8\n", "unknown key 'group_size'"),  # G comes from each item
         ("[grpo]\nprompts_per_step = 8\n", "unknown key 'prompts_per_step'"),
-        ("[grpo]\nnum_iterations = 0\n", "set it to 1 or more"),
+        ("[grpo]\nnum_iterations = 0\n", r"grpo.num_iterations must be an integer in \[1, "),
         ("[grpo]\nclip_eps_low = 0.3\nclip_eps_high = 0.1\n", "clip_eps_high"),
         ("rollouts_per_step = 1\n", "rollouts_per_step"),
         ("eval_evry = 3\n", "eval_evry"),
