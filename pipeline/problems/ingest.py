@@ -91,14 +91,16 @@ def _parse_int(digits: str) -> int | str:
     return int(digits) if len(digits) <= _INT_DIGITS else _BigInt(digits)
 
 
+def _as_float(text: str) -> float | None:
+    """The float a plain number reads as (`1e-999` -> 0.0, `1e999` -> inf); None for other text."""
+    if len(text) > 400 or _NUMBER.fullmatch(text) is None:
+        return None
+    return float(text)
+
+
 def _underflows(text: str) -> bool:
     """True for a plain number that is not zero but that a float reads as 0 (`1e-999`)."""
-    if len(text) > 400 or _NUMBER.fullmatch(text) is None:
-        return False
-    try:
-        return float(text) == 0.0 and decimal.Decimal(text) != 0
-    except (ValueError, decimal.InvalidOperation):
-        return False
+    return _as_float(text) == 0.0 and decimal.Decimal(text) != 0
 
 
 def _json_record(raw: bytes, where: str) -> dict[str, Any]:
@@ -234,9 +236,8 @@ def _answer(record: dict[str, Any], field: str, where: str) -> tuple[str, str | 
 
 def _overflows(text: str) -> bool:
     """True for a plain number too large for a float (`1e999`), which reads as infinity."""
-    if len(text) > 400 or _NUMBER.fullmatch(text) is None:
-        return False
-    return math.isinf(float(text))
+    value = _as_float(text)
+    return value is not None and math.isinf(value)
 
 
 def _level(record: dict[str, Any], field: str | None, where: str) -> int:
