@@ -39,6 +39,9 @@ class Item:
     key: str = ""  # e.g. problem_id; only for logging
     weight: float = 1.0
     verifier: str = ""  # passed through to the reward function
+    # the problem's stored params (JSON), for verifiers that rebuild the problem from its source
+    # (reasoning-gym's "rg"); None when the verifier needs only the answer
+    params: str | None = None
 
 
 @dataclass(frozen=True)

@@ -50,10 +50,10 @@ class CurriculumBatches:
         for stage in sorted(frame["stage"].unique().to_list()):
             rows = frame.with_row_index("_i").filter(pl.col("stage") == stage)
             items = [
-                Item(prompts[i], a, int(g), key=p, weight=float(w), verifier=v)
-                for i, a, g, p, w, v in zip(
+                Item(prompts[i], a, int(g), key=p, weight=float(w), verifier=v, params=q)
+                for i, a, g, p, w, v, q in zip(
                     rows["_i"], rows["answer"], rows["group_size"], rows["problem_id"],
-                    rows["weight"], rows["verifier"], strict=True,
+                    rows["weight"], rows["verifier"], _params(rows), strict=True,
                 )
             ]  # fmt: skip
             weights = np.clip(rows["weight"].to_numpy().astype(float), 1e-9, None)
@@ -81,6 +81,13 @@ class CurriculumBatches:
         return picked
 
 
+def _params(rows: pl.DataFrame) -> list[str | None]:
+    """Each row's problem params JSON (what the "rg" verifier rebuilds its entry from)."""
+    if "params" not in rows.columns:
+        return [None] * rows.height
+    return rows["params"].to_list()
+
+
 def _stage_ends(costs: list[float], total_steps: int) -> list[int]:
     """Cumulative last step (exclusive) of each stage; shares ∝ cost, at least one step each."""
     total = sum(costs)
@@ -102,7 +109,7 @@ def verifier_reward(
         [it.answer for it in items],
         [it.verifier for it in items],
         marker_required=marker_required,
-        contexts=[StepContext(question=it.prompt) for it in items],
+        contexts=[StepContext(question=it.prompt, params_json=it.params) for it in items],
     )
     steps = [_fragments(v) for v in verdicts]
     return Scores([v.reward for v in verdicts], [v.correct for v in verdicts], steps)

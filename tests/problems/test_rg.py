@@ -187,3 +187,37 @@ def test_an_rg_mix_curates_end_to_end_on_the_tiny_policy(
     assert verdicts[0] >= 8 * 30 and verdicts[1] == 0  # screened, and never a verifier error
     assert version.to_list() == [VERIFIER_VERSION]
     assert kept + rejected == result.candidates == cfg.n_candidates
+
+
+def test_training_scores_rg_rows_from_their_stored_source() -> None:
+    """`sieve train` reads a curriculum's items with their problems' params, and the training
+    reward hands them to the rg verifier: the gold answer, marked, is correct, a wrong one is
+    not, and neither is a verifier error (the params reached it)."""
+    from datetime import UTC, datetime
+
+    from grpo_core.trainer import Sample
+    from pipeline.batches import CurriculumBatches, curriculum_frame, verifier_reward
+
+    problems = generate("rg:basic_arithmetic", [1], 6, seed=2).filter(pl.col("split") == "train")
+    n = problems.height
+    items = pl.DataFrame({
+        "curriculum_id": "cur-rg", "problem_id": problems["problem_id"], "stage": 1,
+        "position": list(range(n)), "group_size": 2, "weight": 1.0, "p_mean": 0.5,
+        "p_low": 0.2, "p_high": 0.8, "reason": "mid_band",
+    })  # fmt: skip
+    head = pl.DataFrame({
+        "curriculum_id": ["cur-rg"], "created_at": [datetime.now(UTC)], "model": ["m"],
+        "model_revision": ["r"], "config": ["{}"], "status": ["finished"],
+    })  # fmt: skip
+    with Ledger.memory() as ledger:
+        ledger.write("problems", problems)
+        ledger.write_batch({"curricula": head, "curriculum_items": items})
+        frame = curriculum_frame(ledger, "cur-rg")
+    batch = CurriculumBatches(frame, frame["question"].to_list(), 2 * n, 1, seed=0)(0)
+    assert len(batch) == n and all(it.verifier == "rg" and it.params for it in batch)
+    texts = [f"The answer is \\boxed{{{it.answer}}}" for it in batch]
+    texts += [f"The answer is \\boxed{{{it.answer}1}}" for it in batch]
+    samples = [Sample((1,), t, False) for t in texts]
+    scores = verifier_reward(batch + batch, samples)
+    assert scores.correct == [True] * n + [False] * n
+    assert None not in scores.rewards
