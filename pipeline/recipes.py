@@ -206,3 +206,18 @@ def _shown(path: Path) -> str:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
+
+
+CHAT_SAMPLING_KEYS = ("temperature", "top_p", "max_new_tokens")
+
+
+def chat_sampling_defaults(model_dir: str | Path) -> tuple[dict[str, Any], Recipe | None]:
+    """The sampling values a curation of `model_dir` takes from its training recipe when the
+    user sets none: a chat model curates at the temperature and answer budget it trains at
+    (real_train.toml: T 0.6, 256 tokens) instead of [sampling]'s generic T 1 / 512; the raw-format
+    tiny policy keeps [sampling]'s own defaults (empty, None)."""
+    if folder_prompt_format(model_dir) == "raw":
+        return {}, None
+    recipe = recipe_for(model_dir)
+    grpo = recipe.settings.grpo
+    return {k: grpo[k] for k in CHAT_SAMPLING_KEYS if k in grpo}, recipe

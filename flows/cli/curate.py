@@ -9,13 +9,23 @@ Test: `pytest tests/cli/test_cli.py tests/cli/test_train_cli.py tests/cli/test_b
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
-from flows.cli.common import bold, committed, out, progress, show, start_flows, validated
+from flows.cli.common import (
+    bold,
+    committed,
+    err,
+    out,
+    progress,
+    show,
+    start_flows,
+    validated,
+)
 from flows.cli.options import (
     ENGINE,
     SAMPLING,
@@ -33,7 +43,7 @@ from pipeline.errors import SieveError
 if TYPE_CHECKING:
     from flows.scale import ScaleConfig
     from pipeline.curate import Policy
-    from pipeline.hooks import ProgressEvent
+    from pipeline.hooks import ProgressEvent, SamplingPlan
     from pipeline.policy.evaluate import EvalConfig
     from pipeline.sampling import EngineOptions
     from pipeline.selection import CurateConfig
@@ -135,6 +145,7 @@ def curate(
     from pipeline.selection import CurateConfig, load_curate_config
 
     cfg = load_curate_config(config) if config is not None else CurateConfig()
+    chosen = set(sampling.overrides()) | (cfg.sampling.model_fields_set if config else set())
     overrides: dict[str, object] = {
         k: v for k, v in (("n_candidates", n), ("seed", seed)) if v is not None
     }
@@ -151,8 +162,39 @@ def curate(
     folder = current_model(model, home)
     if backend != "openai" and not folder.exists():
         raise SieveError(f"model folder {folder} does not exist (run `sieve bootstrap` first?)")
+    cfg = with_recipe_sampling(cfg, folder, chosen)
     summary = run_curate(str(folder), backend, base_url or [], home, cfg, engine.options(), scale)
     _print_summary(summary)
+
+
+def with_recipe_sampling(cfg: CurateConfig, folder: Path, chosen: set[str]) -> CurateConfig:
+    """`cfg` with the sampling values of the model's recipe (`chat_sampling_defaults`) for the
+    fields neither a flag nor the config file set, named in one line when any is taken."""
+    from pipeline.recipes import chat_sampling_defaults
+    from pipeline.selection import CurateConfig
+
+    defaults, recipe = chat_sampling_defaults(folder)
+    taken = {k: v for k, v in defaults.items() if k not in chosen}
+    if not taken or recipe is None:
+        return cfg
+    sampling = {**cfg.sampling.model_dump(), **taken}
+    cfg = validated(CurateConfig, {**cfg.model_dump(), "sampling": sampling})
+    shown = ", ".join(f"{k} {v}" for k, v in taken.items())
+    out.print(f"sampling: {shown} from the {recipe.line()}")
+    return cfg
+
+
+def sampling_plan(cfg: CurateConfig, folder: str) -> SamplingPlan:
+    """The upper bounds of what curating `folder` with `cfg` samples."""
+    from pipeline.hooks import SamplingPlan
+    from pipeline.recipes import folder_prompt_format
+
+    return SamplingPlan(
+        cfg.n_candidates,
+        cfg.screen_g,
+        cfg.refine_g,
+        cfg.sampling.budget(folder_prompt_format(folder)),
+    )
 
 
 def tiny_model(home: Path | None) -> Path:
@@ -203,6 +245,10 @@ def run_curate(
         engine=engine,
         **({"scale": scale} if scale is not None else {}),
     )
+    plan = sampling_plan(cfg, model) if backend != "openai" else None
+    if plan is not None:
+        out.print(plan.line())
+    started = time.monotonic()
     with progress("curate") as bar:
         tasks: dict[str, Any] = {}
         done: dict[str, str] = {}
@@ -213,8 +259,16 @@ def run_curate(
             bar.update(tasks[e.stage], completed=e.done, description=f"{e.stage} chunks")
             done[e.stage] = f"{e.stage} {e.done} of {e.total} chunks"
             committed(f"{', '.join(done.values())} committed; rerun the same command to resume")
+            if plan is not None and e.stage == "screen" and e.done == 1 and e.total > 1:
+                out.print(plan.estimate(time.monotonic() - started, e.total))
+            if e.done == e.total and not err.is_terminal:  # the bar is off: one line per stage
+                minutes = (time.monotonic() - started) / 60
+                out.print(f"{e.stage}: {e.total} chunks done ({minutes:.1f} min in)")
 
-        return curate_flow(params, Runtime(progress=update))
+        summary = curate_flow(params, Runtime(progress=update))
+    if not err.is_terminal:
+        out.print(f"write: curriculum written ({(time.monotonic() - started) / 60:.1f} min in)")
+    return summary
 
 
 def run_eval(policy: Policy, cfg: EvalConfig, home: Path | None) -> None:

@@ -1,0 +1,55 @@
+"""`sieve curate` on a chat model: sampling from the model's recipe unless set, the upper bounds
+it announces and the rough time from the first screen chunk (issue 31 point 3).
+
+Test: `pytest tests/cli/test_curate_defaults.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flows.cli.curate import sampling_plan, with_recipe_sampling
+from pipeline.hooks import SamplingPlan
+from pipeline.recipes import RECIPES, chat_sampling_defaults, load_settings
+from pipeline.selection import CurateConfig
+
+SERVED = Path("a-served-chat-model")  # not a local folder: counts as a chat model
+
+
+def test_a_chat_model_curates_at_its_recipe_temperature_and_budget() -> None:
+    real = load_settings(RECIPES / "real_train.toml").grpo
+    cfg = with_recipe_sampling(CurateConfig(), SERVED, set())
+    assert cfg.sampling.temperature == real["temperature"] == 0.6
+    assert cfg.sampling.max_new_tokens == real["max_new_tokens"] == 256
+
+
+def test_values_the_user_set_win_over_the_recipe() -> None:
+    given = CurateConfig.model_validate({"sampling": {"temperature": 1.0}})
+    cfg = with_recipe_sampling(given, SERVED, {"temperature"})
+    assert cfg.sampling.temperature == 1.0
+    assert cfg.sampling.max_new_tokens == 256
+
+
+def test_the_tiny_policy_keeps_the_sampling_defaults(tiny_model_dir: Path) -> None:
+    assert chat_sampling_defaults(tiny_model_dir) == ({}, None)
+    cfg = CurateConfig()
+    assert with_recipe_sampling(cfg, tiny_model_dir, set()) == cfg
+    assert sampling_plan(cfg, str(tiny_model_dir)).max_new_tokens == 16
+
+
+def test_the_plan_is_an_upper_bound_over_screen_and_refine() -> None:
+    cfg = with_recipe_sampling(CurateConfig(n_candidates=16), SERVED, set())
+    plan = sampling_plan(cfg, str(SERVED))
+    assert (plan.screen_rollouts, plan.refine_rollouts) == (16 * 8, 16 * 32)
+    assert plan.tokens == 16 * 40 * 256
+
+
+def test_the_estimate_scales_the_first_chunk() -> None:
+    plan = SamplingPlan(candidates=100, screen_g=8, refine_g=32, max_new_tokens=256)
+    # 4 chunks of 200 rollouts; the first took 60 s: 3 more chunks (180 s), refine 3200 x 0.3 s
+    assert plan.estimate(60.0, 4).split(": ")[1].split(",")[0] == "about 3 min more of screen"
+    assert "at most 16 min of refine" in plan.estimate(60.0, 4)
+    with pytest.raises(ValueError, match="chunks >= 1"):
+        plan.estimate(1.0, 0)
