@@ -51,6 +51,11 @@ def step_dir(root: Path, step: int) -> Path:
     return root / f"{PREFIX}{step:06d}"
 
 
+def saved(root: Path, step: int) -> bool:
+    """Whether checkpoint `step` exists under `root` (published: its folder has its final name)."""
+    return step_dir(root, step).is_dir()
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:

@@ -13,6 +13,11 @@ spends, including those it throws away.
   fresh prompts until `target` prompts are committed or `max_rounds` draws were made.
 - `replay_curation` and `skip_zero_variance` live in `grpo_core.history`: curation samples
   replayed on a prompt's first visit, and a GRESO-style skip of prompts that stayed flat.
+- `plain` is what the trainer does without a collector: the batch source's items, each sampled
+  with its own G.
+
+A collector sees the trainer only through `grpo_core.types.Rollouts` (batch source, sampling,
+scoring, step seeds, config).
 
 `source(step, round)` supplies candidate items; it must be a pure function of its arguments so
 that a resumed run draws the same prompts.
@@ -27,9 +32,18 @@ from dataclasses import dataclass, field
 
 from grpo_core.advantages import is_uninformative
 from grpo_core.seeds import derive_seed
-from grpo_core.trainer import Collected, Collector, Item, Sample, Scores, Trainer
+from grpo_core.types import Collected, Collector, Item, Rollouts, Sample, Scores, TrainerError
 
 Source = Callable[[int, int], Sequence[Item]]
+
+
+def plain(t: Rollouts, step: int) -> Collected:
+    """The plain strategy: the batch source's items, each sampled with its own G."""
+    items = list(t.batches(step))
+    if not items:
+        raise TrainerError(f"the batch source returned no items for step {step}")
+    groups, scores, ts, tr = t.sample_and_score(items, t.step_seed(step))
+    return Collected(items, groups, scores, sum(len(g) for g in groups), ts, tr)
 
 
 def _split(scores: Scores, groups: list[list[Sample]]) -> list[Scores]:
@@ -53,7 +67,7 @@ def _informative(part: Scores, tol: float) -> bool:
 class _Gather:
     """What one step has sampled so far (all of it counted) and what it keeps to train on."""
 
-    trainer: Trainer
+    trainer: Rollouts
     items: list[Item] = field(default_factory=list)
     groups: list[list[Sample]] = field(default_factory=list)
     parts: list[Scores] = field(default_factory=list)
@@ -88,7 +102,7 @@ class _Gather:
 def dynamic_sampling(source: Source, target: int, max_rounds: int = 8) -> Collector:
     """DAPO dynamic sampling: refill until `target` informative groups (or `max_rounds`)."""
 
-    def collect(t: Trainer, step: int) -> Collected:
+    def collect(t: Rollouts, step: int) -> Collected:
         got = _Gather(t)
         for round_ in range(max_rounds):
             for item, grp, part in got.sample(
@@ -120,7 +134,7 @@ def pilot_commit(
         known = [c for c in part.correct if c is not None]
         return sum(known) / len(known) if known else -1.0
 
-    def collect(t: Trainer, step: int) -> Collected:
+    def collect(t: Rollouts, step: int) -> Collected:
         got = _Gather(t)
         for round_ in range(max_rounds):
             fresh = list(source(step, round_))

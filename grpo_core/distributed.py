@@ -42,6 +42,9 @@ barrier while it writes); every rank resumes from the same checkpoint. Under `br
 rank 0 draws random numbers, and its RNG state is the checkpoint's; under `shard` torch's
 global RNG is re-seeded per (seed, rank, step) each step, so a resumed run continues exactly.
 
+Nothing here takes the trainer: the collection gets its `grpo_core.types.Rollouts`, the update
+its parameters and micro-batches. `Dist` and `DistributedConfig` live in `grpo_core.ranks`.
+
 Test: `.venv/bin/pytest tests/grpo_core/test_ddp.py -q` (runs torchrun with 2 gloo ranks).
 """
 
@@ -50,8 +53,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -59,57 +61,21 @@ from torch import Tensor
 
 from grpo_core import fsdp
 from grpo_core.batch import Batch, StepInputs, micro_batches, rows
+from grpo_core.collect import plain
 from grpo_core.config import GRPOConfig
+from grpo_core.ranks import Dist, DistributedConfig
 from grpo_core.seeds import derive_seed
-from grpo_core.types import Collected, Hooks, Scores, TrainerError, TrainerHooks
-from grpo_core.validate import Positive, check_fields
+from grpo_core.types import (
+    Collected,
+    Collector,
+    Hooks,
+    Rollouts,
+    Scores,
+    TrainerError,
+    TrainerHooks,
+)
 
-if TYPE_CHECKING:
-    from grpo_core.trainer import Trainer
-
-RolloutMode = Literal["broadcast", "shard"]
-ParallelName = Literal["ddp", "fsdp"]
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class DistributedConfig:
-    """How a torchrun job splits a step; read from `SIEVE_ROLLOUTS` / `SIEVE_PARALLEL`."""
-
-    # broadcast: exact single-process step, rank 0 samples; shard: every rank samples 1/N
-    rollouts: RolloutMode = "broadcast"
-    parallel: ParallelName = "ddp"  # fsdp: sharded parameters (`grpo_core.fsdp`)
-    bucket_mb: Positive = 25.0  # gradient all-reduce bucket (DDP's default 25 MB)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # types, finite numbers, ranges (grpo_core.validate)
-
-    @classmethod
-    def from_env(cls) -> DistributedConfig:
-        rollouts = os.environ.get("SIEVE_ROLLOUTS", "broadcast")
-        parallel = os.environ.get("SIEVE_PARALLEL", "ddp")
-        if rollouts not in ("broadcast", "shard"):
-            raise TrainerError(f"SIEVE_ROLLOUTS={rollouts!r}; use broadcast or shard")
-        if parallel not in ("ddp", "fsdp"):
-            raise TrainerError(f"SIEVE_PARALLEL={parallel!r}; use ddp or fsdp")
-        return cls(rollouts, parallel)  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
-class Dist:
-    """This process's place in the job; `Dist()` is one process (every collective a no-op)."""
-
-    rank: int = 0
-    world: int = 1
-    cfg: DistributedConfig = DistributedConfig()
-
-    @property
-    def active(self) -> bool:
-        return self.world > 1
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
 
 
 # ---------------------------------------------------------------- process group
@@ -293,43 +259,45 @@ def rank_hooks(d: Dist, hooks: TrainerHooks) -> TrainerHooks:
     return hooks if d.is_main else Hooks(warning=lambda message: None)
 
 
-def collect(t: Trainer, step: int, plain: Callable[[Trainer, int], Collected]) -> Collected:
-    """The step's rollouts on every rank (module docstring, point 1)."""
-    d: Dist = t.dist
+def collect(
+    d: Dist, src: Rollouts, step: int, collector: Collector | None, lockstep: bool
+) -> Collected:
+    """The step's rollouts on every rank (module docstring, point 1): `collector`'s, or the
+    plain ones (`grpo_core.collect.plain`) when it is None. `lockstep`: under fsdp, a sampler
+    that samples from the sharded model, so every rank runs the collection."""
+    run = collector or plain
     if not d.active:
-        return t.collector(t, step) if t.collector is not None else plain(t, step)
-    if t.fsdp is not None and t.fsdp.lockstep:  # every rank runs the same forwards
-        return broadcast(d, (t.collector or plain)(t, step))
+        return run(src, step)
+    if lockstep:  # every rank runs the same forwards
+        return broadcast(d, run(src, step))
     if d.cfg.rollouts == "broadcast":  # rank 0 is the single process, its RNG included
-        own = (t.collector or plain)(t, step) if d.is_main else None
-        got = broadcast(d, own)
+        got = broadcast(d, run(src, step) if d.is_main else None)
         assert got is not None
         return got
-    torch.manual_seed(derive_seed(t.cfg.seed, "rank", d.rank, "step", step))
-    if t.collector is not None:
+    torch.manual_seed(derive_seed(src.cfg.seed, "rank", d.rank, "step", step))
+    if collector is not None:
         raise TrainerError("rollouts='shard' shards the plain collector only; use broadcast")
-    mine = shard_collect(t, step, [d.rank], d.world)
-    return join(gather(d, mine))
+    return join(gather(d, shard_collect(src, step, [d.rank], d.world)))
 
 
 def lockstep_scores(
-    t: Trainer, groups: list[list[Any]], score: Callable[[], Scores]
+    d: Dist, lockstep: bool, groups: list[list[Any]], score: Callable[[], Scores]
 ) -> tuple[list[list[Any]], Scores]:
     """Under fsdp lockstep, rank 0's groups and its scores (the reward function runs there
     alone) on every rank, so decisions taken on them agree; otherwise `groups` and `score()`."""
-    if t.fsdp is None or not t.fsdp.lockstep:
+    if not lockstep:
         return groups, score()
-    scores = broadcast(t.dist, score() if t.dist.is_main else None)
+    scores = broadcast(d, score() if d.is_main else None)
     assert scores is not None
-    return broadcast(t.dist, groups), scores
+    return broadcast(d, groups), scores
 
 
-def shard_collect(t: Trainer, step: int, ranks: Sequence[int], world: int) -> Collected:
+def shard_collect(src: Rollouts, step: int, ranks: Sequence[int], world: int) -> Collected:
     """The step's items `ranks` of `world` shards, each sampled with its shard's seed.
 
     On one process, `ranks=range(world)` is exactly what `world` sharded ranks collect together.
     """
-    items = list(t.batches(step))
+    items = list(src.batches(step))
     if not items:
         raise TrainerError(f"the batch source returned no items for step {step}")
     parts = []
@@ -338,8 +306,8 @@ def shard_collect(t: Trainer, step: int, ranks: Sequence[int], world: int) -> Co
         if not mine:
             parts.append(Collected([], [], Scores([], []), 0))
             continue
-        seed = derive_seed(t.step_seed(step), "shard", r, world)
-        groups, scores, ts, tr = t.sample_and_score(mine, seed)
+        seed = derive_seed(src.step_seed(step), "shard", r, world)
+        groups, scores, ts, tr = src.sample_and_score(mine, seed)
         parts.append(Collected(mine, groups, scores, sum(len(g) for g in groups), ts, tr))
     return join(parts)
 

@@ -34,6 +34,8 @@ What changes against ddp:
   each rank's shard (`load_full`).
 
 Refused: LoRA (`reference = "lora_base"`), not tested under FSDP here.
+Nothing here takes the trainer: `wrap` shards the models it is given and returns the config to
+train with; the rest take the `FsdpState`, the model, the optimiser.
 Memory on rank 0's host: one full copy of the weights (what a checkpoint needs anyway).
 
 Test: `.venv/bin/pytest tests/grpo_core/test_fsdp.py -q` (torchrun, 2 gloo ranks, toy model).
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,11 +53,11 @@ import torch
 from torch import Tensor
 
 from grpo_core.batch import Batch, rows
-from grpo_core.types import TrainerError, WeightSync
+from grpo_core.ranks import Dist
+from grpo_core.types import GroupSampler, TrainerError, WeightSync
 
 if TYPE_CHECKING:
-    from grpo_core.distributed import Dist
-    from grpo_core.trainer import Trainer
+    from grpo_core.config import GRPOConfig
 
 
 @dataclass
@@ -106,20 +109,28 @@ def shard_module(model: torch.nn.Module) -> None:
             m.set_force_sum_reduction_for_comms(True)  # gloo has no pre-multiplied sum
 
 
-def wrap(t: Trainer) -> FsdpState:
-    """Shard the trainer's model (and frozen reference) in place; rank 0 keeps a host copy."""
-    check(t.dist, t.cfg.reference)
-    host = copy.deepcopy(t.model).to("cpu").eval() if t.dist.is_main else None
-    shard_module(t.model)
-    if t.ref_model is not None:
-        shard_module(t.ref_model)
-    if t.cfg.share_prefix:
-        t.hooks.warn(
+def wrap(
+    d: Dist,
+    cfg: GRPOConfig,
+    model: torch.nn.Module,
+    ref_model: torch.nn.Module | None,
+    sampler: GroupSampler,
+    warn: Callable[[str], None],
+) -> tuple[FsdpState, GRPOConfig]:
+    """Shard `model` (and the frozen reference) in place; rank 0 keeps a host copy. Returns the
+    state to keep and the config to train with (prefix sharing off)."""
+    check(d, cfg.reference)
+    host = copy.deepcopy(model).to("cpu").eval() if d.is_main else None
+    shard_module(model)
+    if ref_model is not None:
+        shard_module(ref_model)
+    if cfg.share_prefix:
+        warn(
             "SIEVE_PARALLEL=fsdp: share_prefix is off (every rank must make the same model "
             "calls); the loss uses the full-row forward"
         )
-        t.cfg = dataclasses.replace(t.cfg, share_prefix=False)
-    return FsdpState(lockstep=not isinstance(t.sampler, WeightSync), host=host)
+        cfg = dataclasses.replace(cfg, share_prefix=False)
+    return FsdpState(lockstep=not isinstance(sampler, WeightSync), host=host), cfg
 
 
 # ---------------------------------------------------------------- full tensors
@@ -146,30 +157,28 @@ def local_float(x: Tensor) -> float:
     return float(local(x))
 
 
-def gather_host(t: Trainer) -> None:
+def gather_host(state: FsdpState, model: torch.nn.Module) -> None:
     """Copy the sharded weights into rank 0's host model, one tensor at a time (collective)."""
-    state = t.fsdp
-    assert state is not None
     host = state.host.state_dict() if state.host is not None else {}
     with torch.no_grad():
-        for key, value in t.model.state_dict().items():
+        for key, value in model.state_dict().items():
             whole = full(value.detach())
             if key in host:
                 host[key].copy_(whole)
 
 
-def push_weights(t: Trainer) -> None:
+def push_weights(state: FsdpState, model: torch.nn.Module, sampler: GroupSampler) -> None:
     """A `WeightSync` sampler (rank 0's) gets the whole weights; nothing for a lockstep one."""
-    if isinstance(t.sampler, WeightSync):
-        gather_host(t)  # every rank
-        if t.fsdp is not None and t.fsdp.host is not None:
-            t.sampler.sync_weights(t.fsdp.host)
+    if isinstance(sampler, WeightSync):
+        gather_host(state, model)  # every rank
+        if state.host is not None:
+            sampler.sync_weights(state.host)
 
 
-def full_optimizer_state(t: Trainer) -> dict[str, Any]:
+def full_optimizer_state(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
     """The optimiser's state dict with every sharded moment gathered (collective): the layout
     `torch.optim` gives one process. Rank 0's is complete; the others' are the same."""
-    sd = t.optimizer.state_dict()
+    sd = optimizer.state_dict()
     sd["state"] = {
         pid: {k: full(v).cpu() if isinstance(v, Tensor) else v for k, v in st.items()}
         for pid, st in sorted(sd["state"].items())
@@ -177,11 +186,13 @@ def full_optimizer_state(t: Trainer) -> dict[str, Any]:
     return sd
 
 
-def gather_for_save(t: Trainer) -> dict[str, Any]:
+def gather_for_save(
+    state: FsdpState, model: torch.nn.Module, optimizer: torch.optim.Optimizer
+) -> dict[str, Any]:
     """Before a checkpoint (every rank): the host copy refreshed, and the whole optimiser
     state, which rank 0 then writes as one process would."""
-    gather_host(t)
-    return full_optimizer_state(t)
+    gather_host(state, model)
+    return full_optimizer_state(optimizer)
 
 
 def distribute_like(value: Tensor, like: Tensor) -> Tensor:
@@ -205,9 +216,10 @@ def load_full(own: dict[str, Tensor], loaded: dict[str, Tensor]) -> None:
             own[key].copy_(distribute_like(loaded[key].to(own[key].device), own[key]))
 
 
-def shard_optimizer_state(t: Trainer, sd: dict[str, Any]) -> dict[str, Any]:
-    """A one-process optimiser state (whole moments) as this rank's shards of them."""
-    params = t.params
+def shard_optimizer_state(optimizer: torch.optim.Optimizer, sd: dict[str, Any]) -> dict[str, Any]:
+    """A one-process optimiser state (whole moments) as this rank's shards of them; parameter
+    i of `sd` is the optimiser's i-th (its groups in order, as `state_dict` numbers them)."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
     out = dict(sd)
     out["state"] = {
         pid: {

@@ -32,15 +32,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from grpo_core.advantages import is_uninformative
 from grpo_core.collect import _join, _split
 from grpo_core.seeds import derive_seed
-from grpo_core.types import Collected, Collector, Item, Sample, Scores, TrainerError
-
-if TYPE_CHECKING:
-    from grpo_core.trainer import Trainer
+from grpo_core.types import Collected, Collector, Item, Rollouts, Sample, Scores, TrainerError
 
 
 @dataclass
@@ -90,7 +86,7 @@ class _FirstVisits:
     until: int = -1
     seen: set[str] = field(default_factory=set)
 
-    def before(self, t: Trainer, step: int) -> set[str]:
+    def before(self, t: Rollouts, step: int) -> set[str]:
         if step < self.until or self.until < 0:  # a new (or rewound) run: start over
             self.until, self.seen = self.start, set()
         for s in range(self.until, step):
@@ -106,7 +102,7 @@ def replay_curation(
     samples (`stored[item.key]`, ≥ 2 of them) and, with `skip`, zero-variance prompts skipped."""
     visits = _FirstVisits(start)
 
-    def collect(t: Trainer, step: int) -> Collected:
+    def collect(t: Rollouts, step: int) -> Collected:
         items = list(t.batches(step))
         if not items:
             raise TrainerError(f"the batch source returned no items for step {step}")
@@ -137,7 +133,7 @@ def skip_zero_variance(skip: ZeroVarSkip) -> Collector:
 
 
 def _assemble(
-    t: Trainer,
+    t: Rollouts,
     step: int,
     items: list[Item],
     replay: list[int],

@@ -37,11 +37,12 @@ Reference models (cfg.reference): `frozen` — a deep copy of the starting weigh
 `none` — no KL term (β must be 0); `lora_base` — LoRA adapters (peft) are trained and the base
 weights, seen with the adapters disabled, are the reference: no second copy in memory.
 
-Exact resume: every random choice derives from (cfg.seed, step); the newest checkpoint holds
-weights, optimiser, schedules and counters (`grpo_core.state`); N steps + resume + N steps
-reproduce 2N straight steps bitwise on CPU (tests/grpo_core/test_trainer.py). No process-wide
-torch settings here: the caller runs `grpo_core.seeds.seed_torch(cfg.seed, cfg.deterministic)`;
-LoRA's initial draws come from cfg.seed without touching the global generator.
+Exact resume: every random choice derives from (cfg.seed, step); a checkpoint is the trainer's
+`TrainerState` (`state()`: weights, optimiser, schedules, counters), which `grpo_core.state`
+writes and reads back into it (`load_state`); N steps + resume + N steps reproduce 2N straight
+steps bitwise on CPU (tests/grpo_core/test_trainer.py). No process-wide torch settings here:
+the caller runs `grpo_core.seeds.seed_torch(cfg.seed, cfg.deterministic)`; LoRA's initial draws
+come from cfg.seed without touching the global generator.
 
 Under `torchrun` (`grpo_core.distributed`) each rank trains on its slice of the step's rows with
 the whole step's advantages and denominators, gradients summed; rank 0 alone reports and saves;
@@ -54,6 +55,7 @@ Test: `.venv/bin/pytest tests/grpo_core/test_trainer.py -q`.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import time
 import warnings
@@ -67,13 +69,12 @@ from torch import Tensor
 from grpo_core import checkpoint as ckpt
 from grpo_core import distributed, fsdp
 from grpo_core import state as ckpt_state
-from grpo_core.batch import Batch, StepInputs, build_batch, denominators, part_rows, rows, share
+from grpo_core.batch import Batch, StepInputs, denominators, share
+from grpo_core.collect import plain as collect
 from grpo_core.config import GRPOConfig
-from grpo_core.kl import sequence_k1
-from grpo_core.logprobs import completion_logp
 from grpo_core.lora import with_lora
-from grpo_core.loss import grpo_loss
 from grpo_core.optim import make_optimiser
+from grpo_core.policy import Policy
 from grpo_core.rewards import Component
 from grpo_core.scoring import (
     empty_update_metrics,
@@ -84,6 +85,7 @@ from grpo_core.scoring import (
     update_metrics,
 )
 from grpo_core.seeds import derive_seed, seeded
+from grpo_core.state import TrainerState
 from grpo_core.types import (
     BatchSource,
     Collected,
@@ -94,6 +96,7 @@ from grpo_core.types import (
     Item,
     MetricsSink,
     RewardFn,
+    Rollouts,
     Sample,
     Scores,
     StepOutput,
@@ -101,25 +104,18 @@ from grpo_core.types import (
     TrainerHooks,
     WeightSync,
 )
+from grpo_core.update import part_loss, step_metrics
 
 __all__ = [
     "BatchSource", "Collected", "Collector", "Counters", "GroupSampler", "Hooks", "Item",
-    "MetricsSink", "RewardFn", "Sample", "Scores", "StepOutput", "Trainer", "TrainerError",
-    "TrainerHooks", "WeightSync", "collect",
+    "MetricsSink", "RewardFn", "Rollouts", "Sample", "Scores", "StepOutput", "Trainer",
+    "TrainerError", "TrainerHooks", "TrainerState", "WeightSync", "collect",
 ]  # fmt: skip
 
 
-def collect(trainer: Trainer, step: int) -> Collected:
-    """The plain strategy: the batch source's items, each sampled with its own G."""
-    items = list(trainer.batches(step))
-    if not items:
-        raise TrainerError(f"the batch source returned no items for step {step}")
-    groups, scores, ts, tr = trainer.sample_and_score(items, trainer.step_seed(step))
-    return Collected(items, groups, scores, sum(len(g) for g in groups), ts, tr)
-
-
 class Trainer:
-    """GRPO on a policy held in memory; see the module docstring for the step."""
+    """GRPO on a policy held in memory; see the module docstring for the step. Collectors see
+    it as `Rollouts`; checkpoints see the `TrainerState` it hands out (`state`, `load_state`)."""
 
     def __init__(
         self,
@@ -138,9 +134,8 @@ class Trainer:
         self.cfg = cfg
         self.tokenizer, self.sampler, self.reward_fn = tokenizer, sampler, reward_fn
         self.batches, self.checkpoint_dir = batches, checkpoint_dir
-        self.hooks: TrainerHooks = hooks if hooks is not None else Hooks()
         self.dist = distributed.setup()  # one process: Dist(), every collective a no-op
-        self.hooks = distributed.rank_hooks(self.dist, self.hooks)  # rank 0 reports alone
+        self.hooks = distributed.rank_hooks(self.dist, Hooks() if hooks is None else hooks)
         self.collector, self.crash_point = collector, crash_point
         with seeded(cfg.seed, next(model.parameters()).device):  # LoRA's initial draws
             self.model = with_lora(model, cfg)  # an owner that wrapped it already keeps its object
@@ -148,8 +143,12 @@ class Trainer:
         self.ref_model: torch.nn.Module | None = None
         if cfg.reference == "frozen":
             self.ref_model = copy.deepcopy(model).eval().requires_grad_(False)
-        self.fsdp = fsdp.wrap(self) if fsdp.enabled(self.dist) else None  # shards in place
-        cfg = self.cfg  # fsdp turns prefix sharing off
+        self.fsdp: fsdp.FsdpState | None = None
+        if fsdp.enabled(self.dist):  # shards in place, turns prefix sharing off
+            self.fsdp, self.cfg = fsdp.wrap(
+                self.dist, cfg, self.model, self.ref_model, sampler, self.hooks.warn
+            )
+        cfg = self.cfg
         self.model.eval()  # no dropout: sampling and scoring see the same function
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer, self.scheduler = make_optimiser(self.params, cfg, self.hooks.warn)
@@ -160,6 +159,8 @@ class Trainer:
         self.step = 0  # the next step to run
         self.pad_id = int(getattr(tokenizer, "pad_token_id", None) or 0)
         self.device = next(self.model.parameters()).device
+        self.policy = Policy(self.model, self.ref_model, cfg, tokenizer, self.pad_id, self.device)
+        self.lockstep = self.fsdp is not None and self.fsdp.lockstep  # every rank collects
 
     # ---------------------------------------------------------------- public API
 
@@ -179,29 +180,22 @@ class Trainer:
             self.crash_point("train.after_step")
             if self.checkpoint_dir is not None and every and self.step % every == 0:
                 self.save_checkpoint()
-        if self.checkpoint_dir is not None and not _saved(self.checkpoint_dir, self.step):
+        if self.checkpoint_dir is not None and not ckpt.saved(self.checkpoint_dir, self.step):
             self.save_checkpoint()
         return history
 
     def run_step(self, step: int) -> StepOutput:
-        c = distributed.collect(self, step, collect)  # the collector's, or the plain one
+        c = distributed.collect(self.dist, self, step, self.collector, self.lockstep)
         flat = [s for g in c.groups for s in g]
         self.counters.rollouts += c.rollouts
         group = torch.tensor([i for i, g in enumerate(c.groups) for _ in g], dtype=torch.long)
         t2 = time.perf_counter()
         out, m = self._update(step, c.items, flat, group, c.scores)
-        m.update(time_sample=c.time_sample, time_score=c.time_score, **c.metrics)
-        m.update(
-            time_update=time.perf_counter() - t2,
-            skipped_steps=float(self.counters.skipped_steps),
-            rollouts=float(c.rollouts),
-            rollouts_total=float(self.counters.rollouts),
-            lr=float(self.scheduler.get_last_lr()[0]),
-        )
+        lr = float(self.scheduler.get_last_lr()[0])
+        out.metrics = step_metrics(m, c, self.counters, lr, time.perf_counter() - t2)
         with warnings.catch_warnings():  # an empty or skipped step has no optimiser.step()
             warnings.simplefilter("ignore", UserWarning)
             self.scheduler.step()
-        out.metrics = m
         return out
 
     def sample_and_score(
@@ -226,7 +220,10 @@ class Trainer:
         """Score groups[i] against items[i] (also stored groups a collector replays)."""
         owners = [items[i] for i, g in enumerate(groups) for _ in g]
         return distributed.lockstep_scores(
-            self, groups, lambda: self.reward_fn(owners, [s for g in groups for s in g])
+            self.dist,
+            self.lockstep,
+            groups,
+            lambda: self.reward_fn(owners, [s for g in groups for s in g]),
         )  # under fsdp lockstep: rank 0's, on every rank
 
     def step_seed(self, step: int, round_: int = 0) -> int:
@@ -247,7 +244,7 @@ class Trainer:
         )
         if not bool(torch.isfinite(raw[known]).all()):
             return self._skip(m, "non-finite reward")
-        kl = self._reward_kl(step, items, flat, group, known)  # (N,) or None
+        kl = self.policy.reward_kl(self.beta_schedule.value(step), items, flat, group, known)
         adv, informative = step_advantages(
             self.cfg, self.components, step, flat, group, known, raw, kl_penalty=kl
         )
@@ -267,30 +264,9 @@ class Trainer:
         )
         return self._optimise(step, batch, m)
 
-    def _reward_kl(
-        self, step: int, items: list[Item], flat: list[Sample], group: Tensor, known: Tensor
-    ) -> Tensor | None:
-        """`kl_in_reward`: (N,) β·Σ_t(logπ_old − logπ_ref) of each judged sample (0 for the
-        unjudged), no grad, micro-batch by micro-batch; None when off or β = 0 (a no-op)."""
-        cfg, beta = self.cfg, self.beta_schedule.value(step)
-        if not cfg.kl_in_reward or beta == 0.0 or not bool(known.any()):
-            return None
-        idx = known.nonzero().squeeze(1)  # (J,)
-        judged = [flat[i] for i in idx.tolist()]
-        b = self._tensors(
-            [items[int(group[i])] for i in idx.tolist()], judged, torch.zeros(len(judged))
-        )
-        out = torch.zeros(len(flat), dtype=torch.float64)  # (N,)
-        with torch.no_grad():
-            for sel in part_rows(b, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix):
-                part = rows(b, sel, cut_prompts=cfg.micro_batch_tokens > 0)
-                k1 = sequence_k1(self._logp(part)[0], self._ref_logp(part), part.comp_mask)  # (b,)
-                out[idx[sel.cpu()]] = beta * k1.double().cpu()
-        return out
-
     def _tensors(self, items: list[Item], samples: list[Sample], adv: Tensor) -> Batch:
         """Row i = items[i]'s prompt + samples[i], as padded tensors on the model's device."""
-        return build_batch(self.tokenizer, items, samples, adv, self.pad_id, self.device)
+        return self.policy.tensors(items, samples, adv)
 
     # ---------------------------------------------------------------- the update
 
@@ -323,7 +299,7 @@ class Trainer:
         parts, real = distributed.local_parts(self.dist, batch, cfg)  # this rank's micro-batches
         with torch.no_grad():
             old = [self._logp(p)[0] for p in parts] if cfg.num_iterations > 1 else None
-            ref = [self._ref_logp(p) for p in parts] if cfg.reference != "none" else None
+            ref = [self.policy.ref_logp(p) for p in parts] if cfg.reference != "none" else None
         totals = denominators(batch, cfg.mask_truncated)
         beta = 0.0 if cfg.kl_in_reward else self.beta_schedule.value(step)  # KL in the reward
         return StepInputs(parts, totals, old, ref, beta, cfg.dr_grpo_tokens, real)
@@ -350,7 +326,7 @@ class Trainer:
         for j, part in enumerate(ctx.parts):
             logp, entropy = self._logp(part, entropy=True)
             old = ctx.old[j] if ctx.old is not None else logp.detach()
-            loss, lm = self._loss(part, j, ctx, logp, old, entropy)
+            loss, lm = part_loss(self.cfg, ctx, j, part, logp, old, entropy)
             if not math.isfinite(float(loss.detach())):
                 refused = "non-finite loss"
                 if self.fsdp is None:
@@ -361,28 +337,6 @@ class Trainer:
             for k, v in lm.items():
                 it_metrics[k] = it_metrics.get(k, 0.0) + (v * weight if real else 0.0)
         return refused or it_metrics
-
-    def _loss(
-        self, part: Batch, j: int, ctx: StepInputs, logp: Tensor, old: Tensor, ent: Tensor | None
-    ) -> tuple[Tensor, dict[str, float]]:
-        cfg = self.cfg
-        return grpo_loss(
-            logp,
-            old,
-            part.adv,
-            part.comp_mask,
-            torch.ones_like(part.adv, dtype=torch.bool),
-            eps_low=cfg.clip_eps_low,
-            eps_high=cfg.clip_eps_high,
-            aggregation=cfg.aggregation,
-            max_tokens=ctx.max_tokens,
-            ref_logp=ctx.ref[j] if ctx.ref is not None else None,
-            beta=ctx.beta,
-            kl_estimator=cfg.kl_estimator,
-            truncated=part.truncated if cfg.mask_truncated else None,
-            entropy=ent,
-            token_weight=ctx.is_weights(j, part, old, cfg.tis_cap),
-        )
 
     def _empty(self, m: dict[str, float]) -> tuple[StepOutput, dict[str, float]]:
         self.counters.empty_steps += 1
@@ -398,40 +352,47 @@ class Trainer:
 
     def _sync_weights(self) -> None:
         if self.fsdp is not None:
-            fsdp.push_weights(self)  # every rank gathers; rank 0's sampler gets the whole weights
+            fsdp.push_weights(self.fsdp, self.model, self.sampler)  # rank 0's gets whole weights
         elif isinstance(self.sampler, WeightSync):
             self.sampler.sync_weights(self.model)
 
-    # ---------------------------------------------------------------- log-probs
-
-    def _logp(
-        self, b: Batch, entropy: bool = False, model: torch.nn.Module | None = None
-    ) -> tuple[Tensor, Tensor | None]:
-        """Log-probs (B, Tc) of the completion tokens under `model` (default: the policy) and,
-        if asked, their entropy (B, Tc)."""
-        cfg, m = self.cfg, self.model if model is None else model
-        return completion_logp(m, b, cfg.share_prefix, cfg.autocast, cfg.temperature, entropy)
-
-    def _ref_logp(self, b: Batch) -> Tensor:
-        if self.ref_model is not None:
-            return self._logp(b, model=self.ref_model)[0]
-        with self.model.disable_adapter():  # type: ignore[operator]
-            return self._logp(b)[0]
+    def _logp(self, b: Batch, entropy: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Log-probs (B, Tc) of the completion tokens under the policy; entropy if asked."""
+        return self.policy.logp(b, entropy)
 
     # ---------------------------------------------------------------- checkpoints
 
+    def state(self) -> TrainerState:
+        """The training state a checkpoint holds: model, optimiser and schedules by reference,
+        step and counters copied, and where the whole weights are (fsdp: rank 0's host copy)."""
+        whole = self.model if self.fsdp is None else self.fsdp.host
+        return TrainerState(
+            self.step, dataclasses.replace(self.counters), self.cfg, self.model, self.optimizer,
+            self.scheduler, self.beta_schedule, whole, sharded=self.fsdp is not None,
+        )  # fmt: skip
+
+    def load_state(self, st: TrainerState) -> None:
+        """Take back a state this trainer handed out (resume filled its objects in place): its
+        step and counters become the trainer's."""
+        if st.model is not self.model or st.optimizer is not self.optimizer:
+            raise TrainerError("load_state takes a state this trainer handed out (state())")
+        self.step, self.counters = st.step, dataclasses.replace(st.counters)
+
     def save_checkpoint(self) -> Path:
         """Write checkpoint `self.step` (`grpo_core.state`); refused for non-finite weights."""
-        elsewhere = ckpt.step_dir(self.checkpoint_dir or Path(), self.step)  # other ranks' value
-        optim = fsdp.gather_for_save(self) if self.fsdp is not None else None  # collective
-        path = distributed.on_main(self.dist, lambda: ckpt_state.save(self, optim), elsewhere)
+        st, root = self.state(), self.checkpoint_dir
+        elsewhere = ckpt.step_dir(root or Path(), self.step)  # other ranks' value
+        optim = fsdp.gather_for_save(self.fsdp, self.model, self.optimizer) if self.fsdp else None
+        path = distributed.on_main(
+            self.dist,
+            lambda: ckpt_state.save(st, root, self.tokenizer, self.hooks, self.crash_point, optim),
+            elsewhere,
+        )
         self.hooks.on_checkpoint(self.step, path)
         return path
 
     def resume(self, path: Path | None = None) -> int:
         """Restore the newest valid checkpoint (or `path`); returns the step it continues at."""
-        return ckpt_state.resume(self, path)
-
-
-def _saved(root: Path, step: int) -> bool:
-    return ckpt.step_dir(root, step).is_dir()
+        st = ckpt_state.resume(self.state(), self.checkpoint_dir, path, self.hooks.warn)
+        self.load_state(st)
+        return self.step

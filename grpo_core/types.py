@@ -11,7 +11,9 @@ Nothing here computes anything; `grpo_core.trainer` re-exports these names, so
 - `RewardFn` scores completions (reward and correctness; `None` = verifier error);
 - `TrainerHooks` is what the trainer tells its owner: per-step metrics, a checkpoint written,
   files to add to a checkpoint before it is published, warnings. `Hooks` implements it with
-  optional callables (the pipeline's recorder, `pipeline.train.Recorder`, is another).
+  optional callables (the pipeline's recorder, `pipeline.train.Recorder`, is another);
+- `Rollouts` is what a `Collector` may ask of the trainer (its batch source, sampling and
+  scoring, the step seeds, the config): collectors never see the trainer's other state.
 
 Test: `.venv/bin/pytest tests/grpo_core/test_trainer.py -q`.
 """
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import torch
 
 if TYPE_CHECKING:
-    from grpo_core.trainer import Trainer
+    from grpo_core.config import GRPOConfig
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,36 @@ class Collected:
     metrics: dict[str, float] = field(default_factory=dict)  # the collector's own, e.g. skips
 
 
-Collector = Callable[["Trainer", int], Collected]
+class Rollouts(Protocol):
+    """What a collector may ask of the trainer (`grpo_core.trainer.Trainer` implements it)."""
+
+    @property
+    def cfg(self) -> GRPOConfig: ...
+
+    @property
+    def batches(self) -> BatchSource:
+        """The curriculum items of optimiser step `step`: `batches(step)`."""
+        ...
+
+    def sample_and_score(
+        self, items: Sequence[Item], seed: int, sizes: Sequence[int] | None = None
+    ) -> tuple[list[list[Sample]], Scores, float, float]:
+        """Groups for `items` (G from each item unless `sizes`), their scores, and the seconds
+        sampling and scoring took."""
+        ...
+
+    def score_groups(
+        self, items: Sequence[Item], groups: list[list[Sample]]
+    ) -> tuple[list[list[Sample]], Scores]:
+        """Score groups[i] against items[i] (stored groups a collector replays)."""
+        ...
+
+    def step_seed(self, step: int, round_: int = 0) -> int:
+        """The sampling seed of (step, round): a pure function, so resume is exact."""
+        ...
+
+
+Collector = Callable[[Rollouts, int], Collected]
 
 
 @dataclass

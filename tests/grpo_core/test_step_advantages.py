@@ -17,7 +17,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import grpo_core.trainer as trainer_mod
+import grpo_core.update as update_mod  # the micro-batch loss calls grpo_loss there
 from grpo_core.advantages import ZERO_VAR_TOL, fragment_advantages
 from grpo_core.batch import build_batch, micro_batches
 from grpo_core.config import GRPOConfig
@@ -353,7 +353,7 @@ Seen = list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
 def logp_grads(monkeypatch: pytest.MonkeyPatch) -> Seen:
     """Each loss call's (advantage, completion mask, d loss / d logp)."""
     seen: Seen = []
-    real = trainer_mod.grpo_loss
+    real = update_mod.grpo_loss
 
     def spy(logp: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, *a: Any, **kw: Any) -> Any:
         def hook(g: torch.Tensor) -> None:
@@ -362,7 +362,7 @@ def logp_grads(monkeypatch: pytest.MonkeyPatch) -> Seen:
         logp.register_hook(hook)
         return real(logp, old, adv, *a, **kw)
 
-    monkeypatch.setattr(trainer_mod, "grpo_loss", spy)
+    monkeypatch.setattr(update_mod, "grpo_loss", spy)
     return seen
 
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import grpo_core.trainer as trainer_mod
+import grpo_core.update as update_mod  # the micro-batch loss calls grpo_loss there
 from grpo_core import checkpoint as ckpt
 from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Hooks, Item, Scores, Trainer
@@ -107,7 +108,7 @@ def test_nan_reward_skips_the_step_and_leaves_parameters_untouched(toy: dict[str
 def test_nan_loss_skips_and_no_checkpoint_comes_from_a_bad_state(
     toy: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = trainer_mod.grpo_loss
+    real = update_mod.grpo_loss
     calls = {"n": 0}
 
     def nan_loss(*args: Any, **kw: Any) -> Any:
@@ -118,7 +119,7 @@ def test_nan_loss_skips_and_no_checkpoint_comes_from_a_bad_state(
     t = make(toy, tmp_path, total_steps=10, checkpoint_every=5)
     t.train(max_steps=5)
     saved = params(t)
-    monkeypatch.setattr(trainer_mod, "grpo_loss", nan_loss)
+    monkeypatch.setattr(update_mod, "grpo_loss", nan_loss)
     history = t.train()
     assert calls["n"] > 0
     skipped = sum(math.isnan(h["loss"]) for h in history)
@@ -143,7 +144,7 @@ def test_nan_in_a_later_iteration_refuses_that_update_only(
     t = make(toy, total_steps=12, num_iterations=3)
     t.train(max_steps=4)
     assert t.optimizer.state, "no trained step in 4 steps: the optimiser has no state yet"
-    real_loss, real_step = trainer_mod.grpo_loss, t.optimizer.step
+    real_loss, real_step = update_mod.grpo_loss, t.optimizer.step
     calls = {"loss": 0}
     after_step: list[tuple[dict[str, torch.Tensor], list[torch.Tensor]]] = []
 
@@ -157,7 +158,7 @@ def test_nan_in_a_later_iteration_refuses_that_update_only(
         after_step.append((params(t), optimiser_state(t)))
         return out
 
-    monkeypatch.setattr(trainer_mod, "grpo_loss", nan_in_iteration_2)
+    monkeypatch.setattr(update_mod, "grpo_loss", nan_in_iteration_2)
     monkeypatch.setattr(t.optimizer, "step", recording_step)
     skipped = t.counters.skipped_steps
     while calls["loss"] < 2 and t.step < 12:  # up to the first informative step

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import grpo_core.trainer as trainer_mod
+import grpo_core.update as update_mod  # the micro-batch loss calls grpo_loss there
 from grpo_core.logprobs import completion_logp
 from grpo_core.trainer import Item, Sample, Trainer
 from tests.grpo_core.test_advantages import slow_advantages
@@ -61,13 +62,13 @@ def spy_step(monkeypatch: pytest.MonkeyPatch, t: Trainer) -> list[dict[str, Any]
 
 def spy_loss(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
-    real = trainer_mod.grpo_loss
+    real = update_mod.grpo_loss
 
     def spy(*a: Any, **kw: Any) -> Any:
         calls.append({"beta": kw["beta"], "max_tokens": kw["max_tokens"]})
         return real(*a, **kw)
 
-    monkeypatch.setattr(trainer_mod, "grpo_loss", spy)
+    monkeypatch.setattr(update_mod, "grpo_loss", spy)
     return calls
 
 
