@@ -263,7 +263,8 @@ def run_curate(
                 out.print(plan.estimate(time.monotonic() - started, e.total))
             if e.done == e.total and not err.is_terminal:  # the bar is off: one line per stage
                 minutes = (time.monotonic() - started) / 60
-                out.print(f"{e.stage}: {e.total} chunks done ({minutes:.1f} min in)")
+                chunks = f"{e.total} chunk{'s' if e.total > 1 else ''}"
+                out.print(f"{e.stage}: {chunks} done ({minutes:.1f} min in)")
 
         summary = curate_flow(params, Runtime(progress=update))
     if not err.is_terminal:
