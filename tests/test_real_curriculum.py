@@ -1,0 +1,58 @@
+"""benchmarks/real_curriculum.py --smoke: the real-model headline's code path end to end on the
+tiny policy (hf backend, tiny budgets): the JSON's structure, every arm within its rollout
+budget with curation counted, and a second run resuming from the finished progress files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import real_curriculum as rc
+
+pytestmark = pytest.mark.slow  # ~25 s on 2 cores, past the fixture's tiny-policy training
+
+
+def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: Path) -> None:
+    argv = ["--smoke", "--seeds", "1", "2", "--model", str(partly_trained_dir),
+            "--results", str(tmp_path)]  # fmt: skip
+    rc.main(argv)
+    out = json.loads((tmp_path / "real_curriculum_smoke.json").read_text())
+    budget = out["setup"]["budget"]
+    assert out["seeds"] == [1, 2]
+    assert {r["arm"] for r in out["runs"]} == set(rc.ARMS)
+    assert len(out["runs"]) == len(rc.ARMS) * 2
+    for key in ("rollouts_to_uniform_final", "final_gap_vs_uniform", "per_level_gains",
+                "hand_check_candidates"):  # fmt: skip
+        assert set(out[key]) == set(rc.ARMS), key
+    assert {(c["family"], c["level"]) for c in out["cells"]} == {
+        (f, lv) for f, levels in rc.SMOKE_MIX.items() for lv in levels
+    }
+    assert all(c["zone"] in ("always", "learnable", "never", "unmeasured") for c in out["cells"])
+    assert out["final_gap_vs_uniform"]["uniform"]["mean"] == 0.0
+    for run in out["runs"]:
+        curve = run["curve"]
+        assert curve[0]["rollouts"] == 0 and curve[-1]["rollouts"] == run["rollouts"]
+        assert len(curve) >= out["setup"]["evals"] + 1
+        assert run["rollouts"] <= budget, run["arm"]
+        assert len(run["load_1m"]) == run["steps"]
+        # every rollout counted: curation plus training (replayed samples were curation's)
+        train = run["counts"].get("train_rollouts", 0)
+        assert run["rollouts"] == run["curation_rollouts"] + train, run["arm"]
+        if run["arm"].startswith("sieve"):
+            assert run["curation_rollouts"] > 0 and len(run["nights"]) >= 2
+            assert run["curation_rollouts"] == sum(n["curation_rollouts"] for n in run["nights"])
+        else:
+            assert run["curation_rollouts"] == 0
+    assert all(out["budget_respected"].values())
+    assert all(len(v) <= 20 for v in out["hand_check_candidates"].values())
+    progress = sorted((tmp_path / "real_curriculum_smoke_runs").glob("*.json"))
+    assert len(progress) == len(rc.ARMS) * 2
+    before = {p.name: p.read_text() for p in progress}
+    rc.main(argv)  # every arm × seed is done: nothing runs again, the progress is unchanged
+    assert {p.name: p.read_text() for p in progress} == before
+    again = json.loads((tmp_path / "real_curriculum_smoke.json").read_text())
+    assert again["rollouts_to_uniform_final"] == out["rollouts_to_uniform_final"]
