@@ -12,7 +12,7 @@ import torch
 
 from grpo_core import checkpoint as ckpt
 from grpo_core.config import GRPOConfig
-from grpo_core.trainer import Hooks, Trainer
+from grpo_core.trainer import Hooks, Trainer, TrainerError
 
 BASE = {"lr": 3e-3, "max_new_tokens": 3, "checkpoint_every": 2}
 
@@ -163,3 +163,26 @@ def test_lora_checkpoints_hold_a_merged_folder_and_a_peft_adapter(
     trained = {k: v for k, v in t.model.state_dict().items() if "lora" in k}
     restored = again.model.state_dict()
     assert trained and all(torch.equal(v, restored[k]) for k, v in trained.items())
+
+
+def test_the_trainer_hands_out_its_state_and_takes_back_only_its_own(
+    toy: dict[str, Any], tmp_path: Path
+) -> None:
+    from grpo_core import state as ckpt_state
+
+    a = make(toy, tmp_path, total_steps=2)
+    a.train()
+    st = a.state()
+    assert (st.step, st.model, st.optimizer, st.whole) == (2, a.model, a.optimizer, a.model)
+    st.counters.rollouts = -1  # a copy: the trainer's counters are untouched
+    assert a.counters.rollouts > 0
+
+    b = make(toy, tmp_path, total_steps=4)
+    back = ckpt_state.resume(b.state(), tmp_path, None, print)  # loads into b's objects
+    assert back.step == 2 and back.counters == a.counters and b.step == 0
+    with pytest.raises(TrainerError, match="handed out"):
+        a.load_state(back)  # b's model and optimiser, not a's
+    b.load_state(back)
+    assert b.step == 2 and b.counters == a.counters
+    for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True):
+        assert torch.equal(p, q)
