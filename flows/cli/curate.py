@@ -259,7 +259,7 @@ def run_curate(
             bar.update(tasks[e.stage], completed=e.done, description=f"{e.stage} chunks")
             done[e.stage] = f"{e.stage} {e.done} of {e.total} chunks"
             committed(f"{', '.join(done.values())} committed; rerun the same command to resume")
-            if plan is not None and e.stage == "screen" and e.done == 1 and e.total > 1:
+            if plan is not None and e.stage == "screen" and e.done == 1:
                 out.print(plan.estimate(time.monotonic() - started, e.total))
             if e.done == e.total and not err.is_terminal:  # the bar is off: one line per stage
                 minutes = (time.monotonic() - started) / 60
