@@ -585,7 +585,7 @@ def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
                     pol.tok,
                     pol.group,
                     reward_fn(s),
-                    lambda st, b=batches, s0=step0: b(st - s0),
+                    partial(lambda st, b, s0: b(st - s0), b=batches, s0=step0),
                     grpo(s, seed + night, step0 + steps),
                     collector=collector,
                     hooks=Hooks(warning=lambda m: None),
@@ -681,7 +681,7 @@ def per_level_gains(runs: list[dict], base: dict[str, Any]) -> dict[str, list[di
     return out
 
 
-def final_gaps(runs: list[dict]) -> dict[str, dict[str, float]]:
+def final_gaps(runs: list[dict]) -> dict[str, dict[str, Any]]:
     """Each arm's final sampled accuracy minus uniform's, seed by seed: mean and spread."""
     uni = {r["seed"]: r["curve"][-1]["sampled"] for r in runs if r["arm"] == "uniform"}
     out = {}
@@ -712,7 +712,7 @@ def summary(
     model: str,
 ) -> dict[str, Any]:
     done = [r for r in runs if r["curve"]]
-    body = summarise(done, setup) if done else {}
+    body = summarise(done, setup) if done else {}  # type: ignore[arg-type]  # unread there
     return {
         "benchmark": "real_curriculum",
         "model": model,
