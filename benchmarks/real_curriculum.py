@@ -385,6 +385,9 @@ class Run:
         self.p["rollouts"] += int(m["rollouts"])
         self.p["zero_var"].append(m.get("zero_var_share", math.nan))
         self.p["load_1m"].append(round(os.getloadavg()[0], 2))
+        print(f"    {self.arm} s{self.seed} step {self.p['step']}: {self.p['rollouts']} rollouts, "
+              f"{time.perf_counter() - self.began:.0f} s, load {self.p['load_1m'][-1]}",
+              flush=True)  # fmt: skip
         for key in ("rollouts", "replayed_rollouts", "skipped_zero_var"):
             c = self.p["counts"]
             c[f"train_{key}"] = c.get(f"train_{key}", 0) + int(m.get(key, 0))
