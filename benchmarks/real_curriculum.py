@@ -62,9 +62,15 @@ Run the full thing in the background (resumable: the same command continues wher
     tail -f /tmp/sieve-real-curriculum/log.txt
     .venv-vllm/bin/python benchmarks/real_curriculum.py --summarise   # JSON + PNG from progress
 
-Time (measured, see `TIMING` below for the numbers): one uniform step of 8 prompts × G = 8 at
-256 tokens plus its update; the default budget of 6,144 rollouts is ~96 such steps per arm ×
-seed plus 6 held-out evaluations of 204 problems × 5 samples.
+Time: not yet measured end to end. One short real run (2026-12-02, `--arms uniform --seeds 1
+--budget 128 --evals 1 --per-level 2`, nice -n 10, 2 cores at a 1-minute load of 4-6 from other
+work) took 225 s for the base evaluation of 32 problems × (4 samples + greedy) at 256 tokens
+(~1.4 s per completion), and did not reach its first eval mark (2 steps of 64 rollouts, then
+one evaluation) before its 15-minute timeout stopped it, so a step costs more than ~3 min on
+that loaded machine. From these numbers the default setup (204 held-out problems: ~24 min per
+evaluation, 6-7 per run; ~96 steps) needs on the order of 5-8 hours per arm × seed on a loaded
+2-core machine, less on a quiet one: rerun the short command above on a quiet machine and read
+the per-step log lines before starting the full run, or lower `--budget` / `--per-level`.
 """
 
 from __future__ import annotations
@@ -875,8 +881,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"wrote {out / f'{name}.json'}")
 
 
-# one measured short real run (see the module docstring); filled in from its log
-TIMING: dict[str, Any] = {}
+# the one short real run (module docstring): what it measured
+TIMING: dict[str, Any] = {
+    "base_eval_seconds_32_problems_x5": 225.0,
+    "load_1m": "4-6 on 2 cores (other work running)",
+    "two_uniform_steps_plus_one_eval": "not finished within its 15-minute timeout",
+}
 
 
 if __name__ == "__main__":
