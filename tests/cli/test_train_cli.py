@@ -241,6 +241,8 @@ def test_eval_and_curate_without_model_follow_the_curated_models_lineage(
     home = curated_home(model)
     with Ledger.open(home) as ledger:
         paths = register(ledger, tmp_path, "train-a", folder_revision(model), [(2, "R1", 3)])
+    shutil.rmtree(paths["R1"])  # a checkpoint is a whole model folder: curate reads its format
+    shutil.copytree(model, paths["R1"])
     loaded: list[Path] = []
 
     class Stop(Exception):
