@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sieve-installed
 
 .PHONY: install demo test test-learning test-all lint format bench bench-curate clean report-deps sandbox-deps
-.PHONY: test-scale scale-deps test-crash docs docs-check
+.PHONY: test-scale scale-deps test-crash test-integration docs docs-check
 
 # `make test-vllm`: the vLLM mapping tests in a venv of their own (opt-in, several GB)
 include Makefile.vllm
@@ -37,8 +37,17 @@ sandbox-deps:
 report-deps:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
+# the developer's check (~8 min on 2 cores): everything but the marked groups below
 test: $(STAMP) report-deps sandbox-deps
-	$(BIN)/pytest -q -m "not slow and not gpu and not scale and not crash" --durations=15
+	$(BIN)/pytest -q -m "not slow and not gpu and not scale and not crash and not integration" \
+		--durations=15
+
+# the integration tests (~11 min on 2 cores): the whole CLI in child processes with their own
+# Prefect servers, a trained tiny policy, SmolLM2 converted, torchrun ranks, deliberate lock
+# waits (which tests: tests/conftest.py, INTEGRATION_*); CI runs it after `make test`
+test-integration: $(STAMP) report-deps sandbox-deps
+	$(BIN)/pytest -q -m "integration and not slow and not gpu and not scale and not crash" \
+		--durations=15
 
 # the crash tests: curation and training killed with SIGKILL at named points resume to the
 # uninterrupted result, and no process outlives a killed `sieve` run (~3 min on 2 busy cores,

@@ -70,6 +70,7 @@ from pipeline.policy.model import load_policy, model_revision
 from pipeline.problems import FAMILIES, family_levels, generate_mix
 from pipeline.recipes import TINY_GRPO, TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
 from pipeline.replay import curation_visits, stored_groups
+from pipeline.sampling.budget import SamplingConfig
 from pipeline.sampling.hf import HFSampler
 from pipeline.sampling.training import HFGroupSampler
 from pipeline.selection import TINY_CURATE, CurateConfig
@@ -150,7 +151,7 @@ class Tracker:
         s = self.setup
         sampler = HFSampler(model=model, tokenizer=self.tokenizer, model_name="bench")
         prompts_of = {q: prompt(q) for q in self.heldout["question"]}
-        cfg = EvalConfig(s.per_level, s.samples, 1.0, 16)
+        cfg = EvalConfig(s.per_level, s.samples, SamplingConfig(max_new_tokens=16))
         with Ledger.memory() as ledger:
             table = evaluate(sampler, ledger, "bench", prompts_of, cfg, self.heldout)
         point = {

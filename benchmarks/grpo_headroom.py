@@ -50,6 +50,7 @@ from pipeline.curate import policy_for
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
 from pipeline.policy.model import load_policy
 from pipeline.problems import generate_mix
+from pipeline.sampling.budget import SamplingConfig
 from pipeline.sampling.hf import HFSampler
 from pipeline.sampling.training import HFGroupSampler
 from pipeline.selection import TINY_CURATE, CurateConfig
@@ -108,7 +109,7 @@ def heldout(model: torch.nn.Module, tok: Any) -> pl.DataFrame:
     problems = pl.concat(frames)
     sampler = HFSampler(model=model, tokenizer=tok)
     with Ledger.memory() as ledger:
-        cfg = EvalConfig(PER_LEVEL, SAMPLES, 1.0, 16)
+        cfg = EvalConfig(PER_LEVEL, SAMPLES, SamplingConfig(max_new_tokens=16))
         return evaluate(sampler, ledger, "bench", {q: prompt(q) for q in problems["question"]},
                         cfg, problems)  # fmt: skip
 

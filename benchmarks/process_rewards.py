@@ -62,6 +62,7 @@ from pipeline.batches import verifier_reward
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
 from pipeline.policy.model import load_policy
 from pipeline.recipes import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
+from pipeline.sampling.budget import SamplingConfig
 from pipeline.sampling.hf import HFSampler
 from pipeline.sampling.training import HFGroupSampler
 from pipeline.store import Ledger
@@ -103,7 +104,8 @@ GROUP BY p.family, p.level
 def held_out(model: torch.nn.Module, tok: Any, problems: pl.DataFrame, rollouts: int) -> dict:
     """Held-out pass@1 (sampled, greedy) and step correctness, target levels vs the rest."""
     sampler = HFSampler(model=model, tokenizer=tok, model_name="bench")
-    cfg = EvalConfig(int(problems.group_by("family", "level").len()["len"].max()), SAMPLES, 1.0, 16)
+    per_level = int(problems.group_by("family", "level").len()["len"].max())
+    cfg = EvalConfig(per_level, SAMPLES, SamplingConfig(max_new_tokens=16))
     with Ledger.memory() as ledger:
         table = evaluate(sampler, ledger, "bench", {q: prompt(q) for q in problems["question"]},
                          cfg, problems.drop("target"))  # fmt: skip

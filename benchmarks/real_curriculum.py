@@ -267,16 +267,13 @@ def reward_fn(setup: Setup) -> Any:
 
 def evaluate_policy(setup: Setup, pol: Policy, held: pl.DataFrame, label: str) -> dict[str, Any]:
     from pipeline.policy.evaluate import EvalConfig, evaluate, overall
+    from pipeline.sampling.budget import SamplingConfig
     from pipeline.store import Ledger
 
-    cfg = EvalConfig(
-        per_level=setup.per_level,
-        samples=setup.samples,
-        seed=0,
-        temperature=setup.temperature,
-        top_p=TOP_P,
-        max_new_tokens=setup.max_new_tokens,
+    sampling = SamplingConfig(
+        temperature=setup.temperature, top_p=TOP_P, max_new_tokens=setup.max_new_tokens
     )
+    cfg = EvalConfig(per_level=setup.per_level, samples=setup.samples, sampling=sampling, seed=0)
     qs = held["question"].to_list()
     prompts_of = dict(zip(qs, pol.render(qs), strict=True))
     began = time.perf_counter()

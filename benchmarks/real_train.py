@@ -191,9 +191,11 @@ def step_rows(curriculum: pl.DataFrame, step: int, prompts: int) -> list[dict[st
 def heldout(sampler: Any, tokenizer: Any, held: pl.DataFrame, revision: str) -> dict[str, Any]:
     """Greedy and sampled pass@1 on `held`, plus up to 12 completions judged correct."""
     from pipeline.policy.evaluate import EvalConfig, evaluate, overall
+    from pipeline.sampling.budget import SamplingConfig
     from pipeline.store import Ledger
 
-    cfg = EvalConfig(seed=0, **EVAL)
+    sampling = {k: v for k, v in EVAL.items() if k != "samples"}
+    cfg = EvalConfig(samples=EVAL["samples"], sampling=SamplingConfig(**sampling), seed=0)
     questions = held["question"].to_list()
     prompts_of = dict(zip(questions, render(tokenizer, questions), strict=True))
     began = time.perf_counter()

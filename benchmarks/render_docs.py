@@ -875,6 +875,27 @@ def headline_real(r: Results) -> str:
     )
 
 
+def settings_sprawl(r: Results) -> str:
+    """Where settings live, at the revision issue 34 was filed against and now."""
+    labels = {
+        "classes": "settings classes (…Config/Params/Options/Settings/Args)",
+        "toml_files": "committed TOML settings files",
+        "cli_options": "CLI options, summed over commands",
+        "cli_option_names": "distinct CLI option names",
+        "temperature_places": "places that give a temperature a value",
+        "max_new_tokens_files": "source files naming max_new_tokens",
+    }
+    before, now = (
+        r("settings_sprawl", "before", "revision"),
+        r("settings_sprawl", "now", "revision"),
+    )
+    rows = [
+        [text, str(r("settings_sprawl", "before", key)), str(r("settings_sprawl", "now", key))]
+        for key, text in labels.items()
+    ]
+    return table(["count", f"at {before}", f"at {now}"], rows)
+
+
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "headline-real": headline_real,
     "headline-curriculum": headline_curriculum,
@@ -902,6 +923,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "scale-estimate": scale_estimate,
     "ddp-step": ddp_step,
     "sandbox": sandbox,
+    "settings-sprawl": settings_sprawl,
 }
 
 

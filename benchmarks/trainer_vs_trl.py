@@ -110,13 +110,15 @@ def heldout_problems(levels: dict[str, list[int]], per_level: int) -> pl.DataFra
 def heldout(model: Any, tokenizer: Any, probs: pl.DataFrame) -> dict[str, float]:
     """Held-out pass@1 (greedy; mean of 8 samples at T = 1) on `probs`."""
     from pipeline.policy.evaluate import EvalConfig, evaluate, overall
+    from pipeline.sampling.budget import SamplingConfig
     from pipeline.sampling.hf import HFSampler
     from pipeline.store import Ledger
 
     sampler = HFSampler(model=model, tokenizer=tokenizer, model_name="bench")
     prompts_of = {q: f"{q}=" for q in probs["question"]}
     with Ledger.memory() as ledger:
-        cfg = EvalConfig(samples=8, temperature=1.0, max_new_tokens=MAX_NEW)
+        sampling = SamplingConfig(temperature=1.0, max_new_tokens=MAX_NEW)
+        cfg = EvalConfig(samples=8, sampling=sampling)
         table = evaluate(sampler, ledger, "bench", prompts_of, cfg, probs)
     return {k: overall(table, k) for k in ("greedy", "sampled")}
 

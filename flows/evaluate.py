@@ -39,11 +39,7 @@ class EvalParams(PolicyParams):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
 
     def eval_config(self) -> EvalConfig:
-        s = self.sampling
-        return EvalConfig(
-            self.per_level, self.samples, s.temperature, s.max_new_tokens, seed=self.seed,
-            top_p=s.top_p, stop=s.stop,
-        )  # fmt: skip
+        return EvalConfig(self.per_level, self.samples, self.sampling, self.seed)
 
 
 @task(cache_policy=NO_CACHE)

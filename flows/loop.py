@@ -32,7 +32,7 @@ import polars as pl
 
 from pipeline.errors import SieveError
 from pipeline.home import resolve_home
-from pipeline.recipes import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, TrainSettings
+from pipeline.recipes import TINY_RECIPE, TrainSettings
 from pipeline.runlog import quiet_prefect
 from pipeline.sampling import EngineOptions
 from pipeline.selection import TINY_CURATE, CurateConfig
@@ -131,16 +131,11 @@ class DemoRun:
     report: Path | None = None
 
 
-# the tiny policy's recipe (TINY_CURATE, TINY_RECIPE = data/configs/tiny_train.toml); 30 steps ×
-# 512 rollouts is about twice what the night's curation spends, the ratio benchmarks/curriculum.py
-# trains with
+# the tiny policy's recipe, read from its files (data/configs/tiny_curate.toml, tiny_train.toml):
+# 30 steps × 512 rollouts is about twice what the night's 1,000-candidate curation spends, the
+# ratio benchmarks/curriculum.py trains with; the demo evaluates 20 problems per level × 4 samples
 DEMO_CURATE = CurateConfig(n_candidates=1000, **TINY_CURATE)  # type: ignore[arg-type]
-DEMO_TRAIN = TrainSettings(
-    grpo={**TINY_GRPO, "total_steps": 30},
-    rollouts_per_step=TINY_RECIPE_ROLLOUTS_PER_STEP,
-    eval_per_level=20,
-    eval_samples=4,
-)
+DEMO_TRAIN = TINY_RECIPE.model_copy(update={"eval_per_level": 20, "eval_samples": 4})
 
 
 def demo(

@@ -7,11 +7,15 @@ Test: `pytest tests/flows/test_loop.py tests/cli/test_train_cli.py`.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from pipeline.errors import SieveError
 from pipeline.home import resolve_home
 from pipeline.policy.model import folder_revision
+from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger, load_query
 
 
@@ -109,3 +113,15 @@ def latest_model(ledger: Ledger, home: str | Path | None = None) -> Path:
 
 def _tiny(home: str | Path | None) -> Path:
     return resolve_home(home) / "models" / "tiny"
+
+
+def curated_sampling(ledger: Ledger, curriculum_id: str) -> SamplingConfig | None:
+    """The sampling settings a curriculum was curated at (its recorded CurateConfig's
+    `[sampling]`); None for curricula that record no config (ledgers from before it was kept)."""
+    rows = ledger.run("SELECT config FROM curricula WHERE curriculum_id = $c", {"c": curriculum_id})
+    if not rows or not rows[0][0]:
+        return None
+    try:
+        return SamplingConfig.model_validate(json.loads(rows[0][0]).get("sampling", {}))
+    except (ValueError, ValidationError, AttributeError):
+        return None

@@ -27,6 +27,7 @@ from pipeline.errors import SieveError
 from pipeline.policy.model import read_meta
 from pipeline.policy.prompts import PromptFormat, prompt_format
 from pipeline.problems import FAMILIES, OPT_IN_FAMILIES
+from pipeline.tomlconfig import CONFIGS, load_toml
 
 GRPO_FIELDS = {f.name for f in dataclasses.fields(GRPOConfig)}
 
@@ -98,32 +99,22 @@ def grpo_config(values: dict[str, Any]) -> GRPOConfig:
 
 
 def load_settings(path: str | Path) -> TrainSettings:
-    from pipeline.tomlconfig import load_toml
-
     return load_toml(path, TrainSettings)
 
 
 # ---------------------------------------------------------------------- recipes
 
-# The built-in tiny policy's recipe; data/configs/tiny_train.toml holds the same values (tests
-# compare them). At 128 rollouts per step lr 1e-4 was the largest that did not lose held-out
-# accuracy (issue 5 trials, 3e-4 and above drift); with 512 rollouts per step (64 prompts × G = 8;
-# 16 prompts per step was too noisy in benchmarks/grpo_headroom.py) it trains at 2e-4 after a
-# 20-step warm-up (benchmarks/curriculum.py). 16 new tokens, checkpoints every 20 steps and a
-# fixed β of 0.02 were merged silently under every run before recipes were files; they are
-# written out here so the demo's and the benchmark's numbers do not move.
-TINY_RECIPE_GRPO: dict[str, Any] = {"lr": 2e-4, "lr_warmup_steps": 20}
-TINY_RECIPE_ROLLOUTS_PER_STEP = 512
-TINY_GRPO: dict[str, Any] = {
-    **TINY_RECIPE_GRPO,
-    "total_steps": 30,  # per night: about twice the rollouts an 800-candidate curation spends
-    "max_new_tokens": 16,
-    "checkpoint_every": 20,
-    "beta_schedule": "fixed",
-    "beta": 0.02,
-}
-TINY_RECIPE = TrainSettings(grpo=TINY_GRPO, rollouts_per_step=TINY_RECIPE_ROLLOUTS_PER_STEP)
-RECIPES = Path(__file__).resolve().parents[1] / "data" / "configs"
+RECIPES = CONFIGS
+
+# The built-in tiny policy's recipe exists once, as data/configs/tiny_train.toml (its comments say
+# why each value); these names are read from that file for the demo and the benchmarks. At 128
+# rollouts per step lr 1e-4 was the largest that did not lose held-out accuracy; with 512 rollouts
+# per step (64 prompts × G = 8) it trains at 2e-4 after a 20-step warm-up (benchmarks/curriculum.py
+# measured its headline with exactly this file: tests/test_tiny_recipe.py).
+TINY_RECIPE = load_settings(RECIPES / "tiny_train.toml")
+TINY_GRPO: dict[str, Any] = dict(TINY_RECIPE.grpo)
+TINY_RECIPE_GRPO: dict[str, Any] = {k: TINY_GRPO[k] for k in ("lr", "lr_warmup_steps")}
+TINY_RECIPE_ROLLOUTS_PER_STEP = TINY_RECIPE.rollouts_per_step
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,7 @@ from pipeline.policy.model import (
 from pipeline.policy.prompts import PromptFormat, prompt_format, render
 from pipeline.recipes import TrainSettings
 from pipeline.sampling import Sampler
+from pipeline.sampling.budget import SamplingConfig
 from pipeline.sampling.hf import HFSampler
 from pipeline.store import Ledger
 
@@ -395,8 +396,7 @@ class Recorder:
         return EvalConfig(
             per_level=s.eval_per_level,
             samples=s.eval_samples,
-            temperature=cfg.temperature,
-            max_new_tokens=cfg.max_new_tokens,
+            sampling=SamplingConfig(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens),
             seed=cfg.seed,
         )
 

@@ -32,10 +32,9 @@ from flows.cli.options import (
     BackendOpt,
     BaseUrlOpt,
     ConfigOpt,
-    EngineArgs,
     HomeOpt,
     ModelOpt,
-    SamplingArgs,
+    OptionBlock,
     option_blocks,
 )
 from pipeline.errors import SieveError
@@ -95,8 +94,8 @@ def eval_cmd(
     per_level: Annotated[int, typer.Option(help="Held-out problems per level.")] = 40,
     samples: Annotated[int, typer.Option(help="Samples per problem at temperature 1.")] = 8,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
-    sampling: SamplingArgs = SAMPLING,
-    engine: EngineArgs = ENGINE,
+    sampling: OptionBlock = SAMPLING,
+    engine: OptionBlock = ENGINE,
     home: HomeOpt = None,
 ) -> None:
     """Held-out pass@1 by family x level (greedy and sampled), recorded in the ledger."""
@@ -109,15 +108,7 @@ def eval_cmd(
         raise SieveError("--samples must be >= 1")
     config = validated(SamplingConfig, sampling.overrides())
     policy = policy_for(folder, backend, base_url or (), engine.options())
-    cfg = EvalConfig(
-        per_level,
-        samples,
-        config.temperature,
-        config.max_new_tokens,
-        seed=seed,
-        top_p=config.top_p,
-        stop=config.stop,
-    )
+    cfg = EvalConfig(per_level, samples, config, seed)
     run_eval(policy, cfg, home)
 
 
@@ -129,8 +120,8 @@ def curate(
     base_url: BaseUrlOpt = None,
     n: Annotated[int | None, typer.Option("--n", help="Candidates (overrides the config).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (overrides the config).")] = None,
-    sampling: SamplingArgs = SAMPLING,
-    engine: EngineArgs = ENGINE,
+    sampling: OptionBlock = SAMPLING,
+    engine: OptionBlock = ENGINE,
     home: HomeOpt = None,
     runner: Annotated[
         str, typer.Option(help="Where chunks run: local, dask or ray (needs '.[scale]').")
@@ -287,10 +278,10 @@ def run_eval(policy: Policy, cfg: EvalConfig, home: Path | None) -> None:
         per_level=cfg.per_level,
         samples=cfg.samples,
         seed=cfg.seed,
-        sampling=cfg.sampling(),
+        sampling=cfg.sampling,
     )
     with progress("evaluating") as bar:
-        task = bar.add_task("greedy", total=2 if cfg.temperature > 0 else 1)
+        task = bar.add_task("greedy", total=2 if cfg.sampling.temperature > 0 else 1)
 
         def update(e: ProgressEvent) -> None:
             bar.update(task, completed=e.done, description=f"{e.stage} recorded")
@@ -301,7 +292,7 @@ def run_eval(policy: Policy, cfg: EvalConfig, home: Path | None) -> None:
     show(
         table,
         f"held-out pass@1 by family x level (greedy: T=0; sampled: {cfg.samples} per problem at "
-        f"T={cfg.temperature:g}; errors: verifier errors, counted as wrong)",
+        f"T={cfg.sampling.temperature:g}; errors: verifier errors, counted as wrong)",
     )
 
 

@@ -23,8 +23,8 @@ from flows.cli.options import (
     BackendOpt,
     BaseUrlOpt,
     ConfigOpt,
-    EngineArgs,
     HomeOpt,
+    OptionBlock,
     option_blocks,
 )
 from flows.cli.train import train_recipe
@@ -196,7 +196,7 @@ def loop(
     model: LoopModelOpt = None,
     backend: BackendOpt = "hf",
     base_url: BaseUrlOpt = None,
-    engine: EngineArgs = ENGINE,
+    engine: OptionBlock = ENGINE,
     home: HomeOpt = None,
 ) -> None:
     """N nights of curate -> train -> eval, each starting from the previous night's checkpoint."""

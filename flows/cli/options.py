@@ -2,10 +2,12 @@
 
 `--home` and the sampler's `--model`, `--backend` and `--base-url` are `Annotated` types used as
 they are. The vLLM engine options (curate, eval, train, loop) and the sampling overrides (curate,
-eval) are blocks: a command declares one parameter, `engine: EngineArgs = ENGINE`, and
+eval) are blocks generated from the settings objects they set (`EngineOptions`,
+`SamplingConfig`): one option per field, its help the field's own description, so a field and its
+option are written once. A command declares one parameter, `engine: OptionBlock = ENGINE`, and
 `@option_blocks` turns it into the block's options, in that place of `--help`, handing the
-command one `EngineArgs` built from what was given. The block checks its values only when the
-command asks (`engine.options()`), so each command still reports its errors in its own order.
+command the block with what was given. The block checks its values only when the command asks
+(`engine.options()`), so each command still reports its errors in its own order.
 
 Test: `pytest tests/cli/test_cli.py` (where the blocks sit), `tests/cli/test_train_cli.py`.
 """
@@ -16,17 +18,15 @@ import dataclasses
 import functools
 import inspect
 import os
+import types
+import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, get_type_hints
+from typing import Annotated, Any, get_type_hints
 
 import typer
 
 from pipeline.errors import SieveError
-
-if TYPE_CHECKING:
-    from pipeline.sampling import EngineOptions
 
 
 def checked_home(home: Path | None) -> Path | None:
@@ -73,97 +73,118 @@ BaseUrlOpt = Annotated[
 ]
 ConfigOpt = Annotated[Path | None, typer.Option(help="CurateConfig TOML file.")]
 
-MaxTokensOpt = Annotated[
-    int | None,
-    typer.Option(help="Answer budget in tokens (default: 16 for the tiny model, 512 for chat)."),
-]
-TemperatureOpt = Annotated[float | None, typer.Option(help="Sampling temperature (default 1).")]
-TopPOpt = Annotated[float | None, typer.Option(help="Nucleus top-p (default 1).")]
-StopOpt = Annotated[
-    list[str] | None, typer.Option("--stop", help="A stop string (repeat for several).")
-]
 
-GpuMemOpt = Annotated[
-    float | None,
-    typer.Option(help="vllm: share of GPU memory the engine may take (default vLLM's own)."),
-]
-KvCacheOpt = Annotated[
-    float | None,
-    typer.Option(help="vllm: KV-cache GiB (CPU default 4, or $VLLM_CPU_KVCACHE_SPACE)."),
-]
-MaxModelLenOpt = Annotated[int | None, typer.Option(help="vllm: context length of the engine.")]
-DtypeOpt = Annotated[str, typer.Option(help="vllm: weights dtype (auto, bfloat16, float32).")]
-TPOpt = Annotated[int, typer.Option(help="vllm: tensor-parallel size (GPUs per engine).")]
-DPOpt = Annotated[int, typer.Option(help="vllm: data-parallel size (engine replicas).")]
+class OptionBlock:
+    """Options generated from a settings object's fields: one `--field-name` option per field,
+    its help the field's own description (a pydantic `description`, or a dataclass field's
+    `metadata["help"]`), unset (None) unless given. A command declares `name: OptionBlock = BLOCK`
+    and `@option_blocks` puts the options in that place; the command gets a copy of the block
+    holding what was given."""
 
+    def __init__(
+        self, name: str, settings: type, fields: tuple[str, ...], prefix: str = ""
+    ) -> None:
+        self.name, self.settings, self.fields, self.prefix = name, settings, fields, prefix
+        self.given: dict[str, Any] = {}
 
-@dataclass(frozen=True)
-class SamplingArgs:
-    """`--max-new-tokens --temperature --top-p --stop` as given (None: not given)."""
-
-    max_new_tokens: MaxTokensOpt = None
-    temperature: TemperatureOpt = None
-    top_p: TopPOpt = None
-    stop: StopOpt = None
-
-    def overrides(self) -> dict[str, object]:
-        """The given ones, as `SamplingConfig` fields."""
-        given = {
-            "max_new_tokens": self.max_new_tokens,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "stop": tuple(self.stop) if self.stop else None,
+    def overrides(self) -> dict[str, Any]:
+        """The given values, as the settings object's fields (a repeated option as a tuple)."""
+        return {
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in self.given.items()
+            if v is not None
         }
-        return {k: v for k, v in given.items() if v is not None}
 
-
-@dataclass(frozen=True)
-class EngineArgs:
-    """The vLLM engine options as given; `options()` checks them."""
-
-    gpu_memory_utilization: GpuMemOpt = None
-    kv_cache_gib: KvCacheOpt = None
-    max_model_len: MaxModelLenOpt = None
-    dtype: DtypeOpt = "auto"
-    tensor_parallel_size: TPOpt = 1
-    data_parallel_size: DPOpt = 1
-
-    def options(self) -> EngineOptions:
-        """The `EngineOptions` these give; a bad value is one SieveError line."""
-        from pipeline.sampling import EngineOptions
-
+    def options(self) -> Any:
+        """The settings object the given values make (its defaults elsewhere); a bad value is
+        one SieveError line."""
         try:
-            return EngineOptions(**dataclasses.asdict(self))
+            return self.settings(**self.overrides())
         except (TypeError, ValueError) as exc:
-            raise SieveError(f"invalid engine option: {exc}") from None
+            raise SieveError(f"invalid {self.name} option: {exc}") from None
+
+    def with_given(self, values: dict[str, Any]) -> OptionBlock:
+        block = OptionBlock(self.name, self.settings, self.fields, self.prefix)
+        block.given = values
+        return block
+
+    def parameters(self, kind: Any) -> list[inspect.Parameter]:
+        params = []
+        for name in self.fields:
+            typ, text = field_type_and_help(self.settings, name)
+            option = typer.Option(f"--{name.replace('_', '-')}", help=self.prefix + text)
+            annotation = Annotated[typ | None, option]  # type: ignore[valid-type]
+            params.append(inspect.Parameter(name, kind, default=None, annotation=annotation))
+        return params
 
 
-SAMPLING = SamplingArgs()
-ENGINE = EngineArgs()
-BLOCKS = (SamplingArgs, EngineArgs)
+def field_type_and_help(settings: type, name: str) -> tuple[Any, str]:
+    """(the option's value type, the field's help and default) of a pydantic model's or a
+    dataclass's field: Optional and constraints dropped, a tuple as a repeatable list."""
+    if hasattr(settings, "model_fields"):
+        info = settings.model_fields[name]
+        typ, text, default = info.annotation, info.description or "", info.default
+    else:
+        (info,) = [f for f in dataclasses.fields(settings) if f.name == name]
+        typ, text, default = get_type_hints(settings)[name], info.metadata["help"], info.default
+    typ = _plain(typ)
+    if typing.get_origin(typ) in (typing.Union, types.UnionType):
+        typ = _plain(next(a for a in typing.get_args(typ) if a is not type(None)))
+    if typing.get_origin(typ) is tuple:
+        typ = list[_plain(typing.get_args(typ)[0])]  # type: ignore[misc]
+    if default is not None and default != ():
+        text += f" Default: {default}."
+    return typ, text
+
+
+def _plain(typ: Any) -> Any:
+    """`typ` without its Annotated constraints."""
+    return typing.get_args(typ)[0] if typing.get_origin(typ) is Annotated else typ
+
+
+def sampling_block() -> OptionBlock:
+    from pipeline.sampling.budget import SamplingConfig
+
+    return OptionBlock(
+        "sampling", SamplingConfig, ("max_new_tokens", "temperature", "top_p", "stop")
+    )
+
+
+def engine_block() -> OptionBlock:
+    from pipeline.sampling import EngineOptions
+
+    fields = (
+        "gpu_memory_utilization",
+        "kv_cache_gib",
+        "max_model_len",
+        "dtype",
+        "tensor_parallel_size",
+        "data_parallel_size",
+    )
+    return OptionBlock("engine", EngineOptions, fields, prefix="vllm: ")
+
+
+SAMPLING = sampling_block()  # --max-new-tokens --temperature --top-p --stop (SamplingConfig)
+ENGINE = engine_block()  # the vLLM engine (EngineOptions)
 
 
 def option_blocks(command: Callable[..., None]) -> Callable[..., None]:
-    """`command` with each parameter typed as a block (`BLOCKS`) replaced, in its place, by the
-    block's fields as options; the command is called with the block built from them."""
+    """`command` with each parameter whose default is an `OptionBlock` replaced, in its place,
+    by the block's options; the command is called with the block holding what was given."""
     signature = inspect.signature(command, eval_str=True)
-    blocks: dict[str, type] = {}
+    blocks: dict[str, OptionBlock] = {}
     params: list[inspect.Parameter] = []
     for param in signature.parameters.values():
-        if param.annotation not in BLOCKS:
+        if not isinstance(param.default, OptionBlock):
             params.append(param)
             continue
-        blocks[param.name] = block = param.annotation
-        hints = get_type_hints(block, include_extras=True)
-        params += [
-            param.replace(name=f.name, annotation=hints[f.name], default=f.default)
-            for f in dataclasses.fields(block)
-        ]
+        blocks[param.name] = param.default
+        params += param.default.parameters(param.kind)
 
     @functools.wraps(command)
     def run(**values: Any) -> None:
         for name, block in blocks.items():
-            values[name] = block(**{f.name: values.pop(f.name) for f in dataclasses.fields(block)})
+            values[name] = block.with_given({f: values.pop(f) for f in block.fields})
         command(**values)
 
     run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]

@@ -17,8 +17,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flows.cli.common import check_backend, committed, out, progress, show, start_flows
-from flows.cli.options import ENGINE, BackendOpt, BaseUrlOpt, EngineArgs, HomeOpt, option_blocks
+from flows.cli.common import (
+    check_backend,
+    committed,
+    err,
+    out,
+    progress,
+    show,
+    start_flows,
+)
+from flows.cli.options import (
+    ENGINE,
+    BackendOpt,
+    BaseUrlOpt,
+    HomeOpt,
+    OptionBlock,
+    option_blocks,
+)
 from pipeline.errors import SieveError
 
 if TYPE_CHECKING:
@@ -43,6 +58,14 @@ StartOpt = Annotated[
 MaxStepsOpt = Annotated[int | None, typer.Option(help="Stop after this many steps (resume later).")]
 StepsOpt = Annotated[int | None, typer.Option(help="Total steps (overrides the config).")]
 ResumeOpt = Annotated[bool, typer.Option(help="Continue from the newest checkpoint.")]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse to train at other sampling settings (temperature, top-p, budget) than "
+        "the curriculum was curated at; by default that is a one-line warning.",
+    ),
+]
 PrintConfigOpt = Annotated[
     bool,
     typer.Option(
@@ -62,8 +85,9 @@ def train(
     resume: ResumeOpt = False,
     backend: BackendOpt = "hf",
     base_url: BaseUrlOpt = None,
-    engine: EngineArgs = ENGINE,
+    engine: OptionBlock = ENGINE,
     print_config: PrintConfigOpt = False,
+    strict: StrictOpt = False,
     home: HomeOpt = None,
 ) -> None:
     """GRPO on a curated curriculum; checkpoints are registered for the next curation."""
@@ -85,6 +109,7 @@ def train(
         header = [f"sieve train: effective settings for {folder} ({why})", recipe.line()]
         sys.stdout.write(settings_toml(settings, [*header, f"backend {backend}"]))
         return
+    check_sampling(cid, folder, settings, home, strict)
     out.print(
         f"train {cid}: model {folder} ({why}); {recipe.line()}",
         markup=False,
@@ -129,6 +154,35 @@ def train_recipe(
     settings = recipe.settings.with_steps(steps)
     settings.grpo_config()
     return recipe, settings
+
+
+def check_sampling(
+    cid: str, folder: Path, settings: TrainSettings, home: Path | None, strict: bool
+) -> None:
+    """One warning line (an error with --strict) when the run samples at other settings than
+    the curriculum was curated at: its pass rates, and which groups are informative, were
+    measured there."""
+    from pipeline.lineage import curated_sampling
+    from pipeline.recipes import folder_prompt_format
+    from pipeline.sampling.budget import training_mismatch
+    from pipeline.store import Ledger
+
+    with Ledger.open(home, read_only=True) as ledger:
+        curated = curated_sampling(ledger, cid)
+    if curated is None:
+        return
+    cfg = settings.grpo_config()
+    fmt = folder_prompt_format(folder)
+    differences = training_mismatch(curated, fmt, cfg.temperature, cfg.max_new_tokens)
+    if not differences:
+        return
+    line = (
+        f"curriculum {cid} was curated at other sampling settings than this run trains at: "
+        f"{'; '.join(differences)} (its pass rates were measured there"
+    )
+    if strict:
+        raise SieveError(f"{line}; set them alike in the recipe, or drop --strict)")
+    err.print(f"warning: {line}; --strict refuses)", soft_wrap=True)
 
 
 def _train_target(curriculum: str, model: Path | None, home: Path | None) -> tuple[str, Path, str]:

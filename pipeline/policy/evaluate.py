@@ -16,13 +16,11 @@ Test: `pytest tests/policy/test_evaluate.py tests/store/test_heldout_view.py`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated
+from dataclasses import dataclass, field
 
 import polars as pl
-from annotated_types import Gt, Le
 
-from grpo_core.validate import AtLeastOne, Seed, StopStrings, Temperature, Tokens, check_fields
+from grpo_core.validate import AtLeastOne, Seed, check_fields
 from pipeline.hooks import Progress, report
 from pipeline.problems import FAMILIES, family_levels, generate
 from pipeline.rollouts import RunInfo, record_run
@@ -35,24 +33,16 @@ EVAL_SEED = 20_261_130  # fixed: every revision is evaluated on the same held-ou
 
 @dataclass(frozen=True)
 class EvalConfig:
+    """How many held-out problems and samples; how they are sampled is the one sampling settings
+    object curation and training use (`SamplingConfig`: temperature, top-p, budget, stop)."""
+
     per_level: AtLeastOne = 40  # held-out problems per family x level (fewer if a level is small)
-    samples: AtLeastOne = 8  # samples per problem at `temperature` (issue 3: mean over 8 at 1.0)
-    temperature: Temperature = 1.0
-    max_new_tokens: Tokens | None = None  # None: the model's budget (16 raw, 512 chat; budget.py)
+    samples: AtLeastOne = 8  # samples per problem (issue 3: mean over 8 at temperature 1.0)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
     seed: Seed = 0
-    top_p: Annotated[float, Gt(0), Le(1)] = 1.0
-    stop: StopStrings = ()
 
     def __post_init__(self) -> None:
         check_fields(self)  # types, finite numbers, ranges (grpo_core.validate)
-
-    def sampling(self) -> SamplingConfig:
-        return SamplingConfig(
-            max_new_tokens=self.max_new_tokens,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            stop=self.stop,
-        )
 
 
 def heldout_set(per_level: int, families: list[str] | None = None) -> pl.DataFrame:
@@ -108,8 +98,8 @@ def evaluate(
     problems = problems if problems is not None else heldout_set(cfg.per_level)
     ledger.write("problems", problems)
     prompts = [prompts_of[q] for q in problems["question"]]
-    sampling = cfg.sampling()
-    modes = [(1, True)] + ([(cfg.samples, False)] if cfg.temperature > 0 else [])
+    sampling = cfg.sampling
+    modes = [(1, True)] + ([(cfg.samples, False)] if sampling.temperature > 0 else [])
     run_ids = []
     for done, (n, greedy) in enumerate(modes, start=1):
         params = sampling.params(prompt_format, cfg.seed, greedy=greedy)

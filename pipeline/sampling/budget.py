@@ -7,6 +7,11 @@ follows the model's prompt format, 16 tokens for the built-in tiny model (a bare
 (SmolLM2-135M-Instruct at 256 tokens still cut off a share of its answers; see README "Real
 model"). The resolved budget, not the unset one, is what each sampling run records.
 
+A curriculum records the `SamplingConfig` it was curated with (`curricula.config`); a run that
+trains on it at other settings gets `training_mismatch`'s list (`sieve train` warns in one line,
+`--strict` refuses): a prompt's pass rate, and so whether its group is informative, depends on
+the temperature, nucleus and budget it was measured at.
+
 Test: `pytest tests/sampling/test_budget.py`.
 """
 
@@ -40,13 +45,15 @@ class SamplingConfig(BaseModel):
         ge=0.0,
         le=MAX_TEMPERATURE,
         description="Sampling temperature; 1.0 samples the policy's own distribution, which is "
-        "what GRPO's group statistics estimate. 0 is greedy (no spread: useless for curation).",
+        "what GRPO's group statistics estimate. 0 is greedy (no spread: useless for curation). "
+        "`sieve curate` of a chat model takes its training recipe's when unset.",
     )
     top_p: float = Field(
         default=1.0,
         gt=0.0,
         le=1.0,
-        description="Nucleus cut-off; below 1 hides rare answers from the screen. Default 1.0.",
+        description="Nucleus cut-off; below 1 hides rare answers from the screen (and training "
+        "samples the whole distribution: `sieve train` warns when they differ).",
     )
     stop: StopStrings = Field(
         default=(),
@@ -70,3 +77,17 @@ class SamplingConfig(BaseModel):
             seed=seed,
             stop=tuple(self.stop),
         )
+
+
+def training_mismatch(
+    curated: SamplingConfig, prompt_format: str, temperature: float, max_new_tokens: int
+) -> list[str]:
+    """How a training run's sampling differs from the curation's, one phrase per setting
+    ('temperature 1 (curated) vs 0.6 (trained)'); empty when they agree. Training always
+    samples the whole distribution (top-p 1: its log-probs are the policy's own)."""
+    pairs = [
+        ("temperature", curated.temperature, temperature),
+        ("top-p", curated.top_p, 1.0),
+        ("max_new_tokens", curated.budget(prompt_format), max_new_tokens),
+    ]
+    return [f"{name} {a:g} (curated) vs {b:g} (trained)" for name, a, b in pairs if a != b]

@@ -33,7 +33,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -49,19 +49,43 @@ DTYPES = ("auto", "float32", "float", "bfloat16", "float16", "half")  # vLLM's M
 class EngineOptions:
     """How to start an inference engine; every field has vLLM's meaning unless said otherwise."""
 
-    # Fraction of GPU memory vLLM may hold (weights + KV cache). None: vLLM's own default (0.92 in
-    # 0.32). Ignored on CPU, where vLLM would read it as a fraction of all RAM: see kv_cache_gib.
-    gpu_memory_utilization: Annotated[float, Gt(0), Le(1)] | None = None
-    # KV-cache size in GiB. CPU: None means $VLLM_CPU_KVCACHE_SPACE when set, else 4 GiB (the
-    # variable, when set, wins over this field: vLLM's rule). GPU: an exact size that replaces
-    # gpu_memory_utilization's sizing; None leaves it to vLLM.
-    kv_cache_gib: Positive | None = None
-    max_model_len: AtLeastOne | None = None  # None: the model's own context length
-    dtype: str = "auto"  # one of DTYPES; "auto": vLLM's choice (bf16 for fp32 weights on CPU)
-    tensor_parallel_size: AtLeastOne = 1  # GPUs per engine, passed to vLLM as is
-    # Engines side by side. The offline engine runs one (vLLM 0.32's LLM refuses more in one
-    # process); data parallelism is a fleet of `vllm serve` endpoints behind the openai backend.
-    data_parallel_size: AtLeastOne = 1
+    gpu_memory_utilization: Annotated[float, Gt(0), Le(1)] | None = field(
+        default=None,
+        metadata={
+            "help": "Share of GPU memory the engine may take (weights + KV cache); unset: "
+            "vLLM's own (0.92 in 0.32). Ignored on CPU, where vLLM would read it as a share of "
+            "all RAM: see --kv-cache-gib."
+        },
+    )
+    kv_cache_gib: Positive | None = field(
+        default=None,
+        metadata={
+            "help": "KV-cache size in GiB. CPU: unset means $VLLM_CPU_KVCACHE_SPACE when set "
+            "(which then wins: vLLM's rule), else 4. GPU: an exact size that replaces "
+            "--gpu-memory-utilization's sizing."
+        },
+    )
+    max_model_len: AtLeastOne | None = field(
+        default=None, metadata={"help": "Context length of the engine; unset: the model's own."}
+    )
+    dtype: str = field(
+        default="auto",
+        metadata={
+            "help": f"Weights dtype, one of {', '.join(DTYPES)} (auto: vLLM's choice, bf16 "
+            "for fp32 weights on CPU)."
+        },
+    )
+    tensor_parallel_size: AtLeastOne = field(
+        default=1, metadata={"help": "GPUs per engine (tensor parallel), passed to vLLM as is."}
+    )
+    data_parallel_size: AtLeastOne = field(
+        default=1,
+        metadata={
+            "help": "Engine replicas. The offline engine runs one (vLLM 0.32's LLM refuses more "
+            "in one process); data parallelism is a fleet of `vllm serve` endpoints behind the "
+            "openai backend."
+        },
+    )
     seed: Seed = 0  # the engine's seed (what sampling rests on when requests carry none)
     per_request_seed: bool | None = None  # None: auto, see the module docstring
 

@@ -19,6 +19,7 @@ Test: `.venv/bin/pytest tests/selection/test_config.py -q`.
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -27,21 +28,17 @@ from grpo_core.validate import MAX_COUNT, STRICT, Seed
 from pipeline.errors import SieveError
 from pipeline.problems import FAMILIES, parse_levels
 from pipeline.sampling.budget import SamplingConfig
-from pipeline.tomlconfig import load_toml
+from pipeline.tomlconfig import CONFIGS, load_toml, read_config_text
 
-# The curation the built-in tiny policy learns with (benchmarks/curriculum.py, README "Does
-# curation pay?"): stage 2 off (hard_max_p 0.01; its rare-success prompts at G ≈ 30 collapsed this
-# policy, benchmarks/grpo_headroom.py), the stage-1 band opened to [0.02, 1] (the near-solved
-# prompts carry most of its gain), half as many replayed solved prompts as mid-band ones, no
-# refine of 0/G prompts (that only feeds stage 2) and a refine of G = 8 more. `sieve demo` uses it;
-# `sieve loop --config data/configs/tiny_curate.toml` is the same as a file.
+# The curation the built-in tiny policy learns with exists once, as data/configs/tiny_curate.toml
+# (its comments say why: stage 2 off, the stage-1 band opened to [0.02, 1], half as many replayed
+# solved prompts, no refine of 0/G prompts, a refine of G = 8 more); `sieve demo` and
+# benchmarks/curriculum.py read it through these names (without its n_candidates).
+TINY_CURATE_FILE = CONFIGS / "tiny_curate.toml"
 TINY_CURATE: dict[str, float | int] = {
-    "hard_max_p": 0.01,
-    "band_low": 0.02,
-    "band_high": 1.0,
-    "replay_share": 0.5,
-    "uncertain_hard_share": 0.0,
-    "refine_g": 8,
+    k: v
+    for k, v in tomllib.loads(read_config_text(TINY_CURATE_FILE)).items()
+    if k != "n_candidates"
 }
 
 

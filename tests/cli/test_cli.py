@@ -57,6 +57,34 @@ def test_option_blocks_take_the_place_of_their_parameter(
     assert names[start : start + len(block) + 2] == [before, *block, after]
 
 
+def test_block_options_are_the_settings_objects_fields() -> None:
+    """--temperature & co. and the vLLM options are generated from SamplingConfig's and
+    EngineOptions' fields: same names, the field's description as help, values handed back as
+    the settings object (a bad one is one error line)."""
+    import dataclasses
+
+    import typer
+
+    from flows.cli import app
+    from flows.cli.options import ENGINE, SAMPLING
+    from pipeline.errors import SieveError
+    from pipeline.sampling import EngineOptions
+    from pipeline.sampling.budget import SamplingConfig
+
+    params = {p.opts[0]: p for p in typer.main.get_group(app).commands["curate"].params}
+    for name, info in SamplingConfig.model_fields.items():
+        assert str(info.description) in str(params[f"--{name.replace('_', '-')}"].help)
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(EngineOptions) if f.metadata}
+    assert set(helps) == set(ENGINE.fields)
+    for name, text in helps.items():
+        assert text in str(params[f"--{name.replace('_', '-')}"].help)
+    given = SAMPLING.with_given({"temperature": 0.6, "top_p": None, "stop": ["###"]})
+    assert given.overrides() == {"temperature": 0.6, "stop": ("###",)}
+    assert ENGINE.with_given({"kv_cache_gib": 2.0}).options() == EngineOptions(kv_cache_gib=2.0)
+    with pytest.raises(SieveError, match="invalid engine option"):
+        ENGINE.with_given({"dtype": "int3"}).options()
+
+
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode != 0
     lines = [line for line in result.stderr.splitlines() if line.strip()]

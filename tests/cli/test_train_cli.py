@@ -260,3 +260,42 @@ def test_eval_and_curate_without_model_follow_the_curated_models_lineage(
     lines = capsys.readouterr().out.splitlines()  # one line each: the console is 1000 wide
     said = f"model: {paths['R1']} (the newest checkpoint trained from {model}"
     assert sum(line.startswith(said) for line in lines) == 2, lines
+
+
+@pytest.mark.parametrize(
+    ("sampling", "differs"),
+    [
+        ({"temperature": 1.0}, ["temperature 1 (curated) vs 0.6", "max_new_tokens 512 (curated)"]),
+        ({"temperature": 0.6, "top_p": 0.9, "max_new_tokens": 256}, ["top-p 0.9 (curated) vs 1"]),
+        ({"temperature": 0.6, "max_new_tokens": 256}, []),
+    ],
+)
+def test_train_at_other_sampling_than_curated_warns_and_strict_refuses(
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    curated_home: Callable[[Path | None], Path],
+    flow_calls: list[Any],
+    capsys: pytest.CaptureFixture[str],
+    sampling: dict[str, Any],
+    differs: list[str],
+) -> None:
+    """The chat recipe trains at T 0.6 / 256 tokens / top-p 1; a curriculum curated otherwise
+    gets one warning line naming each difference, and --strict refuses before anything runs."""
+    from pipeline.selection import CurateConfig
+
+    home = curated_home(chat_copy(tiny_model_dir, tmp_path / "chat"))
+    config = CurateConfig.model_validate({"sampling": sampling}).model_dump_json()
+    with Ledger.open(home) as ledger:
+        ledger.run("UPDATE curricula SET config = $c", {"c": config})
+    code, _, err = run_cli(["train", "--home", str(home)], capsys)
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == (1 if differs else 0), err
+    assert all(d in warnings[0] for d in differs), warnings
+    code, _, err = run_cli(["train", "--home", str(home), "--strict"], capsys)
+    if differs:
+        line = one_error_line(code, err)
+        assert "cur-test" in line and all(d in line for d in differs), line
+        assert len(flow_calls) == 1  # only the first, lenient run reached the flow
+    else:
+        assert code == 0 and len(flow_calls) == 2, err

@@ -9,6 +9,7 @@ import polars as pl
 
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
 from pipeline.sampling.base import Completion, SamplingParams
+from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger
 
 
@@ -92,7 +93,7 @@ def test_temperature_zero_records_only_the_greedy_run(ledger: Ledger) -> None:
     problems = heldout_set(2, ["arith"])
     prompts_of = {q: f"{q}=" for q in problems["question"]}
     answers = {f"{q}=": a for q, a in zip(problems["question"], problems["answer"], strict=True)}
-    cfg = EvalConfig(samples=4, temperature=0.0)
+    cfg = EvalConfig(samples=4, sampling=SamplingConfig(temperature=0.0))
     table = evaluate(AnswersArithOnly(answers), ledger, "rev", prompts_of, cfg, problems)
     assert ledger.run("SELECT group_size, temperature FROM sampling_runs") == [(1, 0.0)]
     assert set(table["greedy"]) == {1.0} and table["sampled"].null_count() == table.height

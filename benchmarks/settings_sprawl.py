@@ -1,0 +1,180 @@
+"""How many places a user's settings live in: counted now and at an earlier revision (issue 34).
+
+Counts, read from the source (not timed, so any machine gives the same numbers):
+
+- `classes`: classes in pipeline/, grpo_core/ and flows/ whose name ends in Config, Params,
+  Options, Settings or Args (every object a setting is carried in);
+- `toml_files`: committed TOML settings files (data/configs/, benchmarks/; not pyproject.toml);
+- `cli_options`: options of every `sieve` command, summed over commands (`--help` left out), and
+  the distinct option names among them, read from the Typer app itself;
+- `temperature_places`: places that give a temperature a value: a class field named temperature
+  whose default is a value (not None), a `temperature = ...` line in a committed TOML file under
+  data/configs, an option help string that writes a temperature default out, and a call passing a
+  literal `temperature=` in pipeline/, grpo_core/ or flows/;
+- `max_new_tokens_files`: source files of pipeline/, grpo_core/ and flows/ naming max_new_tokens.
+
+Run: `.venv/bin/python benchmarks/settings_sprawl.py --before c17fec5^` (the revision the issue
+was filed against) writes benchmarks/results/settings_sprawl.json with both columns and the
+places behind each count. `--before` checks the revision out into a temporary git worktree and
+counts it with this script (the same code counts both sides).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PACKAGES = ("pipeline", "grpo_core", "flows")
+CLASS_NAME = re.compile(r"(Config|Params|Options|Settings|Args)$")
+
+
+def sources(root: Path) -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (root / pkg).rglob("*.py"))
+
+
+def settings_classes(root: Path) -> list[str]:
+    found = []
+    for path in sources(root):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and CLASS_NAME.search(node.name):
+                found.append(f"{path.relative_to(root)}:{node.name}")
+    return found
+
+
+def toml_files(root: Path) -> list[str]:
+    files = [*(root / "data" / "configs").glob("*.toml"), *(root / "benchmarks").glob("*.toml")]
+    return sorted(str(p.relative_to(root)) for p in files)
+
+
+def _gives_value(value: ast.expr | None) -> bool:
+    """A field default that is a value (not None: unset)."""
+    return value is not None and not (isinstance(value, ast.Constant) and value.value is None)
+
+
+def _states_temperature(text: str) -> bool:
+    """An option help string that writes a temperature's default out itself."""
+    return "temperature" in text.lower() and re.search(r"default:? ?\d", text) is not None
+
+
+def temperature_places(root: Path) -> list[str]:
+    places = []
+    for path in sources(root):
+        where = path.relative_to(root)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    target = getattr(item, "target", None)
+                    named = isinstance(target, ast.Name) and target.id == "temperature"
+                    if isinstance(item, ast.AnnAssign) and named and _gives_value(item.value):
+                        places.append(f"{where}:{node.name}.temperature")
+            elif isinstance(node, ast.Call):
+                for kw in node.keywords:
+                    if kw.arg == "temperature" and isinstance(kw.value, ast.Constant):
+                        places.append(f"{where}:{node.lineno} temperature={kw.value.value!r}")
+                    text = kw.value.value if isinstance(kw.value, ast.Constant) else None
+                    if kw.arg == "help" and isinstance(text, str) and _states_temperature(text):
+                        places.append(f"{where}:{node.lineno} help {text!r}")
+    for name in toml_files(root):
+        if not name.startswith("data/"):
+            continue
+        for i, line in enumerate((root / name).read_text().splitlines(), start=1):
+            if re.match(r"\s*temperature\s*=", line):
+                places.append(f"{name}:{i}")
+    return places
+
+
+def cli_options(root: Path) -> dict[str, Any]:
+    """Options per command of the Typer app at `root`, in a child process importing that tree."""
+    code = (
+        "import json, typer.main\n"
+        "from flows.cli import app\n"
+        "cmd = typer.main.get_command(app)\n"
+        "rows = []\n"
+        "def walk(group, prefix):\n"
+        "    for name, sub in group.commands.items():\n"
+        "        if hasattr(sub, 'commands'):\n"
+        "            walk(sub, prefix + [name]); continue\n"
+        "        for p in sub.params:\n"
+        "            if p.param_type_name == 'option' and p.name != 'help':\n"
+        "                rows.append([' '.join(prefix + [name]), p.opts[0], p.help or ''])\n"
+        "walk(cmd, [])\n"
+        "print(json.dumps(rows))\n"
+    )
+    env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"cannot read the CLI of {root}: {done.stderr.strip().splitlines()[-1]}")
+    rows = json.loads(done.stdout)
+    return {"total": len(rows), "distinct": len({opt for _, opt, _ in rows})}
+
+
+def count(root: Path) -> dict[str, Any]:
+    classes = settings_classes(root)
+    tomls = toml_files(root)
+    cli = cli_options(root)
+    temps = temperature_places(root)
+    tokens = [str(p.relative_to(root)) for p in sources(root) if "max_new_tokens" in p.read_text()]
+    return {
+        "classes": len(classes),
+        "toml_files": len(tomls),
+        "cli_options": cli["total"],
+        "cli_option_names": cli["distinct"],
+        "temperature_places": len(temps),
+        "max_new_tokens_files": len(tokens),
+        "where": {"classes": classes, "toml_files": tomls, "temperature_places": temps},
+    }
+
+
+def count_revision(rev: str) -> tuple[str, dict[str, Any]]:
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short", rev], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), sha], cwd=ROOT,
+                       check=True)  # fmt: skip
+        try:
+            return sha, count(tree)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
+                           check=True)  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default="c17fec5^", help="the revision to compare with")
+    args = parser.parse_args()
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True,
+        text=True,
+    ).stdout.strip()  # fmt: skip
+    before_rev, before = count_revision(args.before)
+    now = count(ROOT)
+    keys = [k for k in now if k != "where"]
+    report = {
+        "benchmark": "settings_sprawl",
+        "before": {"revision": before_rev, **before},
+        "now": {"revision": f"{head} + working tree", **now},
+        "change": {k: now[k] - before[k] for k in keys},
+    }
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / "settings_sprawl.json"
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    for k in keys:
+        print(f"{k:22} {before[k]:>4} -> {now[k]:>4}")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
