@@ -156,7 +156,12 @@ def make_curriculum(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     refined = screened.refine["problem_id"].implode()
     pooled = core.run_stats(ledger, runs).filter(pl.col("problem_id").is_in(refined))
-    items, dropped = build_curriculum(pooled, screened.all_correct, cfg)
+    easy, rejected, solved = core.replay_pool(ledger, screened.all_correct, rejected, runs)
+    items, dropped = build_curriculum(pooled, easy, cfg)
+    solved_rest = pl.col("problem_id").is_in(solved.implode())  # not replayed: keep its reason
+    dropped = dropped.with_columns(
+        pl.when(solved_rest).then(pl.lit("solved_in_training")).otherwise("reason").alias("reason")
+    )
     rejections = concat_rejections([rejected, screened.rejections, dropped])
     core.write_curriculum(ledger, curriculum_id, pol, cfg, items, rejections)
     return items, rejections

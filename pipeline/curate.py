@@ -120,6 +120,23 @@ def load_history(ledger: Ledger, exclude: Sequence[str]) -> pl.DataFrame:
     return ledger.query("history_prior", exclude=list(exclude))
 
 
+def replay_pool(
+    ledger: Ledger, all_correct: pl.DataFrame, rejected: pl.DataFrame, exclude: Sequence[str]
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
+    """(replay candidates, the prior's rejections without them, their ids): the screen's
+    all-correct prompts plus the ones the prior took out as `solved_in_training`, with their
+    training counts (the newest history row), so the policy's solved prompts are replayed
+    instead of screened again (issue 30 point 4)."""
+    solved = rejected.filter(pl.col("reason") == "solved_in_training")["problem_id"]
+    if solved.is_empty():
+        return all_correct, rejected, solved
+    history = load_history(ledger, exclude).filter(pl.col("problem_id").is_in(solved.implode()))
+    newest = history.sort("last_seen", "model_revision").group_by("problem_id").last()
+    counts = newest.select("problem_id", "n", "k")
+    pool = pl.concat([all_correct, counts], how="diagonal_relaxed")
+    return pool, rejected.filter(pl.col("reason") != "solved_in_training"), solved
+
+
 def allocation(cfg: CurateConfig, history: pl.DataFrame) -> pl.DataFrame | None:
     """Candidates per family × level from the history (None: the even spread)."""
     if not cfg.allocate_by_history:

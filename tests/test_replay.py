@@ -148,3 +148,65 @@ def test_history_prior_reads_training_evidence_of_the_same_revision(ledger: Ledg
     assert after["last_seen"].dt.day().to_list() == [2, 2]
     # the revision's history stays one row per problem x revision (the allocation counts rows)
     assert after.height == before.height
+
+
+def test_a_prompt_solved_in_training_is_a_replay_candidate_not_screened_again(
+    ledger: Ledger,
+) -> None:
+    """Issue 30 point 4: q's newest training group (run t, last step) was all correct, so the
+    next night's prior takes it out of the screen (`solved_in_training`, every time) and the
+    curriculum's replay pool gets it with its pooled counts; p (zero through training) is
+    treated as zero-variance; a prompt solved only in an earlier step is screened."""
+    import polars as pl
+
+    from pipeline.curate import replay_pool
+    from pipeline.selection import CurateConfig, history_prior
+
+    add_run(ledger, "s1", "2026-01-01")
+    add_rollouts(ledger, "s1", [("p", "1", "stop", 1.0), ("p", "2", "stop", 0.0),
+                                ("q", "1", "stop", 1.0), ("q", "2", "stop", 0.0),
+                                ("w", "1", "stop", 1.0), ("w", "2", "stop", 0.0)])  # fmt: skip
+    ledger.run(
+        "INSERT INTO train_runs (train_id, base_revision, started_at, status) "
+        "VALUES ('t', 'rev', '2026-01-02'::TIMESTAMPTZ, 'finished')"
+    )
+    rows = [(0, "p", 0.0, False), (1, "p", 0.0, False),
+            (0, "q", 0.0, False), (1, "q", 1.0, True), (1, "q", 1.0, True),
+            (0, "w", 1.0, True), (1, "w", 0.0, False)]  # fmt: skip
+    for i, (step, pid, reward, correct) in enumerate(rows):
+        ledger.run(
+            "INSERT INTO train_rollouts (train_id, step, problem_id, sample_idx, policy, reward,"
+            " correct) VALUES ('t', $s, $p, $i, 'rev', $w, $c)",
+            {"s": step, "p": pid, "i": i, "w": reward, "c": correct},
+        )
+    history = ledger.query("history_prior", exclude=[]).sort("problem_id")
+    assert history["solved_in_training"].to_list() == [False, True, False]
+    cands = pl.DataFrame({"problem_id": ["p", "q", "w"]})
+    for skip_prob in (0.0, 1.0):  # q is taken out whatever the re-exploration draw
+        cfg = CurateConfig(history_skip_prob=skip_prob)
+        kept, rejected = history_prior(cands, history, cfg)
+        reasons = dict(rejected.rows())
+        assert reasons.get("q") == "solved_in_training" and "q" not in kept["problem_id"]
+        assert "w" in kept["problem_id"]  # solved once, then not: screened again
+        assert (reasons.get("p") == "skipped_by_history") == (skip_prob == 1.0)
+    all_correct = pl.DataFrame({"problem_id": ["z"], "n": [8], "k": [8]})
+    pool, rest, solved = replay_pool(ledger, all_correct, rejected, [])
+    assert solved.to_list() == ["q"] and "q" not in rest["problem_id"]
+    assert sorted(pool.select("problem_id", "n", "k").rows()) == [("q", 5, 3), ("z", 8, 8)]
+    # sieve stats' per-cell view: curation groups (s1: all three informative) vs training
+    # groups (t: every step's group of a prompt is flat here)
+    for pid, level in (("p", 1), ("q", 1), ("w", 2)):
+        ledger.run(
+            "INSERT INTO problems (problem_id, source, family, level, question, answer, "
+            "verifier, split, created_at) VALUES ($p, 'gen:arith', 'arith', $l, $p, '1', "
+            "'math', 'train', now())",
+            {"p": pid, "l": level},
+        )
+    cells = ledger.query("cell_evidence").rows(named=True)
+    assert [(c["level"], c["curation_prompts"], c["training_prompts"]) for c in cells] == [
+        (1, 2, 2),
+        (2, 1, 1),
+    ]
+    assert [c["curation_informative"] for c in cells] == [1.0, 1.0]
+    assert [c["training_informative"] for c in cells] == [0.0, 0.0]
+    assert [c["training_pass"] for c in cells] == [0.4, 0.5]

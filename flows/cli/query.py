@@ -326,6 +326,12 @@ def stats(home: HomeOpt = None) -> None:
                 "informative groups by family x level (recent revisions) and where the next "
                 "curation's candidates go (default config)",
             )
+        evidence = ledger.query("cell_evidence")
+        if evidence.height:
+            show(
+                evidence,
+                "curation vs training evidence by family x level (groups informative, pass rate)",
+            )
         show(ledger.sql("SELECT * FROM curriculum_summary"), "curricula")
         show(ledger.sql("SELECT * FROM rejection_summary ORDER BY ALL"), "rejections by reason")
         from flows.loop import heldout_by_revision

@@ -8,7 +8,9 @@ are sorted by problem_id.
 
 - `prefilter`: held-out problems → `heldout`; identical question text → `duplicate`.
 - `history_prior`: prompts zero-variance in every recent revision → `skipped_by_history` with
-  probability `history_skip_prob`, else re-explored (DESIGN.md "Curation" step 2).
+  probability `history_skip_prob`, else re-explored (DESIGN.md "Curation" step 2); prompts whose
+  newest training group was all correct → `solved_in_training`, not screened again (the
+  curriculum takes them as replay candidates, `pipeline.curate.replay_pool`).
 - `allocate_candidates`: candidates per family × level cell from how often each cell's groups
   were informative for recent revisions (an explored share stays even).
 - `screen_survivors`: small-G screen → refine the informative groups (reward spread
@@ -36,7 +38,7 @@ from pipeline.selection.stats import SPREAD_COLUMNS, require_columns, reward_inf
 
 REASONS = (
     "all_correct", "all_wrong", "zero_variance", "out_of_band", "verifier_error",
-    "duplicate", "heldout", "skipped_by_history",
+    "duplicate", "heldout", "skipped_by_history", "solved_in_training",
 )  # fmt: skip
 REJECTION_SCHEMA: dict[str, pl.DataType] = {"problem_id": pl.Utf8(), "reason": pl.Utf8()}
 _MANTISSA = 52  # bits of the hash used: every value is an exact float in [0, 1)
@@ -107,10 +109,13 @@ def history_prior(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Skip prompts that recent revisions found zero-variance, except a re-explored share.
 
-    `history`: `prompt_stats` rows (problem_id, model_revision, n, zero_variance, last_seen).
-    Only the `history_revisions` most recent revisions count, and only rows with n > 0. A prompt
-    zero-variance in every one of them where it was seen is skipped (`skipped_by_history`) when
-    stable_uniform(seed, id, "history") < history_skip_prob; the others go on to the screen.
+    `history`: `history_prior` rows (problem_id, model_revision, n, zero_variance, last_seen,
+    and optionally solved_in_training). Only the `history_revisions` most recent revisions
+    count, and only rows with n > 0. A prompt whose newest such row says the policy solved it
+    in training (its last training group all correct) is not screened (`solved_in_training`,
+    every time: it is a replay candidate, not a prompt to learn). A prompt zero-variance in
+    every row where it was seen is skipped (`skipped_by_history`) when stable_uniform(seed, id,
+    "history") < history_skip_prob; the others go on to the screen.
     """
     require_columns(candidates, ("problem_id",), "candidates frame")
     cols = ("problem_id", "model_revision", "n", "zero_variance", "last_seen")
@@ -120,10 +125,28 @@ def history_prior(
     stale = seen.group_by("problem_id").agg(pl.col("zero_variance").fill_null(True).all())
     stale_ids = stale.filter(pl.col("zero_variance"))["problem_id"]
     ids = candidates["problem_id"]
+    solved = ids.is_in(solved_in_training(seen).implode())
     u = stable_uniforms(cfg.seed, ids, "history")
-    skip = ids.is_in(stale_ids.implode()) & (u < cfg.history_skip_prob)
-    kept = candidates.filter(~skip).sort("problem_id")
-    return kept, concat_rejections([rejections(ids.filter(skip), "skipped_by_history")])
+    skip = ~solved & ids.is_in(stale_ids.implode()) & (u < cfg.history_skip_prob)
+    kept = candidates.filter(~skip & ~solved).sort("problem_id")
+    return kept, concat_rejections(
+        [
+            rejections(ids.filter(solved), "solved_in_training"),
+            rejections(ids.filter(skip), "skipped_by_history"),
+        ]
+    )
+
+
+def solved_in_training(seen: pl.DataFrame) -> pl.Series:
+    """Ids whose newest history row (by last_seen) says the policy solved them in training."""
+    if "solved_in_training" not in seen.columns or seen.is_empty():
+        return pl.Series("problem_id", [], pl.Utf8)
+    newest = (
+        seen.sort("last_seen", "model_revision", nulls_last=False)
+        .group_by("problem_id", maintain_order=True)
+        .last()
+    )
+    return newest.filter(pl.col("solved_in_training").fill_null(False))["problem_id"]
 
 
 # -- candidate allocation ----------------------------------------------------------------------

@@ -6,6 +6,9 @@
 -- the problem (train_rollouts), its samples join the pool, and the training verdict, newer than
 -- the curation's, decides zero_variance: a prompt that stayed at zero through training (no
 -- correct sample in any step) counts as zero-variance, one it solved at least once does not.
+-- `solved_in_training`: the newest training group of the problem (latest run, last step) was
+-- all correct: the policy has learned it, so curation does not screen it again at small G; it
+-- is a replay candidate (`pipeline.selection.rules.history_prior`).
 WITH sampled AS (
     SELECT
         r.problem_id,
@@ -26,6 +29,7 @@ trained AS (
         t.base_revision AS model_revision,
         sum(g.n) AS n,
         sum(g.k) AS k,
+        arg_max(g.n > 0 AND g.k = g.n, (t.started_at, g.step)) AS solved_in_training,
         max(coalesce(t.finished_at, t.started_at)) AS last_seen
     FROM train_group_stats AS g
     JOIN train_runs AS t USING (train_id)
@@ -40,6 +44,7 @@ SELECT
     s.n + coalesce(t.n, 0) AS n,
     s.k + coalesce(t.k, 0) AS k,
     CASE WHEN coalesce(t.n, 0) > 0 THEN t.k = 0 ELSE s.zero_variance END AS zero_variance,
+    coalesce(t.solved_in_training, false) AS solved_in_training,
     greatest(s.last_seen, t.last_seen) AS last_seen
 FROM sampled AS s
 LEFT JOIN trained AS t USING (problem_id, model_revision)
