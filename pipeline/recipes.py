@@ -52,6 +52,20 @@ class TrainSettings(BaseModel):
         default=None, description="Families to evaluate; default every family (the whole mix)."
     )
     tensorboard: bool = Field(default=True, description="Also write TensorBoard event files.")
+    replay_curation: bool = Field(
+        default=False,
+        description="Each curriculum prompt's first visit trains on its stored screen/refine "
+        "samples (re-tokenised, importance-weighted π_θ/π_ref, exact at step 0) instead of "
+        "fresh ones: curation's rollouts count twice (issue 30; off until measured on a real "
+        "model, benchmarks/curriculum.py arm sieve_every_rollout on the tiny one).",
+    )
+    skip_zero_variance: bool = Field(
+        default=False,
+        description="GRESO-style skip (Zheng et al. 2025): a prompt whose recent groups in the "
+        "ledger, curation and training, were all zero-variance is skipped with a probability "
+        "growing with that streak (at most 0.9, so it is re-explored); counted as "
+        "skipped_zero_var. Off until measured.",
+    )
 
     @field_validator("grpo")
     @classmethod

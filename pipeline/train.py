@@ -50,10 +50,13 @@ import torch
 
 from grpo_core import checkpoint as ckpt
 from grpo_core.config import GRPOConfig
+from grpo_core.history import ZeroVarSkip, replay_curation
 from grpo_core.lora import merged, with_lora
 from grpo_core.trainer import Item, RewardFn, Sample, Scores, Trainer
+from grpo_core.types import Collector
 from pipeline.batches import curriculum_frame
 from pipeline.crash import crash_point
+from pipeline.curate import curation_runs
 from pipeline.errors import SieveError
 from pipeline.home import resolve_home
 from pipeline.hooks import Progress, report
@@ -67,6 +70,7 @@ from pipeline.policy.model import (
 )
 from pipeline.policy.prompts import PromptFormat, prompt_format, render
 from pipeline.recipes import TrainSettings
+from pipeline.replay import stored_groups, zero_var_streaks
 from pipeline.sampling import Sampler
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.sampling.hf import HFSampler
@@ -144,6 +148,25 @@ def plan(
         )
     cfg = for_device(settings.grpo_config(), torch.device(train_device()))
     return TrainPlan(train_id, curriculum_id, model_dir, base_revision, settings, cfg, frame, root)
+
+
+def collector_for(ledger: Ledger, run: TrainPlan, tokenizer: Any) -> Collector | None:
+    """The batch source with `replay_curation` (the curriculum's stored screen/refine samples
+    on each prompt's first visit) and/or `skip_zero_variance` (streaks read from the ledger's
+    curation and training history, so a resumed run starts where it stopped); None: plain."""
+    settings = run.settings
+    if not (settings.replay_curation or settings.skip_zero_variance):
+        return None
+    skip = None
+    if settings.skip_zero_variance:
+        skip = ZeroVarSkip(streaks=zero_var_streaks(ledger), seed=run.cfg.seed)
+    stored: dict[str, list[Any]] = {}
+    if settings.replay_curation:
+        stored = stored_groups(
+            ledger, curation_runs(run.curriculum_id), tokenizer,
+            temperature=run.cfg.temperature, max_new_tokens=run.cfg.max_new_tokens,
+        ).groups  # fmt: skip
+    return replay_curation(stored, skip=skip)
 
 
 def load_trainee(model_dir: Path, cfg: GRPOConfig) -> tuple[torch.nn.Module, Any, PromptFormat]:

@@ -375,3 +375,51 @@ def test_held_out_eval_samples_the_weights_being_trained(tiny_model_dir: Path) -
     assert eval_sampler(Rollouts(), "vllm", model, tok, "m") is Rollouts.sampler
     served = eval_sampler(Rollouts(), "openai", model, tok, "m")  # the server's weights are stale
     assert isinstance(served, HFSampler) and served.model is model
+
+
+def test_sieve_train_replays_curation_samples_and_skips_flat_prompts(
+    setup: tuple[Path, Path],
+) -> None:
+    """Issue 30 points 2-3 through `sieve train`'s settings: with replay_curation the first
+    step trains on the curriculum's stored screen samples (replayed_rollouts > 0, counted apart
+    from fresh rollouts); with skip_zero_variance as well, prompts whose ledger history is a
+    streak of flat groups are skipped at some step (skipped_zero_var > 0)."""
+    from pipeline.curate import curation_runs
+
+    home, model = setup
+    screen, _ = curation_runs("cur-test")
+    with Ledger.open(home) as ledger:
+        ids = ledger.sql("SELECT problem_id FROM curriculum_items")["problem_id"].to_list()
+        ledger.run(
+            "INSERT INTO sampling_runs (run_id, purpose, model, model_revision, backend, "
+            "group_size, temperature, top_p, max_new_tokens, started_at, status) VALUES "
+            "($r, 'screen', 'tiny', 'rev', 'hf', 4, 1.0, 1.0, 4, now(), 'finished')",
+            {"r": screen},
+        )
+        # even lengths: the replayed groups are flat under even_length too, so streaks grow
+        rows = [(pid, j, "12" if j % 2 else "34") for pid in ids for j in range(4)]
+        frame = pl.DataFrame(
+            {
+                "run_id": [screen] * len(rows),
+                "problem_id": [r[0] for r in rows],
+                "sample_idx": [r[1] for r in rows],
+                "completion": [r[2] for r in rows],
+                "n_tokens": [len(r[2]) for r in rows],
+                "finish_reason": ["stop"] * len(rows),
+                "reward": [0.0] * len(rows),  # every stored group flat: a streak of one
+                "correct": [False] * len(rows),
+            }
+        )
+        ledger.write("rollouts", frame)
+        for extra, name in (({}, "replay"), ({"skip_zero_variance": True}, "replay+skip")):
+            settings = SMALL.model_copy(update={"replay_curation": True, **extra})
+            settings = settings.with_steps(6)
+            result = train(ledger, "cur-test", model, settings, home / name, reward=even_length)
+            metrics = ledger.sql(
+                "SELECT step, name, value FROM train_metrics WHERE train_id = $t",
+                {"t": result.train_id},
+            )
+            replayed = metrics.filter(pl.col("name") == "replayed_rollouts")
+            assert replayed.filter(pl.col("step") == 0)["value"].item() > 0, name
+            skipped = metrics.filter(pl.col("name") == "skipped_zero_var")["value"].sum()
+            assert (skipped > 0) == bool(extra), (name, skipped)
