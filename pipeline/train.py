@@ -122,7 +122,9 @@ def train_id_for(
 ) -> str:
     """The run's id. The backend is part of it when it is not hf (another engine samples other
     rollouts); hf runs keep the ids they had before backends were selectable."""
-    text = f"{curriculum_id}|{base_revision}|{settings.model_dump_json()}"
+    # settings added later count only when set, so runs started before them keep their ids
+    unset = {k for k in ("replay_curation", "skip_zero_variance") if not getattr(settings, k)}
+    text = f"{curriculum_id}|{base_revision}|{settings.model_dump_json(exclude=unset)}"
     text += f"|{backend}" if backend != "hf" else ""
     return "train-" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
