@@ -260,7 +260,7 @@ def test_the_committed_config_files_are_all_checked() -> None:
 
 @pytest.mark.parametrize("path", COMMITTED, ids=[p.name for p in COMMITTED])
 def test_every_committed_config_file_validates(path: Path) -> None:
-    if "mix" in path.stem:  # mix.toml, mix_easy.toml, real_mix.toml
+    if "mix" in path.stem:  # mix.toml, real_mix.toml
         assert load_mix(path).levels()
     elif "curate" in path.name:
         assert load_curate_config(path).n_candidates >= 1
