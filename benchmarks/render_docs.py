@@ -875,6 +875,33 @@ def headline_real(r: Results) -> str:
     )
 
 
+def rg_pass_rates(r: Results) -> str:
+    """SmolLM2's pass rate per reasoning-gym dataset × level; learnable cells in bold."""
+    cells = r("rg_pass_rates", "pass_rates")
+    s = r("rg_pass_rates", "sampling")
+    levels = sorted({c["level"] for c in cells})
+    by_name: dict[str, dict[int, Any]] = {}
+    for c in cells:
+        by_name.setdefault(c["family"].removeprefix("rg:"), {})[c["level"]] = c
+
+    def shown(c: Any) -> str:
+        if c is None:
+            return "–"
+        text = f"{100 * c['pass_rate']:.1f} %"
+        return f"**{text}**" if c["learnable"] else text
+
+    rows = [[name, *(shown(lv.get(level)) for level in levels)] for name, lv in by_name.items()]
+    prompts = max(c["prompts"] for c in cells)
+    learnable = sum(1 for c in cells if c["learnable"])
+    intro = (
+        f"{prompts} train-split problems per cell × {s['samples_per_prompt']} samples at "
+        f"T {s['temperature']:g}, top-p {s['top_p']:g}, {s['budget']} tokens ({s['backend']}), "
+        f"judged by the `rg` verifier with the answer marker required; **bold**: inside "
+        f"Sieve's default band (learnable), {learnable} of {len(cells)} cells:\n\n"
+    )
+    return intro + table(["dataset", *(f"level {lv}" for lv in levels)], rows)
+
+
 def settings_sprawl(r: Results) -> str:
     """Where settings live, at the revision issue 34 was filed against and now."""
     labels = {

@@ -117,11 +117,11 @@ def _tiny(home: str | Path | None) -> Path:
 
 def curated_sampling(ledger: Ledger, curriculum_id: str) -> SamplingConfig | None:
     """The sampling settings a curriculum was curated at (its recorded CurateConfig's
-    `[sampling]`); None for curricula that record no config (ledgers from before it was kept)."""
+    `[sampling]`); None where the curriculum records none (ledgers from before it was kept, or a
+    curriculum written by hand): nothing to compare with."""
     rows = ledger.run("SELECT config FROM curricula WHERE curriculum_id = $c", {"c": curriculum_id})
-    if not rows or not rows[0][0]:
-        return None
     try:
-        return SamplingConfig.model_validate(json.loads(rows[0][0]).get("sampling", {}))
+        recorded = json.loads(rows[0][0]).get("sampling") if rows and rows[0][0] else None
+        return SamplingConfig.model_validate(recorded) if recorded is not None else None
     except (ValueError, ValidationError, AttributeError):
         return None
