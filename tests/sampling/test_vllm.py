@@ -377,3 +377,13 @@ def test_a_refused_request_leaves_the_engine_usable(vllm: Any, tmp_path: Path) -
         sampler.sample(["a"], 1, SamplingParams())
     llm.error = None
     assert sampler.sample(["a"], 1, SamplingParams())[0][0].text == "a0"
+
+
+def test_every_allowed_core_is_bound_as_vllm_ranges() -> None:
+    """VLLM_CPU_OMP_THREADS_BIND gets the process's cores (vLLM's `auto` bound one core of two)."""
+    from pipeline.sampling.vllm import cpu_list
+
+    assert cpu_list({0, 1}) == "0-1"
+    assert cpu_list({0}) == "0"
+    assert cpu_list({6, 0, 1, 2, 3}) == "0-3,6"
+    assert cpu_list(frozenset({1, 3, 4})) == "1,3-4"
