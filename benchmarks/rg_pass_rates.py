@@ -242,7 +242,8 @@ def main() -> None:
             "prompt_format": frame["prompt_format"][0],
             "samples_per_prompt": int(frame.group_by("problem_id").len()["len"].max() or 0),
             "budget": args.budget, "temperature": args.temperature, "top_p": args.top_p,
-            "backend": args.backend, "smoke": args.smoke,
+            "backend": args.backend, "dtype": args.dtype, "smoke": args.smoke,
+            "chunk_seconds": float(frame.unique("chunk_seconds")["chunk_seconds"].sum()),
         }  # fmt: skip
     if "pass_rates" in report:
         report.pop("pass_rates_status", None)

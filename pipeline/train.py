@@ -200,8 +200,9 @@ def bf16_native(device: torch.device) -> bool:
     if device.type == "cuda":
         return bool(torch.cuda.is_bf16_supported())
     if device.type == "cpu":
-        checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-        return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
+        from pipeline.sampling.vllm import cpu_bf16_native
+
+        return cpu_bf16_native()
     return False
 
 

