@@ -909,6 +909,7 @@ def settings_sprawl(r: Results) -> str:
         "toml_files": "committed TOML settings files",
         "cli_options": "CLI options, summed over commands",
         "cli_option_names": "distinct CLI option names",
+        "cli_option_declarations": "CLI options written by hand (`typer.Option(`)",
         "temperature_places": "places that give a temperature a value",
         "max_new_tokens_files": "source files naming max_new_tokens",
     }

@@ -6,7 +6,9 @@ Counts, read from the source (not timed, so any machine gives the same numbers):
   Options, Settings or Args (every object a setting is carried in);
 - `toml_files`: committed TOML settings files (data/configs/, benchmarks/; not pyproject.toml);
 - `cli_options`: options of every `sieve` command, summed over commands (`--help` left out), and
-  the distinct option names among them, read from the Typer app itself;
+  the distinct option names among them, read from the Typer app itself; `cli_option_declarations`:
+  the `typer.Option(` calls written in flows/cli/ (an option generated from a settings object's
+  field is not one);
 - `temperature_places`: places that give a temperature a value: a class field named temperature
   whose default is a value (not None), a `temperature = ...` line in a committed TOML file under
   data/configs, an option help string that writes a temperature default out, and a call passing a
@@ -125,11 +127,15 @@ def count(root: Path) -> dict[str, Any]:
     cli = cli_options(root)
     temps = temperature_places(root)
     tokens = [str(p.relative_to(root)) for p in sources(root) if "max_new_tokens" in p.read_text()]
+    declared = sum(
+        p.read_text().count("typer.Option(") for p in (root / "flows" / "cli").glob("*.py")
+    )
     return {
         "classes": len(classes),
         "toml_files": len(tomls),
         "cli_options": cli["total"],
         "cli_option_names": cli["distinct"],
+        "cli_option_declarations": declared,
         "temperature_places": len(temps),
         "max_new_tokens_files": len(tokens),
         "where": {"classes": classes, "toml_files": tomls, "temperature_places": temps},
@@ -151,6 +157,15 @@ def count_revision(rev: str) -> tuple[str, dict[str, Any]]:
                            check=True)  # fmt: skip
 
 
+def dirty() -> bool:
+    """Whether the counted source differs from HEAD (results files aside)."""
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--", *PACKAGES, "data/configs"], cwd=ROOT,
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    return bool(status.strip())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="c17fec5^", help="the revision to compare with")
@@ -165,7 +180,7 @@ def main() -> None:
     report = {
         "benchmark": "settings_sprawl",
         "before": {"revision": before_rev, **before},
-        "now": {"revision": f"{head} + working tree", **now},
+        "now": {"revision": head + (" + working tree" if dirty() else ""), **now},
         "change": {k: now[k] - before[k] for k in keys},
     }
     RESULTS.mkdir(exist_ok=True)
