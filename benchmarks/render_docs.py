@@ -952,6 +952,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "ddp-step": ddp_step,
     "sandbox": sandbox,
     "settings-sprawl": settings_sprawl,
+    "rg-pass-rates": rg_pass_rates,
 }
 
 
