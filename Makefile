@@ -37,7 +37,7 @@ sandbox-deps:
 report-deps:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
-# the developer's check (~8 min on 2 cores): everything but the marked groups below
+# the developer's check (about 9 min on 2 cores): everything but the marked groups below
 test: $(STAMP) report-deps sandbox-deps
 	$(BIN)/pytest -q -m "not slow and not gpu and not scale and not crash and not integration" \
 		--durations=15
