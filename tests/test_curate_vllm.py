@@ -45,7 +45,7 @@ def test_sieve_curate_on_the_vllm_backend(tmp_path: Path, request: pytest.Fixtur
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
     env.pop("PREFECT_API_URL", None)
     args = ["curate", "--backend", "vllm", "--model", str(model), "--config", str(config)]
-    args += ["--home", str(tmp_path), "--max-model-len", "1024"]
+    args += ["--home", str(tmp_path), "--engine", "max_model_len=1024"]
     done = subprocess.run(
         [sys.executable, "-m", "flows.cli", *args],
         env=env,

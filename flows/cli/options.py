@@ -1,13 +1,17 @@
 """Options that several `sieve` commands share, and the blocks of them that commands repeat.
 
 `--home` and the sampler's `--model`, `--backend` and `--base-url` are `Annotated` types used as
-they are. The vLLM engine options (curate, eval, train, loop) and the sampling overrides (curate,
-eval) are blocks generated from the settings objects they set (`EngineOptions`,
-`SamplingConfig`): one option per field, its help the field's own description, so a field and its
-option are written once. A command declares one parameter, `engine: OptionBlock = ENGINE`, and
-`@option_blocks` turns it into the block's options, in that place of `--help`, handing the
-command the block with what was given. The block checks its values only when the command asks
-(`engine.options()`), so each command still reports its errors in its own order.
+they are. The sampling overrides (curate, eval) and the vLLM engine settings (curate, eval,
+train, loop) are blocks generated from the settings objects they set (`SamplingConfig`,
+`EngineOptions`), so a field and its option are written once, its help the field's own
+description. Sampling is one option per field (`--temperature 0.6`); the engine, whose settings
+only the vllm backend reads, is one repeatable option of KEY=VALUE pairs named after its fields
+(`--engine max_model_len=1024,kv_cache_gib=2`, as lm-evaluation-harness's `--model_args`),
+which keeps six rarely used options out of four commands' `--help`. A command declares one
+parameter, `engine: OptionBlock = ENGINE`, and `@option_blocks` turns it into the block's
+options, in that place of `--help`, handing the command the block with what was given. The
+block checks its values only when the command asks (`engine.options()`), so each command still
+reports its errors in its own order.
 
 Test: `pytest tests/cli/test_cli.py` (where the blocks sit), `tests/cli/test_train_cli.py`.
 """
@@ -75,25 +79,53 @@ ConfigOpt = Annotated[Path | None, typer.Option(help="CurateConfig TOML file.")]
 
 
 class OptionBlock:
-    """Options generated from a settings object's fields: one `--field-name` option per field,
-    its help the field's own description (a pydantic `description`, or a dataclass field's
-    `metadata["help"]`), unset (None) unless given. A command declares `name: OptionBlock = BLOCK`
-    and `@option_blocks` puts the options in that place; the command gets a copy of the block
-    holding what was given."""
+    """Options generated from a settings object's fields, unset (None) unless given. Without
+    `flag`: one `--field-name` option per field, its help the field's own description (a
+    pydantic `description`, or a dataclass field's `metadata["help"]`). With `flag`: one
+    repeatable option taking KEY=VALUE pairs (comma-separated), the keys being the fields. A
+    command declares `name: OptionBlock = BLOCK` and `@option_blocks` puts the options in that
+    place; the command gets a copy of the block holding what was given."""
 
     def __init__(
-        self, name: str, settings: type, fields: tuple[str, ...], prefix: str = ""
+        self, name: str, settings: type, fields: tuple[str, ...], prefix: str = "", flag: str = ""
     ) -> None:
         self.name, self.settings, self.fields, self.prefix = name, settings, fields, prefix
+        self.flag = flag
         self.given: dict[str, Any] = {}
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The command parameters the block's options arrive as."""
+        return (f"{self.name}_pairs",) if self.flag else self.fields
+
     def overrides(self) -> dict[str, Any]:
-        """The given values, as the settings object's fields (a repeated option as a tuple)."""
+        """The given values, as the settings object's fields (a repeated option as a tuple); a
+        KEY=VALUE pair with an unknown key or a value of the wrong type is one SieveError."""
+        given = self._pairs() if self.flag else self.given
         return {
-            k: tuple(v) if isinstance(v, list) else v
-            for k, v in self.given.items()
-            if v is not None
+            k: tuple(v) if isinstance(v, list) else v for k, v in given.items() if v is not None
         }
+
+    def _pairs(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for text in self.given.get(f"{self.name}_pairs") or ():
+            for pair in filter(None, (p.strip() for p in text.split(","))):
+                key, sep, raw = pair.partition("=")
+                key = key.strip().replace("-", "_")
+                if not sep or key not in self.fields:
+                    raise SieveError(
+                        f"invalid {self.flag} {pair!r}: expected KEY=VALUE with KEY one of "
+                        + ", ".join(self.fields)
+                    )
+                typ, _ = field_type_and_help(self.settings, key)
+                try:
+                    values[key] = typ(raw.strip()) if typ in (int, float) else raw.strip()
+                except ValueError:
+                    raise SieveError(
+                        f"invalid {self.flag} {pair!r}: {key} takes "
+                        + ("an integer" if typ is int else "a number")
+                    ) from None
+        return values
 
     def options(self) -> Any:
         """The settings object the given values make (its defaults elsewhere); a bad value is
@@ -104,11 +136,15 @@ class OptionBlock:
             raise SieveError(f"invalid {self.name} option: {exc}") from None
 
     def with_given(self, values: dict[str, Any]) -> OptionBlock:
-        block = OptionBlock(self.name, self.settings, self.fields, self.prefix)
+        block = OptionBlock(self.name, self.settings, self.fields, self.prefix, self.flag)
         block.given = values
         return block
 
     def parameters(self, kind: Any) -> list[inspect.Parameter]:
+        if self.flag:
+            option = typer.Option(self.flag, metavar="KEY=VALUE[,...]", help=self.help())
+            annotation = Annotated[list[str] | None, option]
+            return [inspect.Parameter(self.names[0], kind, default=None, annotation=annotation)]
         params = []
         for name in self.fields:
             typ, text = field_type_and_help(self.settings, name)
@@ -116,6 +152,17 @@ class OptionBlock:
             annotation = Annotated[typ | None, option]  # type: ignore[valid-type]
             params.append(inspect.Parameter(name, kind, default=None, annotation=annotation))
         return params
+
+    def help(self) -> str:
+        """The one option's help: the keys with their defaults (the fields' descriptions are in
+        the docs and in the error an unknown key gets)."""
+        keys = []
+        for key in self.fields:
+            default = next(f.default for f in dataclasses.fields(self.settings) if f.name == key)
+            keys.append(key if default is None else f"{key} ({default})")
+        return f"{self.prefix}KEY=VALUE pairs, comma-separated or repeated; keys: " + ", ".join(
+            keys
+        )
 
 
 def field_type_and_help(settings: type, name: str) -> tuple[Any, str]:
@@ -161,11 +208,11 @@ def engine_block() -> OptionBlock:
         "tensor_parallel_size",
         "data_parallel_size",
     )
-    return OptionBlock("engine", EngineOptions, fields, prefix="vllm: ")
+    return OptionBlock("engine", EngineOptions, fields, prefix="vllm engine: ", flag="--engine")
 
 
 SAMPLING = sampling_block()  # --max-new-tokens --temperature --top-p --stop (SamplingConfig)
-ENGINE = engine_block()  # the vLLM engine (EngineOptions)
+ENGINE = engine_block()  # --engine KEY=VALUE,... (EngineOptions)
 
 
 def option_blocks(command: Callable[..., None]) -> Callable[..., None]:
@@ -184,7 +231,7 @@ def option_blocks(command: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(command)
     def run(**values: Any) -> None:
         for name, block in blocks.items():
-            values[name] = block.with_given({f: values.pop(f) for f in block.fields})
+            values[name] = block.with_given({f: values.pop(f) for f in block.names})
         command(**values)
 
     run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]

@@ -54,7 +54,7 @@ class EngineOptions:
         metadata={
             "help": "Share of GPU memory the engine may take (weights + KV cache); unset: "
             "vLLM's own (0.92 in 0.32). Ignored on CPU, where vLLM would read it as a share of "
-            "all RAM: see --kv-cache-gib."
+            "all RAM: see kv_cache_gib."
         },
     )
     kv_cache_gib: Positive | None = field(
@@ -62,7 +62,7 @@ class EngineOptions:
         metadata={
             "help": "KV-cache size in GiB. CPU: unset means $VLLM_CPU_KVCACHE_SPACE when set "
             "(which then wins: vLLM's rule), else 4. GPU: an exact size that replaces "
-            "--gpu-memory-utilization's sizing."
+            "gpu_memory_utilization's sizing."
         },
     )
     max_model_len: AtLeastOne | None = field(
@@ -71,8 +71,8 @@ class EngineOptions:
     dtype: str = field(
         default="auto",
         metadata={
-            "help": f"Weights dtype, one of {', '.join(DTYPES)} (auto: vLLM's choice, bf16 "
-            "for fp32 weights on CPU)."
+            "help": f"Weights dtype, one of {', '.join(DTYPES)} (auto: vLLM's choice on GPU; "
+            "on CPU bf16 where the CPU has native bf16 units, else float32)."
         },
     )
     tensor_parallel_size: AtLeastOne = field(

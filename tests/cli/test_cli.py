@@ -28,20 +28,16 @@ def sieve(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-ENGINE_OPTIONS = [
-    "--gpu-memory-utilization", "--kv-cache-gib", "--max-model-len", "--dtype",
-    "--tensor-parallel-size", "--data-parallel-size",
-]  # fmt: skip
 SAMPLING_OPTIONS = ["--max-new-tokens", "--temperature", "--top-p", "--stop"]
 
 
 @pytest.mark.parametrize(
     ("command", "before", "block", "after"),
     [
-        ("curate", "--seed", [*SAMPLING_OPTIONS, *ENGINE_OPTIONS], "--home"),
-        ("eval", "--seed", [*SAMPLING_OPTIONS, *ENGINE_OPTIONS], "--home"),
-        ("train", "--base-url", ENGINE_OPTIONS, "--print-config"),
-        ("loop", "--base-url", ENGINE_OPTIONS, "--home"),
+        ("curate", "--seed", [*SAMPLING_OPTIONS, "--engine"], "--home"),
+        ("eval", "--seed", [*SAMPLING_OPTIONS, "--engine"], "--home"),
+        ("train", "--base-url", ["--engine"], "--print-config"),
+        ("loop", "--base-url", ["--engine"], "--home"),
     ],
 )
 def test_option_blocks_take_the_place_of_their_parameter(
@@ -58,7 +54,7 @@ def test_option_blocks_take_the_place_of_their_parameter(
 
 
 def test_block_options_are_the_settings_objects_fields() -> None:
-    """--temperature & co. and the vLLM options are generated from SamplingConfig's and
+    """--temperature & co. are generated from SamplingConfig's fields and `--engine`'s keys are
     EngineOptions' fields: same names, the field's description as help, values handed back as
     the settings object (a bad one is one error line)."""
     import dataclasses
@@ -76,13 +72,30 @@ def test_block_options_are_the_settings_objects_fields() -> None:
         assert str(info.description) in str(params[f"--{name.replace('_', '-')}"].help)
     helps = {f.name: f.metadata["help"] for f in dataclasses.fields(EngineOptions) if f.metadata}
     assert set(helps) == set(ENGINE.fields)
-    for name, text in helps.items():
-        assert text in str(params[f"--{name.replace('_', '-')}"].help)
+    for name in helps:
+        assert name in str(params["--engine"].help)
     given = SAMPLING.with_given({"temperature": 0.6, "top_p": None, "stop": ["###"]})
     assert given.overrides() == {"temperature": 0.6, "stop": ("###",)}
-    assert ENGINE.with_given({"kv_cache_gib": 2.0}).options() == EngineOptions(kv_cache_gib=2.0)
-    with pytest.raises(SieveError, match="invalid engine option"):
-        ENGINE.with_given({"dtype": "int3"}).options()
+    pairs = ["kv_cache_gib=2,max-model-len=1024", "dtype=float32"]
+    assert ENGINE.with_given({"engine_pairs": pairs}).options() == EngineOptions(
+        kv_cache_gib=2.0, max_model_len=1024, dtype="float32"
+    )
+    assert ENGINE.with_given({"engine_pairs": None}).options() == EngineOptions()
+    for bad, needle in [
+        (["dtype=int3"], "invalid engine option"),
+        (["kv_cache=2"], "KEY one of gpu_memory_utilization"),
+        (["max_model_len"], "expected KEY=VALUE"),
+        (["max_model_len=big"], "max_model_len takes an integer"),
+        (["max_model_len=0"], "invalid engine option"),
+    ]:
+        with pytest.raises(SieveError, match=needle):
+            ENGINE.with_given({"engine_pairs": bad}).options()
+
+
+def test_a_bad_engine_pair_is_one_error_line(tmp_path: Path) -> None:
+    Ledger.open(tmp_path).close()
+    line = one_error_line(sieve("eval", "--backend", "vllm", "--engine", "kv=1", home=tmp_path))
+    assert "--engine" in line and "kv_cache_gib" in line
 
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:

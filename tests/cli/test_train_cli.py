@@ -117,8 +117,8 @@ def test_a_chat_model_gets_the_real_recipe_not_the_tiny_one(
         "3",
         "--backend",
         "vllm",
-        "--kv-cache-gib",
-        "2",
+        "--engine",
+        "kv_cache_gib=2",
     ]
     code, out, err = run_cli(argv, capsys)
     assert code == 0, err
