@@ -22,6 +22,8 @@ easy ones shows that loss. Arms:
   (`grpo_core.history.replay_curation`; they were counted once, as curation) and the GRESO-style
   skip of prompts whose recent groups, curation and training, were all zero-variance
   (`ZeroVarSkip`, its streaks carried from night to night; the skipped rollouts buy more steps).
+- `sieve_replay` and `sieve_skip`: the two halves of `sieve_every_rollout` apart (replay alone,
+  skip alone), to say what each buys.
 
 Every arm trains with the same GRPO settings (`BENCH_GRPO`: lr 2e-4 after a 20-step warm-up,
 β 0.02) and 512 rollouts per optimiser step, 64 prompts × G = 8 (16 prompts per step was too noisy
@@ -78,6 +80,13 @@ from pipeline.store import Ledger
 
 RESULTS = Path(__file__).parent / "results"
 ARMS = ("uniform", "dapo", "pilot_commit", "sieve", "sieve_every_rollout")
+# the halves of sieve_every_rollout: (replay curation samples, skip zero-variance prompts)
+SIEVE_ARMS = {
+    "sieve": (False, False),
+    "sieve_replay": (True, False),
+    "sieve_skip": (False, True),
+    "sieve_every_rollout": (True, True),
+}
 MIX = {f: list(family_levels(f)) for f in FAMILIES}  # the whole generator mix
 G = 8
 # the trainer settings of every arm (on top of TINY_GRPO) and sieve's curation: the tiny
@@ -232,8 +241,10 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
         )  # fmt: skip
         spent = train_until(trainer, tracker, 0, setup.budget, zero_var)
     else:
-        every = arm == "sieve_every_rollout"
-        spent = sieve_nights(setup, seed, model, tok, sampler, tracker, zero_var, nights, every)
+        replay, skip = SIEVE_ARMS[arm]
+        spent = sieve_nights(
+            setup, seed, model, tok, sampler, tracker, zero_var, nights, replay, skip
+        )
     if not tracker.curve or tracker.curve[-1]["rollouts"] != spent:
         tracker.evaluate(model, spent)
     return {
@@ -257,16 +268,19 @@ def sieve_nights(
     tracker: Tracker,
     zero_var: list[float],
     nights: list[dict[str, int]],
-    every: bool = False,
+    replay: bool = False,
+    skip_flat: bool = False,
 ) -> int:
-    """Nights of curate (ledger history carried over) → train, until the budget is spent.
+    """Nights of curate (ledger history carried over) → train, until the budget is spent;
+    `replay`: first visits train on the stored curation samples, `skip_flat`: the GRESO-style
+    skip over curation and training streaks.
 
-    Appends each night's curation cost, candidates and kept prompts to `nights` (with `every`:
-    replayed and fresh training rollouts and skips too); returns the rollouts spent."""
+    Appends each night's curation cost, candidates and kept prompts to `nights` (with replay or
+    skip: replayed and fresh training rollouts and skips too); returns the rollouts spent."""
     spent = 0
     night = 0
     trainer: Trainer | None = None
-    skip = ZeroVarSkip(seed=seed)  # every=True: streaks over curation and training, all nights
+    skip = ZeroVarSkip(seed=seed)  # skip_flat: streaks over curation and training, all nights
     with Ledger.memory() as ledger:
         while spent < setup.budget:
             cfg = CurateConfig(
@@ -298,16 +312,20 @@ def sieve_nights(
             # a night trains for train_ratio × its curation cost in rollouts (at least one pass),
             # or for `passes` passes over its curriculum when set
             collector = None
-            if every:
+            if replay or skip_flat:
                 gcfg = grpo_config(setup, seed, 1)
                 runs = [result.screen_run, result.refine_run]
-                visits = curation_visits(ledger, runs)
-                skip.observe_flags(visits["problem_id"].to_list(), visits["flat"].to_list())
-                stored = stored_groups(ledger, runs, tok, temperature=gcfg.temperature,
-                                       max_new_tokens=gcfg.max_new_tokens)  # fmt: skip
+                groups: dict[str, Any] = {}
+                if skip_flat:
+                    visits = curation_visits(ledger, runs)
+                    skip.observe_flags(visits["problem_id"].to_list(), visits["flat"].to_list())
+                if replay:
+                    stored = stored_groups(ledger, runs, tok, temperature=gcfg.temperature,
+                                           max_new_tokens=gcfg.max_new_tokens)  # fmt: skip
+                    groups = stored.groups
+                    nights[-1]["retokenised_off"] = stored.retokenised_off
                 step0 = trainer.step if trainer is not None else 0
-                collector = replay_curation(stored.groups, start=step0, skip=skip)
-                nights[-1]["retokenised_off"] = stored.retokenised_off
+                collector = replay_curation(groups, start=step0, skip=skip if skip_flat else None)
             one_pass = int(frame["group_size"].sum())
             by_cost = max(int(setup.train_ratio * cost), one_pass)
             length = by_cost if not setup.passes else int(setup.passes * one_pass)
@@ -347,7 +365,7 @@ NIGHT_COUNTS = ("train_rollouts", "train_replayed_rollouts", "train_skipped_zero
 
 def night_counts(runs: list[dict]) -> dict[str, float]:
     """Mean per seed of the fresh and replayed training rollouts and the skipped prompts, for
-    an arm whose nights count them (`sieve_every_rollout`); {} for the others."""
+    an arm whose nights count them (replay and/or skip); {} for the others."""
     if not any(key in n for r in runs for n in r["nights"] for key in NIGHT_COUNTS):
         return {}
     return {
@@ -410,8 +428,9 @@ def plot(result: dict, path: Path) -> None:
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
     colors = {"uniform": "tab:gray", "dapo": "tab:blue", "pilot_commit": "tab:orange",
-              "sieve": "tab:green", "sieve_every_rollout": "tab:red"}  # fmt: skip
-    for arm in ARMS:
+              "sieve": "tab:green", "sieve_every_rollout": "tab:red",
+              "sieve_replay": "tab:olive", "sieve_skip": "tab:purple"}  # fmt: skip
+    for arm in colors:
         runs = [r for r in result["runs"] if r["arm"] == arm]
         if not runs:
             continue

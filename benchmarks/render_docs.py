@@ -538,6 +538,8 @@ CURRICULUM_ARMS = {
     "pilot_commit": "pilot-commit",
     "sieve": "**Sieve**",
     "sieve_every_rollout": "Sieve + every rollout counts",
+    "sieve_replay": "Sieve + replay only",
+    "sieve_skip": "Sieve + skip only",
 }
 
 
@@ -610,17 +612,18 @@ def curriculum_levels(r: Results) -> str:
 
 
 def every_rollout(r: Results) -> str:
-    """Sieve vs "Sieve + every rollout counts" on the seeds both ran (curriculum.json)."""
+    """Sieve vs "Sieve + every rollout counts" and its halves (replay only, skip only) on the
+    seeds the combined arm ran (curriculum.json)."""
     runs = {(x["arm"], x["seed"]): x for x in r("curriculum", "runs")}
     target = r("curriculum", "uniform_final")
+    order = ["sieve", "sieve_replay", "sieve_skip", "sieve_every_rollout"]
     rows = []
-    for arm, seed in sorted(runs, key=lambda k: (k[1], k[0] != "sieve")):
-        if arm not in ("sieve", "sieve_every_rollout") or ("sieve_every_rollout", seed) not in runs:
+    for arm, seed in sorted(runs, key=lambda k: (k[1], order.index(k[0]) if k[0] in order else 9)):
+        if arm not in order or ("sieve_every_rollout", seed) not in runs:
             continue
         run, nights = runs[(arm, seed)], runs[(arm, seed)]["nights"]
-        every = arm == "sieve_every_rollout"
-        replayed = sum(n["train_replayed_rollouts"] for n in nights) if every else 0
-        skipped = sum(n["train_skipped_zero_var"] for n in nights) if every else 0
+        replayed = sum(n.get("train_replayed_rollouts", 0) for n in nights)
+        skipped = sum(n.get("train_skipped_zero_var", 0) for n in nights)
         reach = r("curriculum", "rollouts_to_uniform_final_by_seed", arm)
         order = [x["seed"] for x in r("curriculum", "runs") if x["arm"] == arm]  # summarise's
         got = reach[order.index(seed)]

@@ -17,8 +17,10 @@
   probability max_skip·(1 − (1 − rate)^k): it grows with k and stays below `max_skip`, so every
   skipped prompt keeps a 1 − max_skip chance to be re-explored. The step's sampling budget
   goes to the next prompts: the step costs fewer rollouts and the caller's rollout budget buys
-  more steps. Skips are counted (`skipped_zero_var`). Departure from GRESO: its exploration
-  probability is tuned online against a target zero-variance share; here it is a fixed schedule.
+  more steps. Skips are counted (`skipped_zero_var`) and reported one by one to `on_skip`
+  (pipeline.train writes them to the ledger's `train_skips`, rows of `train_group_stats`).
+  Departure from GRESO: its exploration probability is tuned online against a target
+  zero-variance share; here it is a fixed schedule.
 
 Resume: which prompts are first visits is a pure function of the step (the batch source is);
 the skip's draws derive from (seed, step, key), but its streaks live in memory: a resumed run
@@ -30,7 +32,7 @@ Test: `.venv/bin/pytest tests/grpo_core/test_history.py -q`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from grpo_core.advantages import is_uninformative
@@ -47,6 +49,8 @@ class ZeroVarSkip:
     rate: float = 0.5  # how fast the skip probability grows with the streak k
     max_skip: float = 0.9  # the skip probability's ceiling: 1 − this is the re-exploration floor
     seed: int = 0
+    # told of every skip as (step, key, streak, p_skip): pipeline.train writes them to the ledger
+    on_skip: Callable[[int, str, int, float], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not (0.0 < self.rate <= 1.0 and 0.0 <= self.max_skip < 1.0):
@@ -62,7 +66,13 @@ class ZeroVarSkip:
     def skips(self, key: str, step: int) -> bool:
         """Whether this step skips `key`: a draw from (seed, step, key), so resume agrees."""
         u = derive_seed(self.seed, "skip", step, key, bits=52) / 2.0**52  # uniform in [0, 1)
-        return u < self.p_skip(self.streaks.get(key, 0))
+        streak = self.streaks.get(key, 0)
+        p = self.p_skip(streak)
+        if u >= p:
+            return False
+        if self.on_skip is not None:
+            self.on_skip(step, key, streak, p)
+        return True
 
     def observe(self, items: Sequence[Item], parts: Sequence[Scores], tol: float) -> None:
         """Extend or reset each visited prompt's streak by its group's rewards."""

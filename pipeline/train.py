@@ -85,6 +85,13 @@ ROLLOUT_SCHEMA = {
     "correct": pl.Boolean,
     "behaviour_logprob": pl.Float64,
 }
+SKIP_SCHEMA = {
+    "train_id": pl.Utf8,
+    "step": pl.Int32,
+    "problem_id": pl.Utf8,
+    "streak": pl.Int32,
+    "p_skip": pl.Float64,
+}
 
 
 @dataclass
@@ -152,16 +159,20 @@ def plan(
     return TrainPlan(train_id, curriculum_id, model_dir, base_revision, settings, cfg, frame, root)
 
 
-def collector_for(ledger: Ledger, run: TrainPlan, tokenizer: Any) -> Collector | None:
+def collector_for(
+    ledger: Ledger, run: TrainPlan, tokenizer: Any, recorder: Recorder | None = None
+) -> Collector | None:
     """The batch source with `replay_curation` (the curriculum's stored screen/refine samples
     on each prompt's first visit) and/or `skip_zero_variance` (streaks read from the ledger's
-    curation and training history, so a resumed run starts where it stopped); None: plain."""
+    curation and training history, so a resumed run starts where it stopped; each skip told to
+    `recorder`, which writes it with its step); None: plain."""
     settings = run.settings
     if not (settings.replay_curation or settings.skip_zero_variance):
         return None
     skip = None
     if settings.skip_zero_variance:
-        skip = ZeroVarSkip(streaks=zero_var_streaks(ledger), seed=run.cfg.seed)
+        on_skip = recorder.skipped if recorder is not None else None
+        skip = ZeroVarSkip(streaks=zero_var_streaks(ledger), seed=run.cfg.seed, on_skip=on_skip)
     stored: dict[str, list[Any]] = {}
     if settings.replay_curation:
         stored = stored_groups(
@@ -246,6 +257,7 @@ class Recorder:
     last: dict[str, float] = field(default_factory=dict)
     judged: list[tuple[Sequence[Item], Sequence[Sample], Scores]] = field(default_factory=list)
     rollouts: list[pl.DataFrame] = field(default_factory=list)  # steps not yet committed
+    skips: list[tuple[str, int, str, int, float]] = field(default_factory=list)  # likewise
 
     # -------------------------------------------------------------- TrainerHooks
 
@@ -341,11 +353,13 @@ class Recorder:
             batches["train_metrics"] = pl.DataFrame(self.rows, schema=schema, orient="row")
         if self.rollouts:
             batches["train_rollouts"] = self.with_policy(pl.concat(self.rollouts))
+        if self.skips:
+            batches["train_skips"] = pl.DataFrame(self.skips, schema=SKIP_SCHEMA, orient="row")
         if not batches:
             return
         crash_point("train.before_metrics_commit")
         self.ledger.write_batch(batches, on_conflict="replace")
-        self.rows, self.rollouts = [], []
+        self.rows, self.rollouts, self.skips = [], [], []
 
     # -------------------------------------------------------------- training rollouts
 
@@ -361,6 +375,12 @@ class Recorder:
             return scores
 
         return judge
+
+    def skipped(self, step: int, key: str, streak: int, p_skip: float) -> None:
+        """A prompt the zero-variance skip left out of step `step`: a `train_skips` row,
+        committed with the step's metrics (rank 0 alone, as the rollouts)."""
+        if os.environ.get("RANK", "0") == "0":
+            self.skips.append((self.run.train_id, step, key, streak, p_skip))
 
     def take_rollouts(self, step: int) -> None:
         """What the reward function judged since the last step, as step `step`'s rows."""

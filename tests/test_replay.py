@@ -116,6 +116,11 @@ def test_streaks_count_the_trailing_zero_variance_groups_over_curation_and_train
             {"s": step, "p": pid, "i": i, "w": reward},
         )
     assert zero_var_streaks(ledger) == {"p": 3, "q": 1}
+    # skipped at step 2 (train_skips, rows of train_group_stats): a skip observes nothing
+    ledger.run("INSERT INTO train_skips VALUES ('t', 2, 'p', 3, 0.79), ('t', 2, 'q', 1, 0.45)")
+    skipped = ledger.sql("SELECT problem_id, n, skipped FROM train_group_stats WHERE step = 2")
+    assert sorted(skipped.rows()) == [("p", 0, True), ("q", 0, True)]
+    assert zero_var_streaks(ledger) == {"p": 3, "q": 1}
 
 
 def test_history_prior_reads_training_evidence_of_the_same_revision(ledger: Ledger) -> None:
@@ -140,11 +145,14 @@ def test_history_prior_reads_training_evidence_of_the_same_revision(ledger: Ledg
             " correct) VALUES ('t', $s, $p, $i, 'rev', $w, $c)",
             {"s": step, "p": pid, "i": i, "w": reward, "c": correct},
         )
+    # q skipped at the newest step: neither its evidence nor "solved in training" changes
+    ledger.run("INSERT INTO train_skips VALUES ('t', 2, 'q', 0, 0.0)")
     after = ledger.query("history_prior", exclude=[]).sort("problem_id")
     assert after.select("problem_id", "n", "k", "zero_variance").rows() == [
         ("p", 5, 1, True),
         ("q", 4, 2, False),
     ]
+    assert after["solved_in_training"].to_list() == [False, True]  # q's newest group: 1 of 1
     assert after["last_seen"].dt.day().to_list() == [2, 2]
     # the revision's history stays one row per problem x revision (the allocation counts rows)
     assert after.height == before.height

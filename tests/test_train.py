@@ -423,3 +423,22 @@ def test_sieve_train_replays_curation_samples_and_skips_flat_prompts(
             assert replayed.filter(pl.col("step") == 0)["value"].item() > 0, name
             skipped = metrics.filter(pl.col("name") == "skipped_zero_var")["value"].sum()
             assert (skipped > 0) == bool(extra), (name, skipped)
+            # every skip is a row of train_group_stats (no samples), on the step that skipped it
+            rows = ledger.sql(
+                "SELECT step, count(*) AS skips, sum(n_samples) AS samples "
+                "FROM train_group_stats WHERE train_id = $t AND skipped GROUP BY step",
+                {"t": result.train_id},
+            )
+            per_step = metrics.filter(pl.col("name") == "skipped_zero_var").filter(
+                pl.col("value") > 0
+            )
+            assert dict(rows.select("step", "skips").rows()) == {
+                s: int(v) for s, v in per_step.select("step", "value").rows()
+            }, name
+            assert rows["samples"].sum() in (0, None)
+            trajectory = ledger.sql(
+                "SELECT sum(steps_skipped) FROM train_prompt_trajectory WHERE train_id = $t",
+                {"t": result.train_id},
+            ).item()
+            assert trajectory == skipped, name
+        assert ledger.query("cell_evidence")["training_skips"].sum() == skipped

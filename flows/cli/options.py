@@ -143,8 +143,8 @@ class OptionBlock:
     def parameters(self, kind: Any) -> list[inspect.Parameter]:
         if self.flag:
             option = typer.Option(self.flag, metavar="KEY=VALUE[,...]", help=self.help())
-            annotation = Annotated[list[str] | None, option]
-            return [inspect.Parameter(self.names[0], kind, default=None, annotation=annotation)]
+            pairs: Any = Annotated[list[str] | None, option]
+            return [inspect.Parameter(self.names[0], kind, default=None, annotation=pairs)]
         params = []
         for name in self.fields:
             typ, text = field_type_and_help(self.settings, name)

@@ -33,7 +33,7 @@ trained AS (
         max(coalesce(t.finished_at, t.started_at)) AS last_seen
     FROM train_group_stats AS g
     JOIN train_runs AS t USING (train_id)
-    WHERE t.base_revision IS NOT NULL
+    WHERE t.base_revision IS NOT NULL AND NOT g.skipped  -- a skip observes nothing
     GROUP BY g.problem_id, t.base_revision
 )
 SELECT

@@ -19,6 +19,7 @@ WITH visits AS (
         NOT coalesce(g.informative, true) AS flat
     FROM train_group_stats AS g
     JOIN train_runs AS t USING (train_id)
+    WHERE NOT g.skipped  -- a skipped prompt was not observed
 ),
 ordered AS (
     SELECT
