@@ -5,12 +5,15 @@
 arith = "1-10"
 word = "all"
 ```
+A curate config's `[mix]` table is a mix too (`sieve generate --mix data/configs/curate.toml`
+generates what that config curates from), so the mix is written once, where curation reads it.
 Test: `pytest tests/problems/test_code_family.py tests/cli/test_bad_inputs.py` (the default mix;
 a `--mix` path that is not a file).
 """
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -18,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from grpo_core.validate import STRICT
 from pipeline.errors import SieveError
 from pipeline.problems import FAMILIES, parse_levels
-from pipeline.tomlconfig import load_toml
+from pipeline.tomlconfig import load_toml, read_config_text
 
 
 class MixConfig(BaseModel):
@@ -37,10 +40,27 @@ DEFAULT_MIX = MixConfig(families={name: "all" for name in FAMILIES})
 
 
 def load_mix(path: Path) -> MixConfig:
-    """Read and validate a mix file; every problem is reported as one line naming the file."""
+    """Read and validate a mix file, or a curate config's `[mix]`; every problem is reported as
+    one line naming the file."""
+    if _is_curate_config(path):
+        from pipeline.selection.config import load_curate_config
+
+        return MixConfig(families=dict(load_curate_config(path).mix))
     mix = load_toml(path, MixConfig)
     try:
         mix.levels()
     except SieveError as exc:
         raise SieveError(f"{path}: {exc}") from None
     return mix
+
+
+def _is_curate_config(path: Path) -> bool:
+    """A readable TOML file without `[families]` whose keys are a curate config's (its `[mix]`,
+    or CurateConfig's default mix when it has none); read errors are left to load_toml."""
+    from pipeline.selection.config import CurateConfig
+
+    try:
+        raw = tomllib.loads(read_config_text(Path(path)))
+    except (SieveError, tomllib.TOMLDecodeError):
+        return False
+    return "families" not in raw and bool(raw.keys() & CurateConfig.model_fields.keys())

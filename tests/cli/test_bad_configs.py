@@ -255,15 +255,17 @@ COMMITTED = sorted([*RECIPES.glob("*.toml"), *(ROOT / "benchmarks").glob("*.toml
 
 def test_the_committed_config_files_are_all_checked() -> None:
     names = {p.name for p in COMMITTED}
-    assert {"tiny_train.toml", "real_train.toml", "curate.toml", "mix.toml"} <= names
+    assert {"tiny_train.toml", "real_train.toml", "curate.toml", "real_mix.toml"} <= names
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=[p.name for p in COMMITTED])
 def test_every_committed_config_file_validates(path: Path) -> None:
-    if "mix" in path.stem:  # mix.toml, real_mix.toml
+    if "mix" in path.stem:  # real_mix.toml
         assert load_mix(path).levels()
     elif "curate" in path.name:
         assert load_curate_config(path).n_candidates >= 1
+        # its [mix] is what `sieve generate --mix <curate config>` generates
+        assert load_mix(path).levels() == load_curate_config(path).mix_levels()
     else:
         assert "train" in path.name, f"{path.name}: which config is it?"
         assert load_settings(path).grpo_config().total_steps >= 1
