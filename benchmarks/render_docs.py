@@ -306,6 +306,12 @@ def real_train(r: Results) -> str:
         )
     ratio = r("real_train", "time_per_step_ratio")
     noise = binomial_halfwidth(s["trl"]["heldout_sampled_after"], n)
+    afters = [s[arm]["heldout_sampled_after"] for arm in ("sieve-vllm", "sieve-hf", "trl")]
+    verdict = (
+        'so the three "after" figures are within each other\'s noise'
+        if max(afters) - min(afters) <= noise
+        else f'and the "after" figures spread {num(max(afters) - min(afters), 3)}, more than that'
+    )
     return (
         table(
             [
@@ -319,8 +325,56 @@ def real_train(r: Results) -> str:
         )
         + f"\n\nTRL / Sieve time per step: {times(ratio['trl_over_sieve-vllm'])} with vLLM "
         f"rollouts, {times(ratio['trl_over_sieve-hf'])} with HF rollouts. Held-out: {n} samples "
-        f"per arm; two binomial standard errors are about ±{num(noise, 2)}, so the three "
-        '"after" figures are within each other\'s noise.'
+        f"per arm; two binomial standard errors are about ±{num(noise, 2)}, {verdict}."
+    )
+
+
+def real_train_roofline(r: Results) -> str:
+    """Per arm of real_train.json: the update's FLOP/s against the measured fp32 matmul peak and
+    sampling's tokens/s against the compute bound and the engine alone; the TRL alignment."""
+    label = {"sieve-vllm": "Sieve, vLLM rollouts", "sieve-hf": "Sieve, HF rollouts",
+             "trl": "TRL `GRPOTrainer` (HF generation)"}  # fmt: skip
+    roofs = r("real_train", "roofline")
+    rows = []
+    for arm in ("sieve-vllm", "sieve-hf", "trl"):
+        if arm not in roofs:
+            continue
+        up, sa = roofs[arm]["update"], roofs[arm]["sampling"]
+        alone = sa.get("share_of_standalone")
+        rows.append(
+            [
+                label[arm],
+                f"{num(up['achieved_gflops'], 1)} of {num(up['peak_gflops'], 0)} "
+                f"({num(100 * up['share_of_peak'], 0)} %)",
+                f"{num(sa['tokens_per_s'], 1)} of {num(sa['compute_bound_tokens_per_s'], 0)} "
+                f"({num(100 * sa['share_of_compute_bound'], 0)} %)",
+                "" if alone is None else f"{num(100 * alone, 0)} %",
+            ]
+        )
+    alone = r("real_train", "standalone")
+    peaks = [p["gflops"] for a in roofs.values() for p in a["peaks"]["float32"]]
+    bf16 = [p["gflops"] for a in roofs.values() for p in a["peaks"]["bfloat16"]]
+    trl = r("real_train", "arms", "trl", "like_for_like")
+    sieve = trl["sieve"]
+    return (
+        table(
+            [
+                "arm",
+                "update GFLOP/s of the fp32 matmul peak",
+                "sampling tokens/s of the compute bound",
+                "sampling, share of the engine alone",
+            ],
+            rows,
+        )
+        + f"\n\nPeaks measured in each arm at its start and end: fp32 {num(min(peaks), 0)}-"
+        f"{num(max(peaks), 0)} GFLOP/s, bf16 {num(min(bf16), 1)}-{num(max(bf16), 1)} GFLOP/s (this "
+        f"CPU has no bf16 units: every arm ran fp32). The compute bound is the peak over "
+        f"2 × parameters FLOP per token; the engine alone (`--standalone`) sampled "
+        f"{num(alone['tokens_per_s'], 1)} tokens/s on the same steps' prompts. Like for like: "
+        f"Sieve ran with std_ddof {sieve['std_ddof']}, adv_eps {sieve['adv_eps']}, "
+        f"{sieve['aggregation']} aggregation and TRL with scale_rewards "
+        f"{trl['trl']['scale_rewards']!r}, loss {trl['trl']['loss_type']!r}, the same clip ε "
+        f"and grad clip; what no setting aligns: " + "; ".join(trl["gaps"]) + "."
     )
 
 
@@ -649,6 +703,41 @@ def every_rollout(r: Results) -> str:
     return table(header, rows)
 
 
+def every_rollout_summary(r: Results) -> str:
+    """One line per "every rollout counts" arm in curriculum.json: against the Sieve arm, the
+    rollouts it took to reach uniform's final accuracy and where it ended (seed means)."""
+    final = r("curriculum", "final")
+    ratio = r("curriculum", "rollouts_to_uniform_final_vs_uniform")
+    base, base_ratio = final["sieve"], ratio["sieve"]
+    what = {
+        "sieve_replay": "curation samples replayed as first-visit training groups (point 2)",
+        "sieve_skip": "zero-variance prompts skipped online, GRESO-style (point 3)",
+        "sieve_every_rollout": "replay and skip together",
+    }
+    lines = []
+    for arm, text in what.items():
+        if arm not in final:
+            continue
+        f, got = final[arm], ratio.get(arm)
+        reach = (
+            "never reached uniform's final"
+            if got is None
+            else f"{times(got)} of uniform's rollouts"
+        )
+        counts = []
+        if f.get("train_replayed_rollouts"):
+            counts.append(f"{num(f['train_replayed_rollouts'])} samples replayed")
+        if f.get("train_skipped_zero_var"):
+            counts.append(f"{num(f['train_skipped_zero_var'])} visits skipped")
+        lines.append(
+            f"- {text}: {reach} to reach uniform's final (Sieve: {times(base_ratio)}); final "
+            f"held-out {num(f['sampled_mean'], 4)} ± {num(f['sampled_std'], 4)} against Sieve's "
+            f"{num(base['sampled_mean'], 4)} ± {num(base['sampled_std'], 4)}"
+            + (f" ({', '.join(counts)} per seed)" if counts else "")
+        )
+    return "\n".join(lines)
+
+
 def curriculum_quick(r: Results) -> str:
     return curriculum(r, "curriculum_quick")
 
@@ -947,6 +1036,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "curriculum-quick": curriculum_quick,
     "curriculum-levels": curriculum_levels,
     "curriculum-every-rollout": every_rollout,
+    "every-rollout-summary": every_rollout_summary,
+    "real-train-roofline": real_train_roofline,
     "ledger": ledger,
     "sampling": sampling,
     "verifier-throughput": verifier_throughput,
