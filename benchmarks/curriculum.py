@@ -391,23 +391,28 @@ def summarise(runs: list[dict], setup: Setup) -> dict[str, Any]:
         }
         for arm, rs in by_arm.items()
     }
-    target = finals.get("uniform", {}).get("sampled_mean")
-    reach: dict[str, float | None] = {}
-    by_seed: dict[str, list[float | None]] = {}
-    for arm, rs in by_arm.items():
-        if target is None:
-            continue
-        reach[arm] = rollouts_to(mean_curve([r["curve"] for r in rs]), target)
-        by_seed[arm] = [rollouts_to(r["curve"], target) for r in rs]
-    budget = reach.get("uniform")
-    ratio = {a: (v / budget if v is not None and budget else None) for a, v in reach.items()}
-    return {
-        "final": finals,
-        "uniform_final": target,
-        "rollouts_to_uniform_final": reach,
-        "rollouts_to_uniform_final_vs_uniform": ratio,
-        "rollouts_to_uniform_final_by_seed": by_seed,
-    }
+    out: dict[str, Any] = {"final": finals}
+    # where each arm first reaches uniform's final accuracy; a run without uniform (the
+    # every-rollout halves) is read against the sieve arm's final instead
+    refs = [ref for ref in ("uniform", "sieve") if ref in finals][:1] or ["uniform"]
+    for ref in refs:
+        target = finals.get(ref, {}).get("sampled_mean")
+        reach: dict[str, float | None] = {}
+        by_seed: dict[str, list[float | None]] = {}
+        for arm, rs in by_arm.items():
+            if target is None:
+                continue
+            reach[arm] = rollouts_to(mean_curve([r["curve"] for r in rs]), target)
+            by_seed[arm] = [rollouts_to(r["curve"], target) for r in rs]
+        budget = reach.get(ref)
+        ratio = {a: (v / budget if v is not None and budget else None) for a, v in reach.items()}
+        out |= {
+            f"{ref}_final": target,
+            f"rollouts_to_{ref}_final": reach,
+            f"rollouts_to_{ref}_final_vs_{ref}": ratio,
+            f"rollouts_to_{ref}_final_by_seed": by_seed,
+        }
+    return out
 
 
 def mean_curve(curves: Sequence[Sequence[dict]], points: int = 400) -> list[dict]:
@@ -506,7 +511,7 @@ def main() -> None:
         result.update(summarise(result["runs"], setup))
         path.write_text(json.dumps(result, indent=1))
         plot(result, RESULTS / f"{args.out}.png")
-        print(json.dumps({k: result[k] for k in SHOWN}, indent=1))
+        print(json.dumps({k: result.get(k) for k in SHOWN}, indent=1))
         return
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
@@ -548,7 +553,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1))
     plot(result, RESULTS / f"{args.out}.png")
-    print(json.dumps({k: result[k] for k in SHOWN}, indent=1))
+    print(json.dumps({k: result.get(k) for k in SHOWN}, indent=1))
 
 
 if __name__ == "__main__":

@@ -665,21 +665,21 @@ def curriculum_levels(r: Results) -> str:
     return table(["arm", "largest gains (points)", "largest loss (points)"], rows)
 
 
-def every_rollout(r: Results) -> str:
+def every_rollout(r: Results, name: str = "curriculum", ref: str = "uniform") -> str:
     """Sieve vs "Sieve + every rollout counts" and its halves (replay only, skip only) on the
-    seeds the combined arm ran (curriculum.json)."""
-    runs = {(x["arm"], x["seed"]): x for x in r("curriculum", "runs")}
-    target = r("curriculum", "uniform_final")
-    order = ["sieve", "sieve_replay", "sieve_skip", "sieve_every_rollout"]
+    seeds the combined arm ran (results/<name>.json), against arm `ref`'s final accuracy."""
+    runs = {(x["arm"], x["seed"]): x for x in r(name, "runs")}
+    target = r(name, f"{ref}_final")
+    arms = ["sieve", "sieve_replay", "sieve_skip", "sieve_every_rollout"]
     rows = []
-    for arm, seed in sorted(runs, key=lambda k: (k[1], order.index(k[0]) if k[0] in order else 9)):
-        if arm not in order or ("sieve_every_rollout", seed) not in runs:
+    for arm, seed in sorted(runs, key=lambda k: (k[1], arms.index(k[0]) if k[0] in arms else 9)):
+        if arm not in arms or ("sieve_every_rollout", seed) not in runs:
             continue
         run, nights = runs[(arm, seed)], runs[(arm, seed)]["nights"]
         replayed = sum(n.get("train_replayed_rollouts", 0) for n in nights)
         skipped = sum(n.get("train_skipped_zero_var", 0) for n in nights)
-        reach = r("curriculum", "rollouts_to_uniform_final_by_seed", arm)
-        order = [x["seed"] for x in r("curriculum", "runs") if x["arm"] == arm]  # summarise's
+        reach = r(name, f"rollouts_to_{ref}_final_by_seed", arm)
+        order = [x["seed"] for x in r(name, "runs") if x["arm"] == arm]  # summarise's
         got = reach[order.index(seed)]
         rows.append(
             [
@@ -698,41 +698,48 @@ def every_rollout(r: Results) -> str:
         "seed", "arm", "final held-out pass@1, sampled", "nights", "curation rollouts",
         "training rollouts (fresh)", "curation rollouts replayed in training (not counted again)",
         "prompt visits skipped (zero-variance history)",
-        f"rollouts to reach uniform's final {num(target, 4)}",
+        f"rollouts to reach {ref}'s final {num(target, 4)}",
     ]  # fmt: skip
     return table(header, rows)
 
 
+def every_rollout_apart(r: Results) -> str:
+    """Per seed, Sieve and its replay / skip / both variants (curriculum_every_rollout.json)."""
+    return every_rollout(r, "curriculum_every_rollout", "sieve")
+
+
 def every_rollout_summary(r: Results) -> str:
-    """One line per "every rollout counts" arm in curriculum.json: against the Sieve arm, the
-    rollouts it took to reach uniform's final accuracy and where it ended (seed means)."""
-    final = r("curriculum", "final")
-    ratio = r("curriculum", "rollouts_to_uniform_final_vs_uniform")
-    base, base_ratio = final["sieve"], ratio["sieve"]
+    """What replay and skip bought, apart and together: curriculum_every_rollout.json (the Sieve
+    arm and the three variants on the same seeds and starting policy), each against the Sieve
+    arm: the rollouts it took to reach Sieve's final accuracy, and where it ended."""
+    name = "curriculum_every_rollout"
+    final = r(name, "final")
+    ratio = r(name, "rollouts_to_sieve_final_vs_sieve")
+    base = final["sieve"]
+    seeds = ", ".join(str(x) for x in r(name, "setup", "seeds"))
     what = {
-        "sieve_replay": "curation samples replayed as first-visit training groups (point 2)",
-        "sieve_skip": "zero-variance prompts skipped online, GRESO-style (point 3)",
-        "sieve_every_rollout": "replay and skip together",
+        "sieve_replay": "**Replay** (curation samples as first-visit training groups, point 2)",
+        "sieve_skip": "**Skip** (prompts with a zero-variance history skipped, point 3)",
+        "sieve_every_rollout": "**Both**",
     }
-    lines = []
+    lines = [
+        f"Seeds {seeds}; Sieve alone ended at {num(base['sampled_mean'], 4)} ± "
+        f"{num(base['sampled_std'], 4)} (start {num(base['start_sampled'], 4)}):",
+        "",
+    ]
     for arm, text in what.items():
         if arm not in final:
             continue
         f, got = final[arm], ratio.get(arm)
-        reach = (
-            "never reached uniform's final"
-            if got is None
-            else f"{times(got)} of uniform's rollouts"
-        )
+        reach = "never reached Sieve's final" if got is None else f"{times(got)} Sieve's rollouts"
         counts = []
         if f.get("train_replayed_rollouts"):
             counts.append(f"{num(f['train_replayed_rollouts'])} samples replayed")
         if f.get("train_skipped_zero_var"):
-            counts.append(f"{num(f['train_skipped_zero_var'])} visits skipped")
+            counts.append(f"{num(f['train_skipped_zero_var'])} prompt visits skipped")
         lines.append(
-            f"- {text}: {reach} to reach uniform's final (Sieve: {times(base_ratio)}); final "
-            f"held-out {num(f['sampled_mean'], 4)} ± {num(f['sampled_std'], 4)} against Sieve's "
-            f"{num(base['sampled_mean'], 4)} ± {num(base['sampled_std'], 4)}"
+            f"- {text}: {reach} to reach Sieve's final accuracy; ended at "
+            f"{num(f['sampled_mean'], 4)} ± {num(f['sampled_std'], 4)}"
             + (f" ({', '.join(counts)} per seed)" if counts else "")
         )
     return "\n".join(lines)
@@ -1037,6 +1044,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "curriculum-levels": curriculum_levels,
     "curriculum-every-rollout": every_rollout,
     "every-rollout-summary": every_rollout_summary,
+    "every-rollout-apart": every_rollout_apart,
     "real-train-roofline": real_train_roofline,
     "ledger": ledger,
     "sampling": sampling,

@@ -92,10 +92,15 @@ def test_block_options_are_the_settings_objects_fields() -> None:
             ENGINE.with_given({"engine_pairs": bad}).options()
 
 
-def test_a_bad_engine_pair_is_one_error_line(tmp_path: Path) -> None:
+def test_a_bad_engine_pair_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     Ledger.open(tmp_path).close()
-    line = one_error_line(sieve("eval", "--backend", "vllm", "--engine", "kv=1", home=tmp_path))
-    assert "--engine" in line and "kv_cache_gib" in line
+    argv = ["eval", "--backend", "vllm", "--engine", "kv=1", "--home", str(tmp_path)]
+    code, _, err = run_cli(argv, capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "--engine" in lines[0] and "kv_cache_gib" in lines[0]
 
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
