@@ -731,14 +731,18 @@ def every_rollout_summary(r: Results) -> str:
         if arm not in final:
             continue
         f, got = final[arm], ratio.get(arm)
-        reach = "never reached Sieve's final" if got is None else f"{times(got)} Sieve's rollouts"
+        reach = (
+            "never reached Sieve's final accuracy"
+            if got is None
+            else f"{times(got)} Sieve's rollouts to reach Sieve's final accuracy"
+        )
         counts = []
         if f.get("train_replayed_rollouts"):
             counts.append(f"{num(f['train_replayed_rollouts'])} samples replayed")
         if f.get("train_skipped_zero_var"):
             counts.append(f"{num(f['train_skipped_zero_var'])} prompt visits skipped")
         lines.append(
-            f"- {text}: {reach} to reach Sieve's final accuracy; ended at "
+            f"- {text}: {reach}; ended at "
             f"{num(f['sampled_mean'], 4)} ± {num(f['sampled_std'], 4)}"
             + (f" ({', '.join(counts)} per seed)" if counts else "")
         )
