@@ -25,8 +25,9 @@ Departure from the usual 6·N·T rule of thumb (Kaplan et al. 2020): N here is t
 layers' weights (embedding lookups are not matmuls), and the attention term is kept because at
 SmolLM2's width and ~400-token rows it is ~10 % of the forward.
 
-Test: `pytest tests/test_roofline.py` (fast, no vLLM). Used by benchmarks/real_train.py and
-benchmarks/trainer_vs_trl.py (`roofline` per arm in their JSON).
+Run alone (`python benchmarks/roofline.py`, ~1 min): the peaks per dtype, size and threads →
+results/roofline.json + .png. Test: `pytest tests/test_roofline.py` (fast, no vLLM). Used by
+benchmarks/real_train.py and benchmarks/trainer_vs_trl.py (`roofline` per arm in their JSON).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ PEAK_N = 1024  # square matmul side; 2·n³ ≈ 2.1 GFLOP
 PEAK_K = 5  # timing rounds; the best is kept (load only ever slows a round down)
 PEAK_REPS = 4  # matmuls per timing round
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+SMOLLM2_LINEAR = 134_479_872  # SmolLM2-135M linear weights (ModelShape.of, real_train.json)
 
 
 @dataclass(frozen=True)
@@ -325,3 +327,57 @@ class TRLStepLog:
         }
         self._reset()
         return entry
+
+
+def main() -> None:
+    """This machine's ceilings on their own: the matmul peak per dtype, size and thread count,
+    and the sampling compute bound it gives SmolLM2-135M (its linear weights, `SMOLLM2_LINEAR`).
+    → results/roofline.json + .png (the training benchmarks measure the same peaks in-run)."""
+    import json
+    import platform
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = Path(__file__).parent / "results"
+    threads0 = torch.get_num_threads()
+    sizes = {"float32": (256, 512, 1024, 2048), "bfloat16": (256, 512)}  # bf16 may be emulated
+    rows = []
+    for threads in sorted({1, threads0}):
+        torch.set_num_threads(threads)
+        for dtype, ns in sizes.items():
+            for n in ns:
+                reps = 1 if dtype != "float32" else PEAK_REPS
+                rows.append(asdict(matmul_peak(dtype, n=n, k=3, reps=reps)))
+    torch.set_num_threads(threads0)
+    best = {d: max(r["gflops"] for r in rows if r["dtype"] == d) for d in sizes}
+    out = {
+        "benchmark": "roofline",
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "torch": torch.__version__,
+        "peaks": rows,
+        "best_gflops": best,
+        "smollm2_sampling_bound_tokens_per_s": {
+            d: sampling_bound(SMOLLM2_LINEAR, g) for d, g in best.items()
+        },
+    }
+    (results / "roofline.json").write_text(json.dumps(out, indent=1) + "\n")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for dtype in sizes:
+        for threads in sorted({r["threads"] for r in rows}):
+            pts = [(r["n"], r["gflops"]) for r in rows
+                   if r["dtype"] == dtype and r["threads"] == threads]  # fmt: skip
+            ax.plot(*zip(*pts, strict=True), marker="o", label=f"{dtype}, {threads} thread(s)")
+    ax.set(xscale="log", yscale="log", xlabel="matmul side n", ylabel="GFLOP/s (best of 3)")
+    ax.set_title("matmul peak on this machine")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(results / "roofline.png", dpi=120)
+    print(json.dumps({k: out[k] for k in ("best_gflops", "smollm2_sampling_bound_tokens_per_s")}))
+
+
+if __name__ == "__main__":
+    main()
