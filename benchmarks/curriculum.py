@@ -394,25 +394,23 @@ def summarise(runs: list[dict], setup: Setup) -> dict[str, Any]:
     out: dict[str, Any] = {"final": finals}
     # where each arm first reaches uniform's final accuracy; a run without uniform (the
     # every-rollout halves) is read against the sieve arm's final instead
-    refs = [ref for ref in ("uniform", "sieve") if ref in finals][:1] or ["uniform"]
-    for ref in refs:
-        target = finals.get(ref, {}).get("sampled_mean")
-        reach: dict[str, float | None] = {}
-        by_seed: dict[str, list[float | None]] = {}
-        for arm, rs in by_arm.items():
-            if target is None:
-                continue
-            reach[arm] = rollouts_to(mean_curve([r["curve"] for r in rs]), target)
-            by_seed[arm] = [rollouts_to(r["curve"], target) for r in rs]
-        budget = reach.get(ref)
-        ratio = {a: (v / budget if v is not None and budget else None) for a, v in reach.items()}
-        out |= {
-            f"{ref}_final": target,
-            f"rollouts_to_{ref}_final": reach,
-            f"rollouts_to_{ref}_final_vs_{ref}": ratio,
-            f"rollouts_to_{ref}_final_by_seed": by_seed,
-        }
-    return out
+    ref = "sieve" if "uniform" not in finals and "sieve" in finals else "uniform"
+    target = finals.get(ref, {}).get("sampled_mean")
+    reach: dict[str, float | None] = {}
+    by_seed: dict[str, list[float | None]] = {}
+    for arm, rs in by_arm.items():
+        if target is None:
+            continue
+        reach[arm] = rollouts_to(mean_curve([r["curve"] for r in rs]), target)
+        by_seed[arm] = [rollouts_to(r["curve"], target) for r in rs]
+    budget = reach.get(ref)
+    ratio = {a: (v / budget if v is not None and budget else None) for a, v in reach.items()}
+    return out | {
+        f"{ref}_final": target,
+        f"rollouts_to_{ref}_final": reach,
+        f"rollouts_to_{ref}_final_vs_{ref}": ratio,
+        f"rollouts_to_{ref}_final_by_seed": by_seed,
+    }
 
 
 def mean_curve(curves: Sequence[Sequence[dict]], points: int = 400) -> list[dict]:
