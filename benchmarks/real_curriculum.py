@@ -110,22 +110,22 @@ TOP_P = 1.0  # the training sampler's nucleus: curation and held-out sample with
 
 @dataclass(frozen=True)
 class Setup:
-    budget: int = 6_144  # rollouts per arm × seed, curation and filtering included
+    budget: int = 2_048  # rollouts per arm × seed, curation and filtering included
     evals: int = 5  # held-out evaluations along the way (plus the base and the end)
     per_level: int = 12  # held-out problems per cell
     samples: int = 4  # held-out samples per problem at the training temperature
     prompts_per_step: int = 8
     group_size: int = 8
-    candidates: int = 192  # sieve: candidates curated per night
+    candidates: int = 96  # sieve: candidates curated per night
     screen_g: int = 4
     refine_g: int = 8
-    train_ratio: float = 1.5  # sieve: training rollouts per night / the night's curation cost
+    train_ratio: float = 1.0  # sieve: training rollouts per night / the night's curation cost
     lr: float = 1e-5
     temperature: float = 0.6
     max_new_tokens: int = 256
     backend: str = "vllm"
     prompt_format: str = "chat"
-    pool_size: int = 4_000  # train-split problems the uniform arms draw from
+    pool_size: int = 128  # the online arms' dataset: 2 epochs of 8-prompt steps in the budget
 
 
 SMOKE = Setup(

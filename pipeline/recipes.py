@@ -26,7 +26,8 @@ from grpo_core.validate import MAX_COUNT, STRICT, AtLeastOne, Count, FieldError
 from pipeline.errors import SieveError
 from pipeline.policy.model import read_meta
 from pipeline.policy.prompts import PromptFormat, prompt_format
-from pipeline.problems import FAMILIES, OPT_IN_FAMILIES
+from pipeline.problems import FAMILIES, OPT_IN_FAMILIES, parse_levels
+from pipeline.problems.rg import is_rg
 from pipeline.tomlconfig import CONFIGS, load_toml
 
 GRPO_FIELDS = {f.name for f in dataclasses.fields(GRPOConfig)}
@@ -48,8 +49,10 @@ class TrainSettings(BaseModel):
     eval_every: Count = Field(default=0, description="Held-out eval every N steps; 0: end.")
     eval_per_level: AtLeastOne = Field(default=10, description="Held-out problems per level.")
     eval_samples: AtLeastOne = Field(default=4, description="Samples per held-out problem.")
-    eval_families: list[str] | None = Field(
-        default=None, description="Families to evaluate; default every family (the whole mix)."
+    eval_families: list[str] | dict[str, str] | None = Field(
+        default=None,
+        description="Families to evaluate (every level), or a table family -> levels as in a "
+        'mix ({arith = "1-2"}); default every family (the whole mix).',
     )
     tensorboard: bool = Field(default=True, description="Also write TensorBoard event files.")
     replay_curation: bool = Field(
@@ -78,15 +81,22 @@ class TrainSettings(BaseModel):
 
     @field_validator("eval_families")
     @classmethod
-    def _known_families(cls, value: list[str] | None) -> list[str] | None:
+    def _known_families(
+        cls, value: list[str] | dict[str, str] | None
+    ) -> list[str] | dict[str, str] | None:
         if value is None:
             return None
         known = [*FAMILIES, *OPT_IN_FAMILIES]
         if not value:
             raise ValueError(f"give at least one family, or leave it unset for all; {known}")
         for name in value:
-            if name not in known:
+            if name not in known and not is_rg(name):
                 raise ValueError(f"unknown family {name!r}; valid: {', '.join(known)}")
+            try:  # a reasoning-gym name is checked against its installed datasets
+                spec = value[name] if isinstance(value, dict) else "all"
+                parse_levels(spec, name)
+            except SieveError as exc:
+                raise ValueError(f"{name}: {exc}") from None
         return value
 
     def grpo_config(self, **overrides: Any) -> GRPOConfig:

@@ -16,17 +16,21 @@ Test: `pytest tests/policy/test_evaluate.py tests/store/test_heldout_view.py`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from grpo_core.validate import AtLeastOne, Seed, check_fields
 from pipeline.hooks import Progress, report
-from pipeline.problems import FAMILIES, family_levels, generate
+from pipeline.problems import FAMILIES, family_levels, generate, parse_levels
 from pipeline.rollouts import RunInfo, record_run
 from pipeline.sampling.base import Sampler
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger
+
+# what to evaluate: families (every level), or family -> levels ("1-2", or a list)
+Cells = Sequence[str] | Mapping[str, str | Sequence[int]]
 
 EVAL_SEED = 20_261_130  # fixed: every revision is evaluated on the same held-out problems
 
@@ -45,14 +49,27 @@ class EvalConfig:
         check_fields(self)  # types, finite numbers, ranges (grpo_core.validate)
 
 
-def heldout_set(per_level: int, families: list[str] | None = None) -> pl.DataFrame:
-    """Up to `per_level` held-out problems for every family x level."""
+def heldout_set(per_level: int, families: Cells | None = None) -> pl.DataFrame:
+    """Up to `per_level` held-out problems for every family x level: `families` a list (every
+    level of each), a table family -> levels ("1-2" or a list: those levels alone; the same
+    problems as the whole family's set filtered to them), or None (the whole mix)."""
     frames = []
-    for family in families or list(FAMILIES):
-        for level in family_levels(family):
+    for family, levels in cells(families):
+        for level in levels:
             pool = generate(family, [level], per_level * 15, EVAL_SEED)
             frames.append(pool.filter(pl.col("split") == "heldout").head(per_level))
     return pl.concat(frames)
+
+
+def cells(families: Cells | None) -> list[tuple[str, list[int]]]:
+    """(family, levels) pairs of an eval selection (see `heldout_set`); SieveError on an unknown
+    family or level."""
+    if families is None:
+        return [(f, list(family_levels(f))) for f in FAMILIES]
+    if isinstance(families, Mapping):
+        specs = {f: lv if isinstance(lv, str) else ",".join(map(str, lv)) for f, lv in families.items()}
+        return [(f, parse_levels(spec, f)) for f, spec in specs.items()]
+    return [(f, list(family_levels(f))) for f in families]
 
 
 def overall(table: pl.DataFrame, column: str) -> float | None:

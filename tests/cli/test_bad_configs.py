@@ -88,6 +88,12 @@ CASES: list[tuple[str, str, str, str]] = [
         "eval_families: unknown family 'nope'",
     ),
     (
+        "train: an eval level the family lacks",
+        "train",
+        'eval_families = {arith = "1-2", linear = "9"}\n',
+        "eval_families: linear: level 9 not in linear levels 1-",
+    ),
+    (
         "train: no eval family",
         "train",
         "eval_families = []\n",
@@ -181,7 +187,7 @@ def test_bad_config_value_is_one_line_and_writes_nothing(
 
 
 def test_the_config_catalogue_holds_every_probe() -> None:
-    assert len(CASES) == 33 and len({c[0] for c in CASES}) == len(CASES)
+    assert len(CASES) == 34 and len({c[0] for c in CASES}) == len(CASES)
 
 
 @pytest.mark.timeout(30)  # today's main blocks in open() on a FIFO

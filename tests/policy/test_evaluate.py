@@ -74,6 +74,19 @@ class RightWhenSampled:
         ]
 
 
+def test_an_eval_table_of_levels_is_the_families_set_cut_to_those_levels() -> None:
+    """{family: levels} evaluates those cells alone, on the very problems the whole family's
+    set holds for them (so a figure on the cells compares with one on the whole family)."""
+    cut = heldout_set(3, {"arith": "2-3", "linear": [1]})
+    whole = heldout_set(3, ["arith", "linear"])
+    wanted = ((pl.col("family") == "arith") & pl.col("level").is_in([2, 3])) | (
+        (pl.col("family") == "linear") & (pl.col("level") == 1)
+    )
+    assert cut["problem_id"].to_list() == whole.filter(wanted)["problem_id"].to_list()
+    cells = set(cut.select("family", "level").iter_rows())
+    assert cells == {("arith", 2), ("arith", 3), ("linear", 1)}
+
+
 def test_one_sample_at_temperature_one_is_the_sampled_column(ledger: Ledger) -> None:
     """eval_samples = 1 gives two runs of group size 1; the stored table (what a resumed
     training reads back) still tells them apart by temperature."""
