@@ -1,7 +1,8 @@
 """What a flow run takes besides its JSON parameters, and how a flow's steps run.
 
 `Runtime` carries objects a Prefect parameter cannot be (they are not JSON): the progress hook
-(`pipeline.hooks.Progress`), an open ledger, a loaded policy, a reward function. Every flow
+(`pipeline.hooks.Progress`), an open ledger, a loaded policy, a reward function, and a started
+in-process vLLM engine that training reuses (the nightly flow's one engine per night). Every flow
 takes one as an optional second argument; what it leaves unset the flow builds from its
 parameters (the ledger of `params.home`, the policy of `params.model`, the problems' verifiers).
 It is a plain class on purpose: Prefect validates flow parameters with pydantic, which cannot
@@ -22,7 +23,7 @@ Test: `pytest tests/flows/test_runtime.py`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 from prefect.context import FlowRunContext
 from pydantic import BaseModel, BeforeValidator, Field
@@ -77,11 +78,14 @@ class Runtime:
         ledger: Ledger | None = None,
         policy: Policy | None = None,
         reward: RewardFn | None = None,
+        engine: Any = None,
     ):
         self.progress, self.ledger, self.policy, self.reward = progress, ledger, policy, reward
+        self.engine = engine
 
     def __repr__(self) -> str:  # what Prefect records for the parameter
-        set_ = [k for k in ("progress", "ledger", "policy", "reward") if getattr(self, k)]
+        names = ("progress", "ledger", "policy", "reward", "engine")
+        set_ = [k for k in names if getattr(self, k) is not None]
         return f"Runtime({', '.join(set_)})"
 
 

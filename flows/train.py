@@ -118,8 +118,10 @@ def build(
     rollouts: tuple[str, EngineOptions | None, Sequence[str]],
     reward: RewardFn | None,
     progress: Progress | None,
+    engine_sampler: Any = None,
 ) -> tuple[Trainer, Recorder]:
-    """Trainee, sampler, evaluator, recorder, trainer: each built once, around one model."""
+    """Trainee, sampler, evaluator, recorder, trainer: each built once, around one model
+    (`engine_sampler`: a started in-process vLLM engine on the same weights, reused)."""
     backend, engine, base_urls = rollouts
     trainee = core.load_trainee(run.model_dir, run.cfg)
     model, tokenizer, fmt = trainee
@@ -128,8 +130,9 @@ def build(
         run.frame, prompts, run.settings.rollouts_per_step, run.cfg.total_steps, run.cfg.seed
     )
     sampler = make_group_sampler(
-        backend, model, tokenizer, str(run.model_dir), engine=engine, base_urls=base_urls
-    )
+        backend, model, tokenizer, str(run.model_dir), engine=engine, base_urls=base_urls,
+        sampler=engine_sampler,
+    )  # fmt: skip
     evaluator = core.eval_sampler(sampler, backend, model, tokenizer, str(run.model_dir))
     recorder = core.recorder_for(ledger, run, trainee, evaluator, batches.stage_of, progress, home)
     reward = recorder.judging(reward or partial(verifier_reward, marker_required=fmt == "chat"))
@@ -159,16 +162,19 @@ def train(
     backend: str = "hf",
     engine: EngineOptions | None = None,
     base_urls: Sequence[str] = (),
+    engine_sampler: Any = None,
 ) -> TrainResult:
     """Train on a curriculum; see the module docstring. Errors are one-line SieveErrors.
 
     `settings` None: the recipe for the model. `backend`, `engine`, `base_urls` choose how
-    rollouts are sampled (`pipeline.sampling.training.make_group_sampler`). Inside `train_flow`
-    each step is a Prefect task; called directly, the same steps run as plain functions."""
+    rollouts are sampled (`pipeline.sampling.training.make_group_sampler`; `engine_sampler`: a
+    started vllm engine on `model_dir`'s weights to use instead of a new one). Inside
+    `train_flow` each step is a Prefect task; called directly, the same steps run as plain
+    functions."""
     settings = settings or recipe_for(model_dir).settings
     run = step(plan_run, ledger, curriculum_id, model_dir, settings, home, backend, resume)
     rollouts = (backend, engine, base_urls)
-    trainer, recorder = build(ledger, run, home, rollouts, reward, progress)
+    trainer, recorder = build(ledger, run, home, rollouts, reward, progress, engine_sampler)
     try:
         resumed_from = step(resume_run, trainer, recorder, resume)
         before = step(evaluate_base, recorder, resumed_from)
@@ -217,7 +223,7 @@ def train_flow(params: TrainParams, runtime: Runtime | None = None) -> dict[str,
             ledger, curriculum_id, model, settings, params.home,
             resume=params.resume, max_steps=params.max_steps, progress=rt.progress,
             reward=rt.reward, backend=params.backend, engine=params.engine,
-            base_urls=params.base_urls,
+            base_urls=params.base_urls, engine_sampler=rt.engine,
         )  # fmt: skip
     finally:
         if rt.ledger is None:

@@ -400,10 +400,12 @@ def policy_for(
     engine: EngineOptions | None = None,
     *,
     load: bool = True,
+    sampler: Any = None,
 ) -> Policy:
     """A `Policy` for a model folder: its sampler, its revision and its prompt format.
     `load=False`: the revision and prompt format only (`SamplesElsewhere`), for a process that
-    commits what cluster workers sample."""
+    commits what cluster workers sample. `sampler`: an engine already started on the folder
+    (the nightly flow's, which training then reuses) instead of a new one."""
     from transformers import AutoTokenizer
 
     from pipeline.policy.prompts import prompt_format, render
@@ -413,11 +415,12 @@ def policy_for(
     if folder.is_dir():  # recorded absolute (curricula.model): `sieve train` may run elsewhere
         folder = folder.resolve()
     revision = model_identity(folder)  # before the engine starts: a bad folder fails fast
-    sampler: Any = (
-        make_sampler(backend, folder, base_urls=base_urls, engine=engine)
-        if load
-        else SamplesElsewhere(backend, str(folder))
-    )
+    if sampler is None:
+        sampler = (
+            make_sampler(backend, folder, base_urls=base_urls, engine=engine)
+            if load
+            else SamplesElsewhere(backend, str(folder))
+        )
     tokenizer = getattr(sampler, "tokenizer", None)
     if tokenizer is None and (folder / "tokenizer_config.json").exists():
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)

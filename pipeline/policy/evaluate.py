@@ -67,7 +67,7 @@ def cells(families: Cells | None) -> list[tuple[str, list[int]]]:
     if families is None:
         return [(f, list(family_levels(f))) for f in FAMILIES]
     if isinstance(families, Mapping):
-        specs = {f: lv if isinstance(lv, str) else ",".join(map(str, lv)) for f, lv in families.items()}
+        specs = {f: v if isinstance(v, str) else ",".join(map(str, v)) for f, v in families.items()}
         return [(f, parse_levels(spec, f)) for f, spec in specs.items()]
     return [(f, list(family_levels(f))) for f in families]
 

@@ -40,6 +40,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -227,15 +228,30 @@ def engine_weights(
         yield key, value.to(dtype) if dtype is not None else value
 
 
-def training_engine(engine: EngineOptions | None, model: torch.nn.Module) -> EngineOptions:
-    """Engine options for training: dtype "auto" becomes the trainer's weights' dtype (vLLM's
-    auto is bf16 on CPU, which samples from rounded weights)."""
+def training_engine(
+    engine: EngineOptions | None, weights: torch.nn.Module | torch.dtype
+) -> EngineOptions:
+    """Engine options for training: dtype "auto" becomes the trainer's weights' dtype (of the
+    model, or as given: fp32 master weights before the trainee is loaded), since vLLM's auto
+    is bf16 on CPU, which samples from rounded weights."""
     options = engine or EngineOptions()
     if options.dtype != "auto":
         return options
-    dtype = next(model.parameters()).dtype
+    dtype = weights if isinstance(weights, torch.dtype) else next(weights.parameters()).dtype
     name = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
     return replace(options, dtype=name.get(dtype, "auto"))
+
+
+def training_engine_sampler(model_dir: str | Path, options: EngineOptions) -> Any:
+    """An in-process vLLM engine on `model_dir` that training can push weights into and that
+    curation and held-out evaluation can sample from meanwhile (`options.dtype` should be the
+    trainer's: `training_engine`). It returns log-probs after temperature (training samples
+    with top-p and top-k off): log-softmax of logits / T, what the trainer computes
+    (grpo_core.logprobs.completion_logp); a caller that asks for none gets none."""
+    from pipeline.sampling.vllm import VLLMSampler
+
+    extra = {"logprobs_mode": "processed_logprobs"}
+    return VLLMSampler(str(model_dir), options, extra=extra, in_process=True)
 
 
 def make_group_sampler(
@@ -247,19 +263,17 @@ def make_group_sampler(
     engine: EngineOptions | None = None,
     base_urls: Sequence[str] = (),
     warn: Callable[[str], None] = _stderr,
+    sampler: Any = None,
 ) -> Any:
     """The training sampler for `backend`; `model` is the module being trained, `model_dir` the
-    folder it was loaded from (vllm loads it; for openai, the served model's name)."""
+    folder it was loaded from (vllm loads it; for openai, the served model's name). `sampler`
+    (vllm): an engine from `training_engine_sampler` already holding `model_dir`'s weights (the
+    night's curation engine), used instead of starting a second one."""
     if backend == "hf":
         return HFGroupSampler(HFSampler(model=model, tokenizer=tokenizer, model_name=model_dir))
     if backend == "vllm":
-        from pipeline.sampling.vllm import VLLMSampler
-
-        options = training_engine(engine, model)
-        # after temperature (training samples with top-p and top-k off): log-softmax of
-        # logits / T, what the trainer computes (grpo_core.logprobs.completion_logp)
-        extra = {"logprobs_mode": "processed_logprobs"}
-        sampler = VLLMSampler(model_dir, options, extra=extra, in_process=True)
+        if sampler is None:
+            sampler = training_engine_sampler(model_dir, training_engine(engine, model))
         return VLLMGroupSampler(sampler, tokenizer)
     if backend == "openai":
         from pipeline.sampling.openai import OpenAISampler

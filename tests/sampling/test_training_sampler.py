@@ -319,6 +319,7 @@ def test_training_engine_follows_the_trainers_dtype(tiny: tuple[Any, Any]) -> No
     assert training_engine(EngineOptions(dtype="bfloat16"), model).dtype == "bfloat16"
     half = copy.deepcopy(model).to(torch.bfloat16)
     assert training_engine(EngineOptions(kv_cache_gib=1), half).dtype == "bfloat16"
+    assert training_engine(None, torch.float32).dtype == "float32"  # before the trainee loads
 
 
 def test_openai_without_base_urls_is_one_line(tiny: tuple[Any, Any]) -> None:
