@@ -40,6 +40,7 @@ from flows.train import TrainParams, train_flow
 from grpo_core.validate import STRICT
 from pipeline.curate import policy_for
 from pipeline.home import ledger_path, resolve_home
+from pipeline.hooks import Progress, report
 from pipeline.lineage import nightly_model
 from pipeline.recipes import TrainSettings
 from pipeline.selection import CurateConfig
@@ -76,7 +77,10 @@ def night_seed(config: CurateConfig, night: date) -> int:
 
 
 @flow(name="sieve-nightly", log_prints=True)
-def nightly_flow(params: NightlyParams) -> dict[str, Any]:
+def nightly_flow(params: NightlyParams, runtime: Runtime | None = None) -> dict[str, Any]:
+    """One night; `runtime.progress` gets the engine start (job night, stage engine), the
+    curation's chunks and the training steps."""
+    progress = runtime.progress if runtime is not None else None
     night = date.fromisoformat(params.night) if params.night else datetime.now(UTC).date()
     config = params.config.model_copy(update={"seed": night_seed(params.config, night)})
     folder, why = current_model(params.home, params.model)
@@ -90,10 +94,10 @@ def nightly_flow(params: NightlyParams) -> dict[str, Any]:
         config=config,
         engine=params.engine,
     )
-    engine = night_engine(params, folder)
+    engine = night_engine(params, folder, progress)
     try:
-        rt = Runtime(policy=policy_for(model, params.backend, sampler=engine)) if engine else None
-        summary = curate_flow(curate, rt)
+        pol = policy_for(model, params.backend, sampler=engine) if engine else None
+        summary = curate_flow(curate, Runtime(policy=pol, progress=progress))
         print(f"night {night}: curriculum {summary['curriculum_id']} kept {summary['kept']}")
         result: dict[str, Any] = {"night": night.isoformat(), "model": model, "curate": summary}
         if params.skip_train or not summary["kept"]:
@@ -109,7 +113,7 @@ def nightly_flow(params: NightlyParams) -> dict[str, Any]:
                 engine=params.engine,
                 resume=True,  # a re-run of the same night continues its own checkpoints
             ),
-            Runtime(engine=engine),
+            Runtime(engine=engine, progress=progress),
         )
     finally:
         if engine is not None:
@@ -119,7 +123,7 @@ def nightly_flow(params: NightlyParams) -> dict[str, Any]:
     return result
 
 
-def night_engine(params: NightlyParams, folder: Path) -> Any:
+def night_engine(params: NightlyParams, folder: Path, progress: Progress | None = None) -> Any:
     """vllm: one in-process engine for the whole night, on the night's model at the trainer's
     dtype (fp32 master weights). Curation samples from it, then the training run pushes its
     weights into it and evaluates with it, so a night starts one engine instead of two (each
@@ -130,7 +134,10 @@ def night_engine(params: NightlyParams, folder: Path) -> Any:
 
     from pipeline.sampling.training import training_engine, training_engine_sampler
 
-    return training_engine_sampler(folder, training_engine(params.engine, torch.float32))
+    report(progress, "night", "engine", 0, 1)
+    engine = training_engine_sampler(folder, training_engine(params.engine, torch.float32))
+    report(progress, "night", "engine", 1, 1)
+    return engine
 
 
 def write_report(home: str | None, night: date) -> str | None:

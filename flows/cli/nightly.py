@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flows.cli.common import check_backend, committed, out, show, start_flows
+from flows.cli.common import (
+    check_backend,
+    committed,
+    out,
+    progress,
+    show,
+    stage_lines,
+    start_flows,
+)
 from flows.cli.options import (
     ENGINE,
     BackendOpt,
@@ -133,26 +141,42 @@ def demo(
         int | None, typer.Option(help="Training steps (default: the config's).")
     ] = None,
     home: HomeOpt = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="A built-in model (smollm2-135m, added if missing) or a model folder: the "
+            "real-model demo, one night on vLLM (`make demo-real`, ~12 min on 2 cores); "
+            "--n, --steps and --bootstrap-steps are the tiny policy's."
+        ),
+    ] = None,
 ) -> None:
     """The main job end to end: bootstrap if missing -> curate -> train -> eval -> summary."""
     import time
 
-    from flows.loop import DEMO_CURATE, DEMO_TRAIN
+    from flows.loop import DEMO_CURATE, DEMO_TRAIN, demo_real
     from flows.loop import demo as run_demo_night
     from pipeline.demo import EXAMPLE_SQL
 
     if n < 10 or bootstrap_steps < 1:
         raise SieveError("--n must be >= 10 and --bootstrap-steps >= 1")
     started = time.perf_counter()
-    out.rule("Sieve demo")
+    out.rule("Sieve demo" + (f" on {model}" if model else ""))
     ledger = _demo_problems(home)
-    settings = DEMO_TRAIN.with_steps(steps)
-    config = DEMO_CURATE.model_copy(update={"n_candidates": n})
-    out.print("2. policy -> curate -> train -> eval (one night of the nightly flow)")
     start_flows(home)
-    run = run_demo_night(home, bootstrap_steps, config, settings, say=out.print)
+    if model is not None:
+        out.print(f"2. {model} -> curate -> train -> eval (one night of the nightly flow, vLLM)")
+        with progress("night") as bar:
+            hook = stage_lines(bar, time.monotonic())
+            run = demo_real(home, model, say=out.print, progress=hook)
+        title = "held-out pass@1 before -> after on the demo's cells (mean over samples; greedy)"
+    else:
+        settings = DEMO_TRAIN.with_steps(steps)
+        config = DEMO_CURATE.model_copy(update={"n_candidates": n})
+        out.print("2. policy -> curate -> train -> eval (one night of the nightly flow)")
+        run = run_demo_night(home, bootstrap_steps, config, settings, say=out.print)
+        title = "held-out pass@1 before -> after (mean over samples at T=1; greedy)"
     if not run.table.is_empty():
-        show(run.table, "held-out pass@1 before -> after (mean over samples at T=1; greedy)")
+        show(run.table, title)
     cur = run.night["curate"]
     train = run.night.get("train") or {}
     out.print(

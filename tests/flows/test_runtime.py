@@ -86,3 +86,22 @@ def test_the_eval_flow_records_what_the_plain_call_records(tmp_path: Path) -> No
     with Ledger.open(tmp_path / "a", read_only=True) as led:
         runs = led.sql("SELECT purpose, group_size FROM sampling_runs ORDER BY group_size")
     assert runs.rows() == [("eval", 1), ("eval", 2)]
+
+
+def test_prefect_records_a_runtime_without_walking_into_what_it_holds() -> None:
+    """Prefect stores a flow run's parameters through FastAPI's jsonable_encoder, which
+    deep-copies any dataclass it reaches: a Runtime holding an engine must stay opaque."""
+    import dataclasses
+
+    from flows.curate import curate_flow
+
+    @dataclasses.dataclass
+    class Engine:  # stands in for a loaded model: copying it is the bug
+        weights: list[int]
+
+        def __deepcopy__(self, memo: object) -> Engine:
+            raise AssertionError("the engine was deep-copied")
+
+    rt = Runtime(engine=Engine([1, 2]), progress=lambda e: None)
+    assert curate_flow.serialize_parameters({"runtime": rt}) == {"runtime": "<Runtime>"}
+    assert not hasattr(rt, "__dict__")
