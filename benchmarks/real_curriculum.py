@@ -17,9 +17,11 @@ night starts that could overrun it, so each arm spends at most the budget. Arms:
 - `sieve`: nights of curate → train. Each night curates `--candidates` problems of the pool's
   mix with the current weights (`flows.curate.curate`: screen G = `--screen-g`, refine the
   survivors with `--refine-g` more, Sieve's `screen_survivors` / `build_curriculum`; from night
-  2 on the ledger's history prior allocates the candidates over the cells), then trains on the
-  night's curriculum for `--train-ratio` × the night's curation cost; nights repeat while the
-  budget lasts (at least 2 fit in the default budget);
+  2 on the ledger's history prior allocates the candidates over the cells and skips prompts
+  that stayed zero-variance, curation and training evidence alike: each night's training groups
+  are written to the night's ledger as `sieve loop` writes them), then trains on the night's
+  curriculum for `--train-ratio` × the night's curation cost; nights repeat while the budget
+  lasts (at least 2 fit in the default budget);
 - `sieve_every_rollout`: `sieve` with each curriculum prompt's first visit replaying its stored
   curation samples (`replay_curation`, counted once as curation) and the GRESO skip fed by
   curation and training groups, its streaks carried from night to night.
@@ -503,10 +505,12 @@ def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
     from grpo_core.trainer import Hooks, Trainer
     from pipeline.batches import CurriculumBatches, curriculum_frame
     from pipeline.curate import Policy as CurationPolicy
+    from pipeline.recipes import TrainSettings
     from pipeline.replay import curation_visits, stored_groups
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.selection import CurateConfig
     from pipeline.store import Ledger
+    from pipeline.train import Recorder, TrainPlan
 
     s, seed, every = run.setup, run.seed, run.arm == "sieve_every_rollout"
     cost = step_cost(s)
@@ -582,15 +586,26 @@ def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
                     frame, pol.render(frame["question"].to_list()), cost, steps, seed
                 )
                 seed_torch(seed + night)
+                cfg_night = grpo(s, seed + night, step0 + steps)
+                plan = TrainPlan(
+                    f"train-{run.arm}-s{seed}-night{night}", result.curriculum_id,
+                    Path(pol.name), revision, TrainSettings(), cfg_night, frame,
+                    run.weights / "no-checkpoints",
+                )  # fmt: skip
+                # the night's training groups go to the ledger, as `sieve loop` writes them:
+                # the next night's history prior reads them (train_group_stats)
+                fmt: Any = s.prompt_format  # "chat" or "raw"
+                recorder = Recorder(ledger, plan, fmt, pol.tok, pol.model, pol.engine, lambda st: 1)
+                recorder.start()
                 trainer = Trainer(
                     pol.model,
                     pol.tok,
                     pol.group,
-                    reward_fn(s),
+                    recorder.judging(reward_fn(s)),
                     partial(lambda st, b, s0: b(st - s0), b=batches, s0=step0),
-                    grpo(s, seed + night, step0 + steps),
+                    cfg_night,
                     collector=collector,
-                    hooks=Hooks(warning=lambda m: None),
+                    hooks=Hooks(metrics=recorder.on_metrics, warning=lambda m: None),
                 )
                 trainer.step = step0
                 for _ in range(steps):
@@ -601,6 +616,13 @@ def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
                     run.step_done(out.metrics)
                     if run.due():
                         run.point(evaluate_policy(s, pol, held, f"{revision}@{trainer.step}"))
+                recorder.finish("finished")
+                record["training_groups_recorded"] = int(
+                    ledger.sql(
+                        "SELECT count(*) AS n FROM train_group_stats WHERE train_id = $t",
+                        {"t": plan.train_id},
+                    )["n"][0]
+                )
                 pol.model = trainer.model
             record.update({k: v - counts_before.get(k, 0) for k, v in run.p["counts"].items()})
             run.p["nights"].append(record)

@@ -1027,7 +1027,39 @@ def settings_sprawl(r: Results) -> str:
     return table(["count", f"at {before}", f"at {now}"], rows)
 
 
+def demo_real(r: Results) -> str:
+    """`make demo-real` on a fresh clone: wall time, stages, rollouts, before -> after."""
+    d = "demo_real"
+    stage_text = ", ".join(
+        f"{s['stage']} {'started' if s['state'] == 'started' else 'done'} at {num(s['minutes'], 1)}"
+        for s in r(d, "stages")
+    )
+    rows = [
+        [
+            f"{c['family']} {c['level']}",
+            str(c["problems"]),
+            f"{num(c['sampled_before'], 2)} → {num(c['sampled_after'], 2)}",
+            f"{num(c['greedy_before'], 2)} → {num(c['greedy_after'], 2)}",
+        ]
+        for c in r(d, "cells")
+    ]
+    spent = r(d, "rollouts")
+    load = r(d, "machine", "load_1m_before")
+    quiet = f"1-minute load {num(load, 1)} before" if load is not None else "load not recorded"
+    return (
+        f"`make demo-real` on a fresh clone ({r(d, 'how')}, commit {r(d, 'commit')[:7]}; "
+        f"{quiet}; other work on the machine: {r(d, 'machine', 'other_work')}): "
+        f"**{num(r(d, 'seconds') / 60, 1)} min** in all, of which the install of "
+        f"`.venv-vllm` took {num(r(d, 'install_seconds') / 60, 1)} min and the demo "
+        f"{num(r(d, 'demo_seconds') / 60, 1)} min (minutes into the demo: {stage_text}). "
+        f"Rollouts: {num(spent['curation'])} on curation, {num(spent['training'])} in "
+        f"training, {num(spent['eval'])} on the held-out evaluations.\n\n"
+        + table(["cell", "held-out problems", "sampled pass@1 (T 0.6)", "greedy"], rows)
+    )
+
+
 BLOCKS: dict[str, Callable[[Results], str]] = {
+    "demo-real": demo_real,
     "headline-real": headline_real,
     "headline-curriculum": headline_curriculum,
     "real-model-run": real_model_run,

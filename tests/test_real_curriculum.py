@@ -45,6 +45,9 @@ def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: P
         if run["arm"].startswith("sieve"):
             assert run["curation_rollouts"] > 0 and len(run["nights"]) >= 2
             assert run["curation_rollouts"] == sum(n["curation_rollouts"] for n in run["nights"])
+            # each night that trained left its groups in the ledger for the next night's prior
+            trained = [n for n in run["nights"] if n.get("train_rollouts", 0) > 0]
+            assert trained and all(n["training_groups_recorded"] > 0 for n in trained)
         else:
             assert run["curation_rollouts"] == 0
     assert all(out["budget_respected"].values())
