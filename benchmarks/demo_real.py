@@ -125,7 +125,10 @@ def plot(result: dict[str, Any], path: Path) -> None:
     cells.set_ylabel("held-out pass@1 (dots: before)")
     cells.legend(fontsize=8)
     install = result["install_seconds"] / 60
-    ends = [(s["stage"], install + s["minutes"]) for s in result["stages"]]
+    ends = [
+        (s["stage"] + (" start" if s["state"] == "started" else ""), install + s["minutes"])
+        for s in result["stages"]
+    ]
     labels = ["install", *(name for name, _ in ends), "end"]
     marks = [install, *(m for _, m in ends), result["seconds"] / 60]
     times.barh(range(len(labels)), marks, color="tab:green")

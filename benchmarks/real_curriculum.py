@@ -605,7 +605,7 @@ def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
                     partial(lambda st, b, s0: b(st - s0), b=batches, s0=step0),
                     cfg_night,
                     collector=collector,
-                    hooks=Hooks(metrics=recorder.on_metrics, warning=lambda m: None),
+                    hooks=Hooks(warning=lambda m: None),
                 )
                 trainer.step = step0
                 for _ in range(steps):
@@ -613,6 +613,7 @@ def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
                         break
                     out = trainer.run_step(trainer.step)
                     trainer.step += 1
+                    recorder.on_metrics(trainer.step - 1, out.metrics)  # as Trainer.train does
                     run.step_done(out.metrics)
                     if run.due():
                         run.point(evaluate_policy(s, pol, held, f"{revision}@{trainer.step}"))
