@@ -82,15 +82,6 @@ def policy(params: CurateParams) -> Policy:
     return _POLICIES[key]
 
 
-def release_policies() -> None:
-    """Drop the loaded policies and stop their engines (a vLLM engine holds its memory until
-    closed): the nightly flow calls it before training starts its own engine."""
-    while _POLICIES:
-        close = getattr(_POLICIES.popitem()[1].sampler, "close", None)
-        if callable(close):
-            close()
-
-
 # ---------------------------------------------------------------------- steps
 
 

@@ -69,16 +69,3 @@ def test_flow_on_a_briefly_trained_tiny_policy(tmp_path: Path, partly_trained_di
     g = dict(stages.iter_rows())  # the policy is partly right: both stages fill
     assert set(g) == {1, 2} and g[1] == curate_cfg.stage1_g and g[2] > g[1]
     assert "heldout" in reasons
-
-
-def test_release_policies_closes_the_engines_and_forgets_them() -> None:
-    """The nightly flow frees the curation engine before training starts its own."""
-    from types import SimpleNamespace
-
-    closed: list[str] = []
-    engine = SimpleNamespace(close=lambda: closed.append("vllm"))
-    curate_flow._POLICIES[("a",)] = SimpleNamespace(sampler=engine)  # type: ignore[assignment]
-    curate_flow._POLICIES[("b",)] = SimpleNamespace(sampler=object())  # type: ignore[assignment]
-    curate_flow.release_policies()
-    assert closed == ["vllm"]  # the one with an engine to stop, once
-    assert curate_flow._POLICIES == {}
