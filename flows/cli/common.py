@@ -297,7 +297,19 @@ def _interrupted(signum: int) -> None:
     line = f"interrupted: {printable(_run.note, lines=False)}"
     console(file=_run.stderr or sys.stderr, soft_wrap=True).print(line, highlight=False)
     _run.said = True
+    _forget_unhandled_interrupt()
     sys.exit(128 + signum)
+
+
+def _forget_unhandled_interrupt() -> None:
+    """Clear CPython's record of a KeyboardInterrupt that ended a string `exec`/`eval`.
+
+    When the signal's KeyboardInterrupt is raised inside code run from a string (a dataclass or
+    namedtuple being built, a library's `exec`), CPython marks it unhandled even though we catch
+    it, and under `python -m` it then ends the process by SIGINT (-2) instead of our exit code.
+    The mark is reset at the start of every string evaluation, so one empty evaluation clears
+    it; the signals are back to their defaults here, so no later one can set it again."""
+    exec("pass", {})  # noqa: S102 - a constant string, run for its side effect on the mark
 
 
 def _fail(exc: BaseException) -> None:

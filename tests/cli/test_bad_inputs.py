@@ -841,3 +841,35 @@ def test_verbose_shows_prefect_logs_and_the_default_keeps_them_in_the_log_file(
     assert loud.returncode == 1
     assert "Traceback" in loud.stderr and "Flow run" in loud.stderr, loud.stderr
     assert any(x.startswith("error: cannot load model") for x in loud.stderr.splitlines())
+
+
+def test_an_interrupt_raised_in_a_string_exec_still_exits_with_the_signal_code(
+    tmp_path: Path,
+) -> None:
+    """CPython marks a KeyboardInterrupt that ends a string `exec` as unhandled even once it is
+    caught, and under `python -m` then dies by SIGINT (-2): the flaky SIGTERM run above, when
+    the signal landed in code run from a string. The CLI still exits 130 with one line."""
+    (tmp_path / "interrupted_app.py").write_text(
+        "import typer\n"
+        "from flows.cli.common import run_app\n"
+        "app = typer.Typer()\n"
+        "@app.command()\n"
+        "def go() -> None:\n"
+        "    exec('raise KeyboardInterrupt', {})\n"
+        "@app.command()\n"
+        "def other() -> None:\n"
+        "    pass\n"
+        "run_app(app)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "interrupted_app", "go"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 128 + signal.SIGINT, proc.stderr
+    assert only_line(proc.stderr) == "interrupted: nothing half-written"
