@@ -309,7 +309,7 @@ def _forget_unhandled_interrupt() -> None:
     it, and under `python -m` it then ends the process by SIGINT (-2) instead of our exit code.
     The mark is reset at the start of every string evaluation, so one empty evaluation clears
     it; the signals are back to their defaults here, so no later one can set it again."""
-    exec("pass", {})  # noqa: S102 - a constant string, run for its side effect on the mark
+    exec("pass", {})  # a constant string, run for its side effect on the mark
 
 
 def _fail(exc: BaseException) -> None:
