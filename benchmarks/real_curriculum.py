@@ -50,8 +50,8 @@ curve points after it are recomputed); a finished arm × seed is not run again.
 Output: results/real_curriculum.json + .png: per arm `rollouts_to_uniform_final` (where the
 seed-mean curve first reaches uniform's mean final accuracy, as in curriculum.json, reusing its
 functions), the `seeds`, final gaps to uniform with their spread over seeds, per-level gains,
-and up to 20 judged-correct held-out completions per arm (`hand_check_candidates`) to read for
-reward hacking.
+and up to 20 judged-correct held-out completions per arm, each on a different problem
+(`hand_check_candidates`), to read for reward hacking.
 
 `--smoke`: the same code path on the tiny built-in policy with the hf backend and tiny budgets
 (a random-init tiny model in a temp folder unless `--model` is given), written to
@@ -281,8 +281,9 @@ def evaluate_policy(setup: Setup, pol: Policy, held: pl.DataFrame, label: str) -
         )
         right = ledger.sql(
             "SELECT p.family, p.level, p.question, p.answer, r.completion FROM rollouts r "
-            "JOIN problems p USING (problem_id) WHERE r.correct "
-            "ORDER BY hash(r.problem_id || r.completion) LIMIT 20"
+            "JOIN problems p USING (problem_id) WHERE r.correct "  # one per problem
+            "QUALIFY row_number() OVER (PARTITION BY r.problem_id ORDER BY hash(r.completion)) = 1 "
+            "ORDER BY hash(r.problem_id) LIMIT 20"
         ).to_dicts()
     return {
         "sampled": overall(table, "sampled"),
@@ -755,12 +756,21 @@ def summary(
             f"{r['arm']}_s{r['seed']}": r["rollouts"] <= setup.budget for r in done
         },
         "hand_check_candidates": {
-            arm: [c for r in done if r["arm"] == arm for c in r["correct"]][:20]
+            arm: distinct_problems([c for r in done if r["arm"] == arm for c in r["correct"]])
             for arm in ARMS
             if any(r["arm"] == arm for r in done)
         },
         "runs": [{k: v for k, v in r.items() if k != "correct"} for r in done],
     }
+
+
+def distinct_problems(correct: list[dict[str, Any]], n: int = 20) -> list[dict[str, Any]]:
+    """Up to `n` judged-correct completions, one per held-out problem (the first seen), so a
+    hand check reads `n` different problems rather than a greedy answer and its copies."""
+    seen: dict[tuple[str, int, str], dict[str, Any]] = {}
+    for c in correct:
+        seen.setdefault((c["family"], c["level"], c["question"]), c)
+    return list(seen.values())[:n]
 
 
 def plot(result: dict, path: Path) -> None:

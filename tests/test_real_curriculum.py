@@ -13,7 +13,18 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import real_curriculum as rc
 
-pytestmark = pytest.mark.slow  # ~25 s on 2 cores, past the fixture's tiny-policy training
+
+def test_the_hand_check_reads_distinct_problems() -> None:
+    """A greedy answer and its sampled copies are one problem to read, not several."""
+    one = {"family": "arith", "level": 1, "question": "2+2", "completion": "4"}
+    two = {"family": "arith", "level": 1, "question": "3+3", "completion": "6"}
+    picked = rc.distinct_problems([one, {**one, "completion": "The answer is 4"}, two, one])
+    assert picked == [one, two]
+    many = [{**one, "question": f"{i}+0"} for i in range(30)]
+    assert rc.distinct_problems(many) == many[:20]
+
+
+@pytest.mark.slow  # ~25 s on 2 cores, past the fixture's tiny-policy training
 
 
 def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: Path) -> None:
@@ -51,7 +62,9 @@ def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: P
         else:
             assert run["curation_rollouts"] == 0
     assert all(out["budget_respected"].values())
-    assert all(len(v) <= 20 for v in out["hand_check_candidates"].values())
+    for checks in out["hand_check_candidates"].values():
+        assert len(checks) <= 20
+        assert len({(c["family"], c["level"], c["question"]) for c in checks}) == len(checks)
     progress = sorted((tmp_path / "real_curriculum_smoke_runs").glob("*.json"))
     assert len(progress) == len(rc.ARMS) * 2
     before = {p.name: p.read_text() for p in progress}
