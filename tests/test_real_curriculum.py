@@ -25,8 +25,6 @@ def test_the_hand_check_reads_distinct_problems() -> None:
 
 
 @pytest.mark.slow  # ~25 s on 2 cores, past the fixture's tiny-policy training
-
-
 def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: Path) -> None:
     argv = ["--smoke", "--seeds", "1", "2", "--model", str(partly_trained_dir),
             "--results", str(tmp_path)]  # fmt: skip
