@@ -88,13 +88,14 @@ def policy(params: CurateParams) -> Policy:
 @task(cache_policy=NO_CACHE)
 def select_candidates(
     ledger: Ledger, cfg: CurateConfig, exclude: list[str]
-) -> tuple[int, pl.DataFrame, pl.DataFrame]:
-    """(candidates generated, kept by the prior, rejected by it)."""
+) -> tuple[int, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(candidates generated, kept by the prior, rejected by it, the training counts of those
+    it rejected as solved in training: `core.solved_counts`)."""
     ledger.run(load_query("reconcile_running"))
     history = core.load_history(ledger, exclude)
     cands = core.candidates(ledger, cfg, history)
     kept, rejected = core.prior(cands, cfg, history)
-    return cands.height, kept, rejected
+    return cands.height, kept, rejected, core.solved_counts(history, rejected)
 
 
 sample_chunk = task(
@@ -143,11 +144,12 @@ def make_curriculum(
     runs: list[str],
     screened: Screened,
     rejected: pl.DataFrame,
+    solved_counts: pl.DataFrame,
     curriculum_id: str,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     refined = screened.refine["problem_id"].implode()
     pooled = core.run_stats(ledger, runs).filter(pl.col("problem_id").is_in(refined))
-    easy, rejected, solved = core.replay_pool(ledger, screened.all_correct, rejected, runs)
+    easy, rejected, solved = core.replay_pool(screened.all_correct, rejected, solved_counts)
     items, dropped = build_curriculum(pooled, easy, cfg)
     solved_rest = pl.col("problem_id").is_in(solved.implode())  # not replayed: keep its reason
     dropped = dropped.with_columns(
@@ -175,13 +177,15 @@ def curate(
     screen = core.run_info(pol, "screen", cfg.screen_g, key, cfg)
     refine = core.run_info(pol, "refine", cfg.refine_g, key, cfg)
     runs = [screen.run_id, refine.run_id]
-    n_cands, kept, rejected = step(select_candidates, ledger, cfg, runs)
+    n_cands, kept, rejected, solved = step(select_candidates, ledger, cfg, runs)
     sample_stage(ledger, pol, kept, screen, cfg, progress, fanout)
     screened, hist = step(screen_decisions, ledger, cfg, screen.run_id)
     to_refine = kept.filter(pl.col("problem_id").is_in(screened.refine["problem_id"].implode()))
     sample_stage(ledger, pol, to_refine, refine, cfg, progress, fanout)
     cid = core.curriculum_id(key)
-    items, rejections = step(make_curriculum, ledger, pol, cfg, runs, screened, rejected, cid)
+    items, rejections = step(
+        make_curriculum, ledger, pol, cfg, runs, screened, rejected, solved, cid
+    )
     spent = core.rollouts_spent(ledger, runs)
     warned = audit.warning(ledger, runs, cfg.audit_warn, cid)
     if warned is not None:

@@ -120,21 +120,27 @@ def load_history(ledger: Ledger, exclude: Sequence[str]) -> pl.DataFrame:
     return ledger.query("history_prior", exclude=list(exclude))
 
 
+def solved_counts(history: pl.DataFrame, rejected: pl.DataFrame) -> pl.DataFrame:
+    """(problem_id, n, k): the training counts (the newest history row) of the prompts the
+    prior took out as `solved_in_training`, read from the history the prior itself used."""
+    solved = rejected.filter(pl.col("reason") == "solved_in_training")["problem_id"]
+    mine = history.filter(pl.col("problem_id").is_in(solved.implode()))
+    newest = mine.sort("last_seen", "model_revision").group_by("problem_id").last()
+    return newest.select("problem_id", "n", "k")
+
+
 def replay_pool(
-    ledger: Ledger, all_correct: pl.DataFrame, rejected: pl.DataFrame, exclude: Sequence[str]
+    all_correct: pl.DataFrame, rejected: pl.DataFrame, solved: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
     """(replay candidates, the prior's rejections without them, their ids): the screen's
-    all-correct prompts plus the ones the prior took out as `solved_in_training`, with their
-    training counts (the newest history row), so the policy's solved prompts are replayed
-    instead of screened again (issue 30 point 4)."""
-    solved = rejected.filter(pl.col("reason") == "solved_in_training")["problem_id"]
+    all-correct prompts plus the ones the prior took out as `solved_in_training` (`solved`:
+    their `solved_counts`), so the policy's solved prompts are replayed instead of screened
+    again (issue 30 point 4)."""
     if solved.is_empty():
-        return all_correct, rejected, solved
-    history = load_history(ledger, exclude).filter(pl.col("problem_id").is_in(solved.implode()))
-    newest = history.sort("last_seen", "model_revision").group_by("problem_id").last()
-    counts = newest.select("problem_id", "n", "k")
-    pool = pl.concat([all_correct, counts], how="diagonal_relaxed")
-    return pool, rejected.filter(pl.col("reason") != "solved_in_training"), solved
+        return all_correct, rejected, solved["problem_id"]
+    pool = pl.concat([all_correct, solved], how="diagonal_relaxed")
+    rest = rejected.filter(pl.col("reason") != "solved_in_training")
+    return pool, rest, solved["problem_id"]
 
 
 def allocation(cfg: CurateConfig, history: pl.DataFrame) -> pl.DataFrame | None:

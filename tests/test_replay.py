@@ -167,7 +167,7 @@ def test_a_prompt_solved_in_training_is_a_replay_candidate_not_screened_again(
     treated as zero-variance; a prompt solved only in an earlier step is screened."""
     import polars as pl
 
-    from pipeline.curate import replay_pool
+    from pipeline.curate import replay_pool, solved_counts
     from pipeline.selection import CurateConfig, history_prior
 
     add_run(ledger, "s1", "2026-01-01")
@@ -198,7 +198,7 @@ def test_a_prompt_solved_in_training_is_a_replay_candidate_not_screened_again(
         assert "w" in kept["problem_id"]  # solved once, then not: screened again
         assert (reasons.get("p") == "skipped_by_history") == (skip_prob == 1.0)
     all_correct = pl.DataFrame({"problem_id": ["z"], "n": [8], "k": [8]})
-    pool, rest, solved = replay_pool(ledger, all_correct, rejected, [])
+    pool, rest, solved = replay_pool(all_correct, rejected, solved_counts(history, rejected))
     assert solved.to_list() == ["q"] and "q" not in rest["problem_id"]
     assert sorted(pool.select("problem_id", "n", "k").rows()) == [("q", 5, 3), ("z", 8, 8)]
     # sieve stats' per-cell view: curation groups (s1: all three informative) vs training
