@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from pipeline.hooks import ProgressEvent
     from pipeline.recipes import Recipe, TrainSettings
     from pipeline.sampling import EngineOptions
+    from pipeline.sampling.budget import SamplingConfig
 
 CurriculumOpt = Annotated[str, typer.Option(help="Curriculum id or 'latest'.")]
 RecipeOpt = Annotated[
@@ -101,15 +102,15 @@ def train(
     if model is not None and not (model / "config.json").is_file():
         raise SieveError(f"model folder {model} has no config.json")
     if print_config and model is not None:  # no ledger needed to show settings
-        cid, folder, why = curriculum, model, "given"
+        cid, folder, why, curated = curriculum, model, "given", None
     else:
-        cid, folder, why = _train_target(curriculum, model, home)
+        cid, folder, why, curated = _train_target(curriculum, model, home)
     recipe, settings = train_recipe(config, folder, steps)
     if print_config:
         header = [f"sieve train: effective settings for {folder} ({why})", recipe.line()]
         sys.stdout.write(settings_toml(settings, [*header, f"backend {backend}"]))
         return
-    check_sampling(cid, folder, settings, home, strict)
+    check_sampling(cid, curated, folder, settings, strict)
     out.print(
         f"train {cid}: model {folder} ({why}); {recipe.line()}",
         markup=False,
@@ -157,18 +158,14 @@ def train_recipe(
 
 
 def check_sampling(
-    cid: str, folder: Path, settings: TrainSettings, home: Path | None, strict: bool
+    cid: str, curated: SamplingConfig | None, folder: Path, settings: TrainSettings, strict: bool
 ) -> None:
     """One warning line (an error with --strict) when the run samples at other settings than
-    the curriculum was curated at: its pass rates, and which groups are informative, were
-    measured there."""
-    from pipeline.lineage import curated_sampling
+    the curriculum was curated at (`curated`: `pipeline.lineage.curated_sampling`, None when
+    not recorded): its pass rates, and which groups are informative, were measured there."""
     from pipeline.recipes import folder_prompt_format
     from pipeline.sampling.budget import training_mismatch
-    from pipeline.store import Ledger
 
-    with Ledger.open(home, read_only=True) as ledger:
-        curated = curated_sampling(ledger, cid)
     if curated is None:
         return
     cfg = settings.grpo_config()
@@ -185,21 +182,25 @@ def check_sampling(
     err.print(f"warning: {line}; --strict refuses)", soft_wrap=True)
 
 
-def _train_target(curriculum: str, model: Path | None, home: Path | None) -> tuple[str, Path, str]:
-    """(curriculum id, model folder, why that folder), checked before Prefect starts."""
+def _train_target(
+    curriculum: str, model: Path | None, home: Path | None
+) -> tuple[str, Path, str, SamplingConfig | None]:
+    """(curriculum id, model folder, why that folder, the sampling it was curated at), checked
+    before Prefect starts, from one read-only open of the ledger."""
     from pipeline.export import resolve_curriculum
     from pipeline.home import ledger_path
-    from pipeline.lineage import curriculum_model
+    from pipeline.lineage import curated_sampling, curriculum_model
     from pipeline.store import Ledger
 
     if not ledger_path(home).exists():
         raise SieveError(f"no ledger at {ledger_path(home)}: run `sieve curate` first")
     with Ledger.open(home, read_only=True) as ledger:
         cid = resolve_curriculum(ledger, curriculum)
+        curated = curated_sampling(ledger, cid)
         if model is not None:
-            return cid, model, "given"
+            return cid, model, "given", curated
         folder, why = curriculum_model(ledger, cid, home)
-    return cid, folder, why
+    return cid, folder, why, curated
 
 
 def run_train(
