@@ -797,7 +797,8 @@ def plot(result: dict, path: Path) -> None:
             [np.interp(grid, [p["rollouts"] for p in c], [p["sampled"] for p in c]) for c in curves]
         )
         m, sd = ys.mean(0), ys.std(0)
-        ax.plot(grid, m, color=colors[arm], label=f"{arm} ({len(curves)} seed{'s' if len(curves) > 1 else ''})")
+        seeds = f"{len(curves)} seed" + ("s" if len(curves) > 1 else "")
+        ax.plot(grid, m, color=colors[arm], label=f"{arm} ({seeds})")
         ax.fill_between(grid, m - sd, m + sd, color=colors[arm], alpha=0.15)
     ax.set_xlabel("cumulative rollouts (curation + filtering + training)")
     ax.set_ylabel(f"held-out pass@1, mean of samples at T {result['setup']['temperature']}")
