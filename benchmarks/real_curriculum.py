@@ -743,7 +743,7 @@ def summary(
         "benchmark": "real_curriculum",
         "model": model,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "setup": asdict(setup),
+        "setup": {**asdict(setup), "seeds": seeds},  # as curriculum.json's, for its renderer
         "seeds": seeds,
         "cells": cells,
         "zones": {z: sum(c["zone"] == z for c in cells) for _, z in (*ZONES, (0, "unmeasured"))},

@@ -591,6 +591,7 @@ CURRICULUM_ARMS = {
     "dapo": "DAPO dynamic sampling",
     "pilot_commit": "pilot-commit",
     "sieve": "**Sieve**",
+    "greso": "GRESO-style online skip",
     "sieve_every_rollout": "Sieve + every rollout counts",
     "sieve_replay": "Sieve + replay only",
     "sieve_skip": "Sieve + skip only",
@@ -765,6 +766,31 @@ def headline_curriculum(r: Results) -> str:
         f"{', '.join(str(s) for s in r('curriculum', 'setup', 'seeds'))}):\n\n"
         + curriculum(r).split("\n\n", 1)[1]
     )
+
+
+def headline_real_curriculum(r: Results) -> str:
+    """The real-model headline: `curriculum`'s table over real_curriculum.json, with one line
+    saying what Sieve's ratio to uniform's rollouts came to, whichever way it went."""
+    name = "real_curriculum"
+    ratio = r(name, "rollouts_to_uniform_final_vs_uniform").get("sieve")
+    final = r(name, "final")
+    setup = r(name, "setup")
+    seeds = ", ".join(str(s) for s in r(name, "seeds"))
+    if "sieve" not in final:
+        verdict = "Sieve's arm is not measured yet"
+    elif ratio is None:
+        verdict = "Sieve **did not reach** uniform's final held-out accuracy within the budget"
+    else:
+        verdict = (
+            f"Sieve reached uniform's final held-out accuracy with **{times(ratio)} of uniform's "
+            f"rollouts**, curation included"
+        )
+    intro = (
+        f"{verdict} ({r(name, 'model')}, {num(setup['budget'])} rollouts per arm × seed, "
+        f"{num(r(name, 'heldout_problems'))} held-out problems × {setup['samples']} samples at "
+        f"T {setup['temperature']:g} plus greedy; seeds {seeds}):\n\n"
+    )
+    return intro + curriculum(r, name).split("\n\n", 1)[1]
 
 
 def ledger(r: Results) -> str:

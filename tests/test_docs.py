@@ -143,3 +143,51 @@ def test_every_block_renders_from_the_committed_results(name: str) -> None:
 def test_every_block_is_placed_on_a_page() -> None:
     text = "\n".join(page.read_text() for page in pages(ROOT) if page.is_file())
     assert set(render_docs.BEGIN.findall(text)) == set(BLOCKS)
+
+
+def real_curriculum_results(folder: Path, sieve_ratio: float | None, with_sieve: bool) -> Path:
+    """A minimal real_curriculum.json (the keys the headline reads) in `folder`."""
+    uniform = {"sampled_mean": 0.2, "sampled_std": 0.01, "greedy_mean": 0.22}
+    uniform |= {"start_sampled": 0.05, "zero_var_share": 0.6, "curation_rollouts": 0}
+    final = {"uniform": uniform}
+    runs = [{"arm": "uniform", "seed": s} for s in (1, 2)]
+    reach: dict[str, float | None] = {"uniform": 2048.0}
+    ratio: dict[str, float | None] = {"uniform": 1.0}
+    if with_sieve:
+        final["sieve"] = {**final["uniform"], "sampled_mean": 0.25, "curation_rollouts": 900}
+        runs += [{"arm": "sieve", "seed": s} for s in (1, 2)]
+        reach["sieve"] = None if sieve_ratio is None else 2048.0 * sieve_ratio
+        ratio["sieve"] = sieve_ratio
+    data = {
+        "model": "smollm2-135m",
+        "seeds": [1, 2],
+        "setup": {"budget": 2048, "samples": 4, "temperature": 0.6, "evals": 5, "seeds": [1, 2]},
+        "heldout_problems": 226,
+        "final": final,
+        "uniform_final": 0.2,
+        "rollouts_to_uniform_final": reach,
+        "rollouts_to_uniform_final_vs_uniform": ratio,
+        "runs": runs,
+    }
+    (folder / "real_curriculum.json").write_text(json.dumps(data))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("ratio", "with_sieve", "said"),
+    [
+        (0.4, True, "with **0.40× of uniform's rollouts**"),
+        (None, True, "Sieve **did not reach** uniform's final"),
+        (None, False, "Sieve's arm is not measured yet"),
+    ],
+)
+def test_the_real_model_headline_says_how_sieve_did_whichever_way(
+    tmp_path: Path, ratio: float | None, with_sieve: bool, said: str
+) -> None:
+    body = render_docs.headline_real_curriculum(
+        Results(real_curriculum_results(tmp_path, ratio, with_sieve))
+    )
+    assert said in body.splitlines()[0]
+    assert "226 held-out problems × 4 samples" in body
+    assert ("| **Sieve** |" in body) == with_sieve
+    assert "never" in body if with_sieve and ratio is None else "never" not in body
