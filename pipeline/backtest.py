@@ -14,8 +14,9 @@ on, and the report `benchmarks/real_model.py` writes):
   zero-variance groups dropped, until `batch` informative groups are kept;
 - `greso_arm`: GRESO's pre-rollout skip (Zheng et al. 2025, "Act Only When It Pays"), over
   two epochs of g: prompts whose epoch-1 group had zero variance are skipped in epoch 2 unless
-  a seeded draw falls under `explore`; epoch 2 trains on the informative groups it sampled. Departure: the paper adapts
-  the exploration probability towards a target skip rate; here it is fixed;
+  a seeded draw falls under `explore`; epoch 2 trains on the informative groups it sampled.
+  Departure: the paper adapts the exploration probability towards a target skip rate; here it
+  is fixed;
 - `speed_arm`: SPEED-RL's screen-then-continue (Zhang et al. 2025): `init` samples per prompt,
   prompts with 0 < k < init continued with `cont` more, trained on all init + cont;
 - `pilot_arm`: pilot-then-commit: `pilot` samples per prompt, a fresh group of g committed to
