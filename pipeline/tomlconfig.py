@@ -18,7 +18,7 @@ import os
 import stat
 import tomllib
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -77,12 +77,20 @@ def _check_kind(path: Path, mode: int) -> None:
 
 
 def load_toml(path: str | Path, model: type[M]) -> M:
-    path = Path(path)
-    text = read_config_text(path)
+    return validate_toml(Path(path), read_toml(path), model)
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """The parsed TOML at `path`; unreadable or invalid is one SieveError line."""
+    text = read_config_text(Path(path))
     try:
-        raw = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SieveError(f"{path}: invalid TOML ({exc})") from None
+
+
+def validate_toml(path: Path, raw: dict[str, Any], model: type[M]) -> M:
+    """`raw` (read from `path`) as a `model`; a bad value is one SieveError line naming it."""
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

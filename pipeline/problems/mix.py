@@ -13,15 +13,15 @@ a `--mix` path that is not a file).
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from grpo_core.validate import STRICT
 from pipeline.errors import SieveError
 from pipeline.problems import FAMILIES, parse_levels
-from pipeline.tomlconfig import load_toml, read_config_text
+from pipeline.tomlconfig import read_toml, validate_toml
 
 
 class MixConfig(BaseModel):
@@ -41,12 +41,13 @@ DEFAULT_MIX = MixConfig(families={name: "all" for name in FAMILIES})
 
 def load_mix(path: Path) -> MixConfig:
     """Read and validate a mix file, or a curate config's `[mix]`; every problem is reported as
-    one line naming the file."""
-    if _is_curate_config(path):
-        from pipeline.selection.config import load_curate_config
+    one line naming the file. The file is read once."""
+    raw = read_toml(path)
+    if _is_curate_config(raw):
+        from pipeline.selection.config import CurateConfig
 
-        return MixConfig(families=dict(load_curate_config(path).mix))
-    mix = load_toml(path, MixConfig)
+        return MixConfig(families=dict(validate_toml(Path(path), raw, CurateConfig).mix))
+    mix = validate_toml(Path(path), raw, MixConfig)
     try:
         mix.levels()
     except SieveError as exc:
@@ -54,13 +55,9 @@ def load_mix(path: Path) -> MixConfig:
     return mix
 
 
-def _is_curate_config(path: Path) -> bool:
-    """A readable TOML file without `[families]` whose keys are a curate config's (its `[mix]`,
-    or CurateConfig's default mix when it has none); read errors are left to load_toml."""
+def _is_curate_config(raw: dict[str, Any]) -> bool:
+    """Parsed TOML without `[families]` whose keys are a curate config's (its `[mix]`, or
+    CurateConfig's default mix when it has none)."""
     from pipeline.selection.config import CurateConfig
 
-    try:
-        raw = tomllib.loads(read_config_text(Path(path)))
-    except (SieveError, tomllib.TOMLDecodeError):
-        return False
     return "families" not in raw and bool(raw.keys() & CurateConfig.model_fields.keys())
