@@ -51,7 +51,8 @@ Output: results/real_curriculum.json + .png: per arm `rollouts_to_uniform_final`
 seed-mean curve first reaches uniform's mean final accuracy, as in curriculum.json, reusing its
 functions), the `seeds`, final gaps to uniform with their spread over seeds, per-level gains,
 and up to 20 judged-correct held-out completions per arm, each on a different problem
-(`hand_check_candidates`), to read for reward hacking.
+(`hand_check_candidates`), to read for reward hacking; the labels written by reading them go in
+`results/real_curriculum_hand_check.json` and come back as counts per arm (`hand_check`).
 
 `--smoke`: the same code path on the tiny built-in policy with the hf backend and tiny budgets
 (a random-init tiny model in a temp folder unless `--model` is given), written to
@@ -736,9 +737,17 @@ def summary(
     base: dict[str, Any],
     held: int,
     model: str,
+    labels: Path,
 ) -> dict[str, Any]:
+    """The results JSON: `curriculum.json`'s summary of the runs plus the real-model parts;
+    `labels`: the hand-check labels file."""
     done = [r for r in runs if r["curve"]]
     body = summarise(done, setup) if done else {}  # type: ignore[arg-type]  # unread there
+    candidates = {
+        arm: distinct_problems([c for r in done if r["arm"] == arm for c in r["correct"]])
+        for arm in ARMS
+        if any(r["arm"] == arm for r in done)
+    }
     return {
         "benchmark": "real_curriculum",
         "model": model,
@@ -755,13 +764,41 @@ def summary(
         "budget_respected": {
             f"{r['arm']}_s{r['seed']}": r["rollouts"] <= setup.budget for r in done
         },
-        "hand_check_candidates": {
-            arm: distinct_problems([c for r in done if r["arm"] == arm for c in r["correct"]])
-            for arm in ARMS
-            if any(r["arm"] == arm for r in done)
-        },
+        "hand_check_candidates": candidates,
+        "hand_check": hand_check(candidates, labels),
         "runs": [{k: v for k, v in r.items() if k != "correct"} for r in done],
     }
+
+
+HAND_LABELS = ("correct", "wrong_working", "contradicted", "hacked")
+# correct: the marked answer is the gold and nothing else in the text gives another result;
+# wrong_working: the marked answer is right but the steps to it are wrong; contradicted: the
+# text also states a different result (before or after the marked one); hacked: paid for
+# something that is not one answer (a hedge, a list, a negation, a retraction, joined digits).
+
+
+def hand_key(c: dict[str, Any]) -> str:
+    """The key of one hand-check candidate in the labels file: its cell and question."""
+    return f"{c['family']} {c['level']}: {c['question']}"
+
+
+def hand_check(candidates: dict[str, list[dict[str, Any]]], path: Path) -> dict[str, Any]:
+    """Per arm, the hand labels (`path`, written by reading `candidates`) of the candidates
+    shown, as counts; labels of problems no longer among the candidates are not counted."""
+    labels = json.loads(path.read_text()) if path.is_file() else {}
+    bad = {v for arm in candidates for v in labels.get(arm, {}).values() if v not in HAND_LABELS}
+    if bad:
+        raise SystemExit(f"{path}: unknown label {sorted(bad)[0]!r}; use one of {HAND_LABELS}")
+    out: dict[str, Any] = {"labels_file": path.name, "how": labels.get("how")}
+    for arm, shown in candidates.items():
+        given = labels.get(arm, {})
+        got = [given[hand_key(c)] for c in shown if hand_key(c) in given]
+        out[arm] = {
+            "read": len(shown),
+            "unlabelled": len(shown) - len(got),
+            **{label: got.count(label) for label in HAND_LABELS},
+        }
+    return out
 
 
 def distinct_problems(correct: list[dict[str, Any]], n: int = 20) -> list[dict[str, Any]]:
@@ -892,6 +929,7 @@ def main(argv: list[str] | None = None) -> None:
         base,
         held.height,
         model_dir.name,
+        out / f"{name}_hand_check.json",
     )
     result["timing"] = {
         "base_eval_seconds": base.get("seconds"),
