@@ -34,10 +34,10 @@ learnable, 14 near never; no cell this model was measured on is always solved.
 
 Held-out: `--per-level` problems per cell of the mix (the generator's fixed hash split, never
 drawn for curation or training; 226 over the 20 cells at 12 per cell, some cells having
-fewer), `--samples` samples at the
-training temperature plus greedy, evaluated at `--evals` rollout marks along each run and once
-at the end. The base evaluation is computed once and cached (`base_eval_<key>.json` in the state
-folder), shared by every arm and seed. Per-level gains are the seed-mean final minus the base.
+fewer), `--samples` samples at the training temperature plus greedy, evaluated at `--evals`
+rollout marks along each run and once at the end. The base evaluation is computed once and
+cached (`results/real_curriculum_runs/base_eval_<key>.json`), shared by every arm and seed.
+Per-level gains are the seed-mean final minus the base.
 
 Resumable: each arm × seed writes its progress (curve, rollouts spent, steps, nights, the
 1-minute load average per step) to `results/real_curriculum_runs/<arm>_s<seed>.json` and its
@@ -45,7 +45,11 @@ weights to `/tmp/sieve-real-curriculum/<arm>_s<seed>/` (never committed): unifor
 through the trainer's own checkpoint (weights, optimiser, scheduler, step) at every eval mark;
 the sieve arms at every night's end (weights; the night's ledger lives there too, so the
 history prior and the replay survive). A stopped run continues from its last saved point (the
-curve points after it are recomputed); a finished arm × seed is not run again.
+curve points after it are recomputed); a finished arm × seed is not run again. The progress
+files are committed, the weights are not: on a machine that lacks an unfinished run's weights
+(a new session's), that arm × seed starts over and its `restarts` count goes up.
+`benchmarks/real_curriculum_driver.sh` runs one arm × seed at a time and commits its progress
+file when it ends, so a full run can span sessions whose machines do not outlive them.
 
 Output: results/real_curriculum.json + .png: per arm `rollouts_to_uniform_final` (where the
 seed-mean curve first reaches uniform's mean final accuracy, as in curriculum.json, reusing its
@@ -295,8 +299,9 @@ def evaluate_policy(setup: Setup, pol: Policy, held: pl.DataFrame, label: str) -
     }
 
 
-def base_eval(setup: Setup, pol: Policy, held: pl.DataFrame, state: Path) -> dict[str, Any]:
-    """The base model's evaluation, computed once per (model, held-out set, eval settings)."""
+def base_eval(setup: Setup, pol: Policy, held: pl.DataFrame, runs_dir: Path) -> dict[str, Any]:
+    """The base model's evaluation, computed once per (model, held-out set, eval settings) and
+    kept beside the progress files (committed with them: it outlives the machine)."""
     spec = {
         "model": pol.name,
         "problems": sorted(held["problem_id"].to_list()),
@@ -306,7 +311,7 @@ def base_eval(setup: Setup, pol: Policy, held: pl.DataFrame, state: Path) -> dic
         },
     }
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
-    path = state / f"base_eval_{key}.json"
+    path = runs_dir / f"base_eval_{key}.json"
     if path.is_file():
         return json.loads(path.read_text())
     out = evaluate_policy(setup, pol, held, "base")
@@ -352,6 +357,7 @@ class Run:
             "resumed": 0,
             "correct": [],
             "marks_done": 0,
+            "restarts": 0,
         }
         if self.path.is_file():
             old = json.loads(self.path.read_text())
@@ -362,7 +368,20 @@ class Run:
             self.p = old
             if not old["done"]:
                 self.p["resumed"] += 1
+                if old["saved"] is not None and not self.weights.is_dir():
+                    self.start_over()
         self.began = time.perf_counter() - self.p["seconds"]
+
+    def start_over(self) -> None:
+        """The progress file outlived its weights (they stay on the machine that ran it, which
+        may be gone): the arm × seed runs again from the base weights, its restarts counted."""
+        print(f"{self.path.name}: its weights are gone ({self.weights}), starting over", flush=True)
+        restarts = self.p.get("restarts", 0) + 1
+        self.p.update(
+            curve=[], rollouts=0, curation_rollouts=0, step=0, night=0, nights=[], zero_var=[],
+            load_1m=[], counts={}, streaks={}, saved=None, seconds=0.0, correct=[], marks_done=0,
+            restarts=restarts,
+        )  # fmt: skip
 
     def due(self) -> bool:
         """Whether a rollout mark was passed since the last evaluation."""
@@ -906,13 +925,13 @@ def main(argv: list[str] | None = None) -> None:
         print(f"cell {c['family']} {c['level']}: pass rate {p} -> {c['zone']}", flush=True)
     held = held_out(mix, setup.per_level)
     runs = [Run(a, sd, setup, runs_dir, state) for sd in args.seeds for a in arms]
-    base_path = sorted(state.glob("base_eval_*.json"))
+    base_path = sorted(runs_dir.glob("base_eval_*.json"))
     if args.summarise and base_path:
         base = json.loads(base_path[-1].read_text())
     else:
         pol = load(setup, model_dir)
         base_weights = {k: v.detach().clone() for k, v in pol.model.state_dict().items()}
-        base = base_eval(setup, pol, held, state)
+        base = base_eval(setup, pol, held, runs_dir)
     print(
         f"base: sampled {base['sampled']:.4f} greedy {base['greedy']:.4f} on {held.height} "
         "held-out problems",
