@@ -763,7 +763,10 @@ def summary(
     done = [r for r in runs if r["curve"]]
     body = summarise(done, setup) if done else {}  # type: ignore[arg-type]  # unread there
     candidates = {
-        arm: distinct_problems([c for r in done if r["arm"] == arm for c in r["correct"]])
+        arm: [
+            {**c, "key": hand_key(c)}  # the key its label goes under in the labels file
+            for c in distinct_problems([c for r in done if r["arm"] == arm for c in r["correct"]])
+        ]
         for arm in ARMS
         if any(r["arm"] == arm for r in done)
     }
@@ -797,8 +800,11 @@ HAND_LABELS = ("correct", "wrong_working", "contradicted", "hacked")
 
 
 def hand_key(c: dict[str, Any]) -> str:
-    """The key of one hand-check candidate in the labels file: its cell and question."""
-    return f"{c['family']} {c['level']}: {c['question']}"
+    """The key of one hand-check candidate in the labels file: its cell, its question and a
+    hash of the completion read, so a label never carries over to another text of the same
+    problem (a rerun samples new completions)."""
+    text = hashlib.sha256(c["completion"].encode()).hexdigest()[:10]
+    return f"{c['family']} {c['level']}: {c['question']} #{text}"
 
 
 def hand_check(candidates: dict[str, list[dict[str, Any]]], path: Path) -> dict[str, Any]:

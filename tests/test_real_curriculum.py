@@ -25,17 +25,23 @@ def test_the_hand_check_reads_distinct_problems() -> None:
 
 
 def test_the_hand_labels_come_back_as_counts_per_arm(tmp_path: Path) -> None:
-    """Labels are keyed by cell and question; a problem no longer shown is not counted, an
-    unknown label is one error naming the file."""
+    """Labels are keyed by cell, question and the completion read; a problem no longer shown,
+    or shown with another completion, is not counted; an unknown label is one error naming
+    the file."""
     shown = [{"family": "arith", "level": 1, "question": q, "completion": "x"} for q in "abc"]
+    a, b, c = (rc.hand_key(x) for x in shown)
+    assert a.startswith("arith 1: a #") and len({a, b, c}) == 3
     path = tmp_path / "labels.json"
-    labels = {"arith 1: a": "correct", "arith 1: b": "contradicted", "arith 1: gone": "hacked"}
+    gone = rc.hand_key({**shown[0], "question": "gone"})
+    labels = {a: "correct", b: "contradicted", gone: "hacked"}
     path.write_text(json.dumps({"how": "read", "uniform": labels}))
     out = rc.hand_check({"uniform": shown, "sieve": shown[:1]}, path)
     assert out["uniform"] == {"read": 3, "unlabelled": 1, "correct": 1, "wrong_working": 0,
                               "contradicted": 1, "hacked": 0}  # fmt: skip
     assert out["sieve"]["unlabelled"] == 1 and out["how"] == "read"
-    path.write_text(json.dumps({"uniform": {"arith 1: a": "fine"}}))
+    resampled = [{**x, "completion": "y"} for x in shown]  # a rerun's texts: read again
+    assert rc.hand_check({"uniform": resampled}, path)["uniform"]["unlabelled"] == 3
+    path.write_text(json.dumps({"uniform": {a: "fine"}}))
     with pytest.raises(SystemExit, match="unknown label 'fine'"):
         rc.hand_check({"uniform": shown}, path)
     assert rc.hand_check({"uniform": shown}, tmp_path / "none.json")["uniform"]["unlabelled"] == 3
@@ -97,6 +103,7 @@ def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: P
     for checks in out["hand_check_candidates"].values():
         assert len(checks) <= 20
         assert len({(c["family"], c["level"], c["question"]) for c in checks}) == len(checks)
+        assert all(c["key"] == rc.hand_key(c) for c in checks)
     assert {a: v["read"] for a, v in out["hand_check"].items() if a in rc.ARMS} == {
         a: len(v) for a, v in out["hand_check_candidates"].items()
     }
