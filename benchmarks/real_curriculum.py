@@ -675,6 +675,7 @@ def run_arm(
         print(f"arm {run.arm} seed {run.seed}: done ({run.path.name})", flush=True)
         return
     print(f"arm {run.arm} seed {run.seed}" + (" (resumed)" if run.p["resumed"] else ""), flush=True)
+    run.began = time.perf_counter() - run.p["seconds"]  # the engine's load and the base eval
     if not run.p["curve"]:
         run.p["curve"].append(
             {"rollouts": 0, **{k: base[k] for k in ("sampled", "greedy", "by_level")}}
