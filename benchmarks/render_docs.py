@@ -793,6 +793,32 @@ def headline_real_curriculum(r: Results) -> str:
     return intro + curriculum(r, name).split("\n\n", 1)[1]
 
 
+def real_curriculum_levels(r: Results) -> str:
+    """Where each arm's held-out gain came from: per cell of the pool, its measured zone, the
+    base model's held-out pass@1 and each arm's seed-mean change by the end of the budget."""
+    name = "real_curriculum"
+    gains = r(name, "per_level_gains")
+    arms = [a for a in CURRICULUM_ARMS if a in gains]
+    zone = {
+        (c["family"], c["level"]): c["zone"]
+        + ("" if c["pass_rate"] is None else f" ({num(100 * c['pass_rate'], 1)} %)")
+        for c in r(name, "cells")
+    }
+    by_arm = {a: {(g["family"], g["level"]): g for g in gains[a]} for a in arms}
+    rows = []
+    for g in gains[arms[0]]:
+        cell = (g["family"], g["level"])
+        change = [by_arm[a][cell]["sampled_gain"] for a in arms]
+        rows.append(
+            [f"{cell[0]} {cell[1]}", zone.get(cell, "unmeasured")]
+            + [f"{num(100 * g['base_sampled'], 1)} %"]
+            + ["—" if x is None else pts(x) for x in change]
+        )
+    header = ["cell", "zone (measured pass rate)", "base held-out pass@1"]
+    header += [f"{CURRICULUM_ARMS[a]} (points)" for a in arms]
+    return table(header, rows)
+
+
 def ledger(r: Results) -> str:
     i = r("ledger", "ingest")
     s = r("ledger", "scoring")

@@ -158,8 +158,20 @@ def real_curriculum_results(folder: Path, sieve_ratio: float | None, with_sieve:
         runs += [{"arm": "sieve", "seed": s} for s in (1, 2)]
         reach["sieve"] = None if sieve_ratio is None else 2048.0 * sieve_ratio
         ratio["sieve"] = sieve_ratio
+    cells = [
+        {"family": "arith", "level": 1, "pass_rate": 0.167, "zone": "learnable"},
+        {"family": "rg:products", "level": 2, "pass_rate": None, "zone": "unmeasured"},
+    ]
+    gain = [
+        {"family": c["family"], "level": c["level"], "base_sampled": 0.1, "sampled_gain": 0.05}
+        for c in cells
+    ]
+    gains = {"uniform": gain, **({"sieve": gain[:1] + [{**gain[1], "sampled_gain": None}]}
+                                if with_sieve else {})}  # fmt: skip
     data = {
         "model": "smollm2-135m",
+        "cells": cells,
+        "per_level_gains": gains,
         "seeds": [1, 2],
         "setup": {"budget": 2048, "samples": 4, "temperature": 0.6, "evals": 5, "seeds": [1, 2]},
         "heldout_problems": 226,
@@ -191,3 +203,11 @@ def test_the_real_model_headline_says_how_sieve_did_whichever_way(
     assert "226 held-out problems × 4 samples" in body
     assert ("| **Sieve** |" in body) == with_sieve
     assert "never" in body if with_sieve and ratio is None else "never" not in body
+
+
+def test_the_real_model_levels_show_each_cell_zone_and_each_arm_gain(tmp_path: Path) -> None:
+    body = render_docs.real_curriculum_levels(Results(real_curriculum_results(tmp_path, 0.4, True)))
+    lines = body.splitlines()
+    assert lines[0].startswith("| cell | zone") and "**Sieve** (points)" in lines[0]
+    assert lines[2] == "| arith 1 | learnable (16.7 %) | 10.0 % | +5.0 | +5.0 |"
+    assert lines[3] == "| rg:products 2 | unmeasured | 10.0 % | +5.0 | — |"
