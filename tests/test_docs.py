@@ -166,8 +166,9 @@ def real_curriculum_results(folder: Path, sieve_ratio: float | None, with_sieve:
         {"family": c["family"], "level": c["level"], "base_sampled": 0.1, "sampled_gain": 0.05}
         for c in cells
     ]
-    gains = {"uniform": gain, **({"sieve": gain[:1] + [{**gain[1], "sampled_gain": None}]}
-                                if with_sieve else {})}  # fmt: skip
+    gains = {"uniform": gain}
+    if with_sieve:
+        gains["sieve"] = [gain[0], {**gain[1], "sampled_gain": None}]
     data = {
         "model": "smollm2-135m",
         "cells": cells,
