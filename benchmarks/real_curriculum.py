@@ -70,11 +70,13 @@ Run the full thing in the background (resumable: the same command continues wher
     tail -f /tmp/sieve-real-curriculum/log.txt
     .venv-vllm/bin/python benchmarks/real_curriculum.py --summarise   # JSON + PNG from progress
 
-Time (2026-12-03, 2 cores, tests and a demo sharing the machine at times): the base evaluation
-of 226 held-out problems x (4 samples + greedy) took 347 s; a uniform step of 64 rollouts
-50-130 s at a 1-minute load of 2-5, its update peaking at ~14 GB RSS (baseline ~6 GB: the
-trainer, its optimiser and reference, the engine); so an online arm x seed is roughly an hour
-and a Sieve one more (its steps are all informative rows). The JSON's `timing` has the
+Time (2026-12-04, 2 cores, a quiet machine but for one `make test`): the base evaluation of
+226 held-out problems x (4 samples + greedy) took 656 s with the tests beside it (347 s on
+2026-12-03), a later evaluation ~350 s; a uniform step of 64 rollouts ~40-100 s, its update
+peaking at ~14 GB RSS (baseline ~6 GB: the trainer, its optimiser and reference, the engine).
+Uniform seed 1 took 3,666 s (which counts the engine's load and the base evaluation, ~13 min:
+the runs after it count from their arm's start), Sieve seed 1 2,297 s (14 steps: half its
+budget went on curation, which samples but does not update). The JSON's `timing` has the
 measured seconds per arm x seed and the median load.
 """
 
