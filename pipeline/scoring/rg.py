@@ -10,9 +10,13 @@ dataset to score the answer. Steps:
 2. an answer that hedges (`4 or 5`, words the gold does not have) or is withdrawn afterwards
    (`... wait, no`) is wrong (pipeline/scoring/commit.py), before reasoning-gym sees it;
 3. `score_answer(answer, entry)` runs in the killable worker (pipeline/scoring/worker.py) under
-   the same deadline as math-verify: the `correctness` component and the default reward are its
-   score in [0, 1] (a partial score is a partial reward); `correct` is score == 1. An answer
-   that makes score_answer raise scores 0 (detail "rg: score_answer raised ...").
+   the same deadline as math-verify: `correct` is score == 1, and so is the reward (the
+   `correctness` component). A partial score is not paid: the base class's `score_answer`, which
+   many datasets keep, gives len(gold) / len(answer) to any answer that contains the gold, so
+   gold 15 answered 150 would earn 0.67 and gold 2 answered 12 0.5; GRPO learns to pad answers
+   with digits from that (SmolLM2's count_bits groups were "informative" on it alone, with no
+   correct answer). The detail keeps the unpaid score ("rg: partial score 0.5 not paid"). An
+   answer that makes score_answer raise scores 0 (detail "rg: score_answer raised ...").
 
 A problem without params, made by another reasoning-gym version, or whose stored source no longer
 rebuilds the stored gold answer raises, which `verify` turns into "verifier_error" (no reward,
@@ -116,4 +120,8 @@ def rg_verifier(
         if withdrawn is not None:
             return Check(True, False, _components(0.0, True), f"{RETRACTED}: {withdrawn}")
     score, detail = _score_in_worker(params_json, candidate, answer, timeout)
-    return Check(True, score == 1.0, _components(score, explicit), detail)
+    if score == 1.0:
+        return Check(True, True, _components(1.0, explicit), detail)
+    if score > 0.0:  # reasoning-gym's partial credit: a wrong answer is not paid (docstring)
+        detail = f"rg: partial score {score:.3g} not paid"
+    return Check(True, False, _components(0.0, explicit), detail)

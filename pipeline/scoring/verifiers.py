@@ -90,7 +90,7 @@ VERIFIER_VERSION = f"sieve-math/4+math-verify/{metadata.version('math-verify')}"
 # reasoning-gym's own `score_answer` decides those verdicts. The last number counts changes of
 # Sieve's reading around score_answer.
 try:
-    RG_VERIFIER_VERSION: str | None = f"rg/{metadata.version('reasoning-gym')}/1"
+    RG_VERIFIER_VERSION: str | None = f"rg/{metadata.version('reasoning-gym')}/2"
     VERIFIER_VERSION += f"+{RG_VERIFIER_VERSION}"
 except metadata.PackageNotFoundError:
     RG_VERIFIER_VERSION = None

@@ -96,12 +96,25 @@ def test_the_committed_answer_rule_runs_before_score_answer() -> None:
     assert hedged.detail.startswith("hedged") and hedged.reward == 0.0
 
 
-def test_a_partial_score_is_the_reward_and_only_a_full_one_is_correct() -> None:
-    row = one("rg:spell_backward")
+@pytest.mark.parametrize(
+    ("dataset", "pad"),
+    [("rg:spell_backward", "{gold}x"), ("rg:count_bits", "1{gold}"), ("rg:products", "{gold}0")],
+)
+def test_a_partial_score_is_not_paid(dataset: str, pad: str) -> None:
+    """reasoning-gym's default score_answer pays len(gold)/len(answer) for any answer holding the
+    gold; Sieve pays only the gold (priority 1: a padded answer must not earn reward)."""
+    from pipeline.scoring.rg import score_here
+
+    row = one(dataset)
     gold = row["answer"]
-    verdict = verify(f"\\boxed{{{gold}x}}", gold, "rg", context=context(row))
-    assert 0.0 < verdict.reward < 1.0 and verdict.correct is False  # type: ignore[operator]
-    assert verdict.components["correctness"] == verdict.reward
+    padded = pad.format(gold=gold)
+    assert 0.0 < score_here(row["params"], padded, gold)[0] < 1.0  # what reasoning-gym would pay
+    verdict = verify(f"The final answer is {padded}.", gold, "rg", context=context(row))
+    assert (verdict.reward, verdict.correct, verdict.reason) == (0.0, False, "wrong")
+    assert verdict.components["correctness"] == 0.0
+    assert verdict.detail.startswith("rg: partial score") and verdict.detail.endswith("not paid")
+    right = verify(f"The final answer is {gold}.", gold, "rg", context=context(row))
+    assert (right.reward, right.correct) == (1.0, True)
 
 
 def test_an_answer_that_makes_score_answer_raise_is_wrong_not_an_error() -> None:
