@@ -47,7 +47,8 @@ the sieve arms at every night's end (weights; the night's ledger lives there too
 history prior and the replay survive). A stopped run continues from its last saved point (the
 curve points after it are recomputed); a finished arm × seed is not run again. The progress
 files are committed, the weights are not: on a machine that lacks an unfinished run's weights
-(a new session's), that arm × seed starts over and its `restarts` count goes up.
+(a new session's), that arm × seed starts over and its `restarts` count goes up; so does a
+run measured with another verifier version (`verifier` in its progress: another reward).
 `benchmarks/real_curriculum_driver.sh` runs one arm × seed at a time and commits its progress
 file when it ends, so a full run can span sessions whose machines do not outlive them.
 
@@ -324,6 +325,12 @@ def base_eval(setup: Setup, pol: Policy, held: pl.DataFrame, runs_dir: Path) -> 
 # ---------------------------------------------------------------- progress and resume
 
 
+def verifier_version() -> str:
+    from pipeline.scoring.verifiers import VERIFIER_VERSION
+
+    return VERIFIER_VERSION
+
+
 def atomic_write(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -360,6 +367,7 @@ class Run:
             "correct": [],
             "marks_done": 0,
             "restarts": 0,
+            "verifier": verifier_version(),  # the reward the run trained on
         }
         if self.path.is_file():
             old = json.loads(self.path.read_text())
@@ -368,22 +376,26 @@ class Run:
                     f"{self.path} was measured on another setup: move it away to start over"
                 )
             self.p = old
-            if not old["done"]:
+            if old.get("verifier") != verifier_version():
+                self.start_over(f"it was measured with verifier {old.get('verifier')}")
+            elif not old["done"]:
                 self.p["resumed"] += 1
                 if old["saved"] is not None and not self.weights.is_dir():
-                    self.start_over()
+                    self.start_over(f"its weights are gone ({self.weights})")
         self.began = time.perf_counter() - self.p["seconds"]
 
-    def start_over(self) -> None:
+    def start_over(self, why: str) -> None:
         """The progress file outlived its weights (they stay on the machine that ran it, which
-        may be gone): the arm × seed runs again from the base weights, its restarts counted."""
-        print(f"{self.path.name}: its weights are gone ({self.weights}), starting over", flush=True)
+        may be gone), or was measured with another verifier (another reward): the arm × seed
+        runs again from the base weights, its restarts counted."""
+        print(f"{self.path.name}: {why}, starting over", flush=True)
         restarts = self.p.get("restarts", 0) + 1
         self.p.update(
             curve=[], rollouts=0, curation_rollouts=0, step=0, night=0, nights=[], zero_var=[],
             load_1m=[], counts={}, streaks={}, saved=None, seconds=0.0, correct=[], marks_done=0,
-            restarts=restarts,
+            restarts=restarts, done=False, verifier=verifier_version(),
         )  # fmt: skip
+        shutil.rmtree(self.weights, ignore_errors=True)
 
     def due(self) -> bool:
         """Whether a rollout mark was passed since the last evaluation."""

@@ -63,6 +63,23 @@ def test_an_unfinished_run_without_its_weights_starts_over(tmp_path: Path) -> No
     assert fresh.p["curve"] == [] and fresh.p["restarts"] == 1 and fresh.left() == rc.SMOKE.budget
 
 
+def test_a_run_measured_with_another_verifier_starts_over(tmp_path: Path) -> None:
+    """A finished run trained on another reward (an older verifier) is not a result of this
+    one: it runs again, and its stale weights go."""
+    runs, state = tmp_path / "runs", tmp_path / "state"
+    first = rc.Run("sieve", 2, rc.SMOKE, runs, state)
+    assert first.p["verifier"] == rc.verifier_version()
+    first.p.update(rollouts=192, done=True, curve=[{"rollouts": 0}, {"rollouts": 192}])
+    first.save()
+    assert rc.Run("sieve", 2, rc.SMOKE, runs, state).p["done"]  # same verifier: kept
+    first.p["verifier"] = "math/1+rg/0.1.25/1"
+    first.save()
+    (state / "sieve_s2").mkdir(parents=True)
+    again = rc.Run("sieve", 2, rc.SMOKE, runs, state)
+    assert not again.p["done"] and again.p["rollouts"] == 0 and again.p["restarts"] == 1
+    assert again.p["verifier"] == rc.verifier_version() and not (state / "sieve_s2").exists()
+
+
 @pytest.mark.slow  # ~25 s on 2 cores, past the fixture's tiny-policy training
 def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: Path) -> None:
     argv = ["--smoke", "--seeds", "1", "2", "--model", str(partly_trained_dir),
