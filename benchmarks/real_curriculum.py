@@ -902,6 +902,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--results", type=Path, default=None, help="output folder")
     ap.add_argument("--state", type=Path, default=None, help=f"weights folder (default {STATE})")
     ap.add_argument("--summarise", action="store_true", help="JSON + PNG from the progress")
+    ap.add_argument(
+        "--no-summary",
+        action="store_true",
+        help="run the arms, write only their progress (the driver: the JSON, which the docs are "
+        "rendered from, is written by --summarise over every finished run)",
+    )
     args = ap.parse_args(argv)
     setup = SMOKE if args.smoke else Setup()
     over = {
@@ -961,6 +967,8 @@ def main(argv: list[str] | None = None) -> None:
     if not args.summarise:
         for run in runs:
             run_arm(run, pol, base_weights, mix, held, base)
+        if args.no_summary:
+            return
     result = summary(
         [r.result() for r in runs if r.p["done"]],
         setup,
