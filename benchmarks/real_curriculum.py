@@ -387,7 +387,8 @@ class Run:
     def start_over(self, why: str) -> None:
         """The progress file outlived its weights (they stay on the machine that ran it, which
         may be gone), or was measured with another verifier (another reward): the arm × seed
-        runs again from the base weights, its restarts counted."""
+        runs again from the base weights, its restarts counted (its stale weights are removed
+        when it runs: `--summarise` reads, it never deletes)."""
         print(f"{self.path.name}: {why}, starting over", flush=True)
         restarts = self.p.get("restarts", 0) + 1
         self.p.update(
@@ -395,7 +396,6 @@ class Run:
             load_1m=[], counts={}, streaks={}, saved=None, seconds=0.0, correct=[], marks_done=0,
             restarts=restarts, done=False, verifier=verifier_version(),
         )  # fmt: skip
-        shutil.rmtree(self.weights, ignore_errors=True)
 
     def due(self) -> bool:
         """Whether a rollout mark was passed since the last evaluation."""
@@ -690,6 +690,8 @@ def run_arm(
         return
     print(f"arm {run.arm} seed {run.seed}" + (" (resumed)" if run.p["resumed"] else ""), flush=True)
     run.began = time.perf_counter() - run.p["seconds"]  # the engine's load and the base eval
+    if run.p["saved"] is None:  # from the start: no stale checkpoint may be resumed or kept
+        shutil.rmtree(run.weights, ignore_errors=True)
     if not run.p["curve"]:
         run.p["curve"].append(
             {"rollouts": 0, **{k: base[k] for k in ("sampled", "greedy", "by_level")}}

@@ -65,7 +65,7 @@ def test_an_unfinished_run_without_its_weights_starts_over(tmp_path: Path) -> No
 
 def test_a_run_measured_with_another_verifier_starts_over(tmp_path: Path) -> None:
     """A finished run trained on another reward (an older verifier) is not a result of this
-    one: it runs again, and its stale weights go."""
+    one: it runs again."""
     runs, state = tmp_path / "runs", tmp_path / "state"
     first = rc.Run("sieve", 2, rc.SMOKE, runs, state)
     assert first.p["verifier"] == rc.verifier_version()
@@ -77,7 +77,8 @@ def test_a_run_measured_with_another_verifier_starts_over(tmp_path: Path) -> Non
     (state / "sieve_s2").mkdir(parents=True)
     again = rc.Run("sieve", 2, rc.SMOKE, runs, state)
     assert not again.p["done"] and again.p["rollouts"] == 0 and again.p["restarts"] == 1
-    assert again.p["verifier"] == rc.verifier_version() and not (state / "sieve_s2").exists()
+    assert again.p["verifier"] == rc.verifier_version()
+    assert (state / "sieve_s2").exists()  # reading progress deletes nothing; run_arm clears it
 
 
 @pytest.mark.slow  # ~25 s on 2 cores, past the fixture's tiny-policy training
