@@ -1111,6 +1111,8 @@ def demo_real(r: Results) -> str:
 
 
 BLOCKS: dict[str, Callable[[Results], str]] = {
+    "headline-real-curriculum": headline_real_curriculum,
+    "real-curriculum-levels": real_curriculum_levels,
     "demo-real": demo_real,
     "headline-real": headline_real,
     "headline-curriculum": headline_curriculum,
