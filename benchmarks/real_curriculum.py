@@ -303,10 +303,11 @@ def evaluate_policy(setup: Setup, pol: Policy, held: pl.DataFrame, label: str) -
 
 
 def base_eval(setup: Setup, pol: Policy, held: pl.DataFrame, runs_dir: Path) -> dict[str, Any]:
-    """The base model's evaluation, computed once per (model, held-out set, eval settings) and
-    kept beside the progress files (committed with them: it outlives the machine)."""
+    """The base model's evaluation, computed once per (model, verifier, held-out set, eval
+    settings) and kept beside the progress files (committed with them: it outlives the machine)."""
     spec = {
         "model": pol.name,
+        "verifier": verifier_version(),  # another reward reads the same texts differently
         "problems": sorted(held["problem_id"].to_list()),
         **{
             k: getattr(setup, k)

@@ -157,6 +157,7 @@ def analyse(pool: pl.DataFrame) -> pl.DataFrame:
         pool["verifier"].to_list(),
         marker_required=marker,
         contexts=step_contexts(pool, [1] * pool.height),
+        truncated=(pool["finish_reason"] == "length").to_list(),
     )
     scored = pool.with_columns(
         pl.Series("correct", [bool(v.correct) for v in verdicts]),

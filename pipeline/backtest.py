@@ -85,6 +85,14 @@ class Arm:
 # ------------------------------------------------------------------ pools
 
 
+def cut_flags(pool: pl.DataFrame) -> list[bool] | bool:
+    """Per sample, whether its sampler cut it at the token budget (a `finish_reason` column of
+    "length"); False for all when the pool does not say."""
+    if "finish_reason" not in pool.columns:
+        return False
+    return (pool["finish_reason"] == "length").fill_null(False).to_list()
+
+
 def score(pool: pl.DataFrame, marker_required: bool = True) -> pl.DataFrame:
     """The pool with Sieve's verdicts (chat models: an answer must come from a marker)."""
     from pipeline.scoring import verify_batch
@@ -94,6 +102,7 @@ def score(pool: pl.DataFrame, marker_required: bool = True) -> pl.DataFrame:
         pool["answer"].to_list(),
         pool["verifier"].to_list(),
         marker_required=marker_required,
+        truncated=cut_flags(pool),
     )
     return pool.with_columns(
         pl.Series("reward", [v.reward for v in verdicts], dtype=pl.Float64),

@@ -110,6 +110,7 @@ def verifier_reward(
         [it.verifier for it in items],
         marker_required=marker_required,
         contexts=[StepContext(question=it.prompt, params_json=it.params) for it in items],
+        truncated=[s.truncated for s in samples],
     )
     steps = [_fragments(v) for v in verdicts]
     return Scores([v.reward for v in verdicts], [v.correct for v in verdicts], steps)

@@ -55,6 +55,7 @@ def judge(rows: pl.DataFrame) -> pl.DataFrame:
         rows["verifier"].to_list(),
         marker_required=(rows["prompt_format"] == "chat").fill_null(False).to_list(),
         contexts=step_contexts(rows, [1] * rows.height),  # one rollout per row
+        truncated=(rows["finish_reason"] == "length").fill_null(False).to_list(),
     )
     return rows.select(KEY).with_columns(
         pl.lit(VERIFIER_VERSION).alias("verifier_version"),

@@ -141,6 +141,7 @@ def score_groups(
         verifiers,
         marker_required=marker_required,
         contexts=step_contexts(problems, sizes),
+        truncated=[c.finish_reason == "length" for c in flat],
     )
     problem_ids = pl.Series(problems["problem_id"]).gather(
         [i for i, k in enumerate(sizes) for _ in range(k)]

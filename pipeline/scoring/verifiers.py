@@ -33,6 +33,16 @@ equation step, the component `step_accuracy` (weight 0 by default: the reward is
 be checked; without it only arithmetic and the answer's prefixes are. The step checker never
 decides the outcome: should it fail, `steps` is None (not computed) and the verdict stands.
 
+Cut at the budget: a completion the sampler cut at its token budget (`truncated=True`, from
+`finish_reason == "length"`) is not paid for an answer that runs to the cut, under every verifier
+that reads answer markers ("math", "exact", "rg"): the cut may have shortened it. SmolLM2 wrote
+"The final answer is 981" over and over until the budget cut the last one to "The final answer is
+9" (gold 9), and that was paid. The answer counts as finished before the cut only when the text
+after its span has a line break or a mark followed by a space (`9.` + cut may be 9.5; `9 ` + cut
+may be `9 000`; `\\boxed{9}` + cut may be `\\boxed{9}0`). Such a verdict is "wrong" with the detail
+`CUT_DETAIL`. Callers pass what their sampler reported; the default (False) reads every text as
+finished (a hand-written completion, a TRL reward call, which does not say).
+
 `verify` never raises for a bad completion: an exception inside a verifier, a math-verify timeout
 or a crashed worker all give `Verdict(reward=None, correct=None, reason="verifier_error")`. It does
 raise `ValueError` for caller mistakes (unknown verifier name, non-positive timeout).
@@ -85,7 +95,8 @@ _MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
 # 3: NaN/infinity never correct; completions over MAX_COMPLETION_CHARS are not read.
 # 4: one committed final answer (hedges, retractions, joined digits, touching marks; commit.py);
 #    marker mode is the default.
-VERIFIER_VERSION = f"sieve-math/4+math-verify/{metadata.version('math-verify')}"
+# 5: an answer that runs to the token budget's cut is not paid (module doc, "Cut at the budget").
+VERIFIER_VERSION = f"sieve-math/5+math-verify/{metadata.version('math-verify')}"
 # With the `gym` extra installed, the "rg" verifier's version (pipeline/scoring/rg.py) joins it:
 # reasoning-gym's own `score_answer` decides those verdicts. The last number counts changes of
 # Sieve's reading around score_answer.
@@ -99,6 +110,10 @@ except metadata.PackageNotFoundError:
 # longer text is a runaway sampler or a hostile input, not an answer. Linear scans of this much
 # text take well under 0.5 s, which keeps a verdict inside the default 3 s deadline.
 MAX_COMPLETION_CHARS = 200_000
+CUT_DETAIL = "cut: the answer runs to the token budget's cut"
+# After an answer's span, what shows the answer was finished before the cut: a line break, or a
+# non-space followed by whitespace (a sentence mark and a space, a word and a space).
+_FINISHED = re.compile(r"\n|\S\s")
 
 
 @dataclass(frozen=True)
@@ -285,6 +300,14 @@ def _steps(
     return tuple(found)
 
 
+def runs_to_cut(completion: str) -> bool:
+    """True when the answer read from `completion` runs to its end (module doc, "Cut at the
+    budget"): for a completion cut at its token budget, that answer may itself be cut."""
+    found = extract(completion)
+    end = len(completion) if found.end < 0 else found.end
+    return _FINISHED.search(completion, end) is None
+
+
 def _run(
     fn: VerifierFn,
     completion: str,
@@ -293,6 +316,7 @@ def _run(
     timeout: float,
     marker_required: bool = False,
     context: StepContext | None = None,
+    truncated: bool = False,
 ) -> Verdict:
     try:
         if len(completion) > MAX_COMPLETION_CHARS:
@@ -305,6 +329,8 @@ def _run(
         check = fn(completion, answer, timeout, **keywords)
     except Exception as exc:
         return verifier_error(_describe(exc))
+    if truncated and check.correct and fn in _MARKER_AWARE and runs_to_cut(completion):
+        check = Check(True, False, {**check.components, "correctness": 0.0}, CUT_DETAIL)
     steps = _steps(fn, completion, answer, context, check)
     components = check.components
     accuracy = step_accuracy(steps) if steps else None
@@ -324,22 +350,25 @@ def verify(
     timeout: float | None = None,
     marker_required: bool = True,
     context: StepContext | None = None,
+    truncated: bool = False,
 ) -> Verdict:
-    """Judge one completion against its gold answer (see the module doc for `marker_required`
-    and `context`)."""
+    """Judge one completion against its gold answer (see the module doc for `marker_required`,
+    `context` and `truncated`)."""
     fn = get_verifier(verifier)
     deadline = resolve_timeout(timeout)
     spec = spec or _DEFAULT_SPEC
-    return _run(fn, completion, answer, spec, deadline, bool(marker_required), context)
+    return _run(
+        fn, completion, answer, spec, deadline, bool(marker_required), context, bool(truncated)
+    )
 
 
-def _per_item(flag: bool | Sequence[bool], n: int) -> list[bool]:
-    """`marker_required` for each of n items: one bool for all, or a sequence of n bools."""
+def _per_item(flag: bool | Sequence[bool], n: int, name: str = "marker_required") -> list[bool]:
+    """A flag for each of n items: one bool for all, or a sequence of n bools."""
     if not isinstance(flag, Iterable) or isinstance(flag, str | bytes):
         return [bool(flag)] * n  # also numpy / torch scalars
     flags = [bool(f) for f in flag]
     if len(flags) != n:
-        raise ValueError(f"length mismatch: {n} completions, {len(flags)} marker_required flags")
+        raise ValueError(f"length mismatch: {n} completions, {len(flags)} {name} flags")
     return flags
 
 
@@ -352,11 +381,12 @@ def verify_batch(
     timeout: float | None = None,
     marker_required: bool | Sequence[bool] = True,
     contexts: Sequence[StepContext | None] | None = None,
+    truncated: bool | Sequence[bool] = False,
 ) -> list[Verdict]:
     """Judge many completions in order; a timeout on one item does not affect the next.
 
-    `marker_required` is one bool for every item or a sequence with one bool per item;
-    `contexts`, if given, one `StepContext` (or None) per item.
+    `marker_required` and `truncated` are one bool for every item or a sequence with one bool
+    per item; `contexts`, if given, one `StepContext` (or None) per item.
     """
     names = [verifiers] * len(completions) if isinstance(verifiers, str) else list(verifiers)
     if not len(completions) == len(answers) == len(names):
@@ -365,11 +395,12 @@ def verify_batch(
             f"{len(names)} verifiers"
         )
     flags = _per_item(marker_required, len(completions))
+    cuts = _per_item(truncated, len(completions), "truncated")
     ctxs = list(contexts) if contexts is not None else [None] * len(completions)
     if len(ctxs) != len(completions):
         raise ValueError(f"length mismatch: {len(completions)} completions, {len(ctxs)} contexts")
     fns = [get_verifier(name) for name in names]
     spec = spec or _DEFAULT_SPEC
     deadline = resolve_timeout(timeout)
-    items = zip(fns, completions, answers, flags, ctxs, strict=True)
-    return [_run(fn, c, a, spec, deadline, m, x) for fn, c, a, m, x in items]
+    items = zip(fns, completions, answers, flags, ctxs, cuts, strict=True)
+    return [_run(fn, c, a, spec, deadline, m, x, t) for fn, c, a, m, x, t in items]

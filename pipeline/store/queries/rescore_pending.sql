@@ -10,6 +10,7 @@ SELECT
     r.problem_id,
     r.sample_idx,
     coalesce(r.completion, '')                       AS completion,
+    r.finish_reason,
     p.answer,
     p.verifier,
     p.question,
