@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import polars as pl
 import pytest
 
 import pipeline.audit as audit_module
@@ -174,3 +175,26 @@ def test_an_unknown_run_is_refused_and_nothing_written(
     with pytest.raises(SieveError, match="screen-nope"):
         rescore(ledger, "screen-nope")
     assert ledger.checksum("rescored_verdicts")[0] == 0
+
+
+def test_a_rescore_reads_whether_the_sampler_cut_the_completion() -> None:
+    """The stored finish_reason reaches the verifier: an answer running to the budget's cut is
+    not paid on a rescore either (pipeline/scoring/verifiers.py, "Cut at the budget")."""
+    rows = pl.DataFrame(
+        {
+            "run_id": ["r", "r"],
+            "problem_id": ["p", "p"],
+            "sample_idx": [0, 1],
+            "completion": ["The final answer is 9"] * 2,
+            "finish_reason": ["length", "stop"],
+            "answer": ["9", "9"],
+            "verifier": ["math", "math"],
+            "question": ["Solve for x: 11x = 99"] * 2,
+            "family": ["linear"] * 2,
+            "params": [None, None],
+            "prompt_format": ["chat", "chat"],
+        },
+        schema_overrides={"params": pl.String},
+    )
+    judged = rescore_module.judge(rows)
+    assert judged.sort("sample_idx")["correct"].to_list() == [False, True]

@@ -138,6 +138,14 @@ def verify(
             "raw: a bare answer counts too (the tiny policy's format).",
         ),
     ] = "chat",
+    truncated: Annotated[
+        bool,
+        typer.Option(
+            "--truncated",
+            help="The sampler cut this completion at its token budget (finish_reason length): "
+            "an answer running to the cut is not paid.",
+        ),
+    ] = False,
 ) -> None:
     """Score one completion against a gold answer and print the verdict as JSON."""
     from pipeline.scoring import VERIFIER_VERSION
@@ -146,7 +154,13 @@ def verify(
     if answer_format not in ("chat", "raw"):
         raise SieveError(f"--format must be chat or raw, got {answer_format!r}")
     try:
-        verdict = run_verify(completion, answer, verifier, marker_required=answer_format == "chat")
+        verdict = run_verify(
+            completion,
+            answer,
+            verifier,
+            marker_required=answer_format == "chat",
+            truncated=truncated,
+        )
     except ValueError as exc:
         raise SieveError(str(exc)) from exc
     payload = {
@@ -156,6 +170,7 @@ def verify(
         "components": verdict.components,
         "detail": verdict.detail,
         "format": answer_format,
+        "truncated": truncated,
         "verifier_version": VERIFIER_VERSION,
     }
     out.print_json(json.dumps(payload))

@@ -14,6 +14,12 @@ into NaN and leaves it out of the mean), never a silent 0. The export's `params`
 columns reach the verifier as its `StepContext`: the "rg" verifier (reasoning-gym problems)
 rebuilds the problem from them.
 
+Cut completions: an answer that runs to the token budget's cut is not paid (the cut may have
+shortened it; pipeline/scoring/verifiers.py, "Cut at the budget"). TRL passes each completion's
+token ids (`completion_ids`) but not why it ended, so give `stop_token_ids` (the tokenizer's
+end-of-sequence and pad ids, as TRL's own `mask_truncated_completions` reads them): a completion
+whose last id is not one of them was cut. Without it every completion is read as finished.
+
 It is a small class rather than a closure so it pickles (TRL and accelerate may copy reward
 functions to workers) and carries a `__name__`, which TRL uses in its `rewards/<name>/mean` logs.
 
@@ -63,6 +69,7 @@ class SieveReward:
         name: str = "sieve_reward",
         marker_required: bool = True,
         format_key: str = "answer_format",
+        stop_token_ids: Sequence[int] | None = None,
     ):
         if verifier is not None:
             get_verifier(verifier)  # an unknown name fails here, not mid-training
@@ -73,6 +80,7 @@ class SieveReward:
         self.timeout = timeout
         self.marker_required = marker_required
         self.format_key = format_key
+        self.stop_token_ids = None if stop_token_ids is None else frozenset(stop_token_ids)
         self.__name__ = name
         self.verifier_errors = 0  # completions whose verifier failed (reward None), all calls
 
@@ -88,6 +96,7 @@ class SieveReward:
             timeout=self.timeout,
             marker_required=self._markers(kwargs, len(completions)),
             contexts=self._contexts(kwargs, len(completions)),
+            truncated=self._cut(kwargs, len(completions)),
         )
         rewards = [v.reward for v in verdicts]
         errors = sum(r is None for r in rewards)
@@ -119,6 +128,15 @@ class SieveReward:
         if len(flags) != n:
             raise ValueError(f"{self.__name__}: {len(flags)} {self.format_key} values for {n} rows")
         return flags
+
+    def _cut(self, kwargs: dict[str, Any], n: int) -> bool | list[bool]:
+        """Per completion, whether the budget cut it: its last token id is not a stop id."""
+        ids = kwargs.get("completion_ids")
+        if self.stop_token_ids is None or ids is None:
+            return False
+        if len(ids) != n:
+            raise ValueError(f"{self.__name__}: {len(ids)} completion_ids for {n} completions")
+        return [len(row) > 0 and int(row[-1]) not in self.stop_token_ids for row in ids]
 
     def _contexts(self, kwargs: dict[str, Any], n: int) -> list[StepContext | None] | None:
         """Per row, the problem's family and params (an export's columns), when present."""
@@ -154,6 +172,7 @@ def reward_function(
     timeout: float | None = None,
     name: str = "sieve_reward",
     marker_required: bool = True,
+    stop_token_ids: Sequence[int] | None = None,
 ) -> SieveReward:
     """A TRL reward function scoring completions with Sieve's verifiers.
 
@@ -161,6 +180,8 @@ def reward_function(
     used (falling back to "math"). `answer_key` names the gold-answer column; `spec` weights the
     reward components and `timeout` bounds each verification (seconds), as in `verify_batch`.
     `marker_required=False` turns off the safe chat reading (bare answers count).
+    `stop_token_ids` (end-of-sequence and pad ids) lets it tell a completion cut at the budget
+    from a finished one (module docstring).
     """
     return SieveReward(
         verifier,
@@ -170,4 +191,5 @@ def reward_function(
         timeout=timeout,
         name=name,
         marker_required=marker_required,
+        stop_token_ids=stop_token_ids,
     )

@@ -230,6 +230,8 @@ def test_verify_reads_chat_text_safely_by_default(tmp_path: Path) -> None:
     assert run("\\boxed{72 or 73}")["detail"].startswith("hedged")
     assert run("Solve 75 + 74 - 77 =")["correct"] is False
     assert run("72", "--format", "raw")["correct"] is True
+    cut = run("The final answer is 72", "--truncated")  # the budget may have cut 723 to 72
+    assert cut["correct"] is False and cut["truncated"] is True and cut["detail"].startswith("cut")
     bad = sieve("verify", "--answer", "1", "--completion", "1", "--format", "html", home=tmp_path)
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "--format" in bad.stderr
 

@@ -170,3 +170,16 @@ def test_rg_rows_are_scored_through_their_exported_params() -> None:
     )
     assert with_params[0] == 1.0 and with_params[1] is not None and with_params[1] < 1.0
     assert reward_function()(["q"] * 2, completions, **kwargs) == [None, None]  # no source
+
+
+def test_a_completion_cut_at_the_budget_is_told_by_its_last_token() -> None:
+    """TRL passes `completion_ids`; with the stop ids given, a completion whose last id is not
+    one of them was cut, and an answer running to the cut is not paid."""
+    texts = ["The final answer is 9", "The final answer is 9"]
+    ids = [[5, 6, 7], [5, 6, 2]]  # 2 is the end-of-sequence id: the second one stopped
+    cut = reward_function(stop_token_ids=[2, 0])
+    assert cut(["q"] * 2, texts, answer=["9", "9"], completion_ids=ids) == [0.0, 1.0]
+    unknown = reward_function()  # cannot tell: every text is read as finished
+    assert unknown(["q"] * 2, texts, answer=["9", "9"], completion_ids=ids) == [1.0, 1.0]
+    with pytest.raises(ValueError, match="completion_ids"):
+        cut(["q"] * 2, texts, answer=["9", "9"], completion_ids=ids[:1])
