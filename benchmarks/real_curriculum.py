@@ -302,11 +302,11 @@ def evaluate_policy(setup: Setup, pol: Policy, held: pl.DataFrame, label: str) -
     }
 
 
-def base_eval(setup: Setup, pol: Policy, held: pl.DataFrame, runs_dir: Path) -> dict[str, Any]:
-    """The base model's evaluation, computed once per (model, verifier, held-out set, eval
-    settings) and kept beside the progress files (committed with them: it outlives the machine)."""
+def base_eval_path(setup: Setup, model_name: str, held: pl.DataFrame, runs_dir: Path) -> Path:
+    """Where the base model's evaluation is kept: one file per (model, verifier, held-out set,
+    eval settings), beside the progress files (committed with them: it outlives the machine)."""
     spec = {
-        "model": pol.name,
+        "model": model_name,
         "verifier": verifier_version(),  # another reward reads the same texts differently
         "problems": sorted(held["problem_id"].to_list()),
         **{
@@ -315,7 +315,12 @@ def base_eval(setup: Setup, pol: Policy, held: pl.DataFrame, runs_dir: Path) -> 
         },
     }
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
-    path = runs_dir / f"base_eval_{key}.json"
+    return runs_dir / f"base_eval_{key}.json"
+
+
+def base_eval(setup: Setup, pol: Policy, held: pl.DataFrame, runs_dir: Path) -> dict[str, Any]:
+    """The base model's evaluation, computed once (`base_eval_path`)."""
+    path = base_eval_path(setup, pol.name, held, runs_dir)
     if path.is_file():
         return json.loads(path.read_text())
     out = evaluate_policy(setup, pol, held, "base")
@@ -339,6 +344,33 @@ def atomic_write(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
+def fresh_progress(arm: str, seed: int, setup: Setup) -> dict[str, Any]:
+    """The progress record of an arm × seed that has not run yet."""
+    return {
+        "arm": arm,
+        "seed": seed,
+        "setup": asdict(setup),
+        "curve": [],
+        "rollouts": 0,
+        "curation_rollouts": 0,
+        "step": 0,
+        "night": 0,
+        "nights": [],
+        "zero_var": [],
+        "load_1m": [],
+        "counts": {},
+        "streaks": {},
+        "saved": None,
+        "done": False,
+        "seconds": 0.0,
+        "resumed": 0,
+        "correct": [],
+        "marks_done": 0,
+        "restarts": 0,
+        "verifier": verifier_version(),  # the reward the run trained on
+    }
+
+
 class Run:
     """One arm × seed: its curve, spend and per-step load, saved so a stopped run resumes."""
 
@@ -347,29 +379,7 @@ class Run:
         self.path = runs_dir / f"{arm}_s{seed}.json"
         self.weights = state / f"{arm}_s{seed}"
         self.marks = [round(setup.budget * (i + 1) / setup.evals) for i in range(setup.evals)]
-        self.p: dict[str, Any] = {
-            "arm": arm,
-            "seed": seed,
-            "setup": asdict(setup),
-            "curve": [],
-            "rollouts": 0,
-            "curation_rollouts": 0,
-            "step": 0,
-            "night": 0,
-            "nights": [],
-            "zero_var": [],
-            "load_1m": [],
-            "counts": {},
-            "streaks": {},
-            "saved": None,
-            "done": False,
-            "seconds": 0.0,
-            "resumed": 0,
-            "correct": [],
-            "marks_done": 0,
-            "restarts": 0,
-            "verifier": verifier_version(),  # the reward the run trained on
-        }
+        self.p = fresh_progress(arm, seed, setup)
         if self.path.is_file():
             old = json.loads(self.path.read_text())
             if old["setup"] != asdict(setup):
@@ -391,12 +401,8 @@ class Run:
         runs again from the base weights, its restarts counted (its stale weights are removed
         when it runs: `--summarise` reads, it never deletes)."""
         print(f"{self.path.name}: {why}, starting over", flush=True)
-        restarts = self.p.get("restarts", 0) + 1
-        self.p.update(
-            curve=[], rollouts=0, curation_rollouts=0, step=0, night=0, nights=[], zero_var=[],
-            load_1m=[], counts={}, streaks={}, saved=None, seconds=0.0, correct=[], marks_done=0,
-            restarts=restarts, done=False, verifier=verifier_version(),
-        )  # fmt: skip
+        kept = {"resumed": self.p.get("resumed", 0), "restarts": self.p.get("restarts", 0) + 1}
+        self.p = {**fresh_progress(self.arm, self.seed, self.setup), **kept}
 
     def due(self) -> bool:
         """Whether a rollout mark was passed since the last evaluation."""
@@ -955,9 +961,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"cell {c['family']} {c['level']}: pass rate {p} -> {c['zone']}", flush=True)
     held = held_out(mix, setup.per_level)
     runs = [Run(a, sd, setup, runs_dir, state) for sd in args.seeds for a in arms]
-    base_path = sorted(runs_dir.glob("base_eval_*.json"))
-    if args.summarise and base_path:
-        base = json.loads(base_path[-1].read_text())
+    base_path = base_eval_path(setup, model_dir.name, held, runs_dir)
+    if args.summarise:
+        if not base_path.is_file():
+            raise SystemExit(f"no base evaluation at {base_path}: run an arm first")
+        base = json.loads(base_path.read_text())
     else:
         pol = load(setup, model_dir)
         base_weights = {k: v.detach().clone() for k, v in pol.model.state_dict().items()}

@@ -81,6 +81,19 @@ def test_a_run_measured_with_another_verifier_starts_over(tmp_path: Path) -> Non
     assert (state / "sieve_s2").exists()  # reading progress deletes nothing; run_arm clears it
 
 
+def test_the_base_evaluation_is_kept_per_verifier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another verifier reads the base model's texts differently: its evaluation is another file,
+    and `--summarise` reads the one of today's verifier (it fails without it)."""
+    held = rc.held_out(rc.SMOKE_MIX, rc.SMOKE.per_level)
+    today = rc.base_eval_path(rc.SMOKE, "m", held, tmp_path)
+    assert today == rc.base_eval_path(rc.SMOKE, "m", held, tmp_path)
+    monkeypatch.setattr(rc, "verifier_version", lambda: "math/1")
+    assert rc.base_eval_path(rc.SMOKE, "m", held, tmp_path) != today
+    assert rc.base_eval_path(rc.SMOKE, "other", held, tmp_path) != today
+
+
 @pytest.mark.slow  # ~25 s on 2 cores, past the fixture's tiny-policy training
 def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: Path) -> None:
     argv = ["--smoke", "--seeds", "1", "2", "--model", str(partly_trained_dir),
@@ -133,3 +146,6 @@ def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: P
     assert {p.name: p.read_text() for p in progress} == before
     again = json.loads((tmp_path / "real_curriculum_smoke.json").read_text())
     assert again["rollouts_to_uniform_final"] == out["rollouts_to_uniform_final"]
+    rc.main([*argv, "--summarise"])  # the summary alone, from the progress and base evaluation
+    summary = json.loads((tmp_path / "real_curriculum_smoke.json").read_text())
+    assert summary["rollouts_to_uniform_final"] == out["rollouts_to_uniform_final"]
