@@ -344,6 +344,15 @@ def atomic_write(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
+def finished(path: Path) -> bool:
+    """Whether the progress file at `path` is a finished run measured with today's verifier
+    (a run on another reward starts over; the driver skips only these)."""
+    if not path.is_file():
+        return False
+    p = json.loads(path.read_text())
+    return bool(p["done"]) and p.get("verifier") == verifier_version()
+
+
 def fresh_progress(arm: str, seed: int, setup: Setup) -> dict[str, Any]:
     """The progress record of an arm × seed that has not run yet."""
     return {
@@ -912,6 +921,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--state", type=Path, default=None, help=f"weights folder (default {STATE})")
     ap.add_argument("--summarise", action="store_true", help="JSON + PNG from the progress")
     ap.add_argument(
+        "--is-done",
+        action="store_true",
+        help="exit 0 if every arm × seed asked for is finished with today's verifier, else 1",
+    )
+    ap.add_argument(
         "--no-summary",
         action="store_true",
         help="run the arms, write only their progress (the driver: the JSON, which the docs are "
@@ -952,9 +966,12 @@ def main(argv: list[str] | None = None) -> None:
         out, state, name = args.results or RESULTS, args.state or STATE, "real_curriculum"
         mix = load_mix(MIX_FILE).levels()
         model_dir = args.model or MODEL
+    runs_dir = out / f"{name}_runs"
+    if args.is_done:
+        paths = [runs_dir / f"{a}_s{sd}.json" for sd in args.seeds for a in arms]
+        raise SystemExit(0 if all(finished(path) for path in paths) else 1)
     if not (model_dir / "config.json").is_file():
         raise SystemExit(f"no model at {model_dir}: `sieve models add smollm2-135m`")
-    runs_dir = out / f"{name}_runs"
     cells = load_cells(mix)
     for c in cells:
         p = "unmeasured" if c["pass_rate"] is None else f"{c['pass_rate']:.3f}"

@@ -20,10 +20,8 @@ RUNS_DIR=benchmarks/results/real_curriculum_runs
 RUNS=${RUNS:-"uniform:1 sieve:1 dapo:1 greso:1 uniform:2 sieve:2 dapo:2 greso:2 sieve_every_rollout:1 sieve_every_rollout:2"}
 mkdir -p "$STATE"
 
-done_run() {  # whether <arm>_s<seed>.json says done, measured with today's verifier
-    "$PY" -c "import json, sys; from pipeline.scoring.verifiers import VERIFIER_VERSION as v; \
-p = json.load(open(sys.argv[1])); sys.exit(0 if p['done'] and p.get('verifier') == v else 1)" \
-        "$RUNS_DIR/$1_s$2.json" 2>/dev/null
+done_run() {  # whether <arm> x <seed> is finished, measured with today's verifier
+    "$PY" benchmarks/real_curriculum.py --is-done --arms "$1" --seeds "$2" 2>/dev/null
 }
 
 commit() {  # commit the given paths alone, retrying while another git command holds the index

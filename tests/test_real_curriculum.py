@@ -72,8 +72,10 @@ def test_a_run_measured_with_another_verifier_starts_over(tmp_path: Path) -> Non
     first.p.update(rollouts=192, done=True, curve=[{"rollouts": 0}, {"rollouts": 192}])
     first.save()
     assert rc.Run("sieve", 2, rc.SMOKE, runs, state).p["done"]  # same verifier: kept
+    assert rc.finished(first.path)  # and the driver skips it
     first.p["verifier"] = "math/1+rg/0.1.25/1"
     first.save()
+    assert not rc.finished(first.path) and not rc.finished(runs / "dapo_s2.json")
     (state / "sieve_s2").mkdir(parents=True)
     again = rc.Run("sieve", 2, rc.SMOKE, runs, state)
     assert not again.p["done"] and again.p["rollouts"] == 0 and again.p["restarts"] == 1
@@ -146,6 +148,9 @@ def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: P
     assert {p.name: p.read_text() for p in progress} == before
     again = json.loads((tmp_path / "real_curriculum_smoke.json").read_text())
     assert again["rollouts_to_uniform_final"] == out["rollouts_to_uniform_final"]
+    with pytest.raises(SystemExit) as done:  # what the driver asks before running an arm
+        rc.main([*argv, "--is-done"])
+    assert done.value.code == 0
     rc.main([*argv, "--summarise"])  # the summary alone, from the progress and base evaluation
     summary = json.loads((tmp_path / "real_curriculum_smoke.json").read_text())
     assert summary["rollouts_to_uniform_final"] == out["rollouts_to_uniform_final"]
