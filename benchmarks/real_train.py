@@ -23,7 +23,8 @@ marked answer 0.2 % of the time, so nearly every group is uninformative). TRL ge
 lr, warm-up, clip ε (low/high), loss aggregation (`dapo` = token mean), bf16, grad clip, and
 the same β schedule (a callback sets `trainer.beta` each step). Rewards: Sieve's verifier with
 the answer marker required (chat models, as curation); TRL's through
-`pipeline.integrations.trl.SieveReward` with marker_required added (`MarkedReward`).
+`pipeline.integrations.trl.reward_function` (the same chat reading, and the tokenizer's stop ids
+to tell a completion cut at the budget).
 
 Held-out: `pipeline.policy.evaluate` on `--heldout` problems per level of LEVELS, 4 samples at
 T 0.6 / top-p 0.95 plus greedy, 256 tokens, always through vLLM (fp32): the sieve-vllm arm on
@@ -99,7 +100,7 @@ from trainer_vs_trl import (
     with_standalone,
 )
 
-from pipeline.integrations.trl import SieveReward
+from pipeline.integrations.trl import reward_function, stop_ids
 from pipeline.sampling.base import SamplingParams
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -323,21 +324,6 @@ def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
 # ---------------------------------------------------------------- TRL arm
 
 
-class MarkedReward(SieveReward):
-    """SieveReward with the chat models' rule (answer must come from a marker), which
-    `pipeline.integrations.trl.reward_function` has no option for."""
-
-    def __call__(self, prompts: Any, completions: Any, **kwargs: Any) -> list[float | None]:
-        from pipeline.integrations.trl import completion_text
-        from pipeline.scoring import verify_batch
-
-        n = len(completions)
-        texts = [completion_text(c) for c in completions]
-        verifiers = self._verifiers(kwargs, n)
-        verdicts = verify_batch(texts, self._answers(kwargs, n), verifiers, marker_required=True)
-        return [v.reward for v in verdicts]
-
-
 def run_trl(args: argparse.Namespace) -> dict[str, Any]:
     import datasets
     import trl
@@ -399,7 +385,9 @@ def run_trl(args: argparse.Namespace) -> dict[str, Any]:
     trainer = trl.GRPOTrainer(
         model=model,
         processing_class=tok,
-        reward_funcs=[MarkedReward(name="sieve")],
+        # the chat reading, and a completion whose last token is not a stop id was cut at
+        # the budget (an answer running to the cut is not paid), as in Sieve's own trainer
+        reward_funcs=[reward_function(name="sieve", stop_token_ids=stop_ids(tok))],
         args=targs,
         train_dataset=ds,
         callbacks=[steps],

@@ -230,7 +230,7 @@ def run_trl(
     import trl
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
-    from pipeline.integrations.trl import reward_function
+    from pipeline.integrations.trl import reward_function, stop_ids
 
     cfg = sieve_config(steps, lr, beta, seed)
     log: TRLStepLog | None = None
@@ -266,7 +266,7 @@ def run_trl(
     trainer = trl.GRPOTrainer(
         model=model,
         processing_class=tok,
-        reward_funcs=[reward_function(name="sieve")],
+        reward_funcs=[reward_function(name="sieve", stop_token_ids=stop_ids(tok))],
         args=args,
         train_dataset=ds,
         callbacks=[stamps],

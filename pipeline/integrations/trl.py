@@ -17,8 +17,9 @@ rebuilds the problem from them.
 Cut completions: an answer that runs to the token budget's cut is not paid (the cut may have
 shortened it; pipeline/scoring/verifiers.py, "Cut at the budget"). TRL passes each completion's
 token ids (`completion_ids`) but not why it ended, so give `stop_token_ids` (the tokenizer's
-end-of-sequence and pad ids, as TRL's own `mask_truncated_completions` reads them): a completion
-whose last id is not one of them was cut. Without it every completion is read as finished.
+end-of-sequence and pad ids, as TRL's own `mask_truncated_completions` reads them; `stop_ids(tok)`
+lists them): a completion whose last id is not one of them was cut. Without it every completion
+is read as finished.
 
 It is a small class rather than a closure so it pickles (TRL and accelerate may copy reward
 functions to workers) and carries a `__name__`, which TRL uses in its `rewards/<name>/mean` logs.
@@ -53,6 +54,12 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+
+
+def stop_ids(tokenizer: Any) -> list[int]:
+    """The ids that end a completion: the tokenizer's end-of-sequence and pad tokens."""
+    ids = [getattr(tokenizer, "eos_token_id", None), getattr(tokenizer, "pad_token_id", None)]
+    return sorted({int(i) for i in ids if i is not None})
 
 
 class SieveReward:

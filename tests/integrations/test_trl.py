@@ -12,7 +12,7 @@ import pytest
 
 from flows.curate import curate
 from pipeline.export import export_curriculum
-from pipeline.integrations.trl import SieveReward, completion_text, reward_function
+from pipeline.integrations.trl import SieveReward, completion_text, reward_function, stop_ids
 from pipeline.problems import generate_mix
 from pipeline.scoring import Check, register_verifier
 from pipeline.selection import CurateConfig
@@ -183,3 +183,13 @@ def test_a_completion_cut_at_the_budget_is_told_by_its_last_token() -> None:
     assert unknown(["q"] * 2, texts, answer=["9", "9"], completion_ids=ids) == [1.0, 1.0]
     with pytest.raises(ValueError, match="completion_ids"):
         cut(["q"] * 2, texts, answer=["9", "9"], completion_ids=ids[:1])
+
+
+def test_stop_ids_are_the_tokenizers_end_and_pad_tokens() -> None:
+    class Tok:
+        eos_token_id, pad_token_id = 2, 0
+
+    class NoPad:
+        eos_token_id, pad_token_id = 2, None
+
+    assert stop_ids(Tok()) == [0, 2] and stop_ids(NoPad()) == [2]
