@@ -819,6 +819,32 @@ def real_curriculum_levels(r: Results) -> str:
     return table(header, rows)
 
 
+def real_curriculum_runs(r: Results) -> str:
+    """Per arm: the hand check of its judged-correct held-out completions (labels read by hand,
+    see real_curriculum_hand_check.json) and the wall time of its runs on this machine."""
+    name = "real_curriculum"
+    check = r(name, "hand_check")
+    timing = r(name, "timing")
+    per_run = timing["seconds_per_run"]
+    rows = []
+    for arm, label in CURRICULUM_ARMS.items():
+        if arm not in check:
+            continue
+        c = check[arm]
+        times_ = [v for k, v in per_run.items() if k.rsplit("_s", 1)[0] == arm]
+        rows.append(
+            [label, num(c["read"])]
+            + [num(c[k]) for k in ("correct", "wrong_working", "contradicted", "hacked")]
+            + [num(c["unlabelled"]), f"{num(sum(times_) / len(times_) / 60)} min"]
+        )
+    header = ["arm", "read", "correct", "right answer, wrong working", "contradicted", "hacked"]
+    header += ["not read yet", "wall time per run"]
+    return (
+        table(header, rows) + f"\n\nThe base model's evaluation, shared by every run: "
+        f"{num(timing['base_eval_seconds'] / 60)} min."
+    )
+
+
 def ledger(r: Results) -> str:
     i = r("ledger", "ingest")
     s = r("ledger", "scoring")
@@ -1113,6 +1139,7 @@ def demo_real(r: Results) -> str:
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "headline-real-curriculum": headline_real_curriculum,
     "real-curriculum-levels": real_curriculum_levels,
+    "real-curriculum-runs": real_curriculum_runs,
     "demo-real": demo_real,
     "headline-real": headline_real,
     "headline-curriculum": headline_curriculum,
