@@ -548,6 +548,20 @@ def run_online(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
             run.save()
 
 
+def night_cells(ledger: Any, screen_run: str, curriculum_id: str) -> dict[str, dict[str, int]]:
+    """Per cell ("family level"), how many prompts a night's screen sampled and how many its
+    curriculum kept: where Sieve spent its training, next to the cells' gains."""
+    frame = ledger.sql(
+        "WITH screened AS (SELECT DISTINCT problem_id FROM rollouts WHERE run_id = $screen), "
+        "kept AS (SELECT DISTINCT problem_id FROM curriculum_items WHERE curriculum_id = $cur) "
+        "SELECT p.family || ' ' || p.level AS cell, count(*) AS screened, "
+        "count(k.problem_id) AS kept FROM screened s JOIN problems p USING (problem_id) "
+        "LEFT JOIN kept k USING (problem_id) GROUP BY ALL ORDER BY cell",
+        {"screen": screen_run, "cur": curriculum_id},
+    )
+    return {r["cell"]: {"screened": r["screened"], "kept": r["kept"]} for r in frame.to_dicts()}
+
+
 def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFrame) -> None:
     """sieve / sieve_every_rollout: nights of curate → train; saved at each night's end."""
     from flows.curate import curate
@@ -603,6 +617,7 @@ def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
                 "curation_rollouts": spent,
                 "candidates": result.candidates,
                 "kept": result.items.height,
+                "cells": night_cells(ledger, result.screen_run, result.curriculum_id),
             }
             print(
                 f"    {run.arm} s{seed} night {night}: curation {spent} rollouts, kept "
@@ -781,6 +796,19 @@ def final_gaps(runs: list[dict]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def curation_cells(runs: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per curating arm and cell, the prompts its screens sampled and its nights kept, summed
+    over nights and seeds (runs from before nights recorded cells add nothing)."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for r in runs:
+        for night in r["nights"]:
+            for cell, n in night.get("cells", {}).items():
+                got = out.setdefault(r["arm"], {}).setdefault(cell, {"screened": 0, "kept": 0})
+                got["screened"] += n["screened"]
+                got["kept"] += n["kept"]
+    return out
+
+
 def summary(
     runs: list[dict],
     setup: Setup,
@@ -816,6 +844,7 @@ def summary(
         **body,
         "final_gap_vs_uniform": final_gaps(done),
         "per_level_gains": per_level_gains(done, base),
+        "curation_cells": curation_cells(done),
         "budget_respected": {
             f"{r['arm']}_s{r['seed']}": r["rollouts"] <= setup.budget for r in done
         },

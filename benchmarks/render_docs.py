@@ -805,17 +805,22 @@ def real_curriculum_levels(r: Results) -> str:
         for c in r(name, "cells")
     }
     by_arm = {a: {(g["family"], g["level"]): g for g in gains[a]} for a in arms}
+    curated = r(name, "curation_cells")
+    kept_arms = [a for a in arms if a in curated]
     rows = []
     for g in gains[arms[0]]:
         cell = (g["family"], g["level"])
         change = [by_arm[a][cell]["sampled_gain"] for a in arms]
+        kept = [curated[a].get(f"{cell[0]} {cell[1]}") for a in kept_arms]
         rows.append(
             [f"{cell[0]} {cell[1]}", zone.get(cell, "unmeasured")]
             + [f"{num(100 * g['base_sampled'], 1)} %"]
             + ["—" if x is None else pts(x) for x in change]
+            + ["0 of 0" if k is None else f"{k['kept']} of {k['screened']}" for k in kept]
         )
     header = ["cell", "zone (measured pass rate)", "base held-out pass@1"]
     header += [f"{CURRICULUM_ARMS[a]} (points)" for a in arms]
+    header += [f"{CURRICULUM_ARMS[a]}: prompts kept of screened" for a in kept_arms]
     return table(header, rows)
 
 

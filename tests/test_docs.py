@@ -167,12 +167,29 @@ def real_curriculum_results(folder: Path, sieve_ratio: float | None, with_sieve:
         for c in cells
     ]
     gains = {"uniform": gain}
+    curated: dict[str, dict] = {}
     if with_sieve:
         gains["sieve"] = [gain[0], {**gain[1], "sampled_gain": None}]
+        curated["sieve"] = {"arith 1": {"screened": 6, "kept": 2}}  # rg:products 2 never screened
     data = {
         "model": "smollm2-135m",
         "cells": cells,
         "per_level_gains": gains,
+        "curation_cells": curated,
+        "hand_check": {
+            "uniform": {
+                "read": 20,
+                "unlabelled": 1,
+                "correct": 15,
+                "wrong_working": 3,
+                "contradicted": 0,
+                "hacked": 1,
+            },
+        },
+        "timing": {
+            "base_eval_seconds": 480.0,
+            "seconds_per_run": {"uniform_s1": 3000.0, "uniform_s2": 3600.0, "sieve_s1": 60.0},
+        },
         "seeds": [1, 2],
         "setup": {"budget": 2048, "samples": 4, "temperature": 0.6, "evals": 5, "seeds": [1, 2]},
         "heldout_problems": 226,
@@ -210,5 +227,14 @@ def test_the_real_model_levels_show_each_cell_zone_and_each_arm_gain(tmp_path: P
     body = render_docs.real_curriculum_levels(Results(real_curriculum_results(tmp_path, 0.4, True)))
     lines = body.splitlines()
     assert lines[0].startswith("| cell | zone") and "**Sieve** (points)" in lines[0]
-    assert lines[2] == "| arith 1 | learnable (16.7 %) | 10.0 % | +5.0 | +5.0 |"
-    assert lines[3] == "| rg:products 2 | unmeasured | 10.0 % | +5.0 | — |"
+    assert lines[0].endswith("| **Sieve**: prompts kept of screened |")
+    assert lines[2] == "| arith 1 | learnable (16.7 %) | 10.0 % | +5.0 | +5.0 | 2 of 6 |"
+    assert lines[3] == "| rg:products 2 | unmeasured | 10.0 % | +5.0 | — | 0 of 0 |"
+
+
+def test_the_real_model_hand_check_and_wall_times_per_arm(tmp_path: Path) -> None:
+    body = render_docs.real_curriculum_runs(Results(real_curriculum_results(tmp_path, 0.4, True)))
+    lines = body.splitlines()
+    assert lines[0].startswith("| arm | read | correct |") and len(lines) == 5
+    assert lines[2] == "| uniform | 20 | 15 | 3 | 0 | 1 | 1 | 55 min |"  # mean of two seeds
+    assert lines[4] == "The base model's evaluation, shared by every run: 8 min."

@@ -127,6 +127,10 @@ def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: P
         if run["arm"].startswith("sieve"):
             assert run["curation_rollouts"] > 0 and len(run["nights"]) >= 2
             assert run["curation_rollouts"] == sum(n["curation_rollouts"] for n in run["nights"])
+            for n in run["nights"]:  # per cell, what the screen sampled and the night kept
+                # (the history prior may reject a candidate before the screen samples it)
+                assert sum(c["screened"] for c in n["cells"].values()) <= n["candidates"]
+                assert sum(c["kept"] for c in n["cells"].values()) == n["kept"]
             trained += [n for n in run["nights"] if n.get("train_rollouts", 0) > 0]
         else:
             assert run["curation_rollouts"] == 0
