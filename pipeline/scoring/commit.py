@@ -271,11 +271,16 @@ _RETRACT = re.compile(
     r"|(?<![A-Za-z])no ?[,!]",
     re.IGNORECASE,
 )
-# A later statement of the answer: "the answer is 41", "answer: 41", "result = 41".
+# A later statement of the answer: "the answer is 41", "answer: 41", "result = 41", and the
+# reversed "41 is the answer" (SmolLM2 after DAPO training: "The final answer is 0. ... 64 is
+# the answer we are looking for").
+_NUMBER = r"[-+]?\d[\d,]*+(?:\.\d++)?(?:\s*+/\s*+\d++)?"
 _RESTATED = re.compile(
     r"(?:(?:answer|result|total|solution)\s*+(?:is|was|would be|should be|=|:)"
     r"|(?:it|this|that)\s++(?:should|must|would)\s++be)\s*+\**+\s*+\$?\s*+"
-    r"(?P<num>[-+]?\d[\d,]*+(?:\.\d++)?(?:\s*+/\s*+\d++)?)",
+    rf"(?P<num>{_NUMBER})"
+    rf"|(?<![\w.,])(?P<before>{_NUMBER})\s*+\$?\s*+\**+\s*+(?:is|was|would be|should be)\s++"
+    r"(?:the|our|my)\s++(?:final\s++|correct\s++|right\s++|true\s++)?(?:answer|solution)",
     re.IGNORECASE,
 )
 
@@ -293,7 +298,8 @@ def retraction(tail: str, value: Fraction | None) -> str | None:
         return m.group(0).strip(" .,!?:\n").lower() or "no"
     for restated in _RESTATED.finditer(t):
         try:
-            number = Fraction(restated.group("num").replace(",", "").replace(" ", ""))
+            said = restated.group("num") or restated.group("before")
+            number = Fraction(said.replace(",", "").replace(" ", ""))
         except (ValueError, ZeroDivisionError):
             continue
         if value is None or number != value:

@@ -96,7 +96,8 @@ _MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
 # 4: one committed final answer (hedges, retractions, joined digits, touching marks; commit.py);
 #    marker mode is the default.
 # 5: an answer that runs to the token budget's cut is not paid (module doc, "Cut at the budget").
-VERIFIER_VERSION = f"sieve-math/5+math-verify/{metadata.version('math-verify')}"
+# 6: a later "N is the answer" with another N withdraws the answer (commit.py, _RESTATED).
+VERIFIER_VERSION = f"sieve-math/6+math-verify/{metadata.version('math-verify')}"
 # With the `gym` extra installed, the "rg" verifier's version (pipeline/scoring/rg.py) joins it:
 # reasoning-gym's own `score_answer` decides those verdicts. The last number counts changes of
 # Sieve's reading around score_answer.
