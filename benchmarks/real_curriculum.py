@@ -71,14 +71,10 @@ Run the full thing in the background (resumable: the same command continues wher
     tail -f /tmp/sieve-real-curriculum/log.txt
     .venv-vllm/bin/python benchmarks/real_curriculum.py --summarise   # JSON + PNG from progress
 
-Time (2026-12-04, 2 cores, a quiet machine but for one `make test`): the base evaluation of
-226 held-out problems x (4 samples + greedy) took 656 s with the tests beside it (347 s on
-2026-12-03), a later evaluation ~350 s; a uniform step of 64 rollouts ~40-100 s, its update
-peaking at ~14 GB RSS (baseline ~6 GB: the trainer, its optimiser and reference, the engine).
-Uniform seed 1 took 3,666 s (which counts the engine's load and the base evaluation, ~13 min:
-the runs after it count from their arm's start), Sieve seed 1 2,297 s (14 steps: half its
-budget went on curation, which samples but does not update). The JSON's `timing` has the
-measured seconds per arm x seed and the median load.
+Time: an update of 64 rollouts peaks at ~14 GB RSS (baseline ~6 GB: the trainer, its optimiser
+and reference, the engine), so run nothing else large beside it. The JSON's `timing` has the
+measured seconds of the base evaluation and of each arm x seed (from its arm's start) and the
+median load; docs/real-models.md renders them.
 """
 
 from __future__ import annotations
@@ -798,11 +794,11 @@ def final_gaps(runs: list[dict]) -> dict[str, dict[str, Any]]:
 
 def curation_cells(runs: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
     """Per curating arm and cell, the prompts its screens sampled and its nights kept, summed
-    over nights and seeds (runs from before nights recorded cells add nothing)."""
+    over nights and seeds."""
     out: dict[str, dict[str, dict[str, int]]] = {}
     for r in runs:
         for night in r["nights"]:
-            for cell, n in night.get("cells", {}).items():
+            for cell, n in night["cells"].items():
                 got = out.setdefault(r["arm"], {}).setdefault(cell, {"screened": 0, "kept": 0})
                 got["screened"] += n["screened"]
                 got["kept"] += n["kept"]

@@ -829,14 +829,12 @@ def real_curriculum_runs(r: Results) -> str:
     see real_curriculum_hand_check.json) and the wall time of its runs on this machine."""
     name = "real_curriculum"
     check = r(name, "hand_check")
-    timing = r(name, "timing")
-    per_run = timing["seconds_per_run"]
     rows = []
     for arm, label in CURRICULUM_ARMS.items():
         if arm not in check:
             continue
         c = check[arm]
-        times_ = [v for k, v in per_run.items() if k.rsplit("_s", 1)[0] == arm]
+        times_ = [run["seconds"] for run in r(name, "runs") if run["arm"] == arm]
         rows.append(
             [label, num(c["read"])]
             + [num(c[k]) for k in ("correct", "wrong_working", "contradicted", "hacked")]
@@ -846,7 +844,7 @@ def real_curriculum_runs(r: Results) -> str:
     header += ["not read yet", "wall time per run"]
     return (
         table(header, rows) + f"\n\nThe base model's evaluation, shared by every run: "
-        f"{num(timing['base_eval_seconds'] / 60)} min."
+        f"{num(r(name, 'timing', 'base_eval_seconds') / 60)} min."
     )
 
 

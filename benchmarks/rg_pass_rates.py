@@ -146,7 +146,7 @@ def pool_rows(chunk: pl.DataFrame, groups: list, pol: Any, seconds: float) -> pl
 
 def analyse(pool: pl.DataFrame) -> pl.DataFrame:
     """Pass rate per cell under the rg verifier (marker required for chat completions)."""
-    from pipeline.rollouts import step_contexts
+    from pipeline.rollouts import cut_flags, step_contexts
     from pipeline.scoring import verify_batch
     from pipeline.selection import CurateConfig
 
@@ -157,7 +157,7 @@ def analyse(pool: pl.DataFrame) -> pl.DataFrame:
         pool["verifier"].to_list(),
         marker_required=marker,
         contexts=step_contexts(pool, [1] * pool.height),
-        truncated=(pool["finish_reason"] == "length").to_list(),
+        truncated=cut_flags(pool),
     )
     scored = pool.with_columns(
         pl.Series("correct", [bool(v.correct) for v in verdicts]),

@@ -85,16 +85,9 @@ class Arm:
 # ------------------------------------------------------------------ pools
 
 
-def cut_flags(pool: pl.DataFrame) -> list[bool] | bool:
-    """Per sample, whether its sampler cut it at the token budget (a `finish_reason` column of
-    "length"); False for all when the pool does not say."""
-    if "finish_reason" not in pool.columns:
-        return False
-    return (pool["finish_reason"] == "length").fill_null(False).to_list()
-
-
 def score(pool: pl.DataFrame, marker_required: bool = True) -> pl.DataFrame:
     """The pool with Sieve's verdicts (chat models: an answer must come from a marker)."""
+    from pipeline.rollouts import cut_flags
     from pipeline.scoring import verify_batch
 
     verdicts = verify_batch(

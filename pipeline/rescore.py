@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 import polars as pl
 
 from pipeline.audit import resolve
-from pipeline.rollouts import step_contexts
+from pipeline.rollouts import cut_flags, step_contexts
 from pipeline.scoring import VERIFIER_VERSION, verify_batch
 from pipeline.store import Ledger
 
@@ -55,7 +55,7 @@ def judge(rows: pl.DataFrame) -> pl.DataFrame:
         rows["verifier"].to_list(),
         marker_required=(rows["prompt_format"] == "chat").fill_null(False).to_list(),
         contexts=step_contexts(rows, [1] * rows.height),  # one rollout per row
-        truncated=(rows["finish_reason"] == "length").fill_null(False).to_list(),
+        truncated=cut_flags(rows),
     )
     return rows.select(KEY).with_columns(
         pl.lit(VERIFIER_VERSION).alias("verifier_version"),

@@ -108,6 +108,14 @@ def step_contexts(problems: pl.DataFrame, sizes: list[int]) -> list[StepContext 
     return [c for c, k in zip(per_problem, sizes, strict=True) for _ in range(k)]
 
 
+def cut_flags(frame: pl.DataFrame) -> list[bool] | bool:
+    """Per row, whether its sampler cut it at the token budget (`finish_reason` "length"), as
+    `verify_batch(truncated=...)` takes it; False for all when the frame has no such column."""
+    if "finish_reason" not in frame.columns:
+        return False
+    return (frame["finish_reason"] == "length").fill_null(False).to_list()
+
+
 def step_frame(
     run_id: str, problem_ids: list[str], sample_idx: list[int], verdicts: list[Verdict]
 ) -> pl.DataFrame:

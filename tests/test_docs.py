@@ -150,12 +150,13 @@ def real_curriculum_results(folder: Path, sieve_ratio: float | None, with_sieve:
     uniform = {"sampled_mean": 0.2, "sampled_std": 0.01, "greedy_mean": 0.22}
     uniform |= {"start_sampled": 0.05, "zero_var_share": 0.6, "curation_rollouts": 0}
     final = {"uniform": uniform}
-    runs = [{"arm": "uniform", "seed": s} for s in (1, 2)]
+    runs = [{"arm": "uniform", "seed": 1, "seconds": 3000.0}]
+    runs += [{"arm": "uniform", "seed": 2, "seconds": 3600.0}]
     reach: dict[str, float | None] = {"uniform": 2048.0}
     ratio: dict[str, float | None] = {"uniform": 1.0}
     if with_sieve:
         final["sieve"] = {**final["uniform"], "sampled_mean": 0.25, "curation_rollouts": 900}
-        runs += [{"arm": "sieve", "seed": s} for s in (1, 2)]
+        runs += [{"arm": "sieve", "seed": s, "seconds": 60.0} for s in (1, 2)]
         reach["sieve"] = None if sieve_ratio is None else 2048.0 * sieve_ratio
         ratio["sieve"] = sieve_ratio
     cells = [
@@ -186,10 +187,7 @@ def real_curriculum_results(folder: Path, sieve_ratio: float | None, with_sieve:
                 "hacked": 1,
             },
         },
-        "timing": {
-            "base_eval_seconds": 480.0,
-            "seconds_per_run": {"uniform_s1": 3000.0, "uniform_s2": 3600.0, "sieve_s1": 60.0},
-        },
+        "timing": {"base_eval_seconds": 480.0},
         "seeds": [1, 2],
         "setup": {"budget": 2048, "samples": 4, "temperature": 0.6, "evals": 5, "seeds": [1, 2]},
         "heldout_problems": 226,

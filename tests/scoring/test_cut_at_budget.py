@@ -108,3 +108,13 @@ def test_training_reward_reads_the_samples_truncation() -> None:
     scores = verifier_reward([item, item], samples)
     assert scores.correct == [False, True]
     assert scores.rewards == [0.0, 1.0]
+
+
+def test_a_frames_finish_reason_gives_the_flags() -> None:
+    """Rescore rows and backtest pools pass their stored finish_reason (a pool without the
+    column reads every text as finished)."""
+    from pipeline.rollouts import cut_flags
+
+    frame = pl.DataFrame({"finish_reason": ["length", "stop", None]})
+    assert cut_flags(frame) == [True, False, False]
+    assert cut_flags(frame.drop("finish_reason")) is False
