@@ -7,8 +7,8 @@ Understands integers, decimals, `a/b`, `\\frac{a}{b}` (also `\\dfrac`, `\\tfrac`
 repeating decimals (`0.\\overline{3}`) and the number words zero..twenty, thirty..ninety.
 Values are compared exactly with `fractions.Fraction`, so `1/2 == 0.5 == \\frac{1}{2}` but
 `0.333 != 1/3` (a rounded decimal is a different number; math-verify would also accept `0.333333`,
-the fast path never does). A percent matches either its face value or that value / 100 (`50%`
-equals both `50` and `0.5`), as math-verify does.
+the fast path never does). A percent matches its face value, or that value / 100 when the gold
+is not a whole number (`50%` equals both `50` and `0.5`, as in math-verify; `100%` is not `1`).
 
 The fast path says "correct" on an exact match and "wrong" only for two clean numbers that differ.
 Readings that are guesses are marked `certain=False` and, when unequal, defer to math-verify
@@ -299,13 +299,18 @@ def candidate_number(text: str) -> Number | None:
     return _short_candidate_number(text) if len(text) <= 64 else parse_number(text)
 
 
-def same_number(a: Number, b: Number) -> bool:
-    """Exact equality, where a percent may also stand for its value / 100."""
-    if a.value == b.value:
+def same_number(cand: Number, gold: Number) -> bool:
+    """Exact equality, where a percent may also stand for its value / 100.
+
+    A candidate's percent is read as a fraction only against a gold that is not a whole number
+    (`25%` for 0.25): against a whole gold it pays nonsense (SmolLM2 answered `217 mod 4`, gold
+    1, with "the final answer is 100%", and sieve-math/6 paid it). A percent gold (`10%`) still
+    admits its fraction (`0.1`)."""
+    if cand.value == gold.value:
         return True
-    if a.percent and a.value / 100 == b.value:
+    if cand.percent and gold.value.denominator != 1 and cand.value / 100 == gold.value:
         return True
-    return b.percent and b.value / 100 == a.value
+    return gold.percent and gold.value / 100 == cand.value
 
 
 def is_non_finite(text: str) -> bool:

@@ -36,7 +36,12 @@ import threading
 from pipeline.scoring.commit import HEDGED, RETRACTED, hedge, retraction
 from pipeline.scoring.extract import extract
 from pipeline.scoring.steps import StepContext
-from pipeline.scoring.verifiers import RG_VERIFIER_VERSION, Check, register_verifier
+from pipeline.scoring.verifiers import (
+    RG_VERIFIER_VERSION,
+    Check,
+    committed_value,
+    register_verifier,
+)
 from pipeline.scoring.worker import STARTUP_TIMEOUT, default_worker
 
 _loaded = threading.Lock()
@@ -116,7 +121,7 @@ def rg_verifier(
     if hedged is not None:
         return Check(True, False, _components(0.0, explicit), f"{HEDGED}: {hedged}")
     if explicit and found.end >= 0:
-        withdrawn = retraction(completion[found.end :], None)
+        withdrawn = retraction(completion[found.end :], committed_value(candidate))
         if withdrawn is not None:
             return Check(True, False, _components(0.0, True), f"{RETRACTED}: {withdrawn}")
     score, detail = _score_in_worker(params_json, candidate, answer, timeout)

@@ -55,6 +55,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from importlib import metadata
 
 from pipeline.scoring.commit import (
@@ -97,12 +98,14 @@ _MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
 #    marker mode is the default.
 # 5: an answer that runs to the token budget's cut is not paid (module doc, "Cut at the budget").
 # 6: a later "N is the answer" with another N withdraws the answer (commit.py, _RESTATED).
-VERIFIER_VERSION = f"sieve-math/6+math-verify/{metadata.version('math-verify')}"
+# 7: exact and rg keep an answer restated with the same number (`committed_value`); a percent
+#    stands for value / 100 only against a gold that is not a whole number (numeric.same_number).
+VERIFIER_VERSION = f"sieve-math/7+math-verify/{metadata.version('math-verify')}"
 # With the `gym` extra installed, the "rg" verifier's version (pipeline/scoring/rg.py) joins it:
 # reasoning-gym's own `score_answer` decides those verdicts. The last number counts changes of
 # Sieve's reading around score_answer.
 try:
-    RG_VERIFIER_VERSION: str | None = f"rg/{metadata.version('reasoning-gym')}/2"
+    RG_VERIFIER_VERSION: str | None = f"rg/{metadata.version('reasoning-gym')}/3"
     VERIFIER_VERSION += f"+{RG_VERIFIER_VERSION}"
 except metadata.PackageNotFoundError:
     RG_VERIFIER_VERSION = None
@@ -205,8 +208,7 @@ def _uncommitted(completion: str, found: Extracted, candidate: str, answer: str)
         return f"{HEDGED}: {hedged}"
     if found.marker is None or found.end < 0:
         return None
-    number = candidate_number(candidate)
-    withdrawn = retraction(completion[found.end :], None if number is None else number.value)
+    withdrawn = retraction(completion[found.end :], committed_value(candidate))
     return None if withdrawn is None else f"{RETRACTED}: {withdrawn}"
 
 
@@ -255,12 +257,21 @@ def exact_verifier(
     if is_non_finite(candidate) or is_non_finite(gold):
         return Check(True, False, _components(False, explicit), "non-finite number")
     if explicit:
-        withdrawn = retraction(completion[found.end :], None)
+        withdrawn = retraction(completion[found.end :], committed_value(candidate))
         if withdrawn is not None and candidate.strip() == gold:
             return Check(True, False, _components(False, True), f"{RETRACTED}: {withdrawn}")
     whole = not marker_required and completion.strip() == gold
     correct = whole or candidate.strip() == gold
     return Check(True, correct, _components(correct, explicit or whole), "exact")
+
+
+def committed_value(candidate: str) -> Fraction | None:
+    """The number an extracted answer states, for `retraction` (a later "the answer is N" with
+    the same N keeps it), or None when it is not one number. Every verifier that reads markers
+    passes it: before sieve-math/7 the exact and rg verifiers passed None, so restating the
+    answer withdrew it ("The final answer is 18.\n\n18 is the final answer." for `3 * 6`)."""
+    number = candidate_number(candidate)
+    return None if number is None else number.value
 
 
 # `Verdict.detail` values of verdicts the fast path decided on a guessed reading (a decimal comma

@@ -117,6 +117,22 @@ def test_a_partial_score_is_not_paid(dataset: str, pad: str) -> None:
     assert (right.reward, right.correct) == (1.0, True)
 
 
+def test_a_restated_answer_is_kept_and_another_number_withdraws_it() -> None:
+    """SmolLM2's text from sieve seed 1's training (`3 * 6`): before rg/3 the verifier compared
+    the restated number with nothing and withdrew every restatement."""
+    row = one("rg:products", 2)
+    gold, ctx = row["answer"], context(row)
+    kept = verify(
+        f"The final answer is {gold}.\n\n{gold} is the final answer.", gold, "rg", context=ctx
+    )
+    assert (kept.reward, kept.correct) == (1.0, True)
+    other = str(int(gold) + 1)
+    gone = verify(
+        f"The final answer is {gold}.\n\n{other} is the final answer.", gold, "rg", context=ctx
+    )
+    assert (gone.correct, gone.detail) == (False, "retracted: restated")
+
+
 def test_an_answer_that_makes_score_answer_raise_is_wrong_not_an_error() -> None:
     row = one("rg:prime_factorization")  # its score_answer parses the factors with int()
     verdict = verify("\\boxed{zzz 12}", row["answer"], "rg", context=context(row))

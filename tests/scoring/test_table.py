@@ -9,7 +9,8 @@ table encodes:
 * decimals compare exactly: `0.333`, `0.3333333` and `0.142857` are wrong for 1/3 and 1/7 (the fast
   path decides plain numbers without math-verify, whose default rounding to 6 digits would accept
   `0.333333`);
-* a percent matches its face value or value / 100 (`25%` is right for both 25 and 0.25);
+* a percent matches its face value or value / 100 (`25%` is right for both 25 and 0.25), the
+  latter only for a gold that is not a whole number (`100%` is wrong for 1);
 * the last `\\boxed{}` wins; in a bare or phrase answer with several numbers, the number after the
   last `=`, `:` or word counts ("3 + 4 = 7" answers 7; "5 apples plus 2 apples is 7 apples" too);
 * an empty completion, an empty `\\boxed{}` or a bare marker is wrong (reason "no_answer").
