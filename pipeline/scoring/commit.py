@@ -175,12 +175,19 @@ _NOT_CLAUSE = re.compile(
 _CLAUSE = re.compile(r"[.;:\n](?=\s)|\b(?:so|thus|hence|therefore|then)\b", re.IGNORECASE)
 
 
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+
+
 def drop_negated(text: str) -> str:
     """`text` without a trailing negated alternative ("5 apples, not 6" gives "5 apples"); the
-    text itself when nothing would be left ("not 42")."""
+    text itself when nothing would be left ("not 42") or when the negated clause denies the
+    kept number ("1 is not equal to 1", SmolLM2's: a contradiction, left for the hedge scan)."""
     head = max(0, len(text) - _NOT_WINDOW)  # the clause ends the text: a bounded search
     m = _NOT_CLAUSE.search(text, head)
     if m is None or not text[: m.start()].strip(" $"):
+        return text
+    kept = _DIGITS.findall(text[: m.start()])
+    if kept and kept[-1] in _DIGITS.findall(m.group(0)):
         return text
     return text[: m.start()]
 

@@ -6,10 +6,16 @@ curation and rescoring pass for every completion), rebuilds the entry from it an
 dataset to score the answer. Steps:
 
 1. the answer is read as for math: `extract` (pipeline/scoring/extract.py); in chat mode
-   (`marker_required=True`) an answer marker is required, else "no answer marker";
+   (`marker_required=True`) an answer marker is required, else "no answer marker"; a trailing
+   negated alternative is dropped (`6, not 5`; `drop_negated`);
 2. an answer that hedges (`4 or 5`, words the gold does not have) or is withdrawn afterwards
    (`... wait, no`) is wrong (pipeline/scoring/commit.py), before reasoning-gym sees it;
-3. `score_answer(answer, entry)` runs in the killable worker (pipeline/scoring/worker.py) under
+3. what reasoning-gym sees is the committed value (`rg_reading`): leading filler words go ("the
+   answer is simply 16") and an equation gives its last side ("the final answer is 8 + 6 =
+   14"), as the math verifier reads them, for a gold that is a number. Before rg/4 score_answer got
+   the words too and paid a partial score, unpaid: SmolLM2 lost 12 right answers that way in
+   Sieve seed 1's ledger;
+4. `score_answer(answer, entry)` runs in the killable worker (pipeline/scoring/worker.py) under
    the same deadline as math-verify: `correct` is score == 1, and so is the reward (the
    `correctness` component). A partial score is not paid: the base class's `score_answer`, which
    many datasets keep, gives len(gold) / len(answer) to any answer that contains the gold, so
@@ -31,10 +37,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 
-from pipeline.scoring.commit import HEDGED, RETRACTED, hedge, retraction
+from pipeline.scoring.commit import HEDGED, RETRACTED, drop_negated, fold, hedge, retraction
 from pipeline.scoring.extract import extract
+from pipeline.scoring.numeric import gold_number
 from pipeline.scoring.steps import StepContext
 from pipeline.scoring.verifiers import (
     RG_VERIFIER_VERSION,
@@ -99,6 +107,23 @@ def _components(score: float, formatted: bool) -> dict[str, float]:
     return {"correctness": score, "format": 1.0 if formatted else 0.0}
 
 
+# Words that qualify nothing before a committed answer ("the answer is simply 16").
+_FILLER = re.compile(
+    r"^(?:(?:simply|just|only|exactly|precisely|indeed|therefore|thus|so|still|clearly|"
+    r"definitely|now|then|equal\s+to|equals)\b[\s,:]*)+",
+    re.IGNORECASE,
+)
+
+
+def rg_reading(candidate: str, gold: str) -> str:
+    """The value a committed answer states, for score_answer (module doc, step 3); a gold that
+    is not a number leaves the candidate as it is."""
+    if gold_number(gold) is None:
+        return candidate
+    text = candidate[candidate.rfind("=") + 1 :]
+    return _FILLER.sub("", text.strip()).strip() or candidate
+
+
 @register_verifier("rg", reads_markers=True, takes_context=True)
 def rg_verifier(
     completion: str,
@@ -116,7 +141,7 @@ def rg_verifier(
         return Check(False, False, _components(0.0, False), "no answer marker")
     if found.text is None:
         return Check(False, False, _components(0.0, False), "no answer found")
-    candidate = found.text.strip()
+    candidate = drop_negated(fold(found.text)).strip()
     hedged = hedge(candidate, answer, relations=explicit)
     if hedged is not None:
         return Check(True, False, _components(0.0, explicit), f"{HEDGED}: {hedged}")
@@ -124,7 +149,7 @@ def rg_verifier(
         withdrawn = retraction(completion[found.end :], committed_value(candidate))
         if withdrawn is not None:
             return Check(True, False, _components(0.0, True), f"{RETRACTED}: {withdrawn}")
-    score, detail = _score_in_worker(params_json, candidate, answer, timeout)
+    score, detail = _score_in_worker(params_json, rg_reading(candidate, answer), answer, timeout)
     if score == 1.0:
         return Check(True, True, _components(1.0, explicit), detail)
     if score > 0.0:  # reasoning-gym's partial credit: a wrong answer is not paid (docstring)

@@ -100,12 +100,14 @@ _MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
 # 6: a later "N is the answer" with another N withdraws the answer (commit.py, _RESTATED).
 # 7: exact and rg keep an answer restated with the same number (`committed_value`); a percent
 #    stands for value / 100 only against a gold that is not a whole number (numeric.same_number).
-VERIFIER_VERSION = f"sieve-math/7+math-verify/{metadata.version('math-verify')}"
+# 8: a trailing "not ..." that denies the kept number is not dropped ("1 is not equal to 1").
+VERIFIER_VERSION = f"sieve-math/8+math-verify/{metadata.version('math-verify')}"
 # With the `gym` extra installed, the "rg" verifier's version (pipeline/scoring/rg.py) joins it:
 # reasoning-gym's own `score_answer` decides those verdicts. The last number counts changes of
-# Sieve's reading around score_answer.
+# Sieve's reading around score_answer (3: a restated answer is kept; 4: score_answer gets the
+# committed value, `rg_reading`, and a trailing negated alternative is dropped).
 try:
-    RG_VERIFIER_VERSION: str | None = f"rg/{metadata.version('reasoning-gym')}/3"
+    RG_VERIFIER_VERSION: str | None = f"rg/{metadata.version('reasoning-gym')}/4"
     VERIFIER_VERSION += f"+{RG_VERIFIER_VERSION}"
 except metadata.PackageNotFoundError:
     RG_VERIFIER_VERSION = None

@@ -16,6 +16,7 @@ from pipeline.errors import SieveError
 from pipeline.problems import generate, generate_mix, parse_levels, rg
 from pipeline.problems.mix import load_mix
 from pipeline.scoring import VERIFIER_VERSION, StepContext, verify, verify_batch
+from pipeline.scoring.rg import rg_reading
 from pipeline.scoring.verifiers import RG_VERIFIER_VERSION
 from pipeline.store import Ledger
 
@@ -131,6 +132,43 @@ def test_a_restated_answer_is_kept_and_another_number_withdraws_it() -> None:
         f"The final answer is {gold}.\n\n{other} is the final answer.", gold, "rg", context=ctx
     )
     assert (gone.correct, gone.detail) == (False, "retracted: restated")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # SmolLM2's, from sieve seed 1's ledger: unpaid partial scores before rg/4
+        "Your final answer is simply {g}.",
+        "The answer is simply {g}.",
+        "The final answer is {a} * {b} = {g}.",
+        "\\boxed{{{a} * {b} = {g}}}",
+        "The final answer is {g}.\n\nRemember that the final answer is only {g}, not a fraction.",
+    ],
+)
+def test_score_answer_gets_the_committed_value(text: str) -> None:
+    row = one("rg:products", 2)
+    a, b = (int(x) for x in row["question"].split(": ")[1].split(".")[0].split(" * "))
+    gold = row["answer"]
+    got = verify(text.format(a=a, b=b, g=gold), gold, "rg", context=context(row))
+    assert (got.reward, got.correct) == (1.0, True), got.detail
+    wrong = verify(text.format(a=a, b=b, g=int(gold) + 1), gold, "rg", context=context(row))
+    assert wrong.correct is False
+
+
+def test_the_reading_leaves_a_non_numeric_gold_alone() -> None:
+    assert rg_reading("simply olleh", "olleh") == "simply olleh"
+    assert rg_reading("x = 3", "x = 3") == "x = 3"
+    assert rg_reading("simply 16", "16") == "16"
+    assert rg_reading("4 + 4 = 8", "8") == "8"
+
+
+def test_a_negation_of_the_answer_itself_is_a_contradiction() -> None:
+    row = one("rg:products", 2)
+    gold = row["answer"]
+    text = f"Justifying the answer: {gold} is not equal to {gold}."
+    assert verify(text, gold, "rg", context=context(row)).correct is False
+    assert verify(text, gold).correct is False  # the math verifier too (sieve-math/8)
+    kept = f"The final answer is {gold}, not {int(gold) + 1}."
+    assert verify(kept, gold, "rg", context=context(row)).correct is True
 
 
 def test_an_answer_that_makes_score_answer_raise_is_wrong_not_an_error() -> None:
