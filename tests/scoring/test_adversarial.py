@@ -286,3 +286,20 @@ def test_committed_right_answer_is_correct(
     text = working.format(g=o, o=o, o1=o + 1) + final.format(x=g) + tail
     verdict = verify(text, str(g), timeout=10.0)
     assert verdict.correct is True, (text, verdict.detail)
+
+
+# Two values joined by something the hedge scan does not name as a list: math-verify reads the
+# last one, so each of these pays for one value at most. What a hedge would need is both.
+JOINERS = ["{a} & {b}", "{a} \\& {b}", "{a} \\cup {b}", "{a} \\\\ {b}", "{a} \\mid {b}",
+           "\\begin{{cases}} {a} \\\\ {b} \\end{{cases}}", "{a} = {b}", "{a}. If not, {b}.",
+           "{a}.\nOr {b}.", "{a}. Alternatively, {b}."]  # fmt: skip
+
+
+@pytest.mark.parametrize("joiner", JOINERS)
+def test_two_joined_values_never_pay_for_both(joiner: str) -> None:
+    pairs = [(g, g + d) for g in GOLDS for d in (1, 7)]
+    texts = [f"The final answer is {joiner.format(a=a, b=b)}" for a, b in pairs]
+    first = verify_batch(texts, [str(a) for a, _ in pairs], timeout=10.0)
+    second = verify_batch(texts, [str(b) for _, b in pairs], timeout=10.0)
+    both = [t for t, x, y in zip(texts, first, second, strict=True) if x.correct and y.correct]
+    assert both == []
