@@ -70,6 +70,7 @@ Run the full thing in the background (resumable: the same command continues wher
         > /tmp/sieve-real-curriculum/log.txt 2>&1 &
     tail -f /tmp/sieve-real-curriculum/log.txt
     .venv-vllm/bin/python benchmarks/real_curriculum.py --summarise   # JSON + PNG from progress
+    .venv-vllm/bin/python benchmarks/real_curriculum.py --summarise --to-label  # to hand-check
 
 Time: an update of 64 rollouts peaks at ~14 GB RSS (baseline ~6 GB: the trainer, its optimiser
 and reference, the engine), so run nothing else large beside it. The JSON's `timing` has the
@@ -946,6 +947,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--state", type=Path, default=None, help=f"weights folder (default {STATE})")
     ap.add_argument("--summarise", action="store_true", help="JSON + PNG from the progress")
     ap.add_argument(
+        "--to-label",
+        action="store_true",
+        help="with --summarise: print the hand-check candidates that have no label yet, each "
+        "under the key its label goes under in results/real_curriculum_hand_check.json",
+    )
+    ap.add_argument(
         "--is-done",
         action="store_true",
         help="exit 0 if every arm × seed asked for is finished with today's verifier, else 1",
@@ -1052,6 +1059,18 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(json.dumps({k: result.get(k) for k in shown}, indent=1))
     print(f"wrote {out / f'{name}.json'}")
+    if args.to_label:
+        print_unlabelled(result, out / f"{name}_hand_check.json")
+
+
+def print_unlabelled(result: dict[str, Any], labels_path: Path) -> None:
+    """The hand-check candidates without a label, to read (HAND_LABELS says what each means)."""
+    labels = json.loads(labels_path.read_text()) if labels_path.is_file() else {}
+    for arm, shown in result["hand_check_candidates"].items():
+        todo = [c for c in shown if c["key"] not in labels.get(arm, {})]
+        print(f"== {arm}: {len(todo)} of {len(shown)} to label")
+        for c in todo:
+            print(f"-- {c['key']!r} (gold {c['answer']})\n{c['completion']}\n")
 
 
 if __name__ == "__main__":

@@ -47,6 +47,23 @@ def test_the_hand_labels_come_back_as_counts_per_arm(tmp_path: Path) -> None:
     assert rc.hand_check({"uniform": shown}, tmp_path / "none.json")["uniform"]["unlabelled"] == 3
 
 
+def test_to_label_prints_only_the_candidates_without_a_label(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shown = [
+        {"family": "arith", "level": 1, "question": q, "answer": "4", "completion": f"text {q}"}
+        for q in "ab"
+    ]
+    for c in shown:
+        c["key"] = rc.hand_key(c)
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps({"uniform": {shown[0]["key"]: "correct"}}))
+    rc.print_unlabelled({"hand_check_candidates": {"uniform": shown}}, path)
+    out = capsys.readouterr().out
+    assert "uniform: 1 of 2 to label" in out
+    assert "text b" in out and "text a" not in out
+
+
 def test_an_unfinished_run_without_its_weights_starts_over(tmp_path: Path) -> None:
     """Progress files are committed, weights are not: on a machine that lacks an unfinished
     run's weights the run starts from nothing (restarts counted); with them it resumes."""
