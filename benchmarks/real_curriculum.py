@@ -21,7 +21,8 @@ night starts that could overrun it, so each arm spends at most the budget. Arms:
   that stayed zero-variance, curation and training evidence alike: each night's training groups
   are written to the night's ledger as `sieve loop` writes them), then trains on the night's
   curriculum for `--train-ratio` × the night's curation cost; nights repeat while the budget
-  lasts (at least 2 fit in the default budget);
+  lasts (at least 2 fit in the default budget); the nights are one training run (AdamW
+  moments and the learning-rate schedule carry over, the KL reference is the base weights);
 - `sieve_every_rollout`: `sieve` with each curriculum prompt's first visit replaying its stored
   curation samples (`replay_curation`, counted once as curation) and the GRESO skip fed by
   curation and training groups, its streaks carried from night to night.
@@ -81,6 +82,7 @@ median load; docs/real-models.md renders them.
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import math
@@ -559,8 +561,20 @@ def night_cells(ledger: Any, screen_run: str, curriculum_id: str) -> dict[str, d
     return {r["cell"]: {"screened": r["screened"], "kept": r["kept"]} for r in frame.to_dicts()}
 
 
-def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFrame) -> None:
-    """sieve / sieve_every_rollout: nights of curate → train; saved at each night's end."""
+def run_nights(
+    run: Run,
+    pol: Policy,
+    base_weights: dict[str, torch.Tensor],
+    mix: dict[str, list[int]],
+    held: pl.DataFrame,
+) -> None:
+    """sieve / sieve_every_rollout: nights of curate → train; saved at each night's end.
+
+    The nights are one training run cut by curation, as the online arms' steps are one run: each
+    night's trainer takes over the last night's AdamW moments and learning-rate schedule (the
+    warm-up runs once, on night 0), and its KL reference is the base weights, as theirs is. A
+    fresh trainer each night would warm the learning rate up again (5 of the ~7 steps a night
+    has in this budget) and pull towards the last night's weights."""
     from flows.curate import curate
     from grpo_core.history import ZeroVarSkip, replay_curation
     from grpo_core.seeds import seed_torch
@@ -583,6 +597,10 @@ def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
         saved = AutoModelForCausalLM.from_pretrained(night_folder, dtype=torch.float32)
         pol.model.load_state_dict(saved.state_dict())
         pol.sync()
+    carried = night_folder / "optimiser.pt"  # AdamW and the LR schedule, beside the weights
+    state = torch.load(carried, weights_only=False) if carried.is_file() else None
+    reference = copy.deepcopy(pol.model).eval().requires_grad_(False)
+    reference.load_state_dict(base_weights)
     skip = ZeroVarSkip(streaks=dict(run.p["streaks"]), seed=seed)
     sampling = SamplingConfig(
         max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=TOP_P
@@ -671,6 +689,12 @@ def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
                     hooks=Hooks(warning=lambda m: None),
                 )
                 trainer.step = step0
+                if trainer.ref_model is not None:  # the base weights, not tonight's start
+                    trainer.ref_model = trainer.policy.ref_model = reference
+                if state is not None:
+                    trainer.optimizer.load_state_dict(state["optimizer"])
+                    trainer.scheduler.load_state_dict(state["scheduler"])
+                record["lr_start"] = float(trainer.scheduler.get_last_lr()[0])
                 for _ in range(steps):
                     if run.left() < cost:
                         break
@@ -688,6 +712,11 @@ def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
                     )["n"][0]
                 )
                 pol.model = trainer.model
+                state = {
+                    "optimizer": trainer.optimizer.state_dict(),
+                    "scheduler": trainer.scheduler.state_dict(),
+                }
+                record["lr_end"] = float(trainer.scheduler.get_last_lr()[0])
             record.update({k: v - counts_before.get(k, 0) for k, v in run.p["counts"].items()})
             run.p["nights"].append(record)
             run.p["night"] = night + 1
@@ -695,6 +724,8 @@ def run_nights(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
             tmp = night_folder.with_name("night_model.tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             pol.model.save_pretrained(tmp)
+            if state is not None:
+                torch.save(state, tmp / carried.name)
             shutil.rmtree(night_folder, ignore_errors=True)
             tmp.rename(night_folder)
             run.p["saved"] = night + 1
@@ -732,7 +763,7 @@ def run_arm(
     pol.model.load_state_dict(base_weights)
     pol.sync()
     if run.arm in ("sieve", "sieve_every_rollout"):
-        run_nights(run, pol, mix, held)
+        run_nights(run, pol, base_weights, mix, held)
     else:
         run_online(run, pol, mix, held)
     if run.p["curve"][-1]["rollouts"] != run.p["rollouts"]:

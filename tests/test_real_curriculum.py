@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,7 @@ def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: P
     assert all(c["zone"] in ("always", "learnable", "never", "unmeasured") for c in out["cells"])
     assert out["final_gap_vs_uniform"]["uniform"]["mean"] == 0.0
     trained = []  # the sieve nights that trained (a tiny random policy may keep nothing some runs)
+    carried = 0  # nights that took over an earlier night's optimiser and schedule
     for run in out["runs"]:
         curve = run["curve"]
         assert curve[0]["rollouts"] == 0 and curve[-1]["rollouts"] == run["rollouts"]
@@ -148,11 +150,18 @@ def test_smoke_structure_budget_and_resume(partly_trained_dir: Path, tmp_path: P
                 # (the history prior may reject a candidate before the screen samples it)
                 assert sum(c["screened"] for c in n["cells"].values()) <= n["candidates"]
                 assert sum(c["kept"] for c in n["cells"].values()) == n["kept"]
+            ran = [n for n in run["nights"] if "lr_start" in n]
+            # one schedule over the nights: a night starts at the learning rate the last one
+            # ended on, not at the warm-up's first value again
+            assert all(b["lr_start"] == a["lr_end"] for a, b in pairwise(ran))
+            carried += len(ran) - 1 if ran else 0
+            assert all(n["lr_start"] <= n["lr_end"] for n in ran)
             trained += [n for n in run["nights"] if n.get("train_rollouts", 0) > 0]
         else:
             assert run["curation_rollouts"] == 0
     # each night that trained left its groups in the ledger for the next night's prior
     assert trained and all(n["training_groups_recorded"] > 0 for n in trained)
+    assert carried > 0
     assert all(out["budget_respected"].values())
     for checks in out["hand_check_candidates"].values():
         assert len(checks) <= 20
