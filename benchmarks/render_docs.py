@@ -798,7 +798,7 @@ def real_curriculum_levels(r: Results) -> str:
     base model's held-out pass@1 and each arm's seed-mean change by the end of the budget."""
     name = "real_curriculum"
     gains = r(name, "per_level_gains")
-    arms = [a for a in CURRICULUM_ARMS if a in gains]
+    arms = [a for a in r(name, "final") if a in gains]  # the headline table's order
     zone = {
         (c["family"], c["level"]): c["zone"]
         + ("" if c["pass_rate"] is None else f" ({num(100 * c['pass_rate'], 1)} %)")
@@ -830,10 +830,10 @@ def real_curriculum_runs(r: Results) -> str:
     name = "real_curriculum"
     check = r(name, "hand_check")
     rows = []
-    for arm, label in CURRICULUM_ARMS.items():
+    for arm in r(name, "final"):  # the headline table's order
         if arm not in check:
             continue
-        c = check[arm]
+        c, label = check[arm], CURRICULUM_ARMS[arm]
         times_ = [run["seconds"] for run in r(name, "runs") if run["arm"] == arm]
         rows.append(
             [label, num(c["read"])]
