@@ -56,7 +56,7 @@ file when it ends, so a full run can span sessions whose machines do not outlive
 Output: results/real_curriculum.json + .png: per arm `rollouts_to_uniform_final` (where the
 seed-mean curve first reaches uniform's mean final accuracy, as in curriculum.json, reusing its
 functions), the `seeds`, final gaps to uniform with their spread over seeds, per-level gains,
-and up to 20 judged-correct held-out completions per arm, each on a different problem
+and up to 20 judged-correct held-out completions per arm and seed, each on a different problem
 (`hand_check_candidates`), to read for reward hacking; the labels written by reading them go in
 `results/real_curriculum_hand_check.json` and come back as counts per arm (`hand_check`).
 
@@ -851,14 +851,7 @@ def summary(
     `labels`: the hand-check labels file."""
     done = [r for r in runs if r["curve"]]
     body = summarise(done, setup) if done else {}  # type: ignore[arg-type]  # unread there
-    candidates = {
-        arm: [
-            {**c, "key": hand_key(c)}  # the key its label goes under in the labels file
-            for c in distinct_problems([c for r in done if r["arm"] == arm for c in r["correct"]])
-        ]
-        for arm in ARMS
-        if any(r["arm"] == arm for r in done)
-    }
+    candidates = hand_candidates(done)
     return {
         "benchmark": "real_curriculum",
         "model": model,
@@ -895,6 +888,22 @@ def hand_key(c: dict[str, Any]) -> str:
     problem (a rerun samples new completions)."""
     text = hashlib.sha256(c["completion"].encode()).hexdigest()[:10]
     return f"{c['family']} {c['level']}: {c['question']} #{text}"
+
+
+def hand_candidates(runs: list[dict]) -> dict[str, list[dict[str, Any]]]:
+    """Per arm, the completions to read: up to 20 per run (seed), each on a different problem
+    within its run, with the seed and the key its label goes under in the labels file. Every
+    seed is read, and a seed's candidates do not change when another seed lands."""
+    return {
+        arm: [
+            {**c, "seed": r["seed"], "key": hand_key(c)}
+            for r in runs
+            if r["arm"] == arm
+            for c in distinct_problems(r["correct"])
+        ]
+        for arm in ARMS
+        if any(r["arm"] == arm for r in runs)
+    }
 
 
 def hand_check(candidates: dict[str, list[dict[str, Any]]], path: Path) -> dict[str, Any]:

@@ -25,6 +25,23 @@ def test_the_hand_check_reads_distinct_problems() -> None:
     assert rc.distinct_problems(many) == many[:20]
 
 
+def test_every_seed_is_read_and_a_new_seed_leaves_the_old_candidates_alone() -> None:
+    """Up to 20 texts per run: seed 2 adds its own without displacing seed 1's (whose labels
+    are already written), even on the problems seed 1 answered too."""
+
+    def text(q: str, seed: int) -> dict:
+        return {"family": "arith", "level": 1, "question": q, "completion": f"{q} s{seed}"}
+
+    s1 = {"arm": "uniform", "seed": 1, "correct": [text(f"{i}+0", 1) for i in range(25)]}
+    s2 = {"arm": "uniform", "seed": 2, "correct": [text(f"{i}+0", 2) for i in range(3)]}
+    alone = rc.hand_candidates([s1])["uniform"]
+    both = rc.hand_candidates([s1, s2, {**s2, "arm": "greso"}])
+    assert both["uniform"][:20] == alone and len(alone) == 20
+    assert [c["seed"] for c in both["uniform"]] == [1] * 20 + [2] * 3
+    assert len({c["key"] for c in both["uniform"]}) == 23  # same problems, other texts
+    assert set(both) == {"uniform", "greso"}
+
+
 def test_the_hand_labels_come_back_as_counts_per_arm(tmp_path: Path) -> None:
     """Labels are keyed by cell, question and the completion read; a problem no longer shown,
     or shown with another completion, is not counted; an unknown label is one error naming
