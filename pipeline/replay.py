@@ -7,7 +7,8 @@
   trainer (temperature, top-p ≠ 1, another token budget, stop strings): those samples are not from
   the reference policy the importance weights assume. A prompt with a completion whose
   re-tokenisation has another length than the stored one is left out (sampled fresh instead),
-  counted in `ReplaySet.retokenised_off`.
+  counted in `ReplaySet.retokenised_off`; a stopped completion's count may include its
+  end-of-sequence token (vLLM counts it, the hf backend does not).
 - `curation_visits`: whether each group of the given curation runs was zero-variance, in order
   (a night's screen and refine extend the skip's streaks);
 - `zero_var_streaks`: per problem, its most recent zero-variance groups in a row over curation
@@ -56,6 +57,18 @@ def _check_settings(frame: pl.DataFrame, temperature: float, max_new_tokens: int
             )
 
 
+def _round_trips(retokenised: pl.Expr) -> pl.Expr:
+    """Whether a stored completion's re-tokenisation has as many tokens as were sampled. vLLM
+    (and an OpenAI-compatible server) count the end-of-sequence token of a completion that
+    stopped in `n_tokens`, the hf backend does not (its ids end before it); the text never
+    holds it. So a stopped completion round-trips at `n_tokens` or `n_tokens - 1` tokens. Before
+    this allowance every stopped vLLM completion read as "off" and the real-model runs replayed
+    nothing (benchmarks/real_curriculum.py's `retokenised_off`: 82 of 96 prompts)."""
+    n = pl.col("n_tokens")
+    stopped = pl.col("finish_reason") == "stop"
+    return (retokenised == n) | (stopped & (retokenised == n - 1))
+
+
 def stored_groups(
     ledger: Ledger,
     runs: Sequence[str],
@@ -74,7 +87,7 @@ def stored_groups(
     frame = frame.with_columns(
         pl.Series("ids", ids, dtype=pl.List(pl.Int64)),
         pl.Series("text", texts, dtype=pl.Utf8),
-    ).with_columns(off=pl.col("ids").list.len() != pl.col("n_tokens"))
+    ).with_columns(off=~_round_trips(pl.col("ids").list.len()))
     off = frame.group_by("problem_id").agg(pl.col("off").any()).filter("off")["problem_id"]
     eos = tokenizer.eos_token_id
     out = ReplaySet(retokenised_off=off.len())

@@ -73,6 +73,28 @@ def test_a_prompt_whose_tokens_do_not_round_trip_is_left_out(ledger: Ledger) -> 
     assert sorted(got.groups) == ["p"] and got.retokenised_off == 1
 
 
+def test_a_token_count_that_includes_the_eos_of_a_stopped_completion_round_trips(
+    ledger: Ledger,
+) -> None:
+    """vLLM's n_tokens counts the end-of-sequence token of a completion that stopped (the text
+    lacks it): such a group is replayed. One more token than that, or a completion cut at the
+    budget counted one over, is still off."""
+    tok = build_tokenizer()
+    add_run(ledger, "s1", "2026-01-01")
+    rows = [("p", "12", "stop", 1.0), ("p", "7", "stop", 0.0), ("q", "12", "stop", 1.0)]
+    add_rollouts(ledger, "s1", [*rows, ("r", "1234", "length", 0.0)])
+    n = {t: len(tok(t, add_special_tokens=False)["input_ids"]) for t in ("12", "7", "1234")}
+    for pid, text, extra in (("p", "12", 1), ("p", "7", 1), ("q", "12", 2), ("r", "1234", 1)):
+        ledger.run(
+            "UPDATE rollouts SET n_tokens = $n WHERE problem_id = $p AND completion = $c",
+            {"n": n[text] + extra, "p": pid, "c": text},
+        )
+    got = stored_groups(ledger, ["s1"], tok, temperature=1.0, max_new_tokens=16)
+    assert sorted(got.groups) == ["p"] and got.retokenised_off == 2
+    assert got.groups["p"][0].token_ids == (*tok("12", add_special_tokens=False)["input_ids"],
+                                            tok.eos_token_id)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("settings", "named"),
     [({"temperature": 0.7}, "temperature 0.7"), ({"top_p": 0.9}, "top_p 0.9"),
