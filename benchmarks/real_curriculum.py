@@ -25,7 +25,10 @@ night starts that could overrun it, so each arm spends at most the budget. Arms:
   moments and the learning-rate schedule carry over, the KL reference is the base weights);
 - `sieve_every_rollout`: `sieve` with each curriculum prompt's first visit replaying its stored
   curation samples (`replay_curation`, counted once as curation) and the GRESO skip fed by
-  curation and training groups, its streaks carried from night to night.
+  curation and training groups, its streaks carried from night to night. Only the first
+  night's samples are replayed: the trainer reads a replayed sample's behaviour log-probs as the
+  KL reference's, the base weights, which sampled that night's curation alone (later nights'
+  samples still feed the history prior and the skip).
 
 Pool: `data/configs/real_mix.toml`, a wide mix like a user's. Each cell's measured pass rate is
 read from the committed results (arith/linear/modular/word: results/real_model.json;
@@ -582,7 +585,7 @@ def run_nights(
     from pipeline.batches import CurriculumBatches, curriculum_frame
     from pipeline.curate import Policy as CurationPolicy
     from pipeline.recipes import TrainSettings
-    from pipeline.replay import curation_visits, stored_groups
+    from pipeline.replay import ReplaySet, curation_visits, stored_groups
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.selection import CurateConfig
     from pipeline.store import Ledger
@@ -650,15 +653,25 @@ def run_nights(
                     runs = [result.screen_run, result.refine_run]
                     visits = curation_visits(ledger, runs)
                     skip.observe_flags(visits["problem_id"].to_list(), visits["flat"].to_list())
-                    stored = stored_groups(
-                        ledger,
-                        runs,
-                        pol.tok,
-                        temperature=s.temperature,
-                        max_new_tokens=s.max_new_tokens,
+                    # The trainer takes a replayed sample's behaviour log-probs to be the KL
+                    # reference's (grpo_core.types.Sample.replayed). The reference is the base
+                    # weights for every night, which sampled only the first night's curation:
+                    # later nights' samples come from the last night's weights, so they feed
+                    # the history prior and the skip but are not replayed.
+                    stored = (
+                        stored_groups(
+                            ledger,
+                            runs,
+                            pol.tok,
+                            temperature=s.temperature,
+                            max_new_tokens=s.max_new_tokens,
+                        )
+                        if night == 0
+                        else ReplaySet()
                     )
                     collector = replay_curation(stored.groups, start=step0, skip=skip)
                     record["retokenised_off"] = stored.retokenised_off
+                    record["replayable_prompts"] = len(stored.groups)
                 one_pass = int(frame["group_size"].sum())
                 length = max(int(s.train_ratio * spent), one_pass)
                 per_step = min(cost, one_pass)  # a small curriculum: one pass per step
@@ -848,10 +861,27 @@ def summary(
     labels: Path,
 ) -> dict[str, Any]:
     """The results JSON: `curriculum.json`'s summary of the runs plus the real-model parts;
-    `labels`: the hand-check labels file."""
-    done = [r for r in runs if r["curve"]]
+    `labels`: the hand-check labels file.
+
+    The arms are compared on the seeds that every arm with a finished run has finished (a
+    campaign spans sessions: uniform's seed 2 may land while the other arms have only seed 1);
+    a finished run of another seed is listed under `pending_runs` and its texts are read in the
+    hand check, but it enters no comparison until the other arms finish that seed."""
+    finished_runs = [r for r in runs if r["curve"]]
+    arms = {r["arm"] for r in finished_runs}
+    complete = [
+        sd
+        for sd in seeds
+        if all(any(r["arm"] == a and r["seed"] == sd for r in finished_runs) for a in arms)
+    ]
+    if complete:
+        done = [r for r in finished_runs if r["seed"] in complete]
+        seeds = complete
+    else:  # no seed that every arm has finished: compare what there is
+        done = finished_runs
+    pending = [r for r in finished_runs if r not in done]
     body = summarise(done, setup) if done else {}  # type: ignore[arg-type]  # unread there
-    candidates = hand_candidates(done)
+    candidates = hand_candidates(done + pending)
     return {
         "benchmark": "real_curriculum",
         "model": model,
@@ -872,6 +902,16 @@ def summary(
         "hand_check_candidates": candidates,
         "hand_check": hand_check(candidates, labels),
         "runs": [{k: v for k, v in r.items() if k != "correct"} for r in done],
+        "pending_runs": [
+            {
+                "arm": r["arm"],
+                "seed": r["seed"],
+                "rollouts": r["rollouts"],
+                "sampled": r["curve"][-1]["sampled"],
+                "greedy": r["curve"][-1]["greedy"],
+            }
+            for r in pending
+        ],
     }
 
 
