@@ -850,6 +850,22 @@ def curation_cells(runs: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
     return out
 
 
+def compared(runs: list[dict], seeds: list[int]) -> tuple[list[dict], list[dict], list[int]]:
+    """`(runs compared, runs pending, seeds compared)`: the seeds of `seeds` that every arm with
+    a run in `runs` has finished, and the runs of other seeds; with no such seed, every run is
+    compared (a campaign's first seed, arm by arm)."""
+    arms = {r["arm"] for r in runs}
+    have = {(r["arm"], r["seed"]) for r in runs}
+    complete = [sd for sd in seeds if all((a, sd) in have for a in arms)]
+    if not complete:
+        return runs, [], seeds
+    return (
+        [r for r in runs if r["seed"] in complete],
+        [r for r in runs if r["seed"] not in complete],
+        complete,
+    )
+
+
 def summary(
     runs: list[dict],
     setup: Setup,
@@ -867,19 +883,7 @@ def summary(
     campaign spans sessions: uniform's seed 2 may land while the other arms have only seed 1);
     a finished run of another seed is listed under `pending_runs` and its texts are read in the
     hand check, but it enters no comparison until the other arms finish that seed."""
-    finished_runs = [r for r in runs if r["curve"]]
-    arms = {r["arm"] for r in finished_runs}
-    complete = [
-        sd
-        for sd in seeds
-        if all(any(r["arm"] == a and r["seed"] == sd for r in finished_runs) for a in arms)
-    ]
-    if complete:
-        done = [r for r in finished_runs if r["seed"] in complete]
-        seeds = complete
-    else:  # no seed that every arm has finished: compare what there is
-        done = finished_runs
-    pending = [r for r in finished_runs if r not in done]
+    done, pending, seeds = compared([r for r in runs if r["curve"]], seeds)
     body = summarise(done, setup) if done else {}  # type: ignore[arg-type]  # unread there
     candidates = hand_candidates(done + pending)
     return {

@@ -790,7 +790,19 @@ def headline_real_curriculum(r: Results) -> str:
         f"{num(r(name, 'heldout_problems'))} held-out problems × {setup['samples']} samples at "
         f"T {setup['temperature']:g} plus greedy; seeds {seeds}):\n\n"
     )
-    return intro + curriculum(r, name).split("\n\n", 1)[1]
+    pending = r(name, "pending_runs")
+    later = ""
+    if pending:
+        runs = "; ".join(
+            f"{CURRICULUM_ARMS[p['arm']]} seed {p['seed']} ({num(p['sampled'], 4)} sampled, "
+            f"{num(p['greedy'], 4)} greedy)"
+            for p in pending
+        )
+        later = (
+            f"\n\nFinished but not compared until every arm has finished its seed (the table "
+            f"compares arms on the same seeds only): {runs}."
+        )
+    return intro + curriculum(r, name).split("\n\n", 1)[1] + later
 
 
 def real_curriculum_levels(r: Results) -> str:
@@ -834,16 +846,24 @@ def real_curriculum_runs(r: Results) -> str:
         if arm not in check:
             continue
         c, label = check[arm], CURRICULUM_ARMS[arm]
-        times_ = [run["seconds"] for run in r(name, "runs") if run["arm"] == arm]
+        runs = [run for run in r(name, "runs") if run["arm"] == arm]
+        steps = sum(run["steps"] for run in runs) / len(runs)
+        skipped = sum(run["counts"]["train_skipped_zero_var"] for run in runs) / len(runs)
+        seconds = sum(run["seconds"] for run in runs) / len(runs)
         rows.append(
-            [label, num(c["read"])]
+            [label, num(steps), num(skipped), num(c["read"])]
             + [num(c[k]) for k in ("correct", "wrong_working", "contradicted", "hacked")]
-            + [num(c["unlabelled"]), f"{num(sum(times_) / len(times_) / 60)} min"]
+            + [num(c["unlabelled"]), f"{num(seconds / 60)} min"]
         )
-    header = ["arm", "read", "correct", "right answer, wrong working", "contradicted", "hacked"]
+    header = ["arm", "updates per run", "prompt draws skipped per run", "texts read"]
+    header += ["correct", "right answer, wrong working", "contradicted", "hacked"]
     header += ["not read yet", "wall time per run"]
+    arms = [check[a] for a in r(name, "final") if a in check]
+    total = {k: sum(c[k] for c in arms) for k in ("read", "hacked", "contradicted")}
     return (
-        table(header, rows) + f"\n\nThe base model's evaluation, shared by every run: "
+        table(header, rows) + f"\n\nOf the {num(total['read'])} texts read: "
+        f"{num(total['hacked'])} hacked, {num(total['contradicted'])} contradicted. "
+        f"The base model's evaluation, shared by every run: "
         f"{num(r(name, 'timing', 'base_eval_seconds') / 60)} min."
     )
 

@@ -150,13 +150,26 @@ def real_curriculum_results(folder: Path, sieve_ratio: float | None, with_sieve:
     uniform = {"sampled_mean": 0.2, "sampled_std": 0.01, "greedy_mean": 0.22}
     uniform |= {"start_sampled": 0.05, "zero_var_share": 0.6, "curation_rollouts": 0}
     final = {"uniform": uniform}
-    runs = [{"arm": "uniform", "seed": 1, "seconds": 3000.0}]
-    runs += [{"arm": "uniform", "seed": 2, "seconds": 3600.0}]
+    runs = [
+        {
+            "arm": "uniform",
+            "seed": 1,
+            "seconds": 3000.0,
+            "steps": 32,
+            "counts": {"train_skipped_zero_var": 0},
+        }
+    ]
+    runs += [{"arm": "uniform", "seed": 2, "seconds": 3600.0, "steps": 34,
+              "counts": {"train_skipped_zero_var": 2}}]  # fmt: skip
     reach: dict[str, float | None] = {"uniform": 2048.0}
     ratio: dict[str, float | None] = {"uniform": 1.0}
     if with_sieve:
         final["sieve"] = {**final["uniform"], "sampled_mean": 0.25, "curation_rollouts": 900}
-        runs += [{"arm": "sieve", "seed": s, "seconds": 60.0} for s in (1, 2)]
+        runs += [
+            {"arm": "sieve", "seed": s, "seconds": 60.0, "steps": 9,
+             "counts": {"train_skipped_zero_var": 0}}
+            for s in (1, 2)
+        ]  # fmt: skip
         reach["sieve"] = None if sieve_ratio is None else 2048.0 * sieve_ratio
         ratio["sieve"] = sieve_ratio
     cells = [
@@ -196,6 +209,7 @@ def real_curriculum_results(folder: Path, sieve_ratio: float | None, with_sieve:
         "rollouts_to_uniform_final": reach,
         "rollouts_to_uniform_final_vs_uniform": ratio,
         "runs": runs,
+        "pending_runs": [],
     }
     (folder / "real_curriculum.json").write_text(json.dumps(data))
     return folder
@@ -219,6 +233,19 @@ def test_the_real_model_headline_says_how_sieve_did_whichever_way(
     assert "226 held-out problems × 4 samples" in body
     assert ("| **Sieve** |" in body) == with_sieve
     assert "never" in body if with_sieve and ratio is None else "never" not in body
+    assert "not compared" not in body
+
+
+def test_a_seed_not_every_arm_has_finished_is_named_not_compared(tmp_path: Path) -> None:
+    path = real_curriculum_results(tmp_path, 0.4, True) / "real_curriculum.json"
+    data = json.loads(path.read_text())
+    data["pending_runs"] = [
+        {"arm": "uniform", "seed": 3, "rollouts": 2048, "sampled": 0.2477, "greedy": 0.2864}
+    ]
+    path.write_text(json.dumps(data))
+    body = render_docs.headline_real_curriculum(Results(tmp_path))
+    last = body.splitlines()[-1]
+    assert "not compared" in last and "uniform seed 3 (0.2477 sampled, 0.2864 greedy)" in last
 
 
 def test_the_real_model_levels_show_each_cell_zone_and_each_arm_gain(tmp_path: Path) -> None:
@@ -233,6 +260,11 @@ def test_the_real_model_levels_show_each_cell_zone_and_each_arm_gain(tmp_path: P
 def test_the_real_model_hand_check_and_wall_times_per_arm(tmp_path: Path) -> None:
     body = render_docs.real_curriculum_runs(Results(real_curriculum_results(tmp_path, 0.4, True)))
     lines = body.splitlines()
-    assert lines[0].startswith("| arm | read | correct |") and len(lines) == 5
-    assert lines[2] == "| uniform | 20 | 15 | 3 | 0 | 1 | 1 | 55 min |"  # mean of two seeds
-    assert lines[4] == "The base model's evaluation, shared by every run: 8 min."
+    assert lines[0].startswith("| arm | updates per run | prompt draws skipped per run |")
+    assert len(lines) == 5
+    # updates, draws skipped and wall time: means of two seeds
+    assert lines[2] == "| uniform | 33 | 1 | 20 | 15 | 3 | 0 | 1 | 1 | 55 min |"
+    assert lines[4] == (
+        "Of the 20 texts read: 1 hacked, 0 contradicted. "
+        "The base model's evaluation, shared by every run: 8 min."
+    )

@@ -42,6 +42,20 @@ def test_every_seed_is_read_and_a_new_seed_leaves_the_old_candidates_alone() -> 
     assert set(both) == {"uniform", "greso"}
 
 
+def test_arms_are_compared_on_the_seeds_every_arm_has_finished() -> None:
+    def run(arm: str, seed: int) -> dict:
+        return {"arm": arm, "seed": seed}
+
+    first = [run("uniform", 1), run("sieve", 1)]
+    done, pending, seeds = rc.compared([*first, run("uniform", 2)], [1, 2])
+    assert (done, pending, seeds) == (first, [run("uniform", 2)], [1])
+    both = [*first, run("uniform", 2), run("sieve", 2)]
+    assert rc.compared(both, [1, 2]) == (both, [], [1, 2])
+    # the campaign's start: uniform has seed 1 only, sieve seed 2 only: compare what there is
+    odd = [run("uniform", 1), run("sieve", 2)]
+    assert rc.compared(odd, [1, 2]) == (odd, [], [1, 2])
+
+
 def test_the_hand_labels_come_back_as_counts_per_arm(tmp_path: Path) -> None:
     """Labels are keyed by cell, question and the completion read; a problem no longer shown,
     or shown with another completion, is not counted; an unknown label is one error naming
