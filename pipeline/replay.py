@@ -38,10 +38,16 @@ class ReplaySet:
     retokenised_off: int = 0
 
 
-def _check_settings(frame: pl.DataFrame, temperature: float, max_new_tokens: int) -> None:
+def _check_settings(
+    frame: pl.DataFrame, temperature: float, max_new_tokens: int, revision: str | None
+) -> None:
     runs = frame.unique("run_id")
     for row in runs.iter_rows(named=True):
         bad = []
+        if revision is not None and row["model_revision"] != revision:
+            # the trainer reads a replayed sample's behaviour log-probs as its reference's, the
+            # weights training starts from: samples of other weights would be weighted wrongly
+            bad.append(f"model revision {row['model_revision']} (training starts from {revision})")
         if row["temperature"] is None or abs(row["temperature"] - temperature) > 1e-9:
             bad.append(f"temperature {row['temperature']} (training samples at {temperature})")
         if row["top_p"] is not None and row["top_p"] < 1.0:
@@ -76,12 +82,15 @@ def stored_groups(
     *,
     temperature: float,
     max_new_tokens: int,
+    revision: str | None = None,
 ) -> ReplaySet:
-    """The samples of `runs` per problem, as the trainer's `Sample`s (see the module docstring)."""
+    """The samples of `runs` per problem, as the trainer's `Sample`s (see the module docstring).
+    `revision`: the model revision training starts from; runs sampled with another are refused
+    (None: the caller vouches that the runs sampled with the trainer's reference weights)."""
     frame = ledger.query("replay_samples", runs=list(runs))
     if frame.is_empty():
         return ReplaySet()
-    _check_settings(frame, temperature, max_new_tokens)
+    _check_settings(frame, temperature, max_new_tokens, revision)
     texts = [t or "" for t in frame["completion"].to_list()]
     ids = tokenizer(texts, add_special_tokens=False)["input_ids"]  # one batched call
     frame = frame.with_columns(

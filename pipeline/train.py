@@ -178,6 +178,7 @@ def collector_for(
         stored = stored_groups(
             ledger, curation_runs(run.curriculum_id), tokenizer,
             temperature=run.cfg.temperature, max_new_tokens=run.cfg.max_new_tokens,
+            revision=run.base_revision,
         ).groups  # fmt: skip
     return replay_curation(stored, skip=skip)
 

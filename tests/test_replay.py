@@ -109,6 +109,19 @@ def test_other_sampling_settings_are_refused(
         stored_groups(ledger, ["s1"], build_tokenizer(), temperature=1.0, max_new_tokens=16)
 
 
+def test_samples_of_other_weights_than_training_starts_from_are_refused(ledger: Ledger) -> None:
+    """The trainer weighs a replayed sample by its reference's log-probs (the weights training
+    starts from): a curation run of another model revision is refused, the same one is read."""
+    add_run(ledger, "s1", "2026-01-01")  # sampled with revision "rev"
+    add_rollouts(ledger, "s1", [("p", "12", "stop", 1.0), ("p", "7", "stop", 0.0)])
+    tok = build_tokenizer()
+    named = r"it sampled with model revision rev \(training starts from rev2\)"
+    with pytest.raises(SieveError, match=named):
+        stored_groups(ledger, ["s1"], tok, temperature=1.0, max_new_tokens=16, revision="rev2")
+    got = stored_groups(ledger, ["s1"], tok, temperature=1.0, max_new_tokens=16, revision="rev")
+    assert sorted(got.groups) == ["p"]
+
+
 def test_streaks_count_the_trailing_zero_variance_groups_over_curation_and_training(
     ledger: Ledger,
 ) -> None:

@@ -390,11 +390,11 @@ def test_sieve_train_replays_curation_samples_and_skips_flat_prompts(
     screen, _ = curation_runs("cur-test")
     with Ledger.open(home) as ledger:
         ids = ledger.sql("SELECT problem_id FROM curriculum_items")["problem_id"].to_list()
-        ledger.run(
+        ledger.run(  # sampled by the weights training starts from, as replay requires
             "INSERT INTO sampling_runs (run_id, purpose, model, model_revision, backend, "
             "group_size, temperature, top_p, max_new_tokens, started_at, status) VALUES "
-            "($r, 'screen', 'tiny', 'rev', 'hf', 4, 1.0, 1.0, 4, now(), 'finished')",
-            {"r": screen},
+            "($r, 'screen', 'tiny', $rev, 'hf', 4, 1.0, 1.0, 4, now(), 'finished')",
+            {"r": screen, "rev": folder_revision(model)},
         )
         # even lengths: the replayed groups are flat under even_length too, so streaks grow
         rows = [(pid, j, "12" if j % 2 else "34") for pid in ids for j in range(4)]

@@ -7,6 +7,7 @@ SELECT
     r.completion,
     r.n_tokens,
     r.finish_reason,
+    s.model_revision,
     s.temperature,
     s.top_p,
     s.max_new_tokens,
