@@ -65,11 +65,12 @@ def _check_settings(
 
 def _round_trips(retokenised: pl.Expr) -> pl.Expr:
     """Whether a stored completion's re-tokenisation has as many tokens as were sampled. vLLM
-    (and an OpenAI-compatible server) count the end-of-sequence token of a completion that
-    stopped in `n_tokens`, the hf backend does not (its ids end before it); the text never
-    holds it. So a stopped completion round-trips at `n_tokens` or `n_tokens - 1` tokens. Before
-    this allowance every stopped vLLM completion read as "off" and the real-model runs replayed
-    nothing (benchmarks/real_curriculum.py's `retokenised_off`: 82 of 96 prompts)."""
+    counts the end-of-sequence token of a completion that stopped in `n_tokens`, the hf backend
+    does not (its ids end before it); the text never holds it. So a stopped completion
+    round-trips at `n_tokens` or `n_tokens - 1` tokens. The allowance sits here rather than in
+    the vLLM sampler because ledgers already hold vLLM counts with the token. Before it, every
+    stopped vLLM completion read as "off" and the real-model runs replayed nothing (the first
+    night of benchmarks/real_curriculum.py's every-rollout seed 1: 82 prompts off, 0 replayed)."""
     n = pl.col("n_tokens")
     stopped = pl.col("finish_reason") == "stop"
     return (retokenised == n) | (stopped & (retokenised == n - 1))
