@@ -25,10 +25,11 @@ night starts that could overrun it, so each arm spends at most the budget. Arms:
   moments and the learning-rate schedule carry over, the KL reference is the base weights);
 - `sieve_every_rollout`: `sieve` with each curriculum prompt's first visit replaying its stored
   curation samples (`replay_curation`, counted once as curation) and the GRESO skip fed by
-  curation and training groups, its streaks carried from night to night. Only the first
-  night's samples are replayed: the trainer reads a replayed sample's behaviour log-probs as the
-  KL reference's, the base weights, which sampled that night's curation alone (later nights'
-  samples still feed the history prior and the skip).
+  curation and training groups, its streaks carried from night to night. Every night's samples
+  are replayed: the first night's are weighed against the KL reference (the base weights, which
+  sampled them); a later night's carry their behaviour log-probs, taken by the trainer's forward
+  at the night-start weights that sampled them, before the night trains
+  (`grpo_core.history.with_behaviour_logprobs`; a forward pass, no rollout).
 
 Pool: `data/configs/real_mix.toml`, a wide mix like a user's. Each cell's measured pass rate is
 read from the committed results (arith/linear/modular/word: results/real_model.json;
@@ -579,13 +580,13 @@ def run_nights(
     fresh trainer each night would warm the learning rate up again (5 of the ~7 steps a night
     has in this budget) and pull towards the last night's weights."""
     from flows.curate import curate
-    from grpo_core.history import ZeroVarSkip, replay_curation
+    from grpo_core.history import ZeroVarSkip, replay_curation, with_behaviour_logprobs
     from grpo_core.seeds import seed_torch
     from grpo_core.trainer import Hooks, Trainer
     from pipeline.batches import CurriculumBatches, curriculum_frame
     from pipeline.curate import Policy as CurationPolicy
     from pipeline.recipes import TrainSettings
-    from pipeline.replay import ReplaySet, curation_visits, stored_groups
+    from pipeline.replay import curation_visits, stored_groups
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.selection import CurateConfig
     from pipeline.store import Ledger
@@ -653,23 +654,33 @@ def run_nights(
                     runs = [result.screen_run, result.refine_run]
                     visits = curation_visits(ledger, runs)
                     skip.observe_flags(visits["problem_id"].to_list(), visits["flat"].to_list())
-                    # The trainer takes a replayed sample's behaviour log-probs to be the KL
-                    # reference's (grpo_core.types.Sample.replayed). The reference is the base
-                    # weights for every night, which sampled only the first night's curation:
-                    # later nights' samples come from the last night's weights, so they feed
-                    # the history prior and the skip but are not replayed.
-                    stored = (
-                        stored_groups(
-                            ledger,
-                            runs,
-                            pol.tok,
-                            temperature=s.temperature,
-                            max_new_tokens=s.max_new_tokens,
-                        )
-                        if night == 0
-                        else ReplaySet()
+                    stored = stored_groups(
+                        ledger,
+                        runs,
+                        pol.tok,
+                        temperature=s.temperature,
+                        max_new_tokens=s.max_new_tokens,
                     )
-                    collector = replay_curation(stored.groups, start=step0, skip=skip)
+                    groups = stored.groups
+                    if night > 0:
+                        # The reference (the base weights) sampled only the first night's
+                        # curation: a later night's samples carry the log-probs of the weights
+                        # that sampled them, tonight's start (grpo_core.types.Sample.replayed).
+                        prompts = dict(
+                            zip(
+                                frame["problem_id"].to_list(),
+                                pol.render(frame["question"].to_list()),
+                                strict=True,
+                            )
+                        )
+                        groups = with_behaviour_logprobs(
+                            pol.model,
+                            pol.tok,
+                            grpo(s, seed + night, step0 + 1),
+                            prompts,
+                            {k: g for k, g in groups.items() if k in prompts},
+                        )
+                    collector = replay_curation(groups, start=step0, skip=skip)
                     record["retokenised_off"] = stored.retokenised_off
                     record["replayable_prompts"] = len(stored.groups)
                 one_pass = int(frame["group_size"].sum())

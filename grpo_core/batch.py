@@ -312,10 +312,14 @@ class StepInputs:
 
     def is_weights(self, j: int, part: Batch, old: Tensor, cap: float) -> Tensor | None:
         """Part j's truncated importance weights, from its first iteration's log-probs; a
-        replayed row's behaviour log-probs are the step's reference log-probs."""
+        replayed row's behaviour log-probs are its own `logprobs` when it carries them (taken
+        at the weights that sampled it, `grpo_core.history.with_behaviour_logprobs`), else
+        the step's reference log-probs."""
         engine_lp, has_engine = part.engine_lp, part.has_engine
         if part.replayed is not None and self.ref is not None:
             ref, rep = self.ref[j], part.replayed  # (B, Tc), (B,)
+            if has_engine is not None:
+                rep = rep & ~has_engine  # a replayed row with its own log-probs keeps them
             base = engine_lp if engine_lp is not None else torch.zeros_like(ref)
             engine_lp = torch.where(rep[:, None], ref, base)  # (B, Tc)
             has_engine = rep if has_engine is None else has_engine | rep

@@ -11,6 +11,11 @@
   fresh ones; `replayed_rollouts` reports the others). Needs a reference model (`reference` not
   "none"); matching the sampling settings (temperature, top-p, token budget) is the job of
   whoever loads the stored samples (`pipeline.replay`).
+- `with_behaviour_logprobs`: samples drawn from weights that are *not* the reference (a later
+  night's curation, after training moved the policy) carry their behaviour log-probs instead,
+  computed by the trainer's own forward at those weights before they change; the IS weights are
+  then π_θ over them (Yao et al. 2025's truncated IS, with the sampling weights' log-probs taken
+  by the trainer), exactly 1 until the policy moves.
 - `ZeroVarSkip` / `skip_zero_variance` (issue 30 point 3), after GRESO (Zheng et al. 2025, "Act
   Only When It Pays"): a prompt whose last k visits were all zero-variance (`streaks`, from the
   ledger's curation and training history and updated as this run visits it) is skipped with
@@ -34,9 +39,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
 
 from grpo_core.advantages import is_uninformative
 from grpo_core.collect import _join, _split
+from grpo_core.config import GRPOConfig
+from grpo_core.policy import Policy
 from grpo_core.seeds import derive_seed
 from grpo_core.types import Collected, Collector, Item, Rollouts, Sample, Scores, TrainerError
 
@@ -127,7 +137,8 @@ def replay_curation(
                 skipped += 1
             else:
                 fresh.append(i)
-        if replay and t.cfg.reference == "none":
+        unweighted = any(s.logprobs is None for i in replay for s in stored[items[i].key])
+        if unweighted and t.cfg.reference == "none":
             raise TrainerError(
                 "replaying curation samples needs the reference log-probs (their behaviour "
                 "policy): set reference to frozen or lora_base, or turn replay off"
@@ -179,3 +190,34 @@ def _assemble(
     kept = [items[i] for i in order]
     joined = _join([parts[i] for i in order])
     return Collected(kept, [groups[i] for i in order], joined, spent, ts, tr, metrics)
+
+
+def with_behaviour_logprobs(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    cfg: GRPOConfig,
+    prompts: Mapping[str, str],
+    stored: Mapping[str, Sequence[Sample]],
+) -> dict[str, list[Sample]]:
+    """`stored` with each sample's `logprobs` set to its per-token log-probs under `model` as it
+    is now, read by the trainer's forward (temperature, autocast, prefix sharing of `cfg`).
+
+    Call it while `model` holds the weights that sampled `stored` (a night's curation, before
+    that night's training): replay then weighs each token by min(π_θ / those, tis_cap) instead
+    of by π_θ / π_ref, which is right only for samples the reference drew. `prompts[key]` is the
+    rendered prompt the trainer will see for `key`. One group per forward, no grad."""
+    pad = int(getattr(tokenizer, "pad_token_id", None) or 0)
+    device = next(model.parameters()).device
+    policy = Policy(model, None, cfg, tokenizer, pad, device)
+    out: dict[str, list[Sample]] = {}
+    with torch.no_grad():
+        for key, group in stored.items():
+            samples = list(group)
+            items = [Item(prompts[key], "", len(samples), key=key)] * len(samples)
+            lp, _ = policy.logp(policy.tensors(items, samples, torch.zeros(len(samples))))
+            rows = lp.float().cpu().tolist()
+            out[key] = [
+                replace(x, logprobs=tuple(row[: len(x.token_ids)]))
+                for x, row in zip(samples, rows, strict=True)
+            ]
+    return out

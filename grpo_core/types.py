@@ -58,9 +58,11 @@ class Sample:
     # the engine's summed log-prob when it reports only the sum (hf); kept in the ledger's
     # train_rollouts, never read by the trainer
     logprob_sum: float | None = None
-    # a stored curation sample replayed by `grpo_core.collect.replay_curation`: it was sampled
-    # from the reference weights, so its behaviour log-probs are the reference log-probs the
-    # trainer computes for KL (truncated IS weights π_θ/π_ref); not counted as a new rollout
+    # a stored curation sample replayed by `grpo_core.collect.replay_curation`; not counted as
+    # a new rollout. Its behaviour log-probs are its `logprobs` when given (taken at the weights
+    # that sampled it: `grpo_core.history.with_behaviour_logprobs`), else the reference
+    # log-probs the trainer computes for KL (it was sampled from the reference weights); the
+    # truncated IS weights are π_θ over them
     replayed: bool = False
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 from dataclasses import replace
 from typing import Any
@@ -10,7 +11,12 @@ import pytest
 import torch
 
 from grpo_core.config import GRPOConfig
-from grpo_core.history import ZeroVarSkip, replay_curation, skip_zero_variance
+from grpo_core.history import (
+    ZeroVarSkip,
+    replay_curation,
+    skip_zero_variance,
+    with_behaviour_logprobs,
+)
 from grpo_core.trainer import Item, Sample, Scores, Trainer, TrainerError
 
 
@@ -136,3 +142,57 @@ def test_skipped_prompts_are_counted_and_cost_nothing(toy: dict[str, Any]) -> No
     for h, sk in zip(history, skipped, strict=True):
         assert h["rollouts"] == 4 * (2 - sk)  # only the prompts sampled are paid for
     assert skip.streaks["b"] == 0  # "b" stays informative
+
+
+def _moved_reference(t: Trainer) -> None:
+    """Make the trainer's reference differ from its policy, as a later night's does (the
+    reference stays the base weights while training moved the policy)."""
+    ref = copy.deepcopy(t.model).eval().requires_grad_(False)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.add_(0.5 * torch.randn(p.shape, generator=gen))
+    t.ref_model = t.policy.ref_model = ref
+
+
+def test_replay_with_behaviour_logprobs_weighs_by_the_sampling_weights(
+    toy: dict[str, Any],
+) -> None:
+    """Samples drawn from the current weights, not the reference's: with their behaviour
+    log-probs the IS weights are 1 and the update is the fresh-sample update; weighed by the
+    reference instead (what replay did before) the update differs."""
+    groups, prompts = completions(), {"a": "a", "b": "b"}
+    params, metrics = {}, {}
+    for mode in ("fresh", "behaviour", "reference"):
+        torch.manual_seed(0)
+        model, tok = toy["model"](), toy["tokenizer"]()
+        stored = groups
+        if mode == "behaviour":
+            stored = with_behaviour_logprobs(model, tok, cfg(), prompts, groups)
+            samples = [x for g in stored.values() for x in g]
+            assert all(len(x.logprobs or ()) == len(x.token_ids) for x in samples)
+        collector = None if mode == "fresh" else replay_curation(stored)
+        t = Trainer(model, tok, Fixed(groups), toy["reward"], two_prompts, cfg(),
+                    collector=collector)  # fmt: skip
+        _moved_reference(t)
+        metrics[mode] = t.run_step(0).metrics
+        params[mode] = torch.cat([p.detach().flatten() for p in t.model.parameters()])
+    start = torch.cat([p.detach().flatten() for p in toy["model"]().parameters()])
+    step = (params["fresh"] - start).norm()
+    assert step > 0
+    assert (params["behaviour"] - params["fresh"]).norm() < 1e-4 * step
+    assert (params["reference"] - params["fresh"]).norm() > 1e-2 * step
+    assert metrics["behaviour"]["is_weight_mean"] == pytest.approx(1.0, abs=1e-5)
+    assert abs(metrics["reference"]["is_weight_mean"] - 1.0) > 1e-3
+    assert metrics["behaviour"]["replayed_rollouts"] == 8
+
+
+def test_replay_with_behaviour_logprobs_needs_no_reference(toy: dict[str, Any]) -> None:
+    model, tok = toy["model"](), toy["tokenizer"]()
+    stored = with_behaviour_logprobs(model, tok, cfg(), {"a": "a", "b": "b"}, completions())
+    t = Trainer(
+        model, tok, Fixed(completions()), toy["reward"], two_prompts,
+        cfg(reference="none", beta=0.0), collector=replay_curation(stored),
+    )  # fmt: skip
+    m = t.run_step(0).metrics
+    assert m["replayed_rollouts"] == 8 and m["is_weight_mean"] == pytest.approx(1.0, abs=1e-5)
