@@ -1,14 +1,17 @@
 """The ledger side of `grpo_core.history`: stored curation samples to replay, zero-variance streaks.
 
 - `stored_groups` reads a curriculum's screen/refine rollouts (`CurateResult.screen_run`,
-  `refine_run`) as the trainer's samples: each completion re-tokenised with the policy's
-  tokenizer (no special tokens), the end-of-sequence token appended where it stopped, `truncated`
-  where it hit the budget. Refused, with one line, when a run sampled with other settings than the
-  trainer (temperature, top-p ≠ 1, another token budget, stop strings): those samples are not from
-  the reference policy the importance weights assume. A prompt with a completion whose
-  re-tokenisation has another length than the stored one is left out (sampled fresh instead),
-  counted in `ReplaySet.retokenised_off`; a stopped completion's count may include its
-  end-of-sequence token (vLLM counts it, the hf backend does not).
+  `refine_run`) as the trainer's samples: each completion's token ids as sampled (the ledger's
+  `rollouts.token_ids`, migration 0013), the end-of-sequence token appended where it stopped and
+  the ids do not end with it already (vLLM's do, the hf backend's do not), `truncated` where it
+  hit the budget. Refused, with one line, when a run sampled with other settings than the
+  trainer (temperature, top-p ≠ 1, another token budget, stop strings): those samples are not
+  from the reference policy the importance weights assume. A row without stored ids (written
+  before 0013, or by a sampler that reported none) is re-tokenised from its text with the
+  policy's tokenizer (no special tokens); a prompt with such a completion whose re-tokenisation
+  has another length than the stored count is left out (sampled fresh instead), counted in
+  `ReplaySet.retokenised_off`; a stopped completion's count may include its end-of-sequence
+  token (vLLM counts it, the hf backend does not).
 - `curation_visits`: whether each group of the given curation runs was zero-variance, in order
   (a night's screen and refine extend the skip's streaks);
 - `zero_var_streaks`: per problem, its most recent zero-variance groups in a row over curation
@@ -32,7 +35,9 @@ from pipeline.store import Ledger
 
 @dataclass
 class ReplaySet:
-    """Stored groups by problem id, and the prompts left out because tokens did not round-trip."""
+    """Stored groups by problem id, and the prompts left out because a completion without stored
+    ids did not round-trip through re-tokenisation (only rows written before migration 0013, or
+    by a sampler that reported no ids, are re-tokenised)."""
 
     groups: dict[str, list[Sample]] = field(default_factory=dict)
     retokenised_off: int = 0
@@ -93,20 +98,33 @@ def stored_groups(
         return ReplaySet()
     _check_settings(frame, temperature, max_new_tokens, revision)
     texts = [t or "" for t in frame["completion"].to_list()]
-    ids = tokenizer(texts, add_special_tokens=False)["input_ids"]  # one batched call
+    ids = frame["token_ids"].to_list()  # as sampled; None where the row has none
+    redo = [i for i, row in enumerate(ids) if row is None]
+    if redo:  # rows without stored ids: re-tokenised, in one batched call
+        again = tokenizer([texts[i] for i in redo], add_special_tokens=False)["input_ids"]
+        for i, row in zip(redo, again, strict=True):
+            ids[i] = row
     frame = frame.with_columns(
         pl.Series("ids", ids, dtype=pl.List(pl.Int64)),
         pl.Series("text", texts, dtype=pl.Utf8),
-    ).with_columns(off=~_round_trips(pl.col("ids").list.len()))
+    ).with_columns(off=pl.col("token_ids").is_null() & ~_round_trips(pl.col("ids").list.len()))
     off = frame.group_by("problem_id").agg(pl.col("off").any()).filter("off")["problem_id"]
     eos = tokenizer.eos_token_id
     out = ReplaySet(retokenised_off=off.len())
     kept = frame.filter(~pl.col("problem_id").is_in(off.implode()))
     for pid, toks, text, reason in kept.select("problem_id", "ids", "text", "finish_reason").rows():
-        stop = reason == "stop"
-        sample = Sample((*toks, eos) if stop else tuple(toks), text, truncated=reason == "length")
-        out.groups.setdefault(pid, []).append(sample)
+        out.groups.setdefault(pid, []).append(_sample(toks, text, reason, eos))
     return out
+
+
+def _sample(ids: list[int], text: str, reason: str | None, eos: int | None) -> Sample:
+    """A stored completion as the trainer's sample: one that stopped ends with exactly one
+    end-of-sequence token (appended unless its ids end with it: vLLM's stored ids do, the hf
+    backend's and a re-tokenised text do not); one cut at the budget gets none."""
+    toks = tuple(ids)
+    if reason == "stop" and eos is not None and (not toks or toks[-1] != eos):
+        toks = (*toks, eos)
+    return Sample(toks, text, truncated=reason == "length")
 
 
 def curation_visits(ledger: Ledger, runs: Sequence[str]) -> pl.DataFrame:

@@ -3,9 +3,11 @@
 `record_run` is what every sampling stage (eval, screen, refine) calls: it scores each group's
 completions with the problem's verifier, builds the rollout rows in columnar form and writes the
 run row, its rollouts and their step verdicts in one transaction. `score_groups` builds both row
-sets (`Scored.tables()` is the batch for `Ledger.write_batch`): `rollouts`, and `rollout_steps`,
-one row per checkable fragment of a completion (pipeline/scoring/steps.py: an `equation` step or
-a `prefix` of the answer), keyed by the rollout's key and `step_index`. `Scored.verdicts` keeps
+sets (`Scored.tables()` is the batch for `Ledger.write_batch`): `rollouts`, with each
+completion's sampled `token_ids` (NULL where the sampler reported none; curation replay trains
+on them, pipeline/replay.py), and `rollout_steps`, one row per checkable fragment of a
+completion (pipeline/scoring/steps.py: an `equation` step or a `prefix` of the answer), keyed by
+the rollout's key and `step_index`. `Scored.verdicts` keeps
 the `Verdict` of each rollout row, in row order, for callers that read more than the rows (the
 verifier audit of curation chunks, pipeline/audit.py).
 
@@ -128,6 +130,13 @@ def step_frame(
     return pl.DataFrame(rows, schema=STEP_SCHEMA, orient="row")
 
 
+def token_ids(c: Completion) -> list[int] | None:
+    """The ids the sampler reported for `c`, as stored in `rollouts.token_ids` (migration 0013);
+    None when it reported none (an openai server without `return_token_ids`; an empty
+    completion's ids are empty too, and its replay re-tokenises "" to the same nothing)."""
+    return list(c.token_ids) if c.token_ids else None
+
+
 def score_groups(
     run_id: str,
     problems: pl.DataFrame,
@@ -163,6 +172,7 @@ def score_groups(
             "sample_idx": pl.Series(sample_idx, dtype=pl.Int32),
             "completion": [c.text for c in flat],
             "n_tokens": pl.Series([c.n_tokens for c in flat], dtype=pl.Int32),
+            "token_ids": pl.Series([token_ids(c) for c in flat], dtype=pl.List(pl.Int32)),
             "finish_reason": [c.finish_reason for c in flat],
             "reward": pl.Series([v.reward for v in verdicts], dtype=pl.Float64),
             "correct": pl.Series([v.correct for v in verdicts], dtype=pl.Boolean),

@@ -1,5 +1,6 @@
-"""`pipeline.replay`: stored curation samples as the trainer's samples, refused settings, and the
-zero-variance streaks over curation and training history.
+"""`pipeline.replay`: stored curation samples as the trainer's samples (their stored token ids,
+re-tokenised text for rows without), refused settings, and the zero-variance streaks over
+curation and training history.
 
 Test: `.venv/bin/pytest tests/test_replay.py -q`.
 """
@@ -12,7 +13,10 @@ import pytest
 
 from pipeline.errors import SieveError
 from pipeline.policy.tokenizer import build_tokenizer
+from pipeline.problems import generate
 from pipeline.replay import curation_visits, stored_groups, zero_var_streaks
+from pipeline.rollouts import RunInfo, record_run
+from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.store import Ledger
 
 
@@ -40,14 +44,24 @@ def add_run(
     )
 
 
-def add_rollouts(ledger: Ledger, run_id: str, rows: list[tuple[str, str, str, float]]) -> None:
-    """rows: (problem_id, completion, finish_reason, reward); n_tokens = len(completion)."""
-    for i, (pid, text, reason, reward) in enumerate(rows):
+def add_rollouts(
+    ledger: Ledger,
+    run_id: str,
+    rows: list[tuple[str, str, str, float]],
+    ids: list[list[int] | None] | None = None,
+) -> None:
+    """rows: (problem_id, completion, finish_reason, reward); n_tokens = len(completion), or
+    len(ids[i]) where row i has stored token ids (`ids`; None: none, as before migration 0013)."""
+    ids = ids or [None] * len(rows)
+    for i, ((pid, text, reason, reward), toks) in enumerate(zip(rows, ids, strict=True)):
+        n = len(text) if toks is None else len(toks)
         ledger.run(
             "INSERT INTO rollouts (run_id, problem_id, sample_idx, completion, n_tokens,"
-            " finish_reason, reward, correct) VALUES ($r, $p, $i, $c, $n, $f, $w, $w > 0.5)",
-            {"r": run_id, "p": pid, "i": i, "c": text, "n": len(text), "f": reason, "w": reward},
-        )
+            " token_ids, finish_reason, reward, correct)"
+            " VALUES ($r, $p, $i, $c, $n, $ids, $f, $w, $w > 0.5)",
+            {"r": run_id, "p": pid, "i": i, "c": text, "n": n, "ids": toks, "f": reason,
+             "w": reward},
+        )  # fmt: skip
 
 
 def test_stored_groups_are_retokenised_with_eos_where_they_stopped(ledger: Ledger) -> None:
@@ -93,6 +107,75 @@ def test_a_token_count_that_includes_the_eos_of_a_stopped_completion_round_trips
     assert sorted(got.groups) == ["p"] and got.retokenised_off == 2
     assert got.groups["p"][0].token_ids == (*tok("12", add_special_tokens=False)["input_ids"],
                                             tok.eos_token_id)  # fmt: skip
+
+
+def test_stored_token_ids_are_replayed_as_sampled_not_re_tokenised(ledger: Ledger) -> None:
+    """Migration 0013: `record_run` stores each completion's sampled ids and replay trains on
+    exactly those. Here no text re-tokenises to its ids (the sampler drew <unk>, which decoding
+    skips). Re-tokenised, a's hf-style stopped row comes out one token short, which the vLLM EOS
+    allowance accepts, so a would replay other ids than were sampled; b's vLLM-style row (ids
+    ending with EOS) does not round-trip, so b would be left out."""
+    tok = build_tokenizer()
+    eos, unk = tok.eos_token_id, tok.unk_token_id
+    one, two, three, five = tok.convert_tokens_to_ids(["1", "2", "3", "5"])
+    problems = generate("arith", [1], 2, seed=0)
+    a, b = problems["problem_id"].to_list()
+    groups = [
+        [
+            Completion("1", (one, unk), "stop"),  # hf: ids end before the EOS it stopped at
+            Completion("2", (two,), "stop"),
+        ],
+        [
+            Completion("12", (one, unk, two, eos), "stop"),  # vLLM: ids end with that EOS
+            Completion("35", (three, unk, five), "length"),  # cut at the budget: no EOS
+        ],
+    ]
+    params = SamplingParams(temperature=1.0, max_new_tokens=16)
+    record_run(ledger, RunInfo("screen", "tiny", "rev", "hf", 2, params, run_id="s1"),
+               problems, groups)  # fmt: skip
+    stored = ledger.sql("SELECT problem_id, token_ids, n_tokens FROM rollouts ORDER BY ALL")
+    assert stored.rows() == [
+        (a, [one, unk], 2),
+        (a, [two], 1),
+        (b, [one, unk, two, eos], 4),
+        (b, [three, unk, five], 3),
+    ]
+    got = stored_groups(ledger, ["s1"], tok, temperature=1.0, max_new_tokens=16)
+    assert got.retokenised_off == 0 and sorted(got.groups) == [a, b]
+    assert [s.token_ids for s in got.groups[a]] == [(one, unk, eos), (two, eos)]
+    assert [s.token_ids for s in got.groups[b]] == [
+        (one, unk, two, eos),  # ends with EOS already: not doubled
+        (three, unk, five),
+    ]
+    assert [(s.text, s.truncated) for s in got.groups[b]] == [("12", False), ("35", True)]
+    # the same rows without their ids (as written before 0013) take the re-tokenising path:
+    # a's ids come from its text, b is left out
+    ledger.run("UPDATE rollouts SET token_ids = NULL")
+    old = stored_groups(ledger, ["s1"], tok, temperature=1.0, max_new_tokens=16)
+    assert list(old.groups) == [a] and old.retokenised_off == 1
+    assert [s.token_ids for s in old.groups[a]] == [(one, eos), (two, eos)]
+
+
+def test_rows_without_stored_ids_fall_back_to_re_tokenisation(ledger: Ledger) -> None:
+    """Per row: p's rows have ids (used as they are), q's have none and round-trip (re-tokenised),
+    r's have none and do not round-trip (left out, counted), and s mixes a row with ids and one
+    without that does not round-trip: its group would be incomplete, so it is left out too."""
+    tok = build_tokenizer()
+    eos, unk = tok.eos_token_id, tok.unk_token_id
+    seven, nine = tok.convert_tokens_to_ids(["7", "9"])
+    add_run(ledger, "s1", "2026-01-01")
+    rows = [("p", "7", "stop", 1.0), ("p", "9", "length", 0.0), ("q", "12", "stop", 1.0),
+            ("r", "34", "stop", 0.0), ("s", "7", "stop", 1.0),
+            ("s", "56", "stop", 0.0)]  # fmt: skip
+    ids = [[seven, unk], [unk, nine], None, None, [seven], None]
+    add_rollouts(ledger, "s1", rows, ids)
+    ledger.run("UPDATE rollouts SET n_tokens = 5 WHERE completion IN ('34', '56')")
+    got = stored_groups(ledger, ["s1"], tok, temperature=1.0, max_new_tokens=16)
+    assert sorted(got.groups) == ["p", "q"] and got.retokenised_off == 2
+    assert [s.token_ids for s in got.groups["p"]] == [(seven, unk, eos), (unk, nine)]
+    assert [s.token_ids for s in got.groups["q"]] == [
+        (*tok("12", add_special_tokens=False)["input_ids"], eos)
+    ]
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,13 @@
 -- The stored curation samples of the given runs ($runs: screen/refine run ids), with each run's
--- sampling settings so the caller can refuse settings the trainer does not sample with.
+-- sampling settings so the caller can refuse settings the trainer does not sample with, and their
+-- sampled token ids (migration 0013; NULL for older rows, which the caller re-tokenises).
 SELECT
     r.problem_id,
     r.run_id,
     r.sample_idx,
     r.completion,
     r.n_tokens,
+    r.token_ids,
     r.finish_reason,
     s.model_revision,
     s.temperature,
