@@ -42,5 +42,6 @@ class SimulatedSampler:
             right = [_uniform(params.seed, prompt, i) < p for i in range(n)]
             gold = self.answers[prompt]
             texts = [gold if ok else "9" + gold.lstrip("-") for ok in right]  # wrong, numeric
-            out.append([Completion(t, tuple(range(len(t))), "stop") for t in texts])
+            # no token ids (nothing tokenised them): the ledger stores NULL, not placeholders
+            out.append([Completion(t, (), "stop", n_tokens=len(t)) for t in texts])
         return out
