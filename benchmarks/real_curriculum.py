@@ -88,6 +88,7 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -862,19 +863,29 @@ def curation_cells(runs: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
 
 
 def compared(runs: list[dict], seeds: list[int]) -> tuple[list[dict], list[dict], list[int]]:
-    """`(runs compared, runs pending, seeds compared)`: the seeds of `seeds` that every arm with
-    a run in `runs` has finished, and the runs of other seeds; with no such seed, every run is
-    compared (a campaign's first seed, arm by arm)."""
-    arms = {r["arm"] for r in runs}
+    """`(runs compared, runs pending, seeds compared)`. The comparison is the largest block of
+    arms × seeds that all finished (most runs; ties: more arms, then more seeds), over at least
+    two arms when there are two: with four arms on seeds 1 and 2 and a fifth on seed 1 only, the
+    four are compared on both seeds and the fifth's run waits, rather than every arm being cut
+    back to seed 1. Every other finished run is pending. With no such block (a campaign's start:
+    uniform has seed 1 only, sieve seed 2 only) every run is compared."""
+    arms = sorted({r["arm"] for r in runs})
     have = {(r["arm"], r["seed"]) for r in runs}
-    complete = [sd for sd in seeds if all((a, sd) in have for a in arms)]
-    if not complete:
+    best: tuple[int, int, int] = (0, 0, 0)
+    chosen: tuple[list[str], list[int]] = ([], [])
+    for k in range(len(seeds), 0, -1):
+        for block in itertools.combinations(seeds, k):
+            with_all = [a for a in arms if all((a, sd) in have for sd in block)]
+            if len(with_all) < min(2, len(arms)):
+                continue
+            score = (len(with_all) * k, len(with_all), k)
+            if score > best:
+                best, chosen = score, (with_all, list(block))
+    if not chosen[0]:
         return runs, [], seeds
-    return (
-        [r for r in runs if r["seed"] in complete],
-        [r for r in runs if r["seed"] not in complete],
-        complete,
-    )
+    keep, block_seeds = chosen
+    inside = [r for r in runs if r["arm"] in keep and r["seed"] in block_seeds]
+    return inside, [r for r in runs if r not in inside], block_seeds
 
 
 def summary(
@@ -890,10 +901,10 @@ def summary(
     """The results JSON: `curriculum.json`'s summary of the runs plus the real-model parts;
     `labels`: the hand-check labels file.
 
-    The arms are compared on the seeds that every arm with a finished run has finished (a
-    campaign spans sessions: uniform's seed 2 may land while the other arms have only seed 1);
-    a finished run of another seed is listed under `pending_runs` and its texts are read in the
-    hand check, but it enters no comparison until the other arms finish that seed."""
+    The arms are compared on the same seeds (`compared`: a campaign spans sessions, so uniform's
+    seed 2 may land while the other arms have only seed 1); a finished run outside the
+    comparison is listed under `pending_runs` and its texts are read in the hand check, but it
+    enters no comparison until the block it would complete has finished."""
     done, pending, seeds = compared([r for r in runs if r["curve"]], seeds)
     body = summarise(done, setup) if done else {}  # type: ignore[arg-type]  # unread there
     candidates = hand_candidates(done + pending)

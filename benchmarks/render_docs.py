@@ -799,8 +799,8 @@ def headline_real_curriculum(r: Results) -> str:
             for p in pending
         )
         later = (
-            f"\n\nFinished but not compared until every arm has finished its seed (the table "
-            f"compares arms on the same seeds only): {runs}."
+            f"\n\nFinished but not compared yet (the table compares arms on the same seeds "
+            f"only; a run joins when the arms and seeds it completes have finished): {runs}."
         )
     return intro + curriculum(r, name).split("\n\n", 1)[1] + later
 

@@ -54,6 +54,13 @@ def test_arms_are_compared_on_the_seeds_every_arm_has_finished() -> None:
     # the campaign's start: uniform has seed 1 only, sieve seed 2 only: compare what there is
     odd = [run("uniform", 1), run("sieve", 2)]
     assert rc.compared(odd, [1, 2]) == (odd, [], [1, 2])
+    # four arms on both seeds, a fifth on seed 1 only: the four stay compared on both seeds
+    four = [run(a, sd) for sd in (1, 2) for a in ("uniform", "dapo", "greso", "sieve")]
+    late = run("sieve_every_rollout", 1)
+    assert rc.compared([*four, late], [1, 2]) == (four, [late], [1, 2])
+    # the fifth finishes seed 2: all five on both seeds
+    fifth = [late, run("sieve_every_rollout", 2)]
+    assert rc.compared([*four, *fifth], [1, 2]) == ([*four, *fifth], [], [1, 2])
 
 
 def test_the_hand_labels_come_back_as_counts_per_arm(tmp_path: Path) -> None:
