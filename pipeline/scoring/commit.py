@@ -235,6 +235,33 @@ _HAS_LETTER = re.compile(r"[A-Za-z]")
 _RELATION_CHARS = re.compile(r"[\\<>≤≥≠≈∼≃≅≡±∓∝¬∨∉!]")
 
 
+# A marked answer that opens with one number and ends with another, with words and no `=` between
+# ("the answer is 2 in the binary representation of 1", gold 1; SmolLM2 in Sieve seed 2's
+# evaluation): the number it commits to is the first, while the last-number reading pays the
+# second. Exponents (`cm^{2}`) and digits inside words are not numbers here.
+_OPENING_NUMBER = re.compile(
+    r"\s*+(?:\$|\\\(|\*\*)?\s*+(?P<num>-?\d++(?:\.\d++)?(?:/\d++)?)(?=\s++[A-Za-z]{2})"
+)
+_LATER_NUMBER = re.compile(r"(?<![\w.^_{/\\])\d++(?:\.\d++)?(?:/\d++)?(?![\w])")
+
+
+def _opens_with_another_number(text: str) -> bool:
+    """True when `text` opens with a number followed by words and states a different number last,
+    with no `=` that would make the last one a result."""
+    opening = _OPENING_NUMBER.match(text)
+    if opening is None or "=" in text:
+        return False
+    last = None
+    for last in _LATER_NUMBER.finditer(text, opening.end()):  # noqa: B007 - the final one
+        pass
+    if last is None:
+        return False
+    try:
+        return Fraction(opening.group("num")) != Fraction(last.group(0))
+    except (ValueError, ZeroDivisionError):
+        return True
+
+
 def hedge(candidate: str, gold: str, *, relations: bool = True) -> str | None:
     """What keeps `candidate` (an extracted answer) from committing to one value, or None.
 
@@ -264,6 +291,8 @@ def hedge(candidate: str, gold: str, *, relations: bool = True) -> str | None:
             return "joined digits"
     if not known.collection and _has_list(c):
         return "several values"
+    if relations and known.single_value and _opens_with_another_number(c):
+        return "several values"
     return None
 
 
@@ -278,17 +307,30 @@ _RETRACT = re.compile(
     r"|(?<![A-Za-z])no ?[,!]",
     re.IGNORECASE,
 )
-# A later statement of the answer: "the answer is 41", "answer: 41", "result = 41", and the
-# reversed "41 is the answer" (SmolLM2 after DAPO training: "The final answer is 0. ... 64 is
-# the answer we are looking for").
+# A later statement of the answer: "the answer is 41", "answer: 41", "the answer is: 41", "result
+# = 41", "the final calculation results in 41", and the reversed "41 is the answer" (SmolLM2 after
+# DAPO training: "The final answer is 0. ... 64 is the answer we are looking for"). The number may
+# sit in `$...$`, `\\(...\\)`, `\\boxed{}` or bold, after a filler word ("the answer is therefore
+# 41"); a restated equation counts by its last side ("the answer is 5 - 5 = 0", `_CHAIN`).
 _NUMBER = r"[-+]?\d[\d,]*+(?:\.\d++)?(?:\s*+/\s*+\d++)?"
+_STATING = (
+    r"(?:is|was|would be|should be|will be|=|:|equals|results in|comes to|comes out to)"
+    r"(?:\s*+:)?"
+)
+_FILLER = r"(?:\s++(?:therefore|thus|then|indeed|still|now|simply|just|clearly)\b,?)?"
+_FINAL_NOUN = r"(?:calculation|result|count|value|number|total|sum|amount|figure|output)"
+_WRAP = r"(?:\s*+(?:\*++|\$|\\\(|\\\[|\\(?:boxed|fbox)\s*+\{))*+"
+_SUBJECT = rf"(?:answer|result|total|solution|final\s++{_FINAL_NOUN})"
 _RESTATED = re.compile(
-    r"(?:(?:answer|result|total|solution)\s*+(?:is|was|would be|should be|=|:)"
-    r"|(?:it|this|that)\s++(?:should|must|would)\s++be)\s*+\**+\s*+\$?\s*+"
-    rf"(?P<num>{_NUMBER})"
+    rf"(?:{_SUBJECT}\s*+{_STATING}{_FILLER}|(?:it|this|that)\s++(?:should|must|would)\s++be)"
+    rf"{_WRAP}\s*+(?P<num>{_NUMBER})"
     rf"|(?<![\w.,])(?P<before>{_NUMBER})\s*+\$?\s*+\**+\s*+(?:is|was|would be|should be)\s++"
     r"(?:the|our|my)\s++(?:final\s++|correct\s++|right\s++|true\s++)?(?:answer|solution)",
     re.IGNORECASE,
+)
+# An arithmetic chain after a restated number, ending in its value: " - 5 = 0", " \\times 3 = 6".
+_CHAIN = re.compile(
+    rf"(?:\s*+(?:[-+*/×·]|\\times|\\cdot|\\div)\s*+{_NUMBER})++\s*+=\s*+\$?\s*+(?P<res>{_NUMBER})"
 )
 
 
@@ -306,6 +348,10 @@ def retraction(tail: str, value: Fraction | None) -> str | None:
     for restated in _RESTATED.finditer(t):
         try:
             said = restated.group("num") or restated.group("before")
+            if restated.group("num") is not None:
+                chain = _CHAIN.match(t, restated.end())
+                if chain is not None:
+                    said = chain.group("res")
             number = Fraction(said.replace(",", "").replace(" ", ""))
         except (ValueError, ZeroDivisionError):
             continue

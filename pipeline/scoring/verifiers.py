@@ -101,7 +101,11 @@ _MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
 # 7: exact and rg keep an answer restated with the same number (`committed_value`); a percent
 #    stands for value / 100 only against a gold that is not a whole number (numeric.same_number).
 # 8: a trailing "not ..." that denies the kept number is not dropped ("1 is not equal to 1").
-VERIFIER_VERSION = f"sieve-math/8+math-verify/{metadata.version('math-verify')}"
+# 9: restatements read after `is:`, a filler word ("the answer is therefore 41"), math delimiters
+#    and boxes, "the final calculation results in 5"; a restated equation counts by its last side,
+#    and so does an equation answer's committed value; a marked answer that opens with one number
+#    and ends with another ("2 in the binary representation of 1") is several values (commit.py).
+VERIFIER_VERSION = f"sieve-math/9+math-verify/{metadata.version('math-verify')}"
 # With the `gym` extra installed, the "rg" verifier's version (pipeline/scoring/rg.py) joins it:
 # reasoning-gym's own `score_answer` decides those verdicts. The last number counts changes of
 # Sieve's reading around score_answer (3: a restated answer is kept; 4: score_answer gets the
@@ -273,6 +277,8 @@ def committed_value(candidate: str) -> Fraction | None:
     passes it: before sieve-math/7 the exact and rg verifiers passed None, so restating the
     answer withdrew it ("The final answer is 18.\n\n18 is the final answer." for `3 * 6`)."""
     number = candidate_number(candidate)
+    if number is None and "=" in candidate:  # an equation states its last side: `5 + 6 = 11`
+        number = candidate_number(candidate[candidate.rfind("=") + 1 :])
     return None if number is None else number.value
 
 

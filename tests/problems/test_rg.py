@@ -288,3 +288,14 @@ def test_training_scores_rg_rows_from_their_stored_source() -> None:
     scores = verifier_reward(batch + batch, samples)
     assert scores.correct == [True] * n + [False] * n
     assert None not in scores.rewards
+
+
+def test_an_answer_opening_with_another_number_is_not_paid_its_last_one() -> None:
+    """sieve-math/9: SmolLM2 answered a count_bits problem "2 in the binary representation of 1"
+    (gold 1); the reading that pays the last number paid it."""
+    row = one("rg:count_bits")
+    gold = row["answer"]
+    text = f"The answer is {int(gold) + 1} in the binary representation of {gold}."
+    got = verify(text, gold, "rg", context=context(row))
+    assert (got.correct, got.detail) == (False, "hedged: several values")
+    assert verify(f"The answer is {gold}.", gold, "rg", context=context(row)).correct is True

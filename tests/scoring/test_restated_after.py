@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.scoring import verify
+from pipeline.scoring.commit import hedge
 
 DAPO_TEXT = (
     "4\n\nJustification: \nLet's break down the problem. We can use the formula 64 mod 2 = 0 mod 2 "
@@ -83,3 +84,81 @@ def test_a_percent_is_not_a_whole_gold_divided_by_100() -> None:
     assert verify(text, "1").correct is False
     assert verify("The final answer is 25%.", "0.25").correct is True
     assert verify("The final answer is 25%.", "25").correct is True
+
+
+# sieve-math/9. The first three texts are SmolLM2-135M's: Sieve seed 2's held-out evaluation in
+# benchmarks/real_curriculum.py (paid for 0 under sieve-math/8), and two training rollouts of
+# Sieve seed 1 / seed 2 (an equation answer restated: withdrawn under sieve-math/8, kept now).
+RESULTS_IN = "5 - 5 = 0\n\nThe final answer is 0.\n\nThe final calculation results in 5."
+RESTATED_EQUATION = "6 + 3 = 9\n\nThe final answer is 9.\n\nThe final solution is 6 + 3 = 9."
+EQUATION_ANSWER = "5 + 6 = 11\n\nThe final answer is 5 + 6 = 11.\n\nThe answer is: 11"
+
+
+def test_a_later_result_that_differs_withdraws_the_answer() -> None:
+    got = verify(RESULTS_IN, "0")
+    assert (got.correct, got.detail) == (False, "retracted: restated")
+    assert verify(RESULTS_IN.replace("in 5", "in 0"), "0").correct is True
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "The answer is: 41",
+        "The answer is therefore 41.",
+        "The answer is \\(41\\).",
+        "It is the answer, and the answer is therefore \\(41\\).",
+        "The result comes to 41.",
+        "The answer equals 41.",
+        "The final result is **41**.",
+        "So the answer is 40 + 1 = 41.",
+    ],
+)
+def test_more_ways_of_restating_another_number_withdraw_it(tail: str) -> None:
+    got = verify(f"The final answer is 42.\n\n{tail}", "42", "math")
+    assert (got.correct, got.detail) == (False, "retracted: restated")
+    assert verify(f"The final answer is 42.\n\n{tail}".replace("41", "42"), "42").correct is True
+
+
+@pytest.mark.parametrize("verifier", ["math", "exact"])
+def test_a_restated_equation_counts_by_its_last_side(verifier: str) -> None:
+    assert verify(RESTATED_EQUATION, "9", verifier).correct is True
+    withdrawn = RESTATED_EQUATION.replace("6 + 3 = 9.", "6 + 3 = 10.")
+    assert verify(withdrawn, "9", verifier).detail == "retracted: restated"
+
+
+def test_an_equation_answer_restated_by_its_value_is_kept() -> None:
+    assert verify(EQUATION_ANSWER, "11").correct is True
+    got = verify(EQUATION_ANSWER.replace("is: 11", "is: 12"), "11")
+    assert (got.correct, got.detail) == (False, "retracted: restated")
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [
+        ("2 in the binary representation of 1", "1"),  # SmolLM2, count_bits (the number read: 1)
+        ("2 in the binary representation of 1", "2"),
+        ("12 apples in 3 baskets", "12"),
+        ("2 times 3 which is 6", "6"),
+    ],
+)
+def test_an_answer_that_opens_with_one_number_and_ends_with_another_is_wrong(
+    answer: str, gold: str
+) -> None:
+    got = verify(f"The answer is {answer}.", gold)
+    assert (got.correct, got.detail) == (False, "hedged: several values")
+    assert hedge(answer, gold) == "several values"
+    assert hedge(answer, gold, relations=False) is None  # the raw reading is left as it was
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [
+        ("7 because 3 plus 4 makes 7", "7"),
+        ("12 cm^{2}", "12"),
+        ("5 apples", "5"),
+        ("3 + 4 = 7", "7"),
+        ("$9$ in total", "9"),
+    ],
+)
+def test_one_number_with_words_or_an_equation_is_still_one_value(answer: str, gold: str) -> None:
+    assert verify(f"The answer is {answer}.", gold).correct is True
