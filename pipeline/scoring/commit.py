@@ -311,8 +311,9 @@ _RETRACT = re.compile(
 # = 41", "the final calculation results in 41", and the reversed "41 is the answer" (SmolLM2 after
 # DAPO training: "The final answer is 0. ... 64 is the answer we are looking for"). The number may
 # sit in `$...$`, `\\(...\\)`, `\\boxed{}` or bold, after a filler word ("the answer is therefore
-# 41"); a restated equation counts by its last side ("the answer is 5 - 5 = 0", `_CHAIN`).
-_NUMBER = r"[-+]?\d[\d,]*+(?:\.\d++)?(?:\s*+/\s*+\d++)?"
+# 41"), and "N, which is the final answer"; a restated equation counts by its last side ("the
+# answer is 5 - 5 = 0", `_CHAIN`).
+_NUMBER = r"[-+]?\d++(?:,\d++)*+(?:\.\d++)?(?:\s*+/\s*+\d++)?"  # not a trailing comma
 _STATING = (
     r"(?:is|was|would be|should be|will be|=|:|equals|results in|comes to|comes out to)"
     r"(?:\s*+:)?"
@@ -324,13 +325,16 @@ _SUBJECT = rf"(?:answer|result|total|solution|final\s++{_FINAL_NOUN})"
 _RESTATED = re.compile(
     rf"(?:{_SUBJECT}\s*+{_STATING}{_FILLER}|(?:it|this|that)\s++(?:should|must|would)\s++be)"
     rf"{_WRAP}\s*+(?P<num>{_NUMBER})"
-    rf"|(?<![\w.,])(?P<before>{_NUMBER})\s*+\$?\s*+\**+\s*+(?:is|was|would be|should be)\s++"
+    rf"|(?<![\w.,])(?P<before>{_NUMBER})\s*+\$?\s*+\**+\s*+(?:,\s*+which\s++)?"
+    r"(?:is|was|would be|should be)\s++"
     r"(?:the|our|my)\s++(?:final\s++|correct\s++|right\s++|true\s++)?(?:answer|solution)",
     re.IGNORECASE,
 )
-# An arithmetic chain after a restated number, ending in its value: " - 5 = 0", " \\times 3 = 6".
+# An arithmetic chain after a restated number, ending in its value: " - 5 = 0", " \\times 3 = 6",
+# " mod 6 = 3".
 _CHAIN = re.compile(
-    rf"(?:\s*+(?:[-+*/×·]|\\times|\\cdot|\\div)\s*+{_NUMBER})++\s*+=\s*+\$?\s*+(?P<res>{_NUMBER})"
+    r"(?:\s*+(?:[-+*/×·%]|\\times|\\cdot|\\div|\\[bp]?mod\b|mod\b)\s*+"
+    rf"{_NUMBER})++\s*+=\s*+\$?\s*+(?P<res>{_NUMBER})"
 )
 
 

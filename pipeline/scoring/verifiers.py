@@ -102,7 +102,8 @@ _MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
 #    stands for value / 100 only against a gold that is not a whole number (numeric.same_number).
 # 8: a trailing "not ..." that denies the kept number is not dropped ("1 is not equal to 1").
 # 9: restatements read after `is:`, a filler word ("the answer is therefore 41"), math delimiters
-#    and boxes, "the final calculation results in 5"; a restated equation counts by its last side,
+#    and boxes, "the final calculation results in 5", "N, which is the final answer"; a restated
+#    equation (`6 + 3 = 9`, `15 mod 6 = 3`) counts by its last side,
 #    and so does an equation answer's committed value; a marked answer that opens with one number
 #    and ends with another ("2 in the binary representation of 1") is several values (commit.py).
 VERIFIER_VERSION = f"sieve-math/9+math-verify/{metadata.version('math-verify')}"

@@ -119,6 +119,20 @@ def test_more_ways_of_restating_another_number_withdraw_it(tail: str) -> None:
     assert verify(f"The final answer is 42.\n\n{tail}".replace("41", "42"), "42").correct is True
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # SmolLM2's, the every-rollout arm's seed 1 training: kept, its equation ends in 3
+        "The problem is to find the answer of 15 mod 6, which is 3.\nThe final answer is 3.\n\n"
+        "The solution is:\n15 mod 6 = 3",
+        "The final answer is 3.\n\nThe solution is 15 \\bmod 6 = 3.",
+    ],
+)
+def test_a_restated_remainder_counts_by_its_value(text: str) -> None:
+    assert verify(text, "3").correct is True
+    assert verify(text.replace("= 3", "= 4"), "3").detail == "retracted: restated"
+
+
 @pytest.mark.parametrize("verifier", ["math", "exact"])
 def test_a_restated_equation_counts_by_its_last_side(verifier: str) -> None:
     assert verify(RESTATED_EQUATION, "9", verifier).correct is True
@@ -162,3 +176,22 @@ def test_an_answer_that_opens_with_one_number_and_ends_with_another_is_wrong(
 )
 def test_one_number_with_words_or_an_equation_is_still_one_value(answer: str, gold: str) -> None:
     assert verify(f"The answer is {answer}.", gold).correct is True
+
+
+@pytest.mark.parametrize(
+    ("text", "gold"),
+    [
+        # SmolLM2's, the every-rollout arm's seed 1 evaluation (31 mod 5; 5 * 3): paid under
+        # sieve-math/8, which read neither "is:" nor ", which is the final answer"
+        ("The final answer is 1.\n\nThe solution is: 31.", "1"),
+        (
+            "5 * 3 = 15\nThe answer is 15.\n\nIn this example, 5 is taken away from 3, which "
+            "results in 1, which is the final answer.",
+            "15",
+        ),
+    ],
+)
+def test_a_later_solution_or_final_answer_clause_withdraws_it(text: str, gold: str) -> None:
+    got = verify(text, gold)
+    assert (got.correct, got.detail) == (False, "retracted: restated")
+    assert verify(text.replace("31", "1").replace("in 1, which", "in 15, which"), gold).correct
