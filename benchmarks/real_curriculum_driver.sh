@@ -10,16 +10,15 @@
 #
 #   nohup benchmarks/real_curriculum_driver.sh > /tmp/sieve-real-curriculum/driver.log 2>&1 &
 #
-# Order: uniform, sieve, dapo and greso over seeds 1 and 2 (four arms x two seeds first), then
-# sieve_every_rollout, whose replay was fixed after its first run (it had replayed nothing on
-# vLLM: pipeline/replay.py). RUNS overrides it ("arm:seed ...").
+# Order: every arm's seed 1 (uniform and the two Sieve arms first), then every arm's seed 2, so
+# a run cut short still compares all five arms on one seed. RUNS overrides it ("arm:seed ...").
 # COMMIT=0 leaves git alone.
 set -u
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv-vllm/bin/python}
 STATE=/tmp/sieve-real-curriculum
 RUNS_DIR=benchmarks/results/real_curriculum_runs
-RUNS=${RUNS:-"uniform:1 sieve:1 dapo:1 greso:1 uniform:2 sieve:2 dapo:2 greso:2 sieve_every_rollout:1 sieve_every_rollout:2"}
+RUNS=${RUNS:-"uniform:1 sieve:1 sieve_every_rollout:1 dapo:1 greso:1 uniform:2 sieve:2 sieve_every_rollout:2 dapo:2 greso:2"}
 mkdir -p "$STATE"
 
 done_run() {  # whether <arm> x <seed> is finished, measured with today's verifier
