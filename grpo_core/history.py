@@ -46,7 +46,7 @@ import torch
 from grpo_core.advantages import is_uninformative
 from grpo_core.collect import _join, _split
 from grpo_core.config import GRPOConfig
-from grpo_core.policy import Policy
+from grpo_core.policy import Policy, pad_id
 from grpo_core.seeds import derive_seed
 from grpo_core.types import Collected, Collector, Item, Rollouts, Sample, Scores, TrainerError
 
@@ -206,9 +206,8 @@ def with_behaviour_logprobs(
     that night's training): replay then weighs each token by min(π_θ / those, tis_cap) instead
     of by π_θ / π_ref, which is right only for samples the reference drew. `prompts[key]` is the
     rendered prompt the trainer will see for `key`. One group per forward, no grad."""
-    pad = int(getattr(tokenizer, "pad_token_id", None) or 0)
     device = next(model.parameters()).device
-    policy = Policy(model, None, cfg, tokenizer, pad, device)
+    policy = Policy(model, None, cfg, tokenizer, pad_id(tokenizer), device)
     out: dict[str, list[Sample]] = {}
     with torch.no_grad():
         for key, group in stored.items():

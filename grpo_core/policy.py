@@ -24,6 +24,11 @@ from grpo_core.logprobs import completion_logp
 from grpo_core.types import Item, Sample
 
 
+def pad_id(tokenizer: Any) -> int:
+    """The id the batches pad with: the tokenizer's pad token, else 0 (masked out either way)."""
+    return int(getattr(tokenizer, "pad_token_id", None) or 0)
+
+
 @dataclass
 class Policy:
     model: torch.nn.Module  # the trained model (peft-wrapped under LoRA, sharded under fsdp)

@@ -74,7 +74,7 @@ from grpo_core.collect import plain as collect
 from grpo_core.config import GRPOConfig
 from grpo_core.lora import with_lora
 from grpo_core.optim import make_optimiser
-from grpo_core.policy import Policy
+from grpo_core.policy import Policy, pad_id
 from grpo_core.rewards import Component
 from grpo_core.scoring import (
     empty_update_metrics,
@@ -157,7 +157,7 @@ class Trainer:
         self.components = [Component("reward", 1.0, 0), repetition]
         self.counters = Counters()
         self.step = 0  # the next step to run
-        self.pad_id = int(getattr(tokenizer, "pad_token_id", None) or 0)
+        self.pad_id = pad_id(tokenizer)
         self.device = next(self.model.parameters()).device
         self.policy = Policy(self.model, self.ref_model, cfg, tokenizer, self.pad_id, self.device)
         self.lockstep = self.fsdp is not None and self.fsdp.lockstep  # every rank collects
