@@ -99,8 +99,14 @@ class _Gather:
                          self.time_sample, self.time_score)  # fmt: skip
 
 
-def dynamic_sampling(source: Source, target: int, max_rounds: int = 8) -> Collector:
-    """DAPO dynamic sampling: refill until `target` informative groups (or `max_rounds`)."""
+def dynamic_sampling(
+    source: Source, target: int, max_rounds: int = 8, full: bool = False
+) -> Collector:
+    """DAPO dynamic sampling: refill until `target` informative groups (or `max_rounds`).
+
+    `full`: a step trains exactly `target` groups or nothing (its rollouts still count, as
+    `unfilled` in its metrics): every update trains the same number of rollouts, the matched
+    protocol of benchmarks/headline.py. Without it a step short of `target` trains what it has."""
 
     def collect(t: Rollouts, step: int) -> Collected:
         got = _Gather(t)
@@ -112,6 +118,11 @@ def dynamic_sampling(source: Source, target: int, max_rounds: int = 8) -> Collec
                     got.keep(item, grp, part)
             if len(got.items) >= target:
                 break
+        if full and len(got.items) < target:
+            got.items, got.groups, got.parts = [], [], []
+            c = got.collected()
+            c.metrics["unfilled"] = 1.0
+            return c
         return got.collected()
 
     return collect

@@ -1,0 +1,888 @@
+"""The selection headline: matched updates, paired seeds, intervals (issue 45's protocol).
+
+What it measures: at the same number of optimizer updates per *trained* rollout, with the same
+schedules by update, the same pool, evaluation and seeds, which way of choosing a step's prompts
+reaches a held-out accuracy with the fewest rollouts (every rollout sampled counted, those that
+decided and did not train included). The earlier headline (real_curriculum.py) let arms differ
+3-4x in updates, group size and schedules; this one does not.
+
+The protocol:
+- **Matched training.** Every update trains `batch_prompts` groups of `group_size` (64 rollouts
+  by default); no arm trains a bigger or smaller batch. The learning rate is constant (no
+  warm-up) and the KL β fixed, so the schedules are the same function of the update index for
+  every arm. A step whose batch is all zero-variance trains nothing and is not an update
+  (`empty_steps`). No step starts that could overrun the budget.
+- **Settings.** `warm` (the headline): every arm starts from one checkpoint that already states
+  its answers the way the verifier reads them, built by the uniform recipe for `warm_updates`
+  updates on a pool of its own (seed 0, never a campaign seed); its cost is reported, charged to
+  no arm; the cells' pass rates are measured again from it (`cell_prompts` x `cell_samples`
+  per cell, every cell, its zone stored). `cold`: the base model.
+- **Arms** (grpo_core.collect / grpo_core.select): `uniform` (8 prompts drawn uniformly per
+  step); `dapo` (DAPO dynamic sampling: draw rounds of 8 until 8 informative groups; the dropped
+  rollouts count and do not train; a batch the budget cannot fill trains nothing); `greso`
+  (GRESO with refill: skip prompts by zero-variance streak, refill from further candidates);
+  `mopps` (MoPPS-style Thompson selection from `candidates` per step, no extra rollouts). The
+  Sieve arm joins when the product's select-before-sample training lands (issue 46).
+- **Seeds.** A seed fixes the pool (train-split problems of the mix), every draw, and the
+  trainer's seed; every arm gets the same. The evaluation's sampling seed is the same for
+  every run.
+- **Evaluation.** `per_level` held-out problems per cell (the scored count is reported);
+  greedy only at the intermediate marks (budget x i / marks), greedy plus `samples` samples at
+  T at the start and the end, per problem, so differences are paired over problems too.
+- **Statistics** (`--summarise`): per arm, the paired difference to uniform of the final
+  sampled and greedy accuracy with a 95 % bootstrap interval over seeds and held-out problems;
+  rollouts to three targets (uniform's seed-mean final greedy accuracy and two thirds and one
+  third of the way to it from the start) read from each seed's isotonic (monotone) fit of its
+  greedy curve, as ratios to uniform's with bootstrap intervals over seeds; curves against
+  rollouts and against updates.
+
+Resumable and seed-major: each arm x seed x setting writes `results/headline_runs/<setting>_
+<arm>_s<seed>.json` (its accounting per step, its curve, its final per-problem scores) and its
+weights, optimiser and selection state to `/tmp/sieve-headline/` at every eval mark; a stopped
+run resumes there, or starts over where the weights are gone. The warm checkpoint lives in
+/tmp too: a new machine builds it again, and each run records the hash of the weights it
+started from (`start`), so a comparison pairs only runs that started from the same weights.
+
+    nohup benchmarks/headline_driver.sh > /tmp/sieve-headline/driver.log 2>&1 &
+    .venv-vllm/bin/python benchmarks/headline.py --summarise     # JSON + PNG
+
+`--smoke`: the same code on the tiny built-in policy, hf backend, tiny budgets, in a temp folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import math
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from real_curriculum import Policy, atomic_write, held_out, load, reward_fn, verifier_version
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).parent / "results"
+STATE = Path("/tmp/sieve-headline")
+MODEL = Path("/tmp/sieve-real-model/models/smollm2-135m")
+MIX_FILE = ROOT / "data" / "configs" / "real_mix.toml"
+ARMS = ("uniform", "dapo", "greso", "mopps")
+SETTINGS = ("warm", "cold")
+ZONES = ((0.8, "always"), (0.05, "learnable"), (0.0, "never"))  # lower bounds, first match
+TOP_P = 1.0
+
+
+@dataclass(frozen=True)
+class Setup:
+    budget: int = 2_048  # rollouts sampled per arm x seed, every one counted
+    batch_prompts: int = 8  # groups per update: every update trains batch_prompts x group_size
+    group_size: int = 8
+    pool_size: int = 128  # train-split problems per seed: two epochs of uniform in the budget
+    candidates: int = 64  # mopps: prompts Thompson-sampled per step (8x the batch)
+    marks: int = 4  # greedy evaluations at budget x i / marks (the last one full)
+    per_level: int = 16  # held-out problems asked per cell
+    samples: int = 4  # held-out samples per problem at T, at the start and the end
+    lr: float = 1e-5  # constant: no warm-up
+    beta: float = 0.02  # fixed KL β
+    temperature: float = 0.6
+    max_new_tokens: int = 256
+    backend: str = "vllm"
+    prompt_format: str = "chat"
+    warm_updates: int = 12  # the warm checkpoint: uniform updates from the base, seed 0's pool
+    cell_prompts: int = 16  # the warm checkpoint's cell measurement: prompts per cell
+    cell_samples: int = 8  # ... samples per prompt
+
+    @property
+    def per_update(self) -> int:
+        return self.batch_prompts * self.group_size
+
+
+SMOKE = Setup(
+    budget=96,
+    batch_prompts=2,
+    group_size=4,
+    pool_size=12,
+    candidates=8,
+    marks=2,
+    per_level=2,
+    samples=2,
+    lr=1e-3,
+    max_new_tokens=6,
+    backend="hf",
+    prompt_format="raw",
+    warm_updates=2,
+    cell_prompts=2,
+    cell_samples=2,
+)
+SMOKE_MIX = {"arith": [1, 2], "linear": [1]}
+
+
+# ---------------------------------------------------------------- training settings
+
+
+def grpo(setup: Setup, seed: int) -> Any:
+    """real_train.toml's recipe with the protocol's schedules: constant lr, fixed β."""
+    from pipeline.recipes import load_settings
+    from pipeline.train import for_device
+
+    settings = load_settings(ROOT / "data" / "configs" / "real_train.toml")
+    cfg = settings.grpo_config(
+        lr=setup.lr,
+        lr_warmup_steps=0,
+        beta_schedule="fixed",
+        beta=setup.beta,
+        total_steps=10 * setup.budget,  # the budget stops a run; the schedules are constant
+        temperature=setup.temperature,
+        seed=seed,
+        max_new_tokens=setup.max_new_tokens,
+        checkpoint_every=0,
+    )
+    return for_device(cfg, torch.device("cpu"))
+
+
+def weights_hash(model: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for k, v in sorted(model.state_dict().items()):
+        h.update(k.encode())
+        h.update(v.detach().float().contiguous().cpu().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- the pool and the evaluation
+
+
+def pool_items(setup: Setup, mix: dict[str, list[int]], pol: Policy, seed: int) -> list[Any]:
+    """`pool_size` train-split problems of the mix for `seed` (seed 0: the warm checkpoint's)."""
+    from grpo_core.trainer import Item
+    from pipeline.problems import generate_mix
+
+    frame = generate_mix(mix, setup.pool_size * 2, 10_000 + seed).filter(pl.col("split") == "train")
+    frame = frame.sample(fraction=1.0, shuffle=True, seed=seed).head(setup.pool_size)
+    prompts = pol.render(frame["question"].to_list())
+    return [
+        Item(q, a, setup.group_size, key=p, verifier=v, params=pa)
+        for q, a, p, v, pa in zip(
+            prompts,
+            frame["answer"],
+            frame["problem_id"],
+            frame["verifier"],
+            frame["params"],
+            strict=True,
+        )
+    ]
+
+
+def evaluate(setup: Setup, pol: Policy, held: pl.DataFrame, full: bool) -> dict[str, Any]:
+    """Greedy (and with `full`, `samples` samples at T) on the held-out set, per problem."""
+    from pipeline.policy.evaluate import EvalConfig, overall
+    from pipeline.policy.evaluate import evaluate as run_eval
+    from pipeline.sampling.budget import SamplingConfig
+    from pipeline.store import Ledger
+
+    temperature = setup.temperature if full else 0.0
+    sampling = SamplingConfig(
+        temperature=temperature, top_p=TOP_P, max_new_tokens=setup.max_new_tokens
+    )
+    cfg = EvalConfig(per_level=setup.per_level, samples=setup.samples, sampling=sampling, seed=0)
+    qs = held["question"].to_list()
+    prompts_of = dict(zip(qs, pol.render(qs), strict=True))
+    began = time.perf_counter()
+    with Ledger.memory() as ledger:
+        table = run_eval(
+            pol.engine, ledger, "eval", prompts_of, cfg, held, prompt_format=setup.prompt_format
+        )
+        per = ledger.sql(
+            "SELECT r.problem_id, s.temperature = 0 AS greedy, "
+            "avg(CASE WHEN r.correct THEN 1.0 ELSE 0.0 END) AS acc "
+            "FROM rollouts r JOIN sampling_runs s USING (run_id) GROUP BY ALL"
+        )
+        right = ledger.sql(
+            "SELECT p.family, p.level, p.question, p.answer, r.completion FROM rollouts r "
+            "JOIN problems p USING (problem_id) WHERE r.correct "
+            "QUALIFY row_number() OVER (PARTITION BY r.problem_id ORDER BY hash(r.completion)) = 1 "
+            "ORDER BY hash(r.problem_id) LIMIT 20"
+        ).to_dicts()
+    ids = sorted(held["problem_id"].to_list())
+    by = {(r["problem_id"], r["greedy"]): r["acc"] for r in per.to_dicts()}
+    return {
+        "greedy": overall(table, "greedy"),
+        "sampled": overall(table, "sampled") if full else None,
+        "scored": per.filter(pl.col("greedy"))["problem_id"].n_unique(),
+        "per_problem_greedy": [by.get((i, True)) for i in ids],
+        "per_problem_sampled": [by.get((i, False)) for i in ids] if full else None,
+        "by_level": table.select(
+            "family", "level", "problems", "greedy", *(["sampled"] if full else [])
+        ).to_dicts(),
+        "seconds": time.perf_counter() - began,
+        "correct": right,
+    }
+
+
+def measure_cells(setup: Setup, pol: Policy, mix: dict[str, list[int]]) -> list[dict[str, Any]]:
+    """Every cell's pass rate from the current weights: `cell_prompts` train-split prompts (a
+    seed of their own) x `cell_samples` samples at the training temperature; zone and the share
+    of prompts whose group disagreed (informative at this G)."""
+    from pipeline.problems import generate_cells
+    from pipeline.rollouts import RunInfo, record_run
+    from pipeline.sampling.budget import SamplingConfig
+    from pipeline.store import Ledger
+
+    counts = [(f, lv, setup.cell_prompts * 2) for f, lvs in mix.items() for lv in lvs]
+    frame = generate_cells(counts, 77_777).filter(pl.col("split") == "train")
+    frame = frame.group_by("family", "level", maintain_order=True).head(setup.cell_prompts)
+    sampling = SamplingConfig(
+        temperature=setup.temperature, top_p=TOP_P, max_new_tokens=setup.max_new_tokens
+    )
+    params = sampling.params(setup.prompt_format, 0, greedy=False)
+    groups = pol.engine.sample(pol.render(frame["question"].to_list()), setup.cell_samples, params)
+    with Ledger.memory() as ledger:
+        ledger.write("problems", frame)
+        info = RunInfo(
+            "screen",
+            pol.engine.model_name,
+            "cells",
+            pol.engine.backend,
+            setup.cell_samples,
+            params,
+            prompt_format=setup.prompt_format,
+        )
+        record_run(ledger, info, frame, groups)
+        rows = ledger.sql(
+            "WITH g AS (SELECT p.family, p.level, r.problem_id, "
+            "sum(CASE WHEN r.correct THEN 1 ELSE 0 END) AS k, count(*) AS n "
+            "FROM rollouts r JOIN problems p USING (problem_id) GROUP BY ALL) "
+            "SELECT family, level, count(*) AS prompts, sum(k) / sum(n) AS pass_rate, "
+            "avg(CASE WHEN k > 0 AND k < n THEN 1.0 ELSE 0.0 END) AS informative "
+            "FROM g GROUP BY ALL ORDER BY family, level"
+        ).to_dicts()
+    for r in rows:
+        r["zone"] = next(z for lo, z in ZONES if r["pass_rate"] >= lo)
+    return rows
+
+
+# ---------------------------------------------------------------- one arm x seed
+
+
+def progress_path(runs_dir: Path, setting: str, arm: str, seed: int) -> Path:
+    return runs_dir / f"{setting}_{arm}_s{seed}.json"
+
+
+def fresh(setting: str, arm: str, seed: int, setup: Setup, start: str) -> dict[str, Any]:
+    return {
+        "setting": setting,
+        "arm": arm,
+        "seed": seed,
+        "setup": asdict(setup),
+        "start": start,
+        "verifier": verifier_version(),
+        "steps": [],
+        "curve": [],
+        "final": None,
+        "saved": None,
+        "state": {},
+        "done": False,
+        "seconds": 0.0,
+        "resumed": 0,
+        "restarts": 0,
+    }
+
+
+def finished(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    p = json.loads(path.read_text())
+    return bool(p["done"]) and p.get("verifier") == verifier_version()
+
+
+def totals(steps: list[dict[str, Any]]) -> dict[str, int]:
+    return {
+        "sampled": sum(s["sampled"] for s in steps),
+        "trained": sum(s["trained"] for s in steps),
+        "updates": sum(bool(s["update"]) for s in steps),
+    }
+
+
+def run_arm(
+    setup: Setup,
+    setting: str,
+    arm: str,
+    seed: int,
+    pol: Policy,
+    start_weights: dict[str, torch.Tensor],
+    start: dict[str, Any],
+    mix: dict[str, list[int]],
+    held: pl.DataFrame,
+    runs_dir: Path,
+    state_dir: Path,
+    final_eval: bool = True,
+) -> dict[str, Any]:
+    """One arm x seed from `start_weights` (hash `start["hash"]`, evaluated as `start`);
+    `final_eval` False (the warm checkpoint's own run) skips the closing evaluation."""
+    from grpo_core import checkpoint as ckpt
+    from grpo_core.collect import dynamic_sampling, plain
+    from grpo_core.history import ZeroVarSkip
+    from grpo_core.seeds import derive_seed, seed_torch
+    from grpo_core.select import BetaPosterior, greso_refill, informative_groups, thompson_select
+    from grpo_core.trainer import Hooks, Trainer
+
+    path = progress_path(runs_dir, setting, arm, seed)
+    weights = state_dir / f"{setting}_{arm}_s{seed}"
+    p = fresh(setting, arm, seed, setup, start["hash"])
+    if path.is_file():
+        old = json.loads(path.read_text())
+        if old["setup"] != asdict(setup):
+            raise SystemExit(f"{path} was measured on another setup: move it away to start over")
+        if old["done"] and old.get("verifier") == verifier_version():
+            return old
+        why = (
+            "another verifier"
+            if old.get("verifier") != verifier_version()
+            else "other start weights"
+            if old["start"] != start["hash"]
+            else "its weights are gone"
+            if old["saved"] is not None and not weights.is_dir()
+            else None
+        )
+        if why is None:
+            p = {**old, "resumed": old["resumed"] + 1}
+        else:
+            print(f"{path.name}: {why}, starting over", flush=True)
+            p["restarts"] = old.get("restarts", 0) + 1
+    if p["saved"] is None:
+        shutil.rmtree(weights, ignore_errors=True)
+    print(f"{setting} {arm} s{seed}" + (" (resumed)" if p["resumed"] else ""), flush=True)
+    began = time.perf_counter() - p["seconds"]
+    if not p["curve"]:
+        p["curve"] = [
+            {"rollouts": 0, "updates": 0, "greedy": start["greedy"], "sampled": start["sampled"]}
+        ]
+    else:  # the points after the last saved state are measured again
+        done = totals(p["steps"][: p["saved"]] if p["saved"] is not None else [])
+        p["curve"] = [c for c in p["curve"] if c["rollouts"] <= done["sampled"]]
+    if p["saved"] is not None:
+        p["steps"] = p["steps"][: p["saved"]]
+    else:
+        p["steps"], p["state"] = [], {}
+
+    pol.model.load_state_dict(start_weights)  # the KL reference is the start, for every arm
+    pol.sync()
+    pool = pool_items(setup, mix, pol, seed)
+    n = setup.batch_prompts
+
+    def draw(step: int, round_: int, k: int = n) -> list[Any]:
+        rng = np.random.default_rng(derive_seed(seed, "draw", step, round_))
+        return [pool[int(i)] for i in rng.choice(len(pool), min(k, len(pool)), replace=False)]
+
+    skip = ZeroVarSkip(streaks=dict(p["state"].get("streaks", {})), seed=seed)
+    posterior = BetaPosterior()
+    posterior.load(p["state"].get("posterior", {}))
+    left = lambda: setup.budget - totals(p["steps"])["sampled"]  # noqa: E731
+    if arm == "uniform":
+        inner: Any = plain
+    elif arm == "dapo":
+        inner = lambda t, st: dynamic_sampling(  # noqa: E731
+            draw, n, max(1, left() // setup.per_update), full=True
+        )(t, st)
+    elif arm == "greso":
+        inner = greso_refill(draw, skip, n)
+    elif arm == "mopps":
+        inner = thompson_select(lambda st, r: draw(st, r, setup.candidates), posterior, n, seed)
+    else:
+        raise SystemExit(f"unknown arm {arm!r}: choose from {', '.join(ARMS)}")
+    last: dict[str, Any] = {}
+
+    def collector(t: Any, step: int) -> Any:
+        c = inner(t, step)
+        trained = [(it, g) for it, g in zip(c.items, c.groups, strict=True) if g]
+        last.update(
+            sampled=int(c.rollouts),
+            trained=sum(len(g) for _, g in trained),
+            groups=len(trained),
+            informative=informative_groups(c, t.cfg.zero_var_tol) if trained else 0,
+            keys=[it.key for it, _ in trained],
+        )
+        return c
+
+    seed_torch(seed)
+    trainer = Trainer(
+        pol.model,
+        pol.tok,
+        pol.group,
+        reward_fn(setup),
+        lambda st: draw(st, 0),
+        grpo(setup, seed),
+        weights / "ckpt",
+        collector=collector,
+        hooks=Hooks(warning=lambda m: None),
+    )
+    if p["saved"] is not None:
+        trainer.resume(ckpt.step_dir(weights / "ckpt", p["saved"]))
+        pol.sync()
+    marks = [round(setup.budget * (i + 1) / setup.marks) for i in range(setup.marks - 1)]
+    while left() >= setup.per_update:
+        out = trainer.run_step(trainer.step)
+        trainer.step += 1
+        m = out.metrics
+        p["steps"].append(
+            {
+                "sampled": last["sampled"],
+                "trained": last["trained"],
+                "groups": last["groups"],
+                "informative": last["informative"],
+                "update": m.get("trained_samples", 0.0) > 0,
+                "keys": last["keys"],
+                "unfilled": bool(m.get("unfilled", 0.0)),
+                "skipped": int(m.get("skipped_zero_var", 0.0)),
+                "seconds": round(
+                    m.get("time_sample", 0.0)
+                    + m.get("time_score", 0.0)
+                    + m.get("time_update", 0.0),
+                    2,
+                ),
+                "load_1m": round(os.getloadavg()[0], 2),
+            }
+        )
+        t = totals(p["steps"])
+        print(
+            f"    {setting} {arm} s{seed} step {trainer.step}: {t['sampled']} sampled, "
+            f"{t['updates']} updates, {time.perf_counter() - began:.0f} s, load "
+            f"{p['steps'][-1]['load_1m']}",
+            flush=True,
+        )
+        passed = sum(mk <= t["sampled"] for mk in marks)
+        if passed > len(p["curve"]) - 1 and left() >= setup.per_update:
+            ev = evaluate(setup, pol, held, full=False)
+            p["curve"].append(
+                {
+                    "rollouts": t["sampled"],
+                    "updates": t["updates"],
+                    "greedy": ev["greedy"],
+                    "sampled": None,
+                }
+            )
+            print(
+                f"    {setting} {arm} s{seed} {t['sampled']} rollouts: greedy {ev['greedy']:.4f}",
+                flush=True,
+            )
+            trainer.save_checkpoint()
+            ckpt.prune(weights / "ckpt", 1)
+            p["saved"] = len(p["steps"])
+            p["state"] = {"streaks": dict(skip.streaks), "posterior": posterior.state()}
+            p["seconds"] = time.perf_counter() - began
+            atomic_write(path, p)
+    t = totals(p["steps"])
+    if final_eval:
+        ev = evaluate(setup, pol, held, full=True)
+        p["curve"].append(
+            {
+                "rollouts": t["sampled"],
+                "updates": t["updates"],
+                "greedy": ev["greedy"],
+                "sampled": ev["sampled"],
+            }
+        )
+        p["final"] = ev
+    p["done"] = True
+    p["seconds"] = time.perf_counter() - began
+    atomic_write(path, p)
+    print(
+        f"    {setting} {arm} s{seed} done: {t['updates']} updates, {p['seconds']:.0f} s",
+        flush=True,
+    )
+    shutil.rmtree(weights, ignore_errors=True)  # a finished run never resumes
+    return p
+
+
+# ---------------------------------------------------------------- the start weights
+
+
+def start_point(
+    setup: Setup,
+    setting: str,
+    pol: Policy,
+    base: dict[str, torch.Tensor],
+    mix: dict[str, list[int]],
+    held: pl.DataFrame,
+    runs_dir: Path,
+    state_dir: Path,
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """The setting's start weights and their record (hash, evaluation, cells, cost), cached:
+    the record under results (it outlives the machine), the warm weights under `state_dir`."""
+    pol.model.load_state_dict(base)
+    pol.sync()
+    if setting == "warm":
+        folder = state_dir / "warm"
+        if not (folder / "config.json").is_file():
+            print("warm: building the shared checkpoint (uniform, seed 0's pool)", flush=True)
+            began = time.perf_counter()
+            wsetup = replace(setup, budget=setup.warm_updates * setup.per_update, marks=1)
+            wrun = run_arm(
+                wsetup,
+                "warmup",
+                "uniform",
+                0,
+                pol,
+                base,
+                {"hash": "base", "greedy": None, "sampled": None},
+                mix,
+                held,
+                runs_dir / "warmup",
+                state_dir,
+                final_eval=False,
+            )
+            tmp = folder.with_name("warm.tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            pol.model.save_pretrained(tmp)
+            (tmp / "cost.json").write_text(
+                json.dumps(
+                    {
+                        "updates": totals(wrun["steps"])["updates"],
+                        "rollouts": totals(wrun["steps"])["sampled"],
+                        "seconds": time.perf_counter() - began,
+                    }
+                )
+            )
+            tmp.rename(folder)
+            shutil.rmtree(runs_dir / "warmup", ignore_errors=True)  # the cost is in the record
+        from transformers import AutoModelForCausalLM
+
+        warm = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+        pol.model.load_state_dict(warm.state_dict())
+        pol.sync()
+        cost = json.loads((folder / "cost.json").read_text())
+    else:
+        cost = None
+    digest = weights_hash(pol.model)
+    record_path = runs_dir / f"start_{setting}_{digest}.json"
+    if record_path.is_file():
+        record = json.loads(record_path.read_text())
+    else:
+        ev = evaluate(setup, pol, held, full=True)
+        record = {
+            "setting": setting,
+            "hash": digest,
+            "verifier": verifier_version(),
+            "greedy": ev["greedy"],
+            "sampled": ev["sampled"],
+            "scored": ev["scored"],
+            "per_problem_greedy": ev["per_problem_greedy"],
+            "per_problem_sampled": ev["per_problem_sampled"],
+            "by_level": ev["by_level"],
+            "eval_seconds": ev["seconds"],
+            "cost": cost,
+            "cells": measure_cells(setup, pol, mix) if setting == "warm" else None,
+        }
+        atomic_write(record_path, record)
+    print(
+        f"{setting} start {digest}: greedy {record['greedy']:.4f} sampled "
+        f"{record['sampled']:.4f} on {record['scored']} problems",
+        flush=True,
+    )
+    return {k: v.detach().clone() for k, v in pol.model.state_dict().items()}, record
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def isotonic(y: list[float]) -> list[float]:
+    """The non-decreasing least-squares fit of `y` (pool adjacent violators)."""
+    blocks: list[list[float]] = []  # [mean, count]
+    for v in y:
+        blocks.append([float(v), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m1, c1), (m2, c2) = blocks[-2], blocks[-1]
+            blocks[-2:] = [[(m1 * c1 + m2 * c2) / (c1 + c2), c1 + c2]]
+    return [m for m, c in blocks for _ in range(int(c))]
+
+
+def reach(xs: list[float], ys: list[float], target: float) -> float | None:
+    """Where the isotonic fit of (xs, ys) first reaches `target`, linearly between marks."""
+    fit = isotonic(ys)
+    if fit[0] >= target:
+        return float(xs[0])
+    for (x0, y0), (x1, y1) in itertools.pairwise(zip(xs, fit, strict=True)):
+        if y0 < target <= y1:
+            return float(x0 + (x1 - x0) * (target - y0) / (y1 - y0))
+    return None
+
+
+def paired_bootstrap(
+    a: list[list[float]], b: list[list[float]], rng: np.random.Generator, n: int = 2_000
+) -> dict[str, Any]:
+    """Mean of a − b over seeds (rows) and problems (columns, paired), with a 95 % interval from
+    resampling seeds and, within each, problems."""
+    A, B = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    d = A - B  # (seeds, problems)
+    point = float(d.mean())
+    s, p = d.shape
+    boots = np.empty(n)
+    for i in range(n):
+        rows = rng.integers(0, s, s)
+        cols = rng.integers(0, p, (s, p))
+        boots[i] = d[rows[:, None], cols].mean()
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return {
+        "mean": point,
+        "ci95": [float(lo), float(hi)],
+        "seeds": s,
+        "problems": p,
+        "significant": bool(lo > 0 or hi < 0),
+    }
+
+
+def seed_bootstrap(vals: list[float], rng: np.random.Generator, n: int = 2_000) -> dict[str, Any]:
+    v = np.asarray(vals, dtype=np.float64)
+    boots = v[rng.integers(0, len(v), (n, len(v)))].mean(1)
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return {"mean": float(v.mean()), "ci95": [float(lo), float(hi)], "seeds": len(v)}
+
+
+def run_row(r: dict[str, Any]) -> dict[str, Any]:
+    """One run's accounting: what it sampled, trained, decided and learnt."""
+    steps = r["steps"]
+    t = totals(steps)
+    upd = [s for s in steps if s["update"]]
+    return {
+        "arm": r["arm"],
+        "seed": r["seed"],
+        "start": r["start"],
+        "updates": t["updates"],
+        "empty_steps": sum(not s["update"] for s in steps),
+        "rollouts_sampled": t["sampled"],
+        "rollouts_trained": t["trained"],
+        "rollouts_decided_not_trained": t["sampled"] - t["trained"],
+        "trained_per_update": (t["trained"] / t["updates"]) if t["updates"] else None,
+        "informative_share_per_update": (
+            float(np.mean([s["informative"] / s["groups"] for s in upd])) if upd else None
+        ),
+        "distinct_prompts_trained": len({k for s in steps for k in s["keys"]}),
+        "skipped_draws": sum(s["skipped"] for s in steps),
+        "unfilled_batches": sum(s["unfilled"] for s in steps),
+        "final_greedy": r["final"]["greedy"],
+        "final_sampled": r["final"]["sampled"],
+        "scored": r["final"]["scored"],
+        "seconds": r["seconds"],
+        "load_1m_median": float(np.median([s["load_1m"] for s in steps])) if steps else None,
+    }
+
+
+def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict[str, Any]:
+    """One setting's comparison: arms paired to uniform on the seeds (and start) they share."""
+    rng = np.random.default_rng(0)
+    uni = {r["seed"]: r for r in runs if r["arm"] == "uniform"}
+    out: dict[str, Any] = {
+        "start": {
+            k: start.get(k) for k in ("hash", "greedy", "sampled", "scored", "cost", "cells")
+        },
+        "runs": [run_row(r) for r in runs],
+    }
+    if uni:
+        u_final = float(np.mean([r["final"]["greedy"] for r in uni.values()]))
+        s0 = start["greedy"]
+        targets = [s0 + (u_final - s0) * f for f in (1 / 3, 2 / 3, 1.0)]
+        out["targets_greedy"] = targets
+    arms: dict[str, Any] = {}
+    for arm in ARMS:
+        mine = {r["seed"]: r for r in runs if r["arm"] == arm}
+        if not mine:
+            continue
+        paired = sorted(sd for sd in mine if sd in uni and uni[sd]["start"] == mine[sd]["start"])
+        row: dict[str, Any] = {
+            "seeds": sorted(mine),
+            "paired_seeds": paired,
+            "final_greedy": seed_bootstrap([mine[s]["final"]["greedy"] for s in mine], rng),
+            "final_sampled": seed_bootstrap([mine[s]["final"]["sampled"] for s in mine], rng),
+            "updates": [run_row(mine[s])["updates"] for s in sorted(mine)],
+        }
+        if arm != "uniform" and paired:
+            for key in ("sampled", "greedy"):
+                row[f"diff_{key}_vs_uniform"] = paired_bootstrap(
+                    [mine[s]["final"][f"per_problem_{key}"] for s in paired],
+                    [uni[s]["final"][f"per_problem_{key}"] for s in paired],
+                    rng,
+                )
+        if uni:
+            reached = []
+            for tgt in out["targets_greedy"]:
+                per_seed = {}
+                for s, r in mine.items():
+                    xs = [c["rollouts"] for c in r["curve"]]
+                    per_seed[s] = reach(xs, [c["greedy"] for c in r["curve"]], tgt)
+                ratios = [
+                    per_seed[s] / u
+                    for s in paired
+                    if per_seed[s] is not None
+                    and (
+                        u := reach(
+                            [c["rollouts"] for c in uni[s]["curve"]],
+                            [c["greedy"] for c in uni[s]["curve"]],
+                            tgt,
+                        )
+                    )
+                    not in (None, 0.0)
+                ]
+                reached.append(
+                    {
+                        "target": tgt,
+                        "rollouts_by_seed": per_seed,
+                        "ratio_to_uniform": seed_bootstrap(ratios, rng) if ratios else None,
+                        "not_reached": sum(v is None for v in per_seed.values()),
+                    }
+                )
+            row["rollouts_to_target"] = reached
+        arms[arm] = row
+    out["arms"] = arms
+    return out
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {
+        "uniform": "tab:gray",
+        "dapo": "tab:blue",
+        "greso": "tab:orange",
+        "mopps": "tab:purple",
+        "sieve": "tab:green",
+    }
+    settings = [s for s in SETTINGS if s in result["settings"]]
+    fig, axes = plt.subplots(len(settings), 2, figsize=(11, 4 * len(settings)), squeeze=False)
+    for row, setting in zip(axes, settings, strict=True):
+        runs = result["settings"][setting]["curves"]
+        for ax, xkey in zip(row, ("rollouts", "updates"), strict=True):
+            for arm, curves in runs.items():
+                end = min(c[-1][xkey] for c in curves)
+                grid = np.linspace(0.0, end, 100)
+                ys = np.array(
+                    [
+                        np.interp(grid, [p[xkey] for p in c], [p["greedy"] for p in c])
+                        for c in curves
+                    ]
+                )
+                m = ys.mean(0)
+                ax.plot(grid, m, color=colors.get(arm, "k"), label=f"{arm} ({len(curves)} seeds)")
+                if len(curves) > 1:
+                    se = ys.std(0, ddof=1) / math.sqrt(len(curves))
+                    ax.fill_between(grid, m - se, m + se, color=colors.get(arm, "k"), alpha=0.15)
+            ax.set_xlabel("rollouts sampled (all counted)" if xkey == "rollouts" else "updates")
+            ax.set_ylabel("held-out greedy accuracy (band: ±1 s.e. over seeds)")
+            ax.set_title(f"{result['model']}, {setting} start")
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def summary(runs_dir: Path, setup: Setup, model: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "benchmark": "headline",
+        "model": model,
+        "setup": asdict(setup),
+        "verifier": verifier_version(),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "settings": {},
+    }
+    for setting in SETTINGS:
+        runs = [json.loads(f.read_text()) for f in sorted(runs_dir.glob(f"{setting}_*_s*.json"))]
+        runs = [r for r in runs if r["done"] and r.get("verifier") == verifier_version()]
+        if not runs:
+            continue
+        starts = {
+            json.loads(f.read_text())["hash"]: json.loads(f.read_text())
+            for f in runs_dir.glob(f"start_{setting}_*.json")
+        }
+        main = max(starts, key=lambda h: sum(r["start"] == h for r in runs))
+        block = summarise_setting([r for r in runs if r["start"] == main], starts[main])
+        block["other_starts"] = [run_row(r) for r in runs if r["start"] != main]
+        block["curves"] = {
+            arm: [r["curve"] for r in runs if r["arm"] == arm and r["start"] == main]
+            for arm in ARMS
+            if any(r["arm"] == arm and r["start"] == main for r in runs)
+        }
+        out["settings"][setting] = block
+    return out
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=None, help=f"default: {MODEL}")
+    ap.add_argument("--setting", choices=SETTINGS, default="warm")
+    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4])
+    ap.add_argument("--smoke", action="store_true", help="tiny policy, hf backend, seconds")
+    ap.add_argument("--results", type=Path, default=None, help="output folder")
+    ap.add_argument("--state", type=Path, default=None, help=f"weights folder (default {STATE})")
+    ap.add_argument("--summarise", action="store_true", help="JSON + PNG from the progress files")
+    ap.add_argument("--is-done", action="store_true", help="exit 0 if every run asked is done")
+    args = ap.parse_args(argv)
+    setup = SMOKE if args.smoke else Setup()
+    arms = [a for a in args.arms.split(",") if a]
+    bad = [a for a in arms if a not in ARMS]
+    if bad:
+        raise SystemExit(f"unknown arm {bad[0]!r}: choose from {', '.join(ARMS)}")
+    if args.smoke:
+        out = args.results or Path(tempfile.mkdtemp(prefix="headline_smoke_"))
+        state = args.state or out / "state"
+        mix = SMOKE_MIX
+        model_dir = args.model
+        if model_dir is None:
+            from pipeline.policy.model import create_tiny_model
+
+            model_dir = state / "tiny"
+            if not (model_dir / "config.json").is_file():
+                create_tiny_model(model_dir, seed=0)
+    else:
+        from pipeline.problems.mix import load_mix
+
+        out, state = args.results or RESULTS, args.state or STATE
+        mix = load_mix(MIX_FILE).levels()
+        model_dir = args.model or MODEL
+    name = "headline_smoke" if args.smoke else "headline"
+    runs_dir = out / f"{name}_runs"
+    if args.is_done:
+        paths = [progress_path(runs_dir, args.setting, a, s) for s in args.seeds for a in arms]
+        raise SystemExit(0 if all(finished(x) for x in paths) else 1)
+    if not args.summarise:
+        if not (model_dir / "config.json").is_file():
+            raise SystemExit(f"no model at {model_dir}: `sieve models add smollm2-135m`")
+        # one row per problem (two cells can draw the same one); a cell whose generator space
+        # is small has fewer (rg:count_bits 1 has 15 problems in all, 2 of them held out)
+        held = held_out(mix, setup.per_level).unique(
+            "problem_id", keep="first", maintain_order=True
+        )
+        pol = load(setup, model_dir)  # type: ignore[arg-type]  # the fields load reads
+        base = {k: v.detach().clone() for k, v in pol.model.state_dict().items()}
+        weights, start = start_point(setup, args.setting, pol, base, mix, held, runs_dir, state)
+        for seed in args.seeds:
+            for arm in arms:
+                run_arm(
+                    setup, args.setting, arm, seed, pol, weights, start, mix, held, runs_dir, state
+                )
+    result = summary(runs_dir, setup, model_dir.name if model_dir else "smollm2-135m")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=1))
+    if result["settings"]:
+        plot(result, out / f"{name}.png")
+    print(f"wrote {out / f'{name}.json'}")
+
+
+if __name__ == "__main__":
+    main()

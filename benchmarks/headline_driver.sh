@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The headline campaign (benchmarks/headline.py), one setting x arm x seed per process, each
+# progress file committed when its run ends: the machines do not outlive a session, and an
+# unfinished run needs its weights (in /tmp) to resume, so a session that ends mid-run loses only
+# the run under way.
+#
+#   mkdir -p /tmp/sieve-headline
+#   nohup benchmarks/headline_driver.sh > /tmp/sieve-headline/driver.log 2>&1 &
+#
+# Order: seed-major within a setting (every arm's seed 1, then seed 2, ...), warm before cold,
+# so a campaign cut short still compares every arm on the same seeds. RUNS overrides it
+# ("setting:arm:seed ..."). COMMIT=0 leaves git alone.
+set -u
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv-vllm/bin/python}
+STATE=/tmp/sieve-headline
+RUNS_DIR=benchmarks/results/headline_runs
+warm=""
+for s in 1 2 3 4; do for a in uniform dapo greso mopps; do warm="$warm warm:$a:$s"; done; done
+RUNS=${RUNS:-"$warm cold:uniform:1 cold:uniform:2"}
+mkdir -p "$STATE"
+
+commit() {  # commit the given paths alone, retrying while another git command holds the index
+    [ "${COMMIT:-1}" = 1 ] || return 0
+    local msg=$1; shift
+    for _ in $(seq 30); do
+        if git add -- "$@" && git commit -q -m "$msg" -- "$@"; then
+            return 0
+        fi
+        sleep 10
+    done
+    echo "driver: could not commit $*" >&2
+}
+
+for run in $RUNS; do
+    IFS=: read -r setting arm seed <<< "$run"
+    if "$PY" benchmarks/headline.py --is-done --setting "$setting" --arms "$arm" --seeds "$seed"; then
+        echo "driver: $setting $arm s$seed done before"
+        continue
+    fi
+    echo "driver: $setting $arm s$seed starts $(date -u +%FT%TZ) at $(git rev-parse --short HEAD)"
+    VLLM_LOGGING_LEVEL=WARNING nice -n 5 "$PY" benchmarks/headline.py --setting "$setting" \
+        --arms "$arm" --seeds "$seed" >> "$STATE/log.txt" 2>&1
+    rc=$?
+    echo "driver: $setting $arm s$seed exit $rc $(date -u +%FT%TZ)"
+    file="$RUNS_DIR/${setting}_${arm}_s${seed}.json"
+    if "$PY" benchmarks/headline.py --is-done --setting "$setting" --arms "$arm" --seeds "$seed"; then
+        line=$("$PY" -c "import json,sys; p=json.load(open(sys.argv[1])); f=p['final']; \
+n=sum(s['update'] for s in p['steps']); r=sum(s['sampled'] for s in p['steps']); \
+print(f\"{r} rollouts, {n} updates, greedy {p['curve'][0]['greedy']:.3f} -> {f['greedy']:.3f}, \
+sampled {f['sampled']:.3f}, {p['seconds']:.0f} s\")" "$file")
+        commit "headline: $setting $arm seed $seed measured ($line)" "$file" \
+            "$RUNS_DIR"/start_*.json
+    else
+        exit "$rc"
+    fi
+done
