@@ -1,0 +1,131 @@
+"""benchmarks/headline.py: the matched-update protocol's accounting end to end on the tiny
+policy (hf backend, tiny budgets), and its statistics on made-up numbers.
+
+The tiny random-init policy never answers right, so the smoke runs score with a reward that
+pays half of the completions by a hash of their text: groups then disagree, and every arm has
+something to choose and train on."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import headline as hl
+
+from grpo_core.types import Scores
+
+
+def coin_reward(setup: Any) -> Any:
+    def reward(items: Any, samples: Any) -> Scores:
+        ok = [hashlib.sha256(s.text.encode()).digest()[0] % 2 == 0 for s in samples]
+        return Scores([float(x) for x in ok], ok)
+
+    return reward
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("headline")
+    mp = pytest.MonkeyPatch()
+    mp.setattr(hl, "reward_fn", coin_reward)
+    try:
+        hl.main(["--smoke", "--results", str(out), "--seeds", "1", "2"])
+        hl.main(["--smoke", "--results", str(out), "--seeds", "1", "--setting", "cold",
+                 "--arms", "uniform"])  # fmt: skip
+    finally:
+        mp.undo()
+    return out
+
+
+def runs(folder: Path) -> dict[str, dict[str, Any]]:
+    return {
+        f.stem: json.loads(f.read_text())
+        for f in (folder / "headline_smoke_runs").glob("*_s*.json")
+    }
+
+
+def test_every_update_trains_the_same_number_of_rollouts_and_no_run_overruns(smoke: Path) -> None:
+    setup = hl.SMOKE
+    got = runs(smoke)
+    assert set(got) == {f"warm_{a}_s{s}" for a in hl.ARMS for s in (1, 2)} | {"cold_uniform_s1"}
+    for name, r in got.items():
+        steps = r["steps"]
+        assert r["done"] and r["final"]["scored"] > 0, name
+        assert sum(s["sampled"] for s in steps) <= setup.budget, name
+        assert sum(s["sampled"] for s in steps) > setup.budget - setup.per_update, name
+        for s in steps:
+            # a batch is the same size for every arm: batch_prompts groups of G, or nothing
+            assert s["trained"] in (0, setup.per_update), (name, s)
+            assert s["groups"] in (0, setup.batch_prompts), (name, s)
+            assert not s["update"] or s["informative"] > 0, (name, s)
+            if r["arm"] != "dapo":  # only DAPO samples groups it does not train
+                assert s["sampled"] == s["trained"] == setup.per_update, (name, s)
+            else:
+                assert s["trained"] in (0, setup.per_update) and s["sampled"] >= s["trained"]
+                assert s["trained"] == 0 or s["informative"] == setup.batch_prompts
+        assert sum(s["update"] for s in steps) > 0, name  # the coin reward gives spread
+
+
+def test_the_warm_start_is_shared_and_cells_are_measured_from_it(smoke: Path) -> None:
+    got = runs(smoke)
+    warm = {r["start"] for n, r in got.items() if n.startswith("warm")}
+    assert len(warm) == 1
+    (record,) = (smoke / "headline_smoke_runs").glob(f"start_warm_{warm.pop()}.json")
+    start = json.loads(record.read_text())
+    assert start["cost"]["updates"] <= hl.SMOKE.warm_updates
+    assert start["cost"]["rollouts"] == hl.SMOKE.warm_updates * hl.SMOKE.per_update
+    assert {c["zone"] for c in start["cells"]} <= {"always", "learnable", "never"}
+    assert len(start["cells"]) == sum(len(v) for v in hl.SMOKE_MIX.values())
+    cold = got["cold_uniform_s1"]["start"]
+    assert cold != start["hash"]  # the cold runs start from the base
+
+
+def test_a_second_invocation_runs_nothing_again(smoke: Path, monkeypatch: Any) -> None:
+    before = {n: r["seconds"] for n, r in runs(smoke).items()}
+    monkeypatch.setattr(hl, "reward_fn", coin_reward)
+    hl.main(["--smoke", "--results", str(smoke), "--seeds", "1", "--arms", "uniform,dapo"])
+    assert {n: r["seconds"] for n, r in runs(smoke).items()} == before
+
+
+def test_the_summary_pairs_arms_to_uniform_with_intervals(smoke: Path) -> None:
+    result = json.loads((smoke / "headline_smoke.json").read_text())
+    warm = result["settings"]["warm"]
+    assert set(warm["arms"]) == set(hl.ARMS)
+    for arm in ("dapo", "greso", "mopps"):
+        d = warm["arms"][arm]["diff_sampled_vs_uniform"]
+        assert d["seeds"] == 2 and d["ci95"][0] <= d["mean"] <= d["ci95"][1]
+    rows = {(r["arm"], r["seed"]): r for r in warm["runs"]}
+    assert rows[("uniform", 1)]["rollouts_decided_not_trained"] == 0
+    dapo = rows[("dapo", 1)]
+    assert (
+        dapo["rollouts_sampled"] == dapo["rollouts_trained"] + dapo["rollouts_decided_not_trained"]
+    )
+    assert "cold" in result["settings"] and (smoke / "headline_smoke.png").is_file()
+
+
+def test_isotonic_fit_and_reach() -> None:
+    assert hl.isotonic([0.1, 0.3, 0.2, 0.4]) == pytest.approx([0.1, 0.25, 0.25, 0.4])
+    assert hl.isotonic([0.5, 0.1]) == pytest.approx([0.3, 0.3])
+    xs = [0, 100, 200, 300]
+    # a noisy touch at 100 does not count as reaching 0.3: the fit there is 0.25
+    assert hl.reach(xs, [0.1, 0.3, 0.2, 0.4], 0.3) == pytest.approx(200 + 100 * (0.05 / 0.15))
+    assert hl.reach(xs, [0.1, 0.2, 0.2, 0.2], 0.5) is None
+    assert hl.reach(xs, [0.6, 0.7, 0.8, 0.9], 0.5) == 0.0
+
+
+def test_paired_bootstrap_finds_a_clear_difference_and_not_a_null_one() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0, 1, (4, 200))
+    clear = hl.paired_bootstrap((base + 0.2).tolist(), base.tolist(), rng)
+    assert clear["significant"] and clear["mean"] == pytest.approx(0.2)
+    noise = rng.normal(0, 0.3, (4, 200))
+    null = hl.paired_bootstrap((base + noise).tolist(), base.tolist(), rng)
+    assert null["ci95"][0] < null["mean"] < null["ci95"][1]
+    assert not null["significant"]
