@@ -21,8 +21,11 @@ The protocol:
   step); `dapo` (DAPO dynamic sampling: draw rounds of 8 until 8 informative groups; the dropped
   rollouts count and do not train; a batch the budget cannot fill trains nothing); `greso`
   (GRESO with refill: skip prompts by zero-variance streak, refill from further candidates);
-  `mopps` (MoPPS-style Thompson selection from `candidates` per step, no extra rollouts). The
-  Sieve arm joins when the product's select-before-sample training lands (issue 46).
+  `mopps` (MoPPS-style Thompson selection from `candidates` per step, no extra rollouts);
+  `sieve` (Sieve's difficulty model, pipeline/selection/posterior.py: each prompt's Beta
+  posterior shrunk toward its cell's yield, evidence decaying with every update, Thompson draws
+  from `candidates` per step, the batch with the largest learnability p(1 - p); no extra
+  rollouts; the model learns only from the run's own training groups, like every other arm).
 - **Seeds.** A seed fixes the pool (train-split problems of the mix), every draw, and the
   trainer's seed; every arm gets the same. The evaluation's sampling seed is the same for
   every run.
@@ -78,10 +81,11 @@ RESULTS = Path(__file__).parent / "results"
 STATE = Path("/tmp/sieve-headline")
 MODEL = Path("/tmp/sieve-real-model/models/smollm2-135m")
 MIX_FILE = ROOT / "data" / "configs" / "real_mix.toml"
-ARMS = ("uniform", "dapo", "greso", "mopps")
+ARMS = ("uniform", "dapo", "greso", "mopps", "sieve")
 SETTINGS = ("warm", "cold")
 ZONES = ((0.8, "always"), (0.05, "learnable"), (0.0, "never"))  # lower bounds, first match
 TOP_P = 1.0
+CELL_OF: dict[str, str] = {}  # problem_id -> "family level", filled by pool_items
 
 
 @dataclass(frozen=True)
@@ -164,13 +168,16 @@ def weights_hash(model: torch.nn.Module) -> str:
 
 
 def pool_items(setup: Setup, mix: dict[str, list[int]], pol: Policy, seed: int) -> list[Any]:
-    """`pool_size` train-split problems of the mix for `seed` (seed 0: the warm checkpoint's)."""
+    """`pool_size` train-split problems of the mix for `seed` (seed 0: the warm checkpoint's);
+    each item's `weight` is 1 and its cell ("family level") is in `cell_of`."""
     from grpo_core.trainer import Item
     from pipeline.problems import generate_mix
 
     frame = generate_mix(mix, setup.pool_size * 2, 10_000 + seed).filter(pl.col("split") == "train")
     frame = frame.sample(fraction=1.0, shuffle=True, seed=seed).head(setup.pool_size)
     prompts = pol.render(frame["question"].to_list())
+    for pid, fam, lv in zip(frame["problem_id"], frame["family"], frame["level"], strict=True):
+        CELL_OF[pid] = f"{fam} {lv}"
     return [
         Item(q, a, setup.group_size, key=p, verifier=v, params=pa)
         for q, a, p, v, pa in zip(
@@ -336,6 +343,7 @@ def run_arm(
     from grpo_core.seeds import derive_seed, seed_torch
     from grpo_core.select import BetaPosterior, greso_refill, informative_groups, thompson_select
     from grpo_core.trainer import Hooks, Trainer
+    from pipeline.selection.posterior import Observations, PosteriorConfig, posterior_select
 
     path = progress_path(runs_dir, setting, arm, seed)
     weights = state_dir / f"{setting}_{arm}_s{seed}"
@@ -388,6 +396,7 @@ def run_arm(
     skip = ZeroVarSkip(streaks=dict(p["state"].get("streaks", {})), seed=seed)
     posterior = BetaPosterior()
     posterior.load(p["state"].get("posterior", {}))
+    seen = Observations.load(p["state"].get("observations", []))
     left = lambda: setup.budget - totals(p["steps"])["sampled"]  # noqa: E731
     if arm == "uniform":
         inner: Any = plain
@@ -399,6 +408,15 @@ def run_arm(
         inner = greso_refill(draw, skip, n)
     elif arm == "mopps":
         inner = thompson_select(lambda st, r: draw(st, r, setup.candidates), posterior, n, seed)
+    elif arm == "sieve":  # Sieve's default: the ledger posterior (cell prior, decay, cap)
+        inner = posterior_select(
+            lambda st, r: draw(st, r, setup.candidates),
+            CELL_OF,
+            seen,
+            n,
+            seed,
+            PosteriorConfig(candidates=setup.candidates // n),
+        )
     else:
         raise SystemExit(f"unknown arm {arm!r}: choose from {', '.join(ARMS)}")
     last: dict[str, Any] = {}
@@ -445,6 +463,7 @@ def run_arm(
                 "keys": last["keys"],
                 "unfilled": bool(m.get("unfilled", 0.0)),
                 "skipped": int(m.get("skipped_zero_var", 0.0)),
+                "predicted_informative": m.get("predicted_informative"),
                 "seconds": round(
                     m.get("time_sample", 0.0)
                     + m.get("time_score", 0.0)
@@ -479,7 +498,11 @@ def run_arm(
             trainer.save_checkpoint()
             ckpt.prune(weights / "ckpt", 1)
             p["saved"] = len(p["steps"])
-            p["state"] = {"streaks": dict(skip.streaks), "posterior": posterior.state()}
+            p["state"] = {
+                "streaks": dict(skip.streaks),
+                "posterior": posterior.state(),
+                "observations": seen.state(),
+            }
             p["seconds"] = time.perf_counter() - began
             atomic_write(path, p)
     t = totals(p["steps"])

@@ -7,7 +7,8 @@
 #   mkdir -p /tmp/sieve-headline
 #   nohup benchmarks/headline_driver.sh > /tmp/sieve-headline/driver.log 2>&1 &
 #
-# Order: seed-major within a setting (every arm's seed 1, then seed 2, ...), warm before cold,
+# Order: seed-major within a setting (every arm's seed 1, then seed 2, ...; uniform and Sieve
+# first in each seed), warm before cold,
 # so a campaign cut short still compares every arm on the same seeds. RUNS overrides it
 # ("setting:arm:seed ..."). COMMIT=0 leaves git alone.
 set -u
@@ -16,8 +17,8 @@ PY=${PY:-.venv-vllm/bin/python}
 STATE=/tmp/sieve-headline
 RUNS_DIR=benchmarks/results/headline_runs
 warm=""
-for s in 1 2 3 4; do for a in uniform dapo greso mopps; do warm="$warm warm:$a:$s"; done; done
-RUNS=${RUNS:-"$warm cold:uniform:1 cold:uniform:2"}
+for s in 1 2 3 4; do for a in uniform sieve mopps greso dapo; do warm="$warm warm:$a:$s"; done; done
+RUNS=${RUNS:-"$warm cold:uniform:1 cold:sieve:1 cold:uniform:2 cold:sieve:2"}
 mkdir -p "$STATE"
 
 commit() {  # commit the given paths alone, retrying while another git command holds the index

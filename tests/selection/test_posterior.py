@@ -1,0 +1,192 @@
+"""The difficulty model (pipeline/selection/posterior.py): against a slow reference, against its
+SQL twin over the ledger, a never-cell's revival under decay, and the collector that selects
+before rollout (nothing sampled to decide)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+import pytest
+
+from grpo_core.types import Item, Sample, Scores
+from pipeline.problems import generate
+from pipeline.selection.posterior import (
+    Observations,
+    PosteriorConfig,
+    cell_posterior,
+    posterior_select,
+    prompt_posterior,
+    select_batch,
+)
+from pipeline.store import Ledger
+
+CFG = PosteriorConfig(decay=0.8, cap=6.0, strength=3.0, cell_strength=5.0, floor=0.03)
+
+
+def beta_sf(x: float, a: float, b: float) -> float:
+    """P(p ≥ x) under Beta(a, b), by a million seeded draws (no scipy in the test venv)."""
+    return float((np.random.default_rng(0).beta(a, b, 1_000_000) >= x).mean())
+
+
+def slow(obs: list[tuple[str, str, float, float, int]], prompts: dict[str, str], cfg, now):
+    """The model written out with loops, from its docstring."""
+    w = [(p, c, cfg.decay ** (now - u) * min(1.0, cfg.cap / n), k, n) for p, c, k, n, u in obs]
+    m = (sum(x * k for _, _, x, k, _ in w) + 1) / (sum(x * n for _, _, x, _, n in w) + 2)
+    cells: dict[str, float] = {}
+    for cell in {c for _, c, *_ in w}:
+        wk = sum(x * k for _, c, x, k, _ in w if c == cell)
+        wn = sum(x * n for _, c, x, _, n in w if c == cell)
+        y = (wk + cfg.cell_strength * m) / (wn + cfg.cell_strength)
+        cells[cell] = min(max(y, cfg.floor), 1 - cfg.floor)
+    out = {}
+    for pid, cell in prompts.items():
+        y = cells.get(cell, min(max(m, cfg.floor), 1 - cfg.floor))
+        pk = sum(x * k for p, _, x, k, _ in w if p == pid)
+        pn = sum(x * n for p, _, x, _, n in w if p == pid)
+        out[pid] = (y, cfg.strength * y + pk, cfg.strength * (1 - y) + pn - pk)
+    return out
+
+
+def random_obs(rng: np.random.Generator, pids: list[str], cell: dict[str, str], rows: int):
+    out = []
+    for _ in range(rows):
+        p = pids[int(rng.integers(len(pids)))]
+        n = float(rng.choice([4, 8, 16]))
+        out.append((p, cell[p], float(rng.integers(0, n + 1)), n, int(rng.integers(0, 20))))
+    return out
+
+
+def test_the_posterior_matches_a_slow_reference() -> None:
+    rng = np.random.default_rng(1)
+    cell = {f"p{i}": f"c{i % 4}" for i in range(30)}
+    obs = random_obs(rng, list(cell)[:20], cell, 60)  # p20..p29 unseen; cell c? all seen
+    cell["new"] = "unseen cell"
+    prompts = pl.DataFrame({"problem_id": list(cell), "cell": list(cell.values())})
+    got = prompt_posterior(Observations(obs).frame(), prompts, CFG, now=25)
+    ref = slow(obs, cell, CFG, 25)
+    for r in got.iter_rows(named=True):
+        y, a, b = ref[r["problem_id"]]
+        assert r["cell_yield"] == pytest.approx(y, abs=1e-12)
+        assert r["alpha"] == pytest.approx(a, abs=1e-12)
+        assert r["beta"] == pytest.approx(b, abs=1e-12)
+        assert r["mean"] == pytest.approx(a / (a + b), abs=1e-12)
+
+
+def test_the_sql_over_the_ledger_agrees_with_the_python_to_1e_12() -> None:
+    problems = generate("arith", [1, 2], 40, seed=5).filter(pl.col("split") == "train")
+    rng = np.random.default_rng(2)
+    cell = {
+        p: f"arith {lv}" for p, lv in zip(problems["problem_id"], problems["level"], strict=True)
+    }
+    seen = list(cell)[: len(cell) // 2]
+    with Ledger.memory() as ledger:
+        ledger.write("problems", problems)
+        ledger.run("INSERT INTO train_runs (train_id, started_at, status) "
+                   "VALUES ('t', now(), 'finished')")  # fmt: skip
+        obs = []
+        for step in range(12):
+            for p in rng.choice(seen, 4, replace=False):
+                n = int(rng.choice([4, 8]))
+                k = int(rng.integers(0, n + 1))
+                obs.append((str(p), cell[str(p)], float(k), float(n), step))
+                for i in range(n):
+                    ledger.run(
+                        "INSERT INTO train_rollouts (train_id, step, problem_id, sample_idx, "
+                        "policy, reward, correct) VALUES ('t', $s, $p, $i, 'r', $w, $w > 0.5)",
+                        {"s": step, "p": str(p), "i": i, "w": float(i < k)},
+                    )
+        ledger.run("INSERT INTO train_skips VALUES ('t', 12, $p, 3, 0.5)", {"p": seen[0]})
+        params = {"train": "t", "now": 14, "decay": CFG.decay, "cap": CFG.cap,
+                  "strength": CFG.strength, "cell_strength": CFG.cell_strength,
+                  "floor": CFG.floor}  # fmt: skip
+        sql = ledger.query("prompt_posterior", **params)
+    prompts = pl.DataFrame({"problem_id": list(cell), "cell": list(cell.values())})
+    py = prompt_posterior(Observations(obs).frame(), prompts, CFG, now=14).sort("problem_id")
+    assert sql["problem_id"].to_list() == py["problem_id"].to_list()
+    for col in ("cell_yield", "alpha", "beta", "mean"):
+        assert np.max(np.abs(sql[col].to_numpy() - py[col].to_numpy())) < 1e-12, col
+
+
+def test_a_cell_that_failed_early_revives_once_the_policy_learns_elsewhere() -> None:
+    """Two 0/8 groups at the start: MoPPS's decay-on-observation keeps the prompt at
+    P(p ≥ 0.3) = 0.002 for ever (at decay 1; 0.01 at its 0.5); here the zeros decay with every
+    update and the cell's yield follows the pooled yield up, so 30 updates later the prompt is
+    worth drawing again."""
+    early = [("x", "never", 0.0, 8.0, 0), ("x", "never", 0.0, 8.0, 1)]
+    later = [(f"o{u}", "other", 4.0, 8.0, u) for u in range(2, 30)]  # half right elsewhere
+    prompts = pl.DataFrame({"problem_id": ["x"], "cell": ["never"]})
+    cfg = PosteriorConfig()
+    at_start = prompt_posterior(Observations(early).frame(), prompts, cfg, now=2).row(0, named=True)
+    late = prompt_posterior(Observations(early + later).frame(), prompts, cfg, now=32)
+    r = late.row(0, named=True)
+    p_start = beta_sf(0.3, at_start["alpha"], at_start["beta"])
+    p_late = beta_sf(0.3, r["alpha"], r["beta"])
+    # a Beta(1, 1) prompt posterior that decays only when observed (MoPPS; here at decay 1)
+    # is Beta(1, 17) after two 0/8 groups, and stays there while the prompt is not drawn
+    assert beta_sf(0.3, 1.0, 17.0) == pytest.approx(0.7**17, abs=3e-4)  # 0.002
+    assert p_start < 0.01 and p_late > 0.2
+
+
+def test_a_cap_bounds_what_one_group_weighs() -> None:
+    prompts = pl.DataFrame({"problem_id": ["x"], "cell": ["c"]})
+    cfg = PosteriorConfig(cap=8.0)
+    big = prompt_posterior(Observations([("x", "c", 0.0, 64.0, 0)]).frame(), prompts, cfg, 0)
+    small = prompt_posterior(Observations([("x", "c", 0.0, 8.0, 0)]).frame(), prompts, cfg, 0)
+    assert big["alpha"][0] + big["beta"][0] == pytest.approx(small["alpha"][0] + small["beta"][0])
+
+
+def test_cells_with_no_evidence_start_at_the_pooled_yield() -> None:
+    obs = Observations([("a", "c1", 6.0, 8.0, 0), ("b", "c1", 2.0, 8.0, 0)]).frame()
+    pooled, cells = cell_posterior(obs, PosteriorConfig(), 0)
+    assert pooled == pytest.approx(9 / 18)
+    assert cells["cell_yield"][0] == pytest.approx((8 + 8 * pooled) / (16 + 8))
+    fresh = prompt_posterior(obs, pl.DataFrame({"problem_id": ["z"], "cell": ["c9"]}),
+                             PosteriorConfig(), 0)  # fmt: skip
+    assert fresh["cell_yield"][0] == pytest.approx(pooled)
+
+
+def test_select_batch_prefers_learnable_prompts() -> None:
+    alpha = np.array([200.0, 1.0, 50.0, 40.0])
+    beta = np.array([1.0, 200.0, 50.0, 60.0])
+    picked = select_batch(alpha, beta, 2, np.random.default_rng(0))
+    assert sorted(picked.tolist()) == [2, 3]
+    with pytest.raises(ValueError, match="4 candidates for a batch of 5"):
+        select_batch(alpha, beta, 5, np.random.default_rng(0))
+
+
+class Fake:
+    def __init__(self, right: dict[str, int]) -> None:
+        from grpo_core.config import GRPOConfig
+
+        self.right, self.cfg, self.calls = right, GRPOConfig(), []
+
+    def step_seed(self, step: int, round_: int = 0) -> int:
+        return step
+
+    def sample_and_score(self, items: Sequence[Item], seed: int, sizes=None):
+        self.calls.append([it.key for it in items])
+        groups = [[Sample((1,), f"{it.key}{i}", False) for i in range(it.group_size)]
+                  for it in items]  # fmt: skip
+        ok = [i < self.right[it.key] for it in items for i in range(it.group_size)]
+        return groups, Scores([float(x) for x in ok], list(ok)), 0.0, 0.0
+
+
+def test_the_collector_samples_only_what_it_trains_and_learns_from_it() -> None:
+    keys = [f"k{i}" for i in range(16)]
+    cell_of = {k: ("easy" if i < 8 else "mid") for i, k in enumerate(keys)}
+    right = {k: (4 if cell_of[k] == "easy" else 2) for k in keys}
+    obs = Observations()
+    fake = Fake(right)
+    items = [Item(k, k, 4, key=k) for k in keys]
+    collect = posterior_select(lambda s, r: items, cell_of, obs, 4, seed=0)
+    mids = []
+    for step in range(6):
+        c = collect(fake, step)
+        assert c.rollouts == 16 and len(c.items) == 4  # 4 groups of 4: nothing to decide
+        mids.append(sum(cell_of[it.key] == "mid" for it in c.items))
+    assert sum(len(x) for x in fake.calls) == 24 and len(obs.rows) == 24
+    assert sum(mids[3:]) > sum(mids[:1]) * 3 - 1 and mids[-1] >= 3  # learns: the mid cell
+    assert math.isfinite(c.metrics["predicted_informative"])
