@@ -27,6 +27,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+import docs_headline  # the selection headline's blocks
+
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN = re.compile(r"^<!-- generated:begin ([a-z0-9-]+) -->$", re.MULTILINE)
 BLOCK = re.compile(
@@ -634,7 +637,8 @@ def curriculum(r: Results, name: str = "curriculum") -> str:
     seeds = ", ".join(str(s) for s in setup["seeds"])
     header = [
         "arm",
-        f"held-out pass@1, sampled (start {num(start, 4)})",
+        f"held-out pass@1, sampled (start {num(start, 4)}"
+        + ("; ± population s.d. over seeds)" if several else ")"),
         "greedy",
         "zero-variance share in training",
         "rollouts on curation",
@@ -787,8 +791,10 @@ def headline_real_curriculum(r: Results) -> str:
         )
     intro = (
         f"{verdict} ({r(name, 'model')}, {num(setup['budget'])} rollouts per arm × seed, "
-        f"{num(r(name, 'heldout_problems'))} held-out problems × {setup['samples']} samples at "
-        f"T {setup['temperature']:g} plus greedy; seeds {seeds}):\n\n"
+        f"{num(r(name, 'heldout_problems'))} held-out rows × {setup['samples']} samples at "
+        f"T {setup['temperature']:g} plus greedy, a problem drawn by two cells counted in both; "
+        f"seeds {seeds}; optimizer updates differ between arms, so this measures mostly how "
+        f"many updates each arm got, not its selection):\n\n"
     )
     pending = r(name, "pending_runs")
     later = ""
@@ -855,7 +861,8 @@ def real_curriculum_runs(r: Results) -> str:
             + [num(c[k]) for k in ("correct", "wrong_working", "contradicted", "hacked")]
             + [num(c["unlabelled"]), f"{num(seconds / 60)} min"]
         )
-    header = ["arm", "updates per run", "prompt draws skipped per run", "texts read"]
+    header = ["arm", "steps per run (empty ones included)", "prompt draws skipped per run"]
+    header += ["texts read"]
     header += ["correct", "right answer, wrong working", "contradicted", "hacked"]
     header += ["not read yet", "wall time per run"]
     arms = [check[a] for a in r(name, "final") if a in check]
@@ -1160,6 +1167,8 @@ def demo_real(r: Results) -> str:
 
 
 BLOCKS: dict[str, Callable[[Results], str]] = {
+    "headline-selection": docs_headline.headline_selection,
+    "headline-selection-runs": docs_headline.headline_selection_runs,
     "headline-real-curriculum": headline_real_curriculum,
     "real-curriculum-levels": real_curriculum_levels,
     "real-curriculum-runs": real_curriculum_runs,

@@ -230,7 +230,7 @@ def test_the_real_model_headline_says_how_sieve_did_whichever_way(
         Results(real_curriculum_results(tmp_path, ratio, with_sieve))
     )
     assert said in body.splitlines()[0]
-    assert "226 held-out problems × 4 samples" in body
+    assert "226 held-out rows × 4 samples" in body and "counted in both" in body
     assert ("| **Sieve** |" in body) == with_sieve
     assert "never" in body if with_sieve and ratio is None else "never" not in body
     assert "not compared" not in body
@@ -260,7 +260,7 @@ def test_the_real_model_levels_show_each_cell_zone_and_each_arm_gain(tmp_path: P
 def test_the_real_model_hand_check_and_wall_times_per_arm(tmp_path: Path) -> None:
     body = render_docs.real_curriculum_runs(Results(real_curriculum_results(tmp_path, 0.4, True)))
     lines = body.splitlines()
-    assert lines[0].startswith("| arm | updates per run | prompt draws skipped per run |")
+    assert lines[0].startswith("| arm | steps per run (empty ones included) | prompt draws skipped")
     assert len(lines) == 5
     # updates, draws skipped and wall time: means of two seeds
     assert lines[2] == "| uniform | 33 | 1 | 20 | 15 | 3 | 0 | 1 | 1 | 55 min |"

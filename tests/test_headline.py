@@ -129,3 +129,23 @@ def test_paired_bootstrap_finds_a_clear_difference_and_not_a_null_one() -> None:
     null = hl.paired_bootstrap((base + noise).tolist(), base.tolist(), rng)
     assert null["ci95"][0] < null["mean"] < null["ci95"][1]
     assert not null["significant"]
+
+
+def test_the_readme_block_gives_a_verdict_against_the_goal_whichever_way(smoke: Path) -> None:
+    """The generated headline from a smoke result: a table per start, Sieve's verdict (the
+    goal needs ≥ 4 paired seeds, so two seeds never meet it), the per-run accounting."""
+    import docs_headline
+    import render_docs
+
+    results = render_docs.Results(smoke)
+    (smoke / "headline.json").write_text((smoke / "headline_smoke.json").read_text())
+    body = docs_headline.headline_selection(results)
+    assert "*Warm start* (built by uniform GRPO for" in body
+    assert "**Goal not met** (yet)." in body and "GRESO with refill" in body
+    assert "*Cold start* (the base model;" in body
+    runs = docs_headline.headline_selection_runs(results)
+    assert runs.count("\n| warm |") == 2 * len(hl.ARMS) and "| cold | uniform | 1 |" in runs
+    empty = dict(json.loads((smoke / "headline.json").read_text()), settings={})
+    (smoke / "headline.json").write_text(json.dumps(empty))
+    body = docs_headline.headline_selection(render_docs.Results(smoke))
+    assert "*Warm start:* no run has finished yet." in body
