@@ -29,18 +29,30 @@ def ledger_path(home: str | Path | None = None) -> Path:
 
 
 def use_prefect_home(home: str | Path | None = None) -> Path | None:
-    """Give this Sieve home its own Prefect state (`<home>/.prefect`: database, persisted task
-    results), unless the user chose one: `PREFECT_API_URL` (a Prefect server keeps the state) or
-    `PREFECT_HOME` set in the environment. Homes then never share Prefect's database, so a second
-    venv with another Prefect version cannot break this one's migrations, and cached chunk
-    results of one home are never consulted for another. Call before Prefect is imported.
-    Returns the folder used, or None when the user's setting stands."""
+    """Give this Sieve home its own Prefect state (`<home>/.prefect/<Prefect version>`:
+    database, persisted task results), unless the user chose one: `PREFECT_API_URL` (a Prefect
+    server keeps the state) or `PREFECT_HOME` set in the environment. Homes never share
+    Prefect's database, and neither do two Prefect versions in one home: `.venv` and
+    `.venv-vllm` resolve different Prefect releases (vLLM's pins hold the second back), and one
+    database migrated by the newer release broke the older one's start (`Can't locate revision`,
+    issue 47). Cached chunk results of one home are never consulted for another. Call before
+    Prefect is imported. Returns the folder used, or None when the user's setting stands."""
     if os.environ.get("PREFECT_API_URL") or os.environ.get("PREFECT_HOME") or _api_in_context():
         return None
-    folder = (resolve_home(home) / ".prefect").resolve()
+    folder = (resolve_home(home) / ".prefect" / _prefect_version()).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     os.environ["PREFECT_HOME"] = str(folder)
     return folder
+
+
+def _prefect_version() -> str:
+    """The installed Prefect's version, read without importing it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("prefect")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _api_in_context() -> bool:
