@@ -169,8 +169,10 @@ class CurateConfig(BaseModel):
         gt=0.0,
         le=1.0,
         description="Stage 2 takes prompts solved at least once whose posterior mean is below "
-        "this: higher admits more, costlier hard prompts. Default: 0.2, closes the gap below "
-        "stage 1 at n = 40 pooled samples (see benchmarks/selection.py).",
+        "this, and, at a pooled n where it takes any, those between it and the band (p_low < "
+        "band_low, p_high <= band_high), so the kept counts never skip a k: higher admits "
+        "more, costlier hard prompts. Default: 0.2, which alone closes the gap below stage 1 "
+        "at n = 40 pooled samples (see benchmarks/selection.py).",
     )
     replay_share: float = Field(
         default=0.1,

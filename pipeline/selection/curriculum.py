@@ -8,9 +8,16 @@ where the Beta(1 + k, 1 + n − k) posterior of its pass rate lies (the band):
 
 - stage 1, reason `mid_band`: informative, p_low ≥ band_low and p_high ≤ band_high; group size
   `stage1_g`;
-- stage 2, reason `hard`: informative, otherwise p_mean < hard_max_p and k ≥ 1; group size =
-  smallest G with 1 − p^G − (1 − p)^G ≥ informative_target at p = p_mean (none within the cap
-  → `out_of_band`);
+- stage 2, reason `hard`: informative, otherwise k ≥ 1 and either p_mean < hard_max_p or —
+  where the stage-2 range is open at this n (some 1 ≤ k' < n has p_mean < hard_max_p and a
+  group size within the cap) — below the band: p_low < band_low and p_high ≤ band_high; group
+  size = smallest G with 1 − p^G − (1 − p)^G ≥ informative_target at p = p_mean (none within
+  the cap → `out_of_band`). The second clause makes the two stages tile: p_mean < hard_max_p
+  and p_low ≥ band_low test different statistics, so at small n a count could fall between
+  them (issue 46 point 6: at n = 12, k = 1 went to stage 2 while k = 2 was rejected). Now, at
+  any n, the kept k form one interval — more successes never turn a kept prompt rejected and
+  kept again. A config whose stage 2 takes nothing at this n (the tiny policy's hard_max_p 0.01:
+  no G within the cap) keeps only its band, as before;
 - stage 1, reason `process_informative` (only with `process_signal`): uninformative rewards but
   step verdicts that vary (`pipeline.selection.stats` `process_informative`); group size
   `stage1_g`, weight 1 (an average item: its outcome learnability is ~0 by construction, so it
@@ -36,6 +43,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import polars as pl
 
 from pipeline.errors import SieveError
@@ -71,15 +79,29 @@ def _counts(frame: pl.DataFrame, what: str, spread: bool) -> pl.DataFrame:
     return posterior(cast)
 
 
+def hard_open(ns: pl.Series, cfg: CurateConfig) -> pl.Series:
+    """Per pooled sample count n: whether stage 2 takes some count at n — a 1 ≤ k < n with
+    p_mean = (k + 1) / (n + 2) < hard_max_p and a group size within the cap (Boolean)."""
+    table: dict[int, bool] = {}
+    for n in ns.unique().drop_nulls().to_list():
+        p = (np.arange(1, max(int(n), 1)) + 1.0) / (n + 2.0)  # (n − 1,) binary k = 1 .. n − 1
+        p = p[p < cfg.hard_max_p]
+        sizes = group_sizes_for(p, cfg.informative_target, cfg.max_group_size)
+        table[int(n)] = bool(sizes.is_not_null().any())
+    return ns.replace_strict(table, default=False, return_dtype=pl.Boolean).alias("_hard_open")
+
+
 def classify(post: pl.DataFrame, cfg: CurateConfig) -> pl.DataFrame:
     """`post` plus `reason` (mid_band | hard | process_informative | all_wrong | all_correct |
     zero_variance | out_of_band), `stage`, `group_size`."""
     informative = reward_informative()
-    mid = informative & (pl.col("p_low") >= cfg.band_low) & (pl.col("p_high") <= cfg.band_high)
-    hard = informative & (pl.col("p_mean") < cfg.hard_max_p) & (pl.col("k") >= 1)
+    p_low, p_high = pl.col("p_low"), pl.col("p_high")
+    mid = informative & (p_low >= cfg.band_low) & (p_high <= cfg.band_high)
+    below = pl.col("_hard_open") & (p_low < cfg.band_low) & (p_high <= cfg.band_high)
+    hard = informative & ((pl.col("p_mean") < cfg.hard_max_p) | below) & (pl.col("k") >= 1)
     process = ~informative & process_flag(post, cfg)
     hard_g = group_sizes_for(post["p_mean"], cfg.informative_target, cfg.max_group_size)
-    tagged = post.with_columns(hard_g.alias("_hard_g"))
+    tagged = post.with_columns(hard_g.alias("_hard_g"), hard_open(post["n"], cfg))
     reason = (
         pl.when(mid).then(pl.lit("mid_band"))
         .when(hard & pl.col("_hard_g").is_not_null()).then(pl.lit("hard"))
@@ -97,7 +119,7 @@ def classify(post: pl.DataFrame, cfg: CurateConfig) -> pl.DataFrame:
         .then(pl.lit(cfg.stage1_g, pl.Int64))
         .otherwise(pl.col("_hard_g"))
         .alias("group_size"),
-    ).drop("_hard_g")
+    ).drop("_hard_g", "_hard_open")
 
 
 def pick_replay(

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import SieveError
-from pipeline.selection.config import CurateConfig
+from pipeline.selection.config import TINY_CURATE, CurateConfig
 from pipeline.selection.curriculum import ITEM_SCHEMA, build_curriculum
 from pipeline.selection.rules import REJECTION_SCHEMA, group_size_for, stable_uniform
 from pipeline.selection.stats import posterior
@@ -121,6 +121,16 @@ def test_bad_inputs_raise() -> None:
         build_curriculum(pl.concat([POOLED, POOLED]), EASY, CFG)
 
 
+def stage2_open(cfg: CurateConfig, n: int) -> bool:
+    """Whether stage 2 takes some binary count at n (the reference loop of `hard_open`)."""
+    means = [(k + 1) / (n + 2) for k in range(1, n)]
+    return any(
+        p < cfg.hard_max_p
+        and group_size_for(p, cfg.informative_target, cfg.max_group_size) is not None
+        for p in means
+    )
+
+
 pooled_rows = st.lists(
     st.integers(1, 120).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n))),
     max_size=40,
@@ -144,12 +154,63 @@ def test_band_logic_holds_for_every_prompt(
         if item["stage"] == 1:
             assert item["problem_id"] in in_band and item["group_size"] == cfg.stage1_g
         else:
-            assert r["p_mean"] < cfg.hard_max_p and r["k"] >= 1
+            below = stage2_open(cfg, r["n"]) and r["p_low"] < low and r["p_high"] <= high
+            assert (r["p_mean"] < cfg.hard_max_p or below) and r["k"] >= 1
             assert item["group_size"] == group_size_for(r["p_mean"])
     for pid, reason in rejected.iter_rows():
         label = "all_wrong" if post[pid]["k"] == 0 else "all_correct"  # by the verdicts
         assert pid not in in_band & mixed
         assert reason == ("out_of_band" if pid in mixed else label)
+
+
+def kept_counts(cfg: CurateConfig, n: int) -> dict[int, str]:
+    """k -> reason of every kept binary group with k of n right (k = 0..n at once)."""
+    pooled = counts([(f"k{k:04d}", n, k) for k in range(n + 1)])
+    items, _ = build_curriculum(pooled, counts([]), cfg)
+    return {int(p[1:]): r for p, r in items.select("problem_id", "reason").iter_rows()}
+
+
+def assert_one_interval(cfg: CurateConfig, n: int) -> None:
+    kept = sorted(kept_counts(cfg, n))
+    if kept:
+        assert kept == list(range(kept[0], kept[-1] + 1)), (n, kept_counts(cfg, n))
+
+
+BAND_CONFIGS = {  # the bands Sieve ships or documents
+    "default": CurateConfig(),  # = data/configs/curate.toml
+    "tiny": CurateConfig.model_validate(TINY_CURATE),
+    "pilot_commit": CurateConfig(band_low=0.125, band_high=0.75),
+}
+
+
+def test_screen_4_refine_8_keeps_k_2_when_it_keeps_k_1() -> None:
+    """Issue 46 point 6: at n = 12 pooled samples k = 1 went to stage 2 while k = 2 (p ~ 17 %)
+    fell between the stages and was rejected out_of_band."""
+    kept = kept_counts(CurateConfig(), 12)
+    assert kept[1] == "hard" and kept[2] == "hard"
+
+
+@pytest.mark.parametrize("name", sorted(BAND_CONFIGS))
+def test_kept_counts_are_one_interval_at_every_n(name: str) -> None:
+    """More successes never turn a kept prompt rejected and back: at fixed n the kept k tile
+    one interval (stage 2 below, the mid band above, nothing rejected in between)."""
+    for n in range(2, 65):
+        assert_one_interval(BAND_CONFIGS[name], n)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(2, 64),
+    st.floats(0.0, 0.4),
+    st.floats(0.6, 1.0),
+    st.floats(0.01, 0.5),
+    st.integers(8, 64),
+)
+def test_kept_counts_are_one_interval_for_any_band(
+    n: int, low: float, high: float, hard_max_p: float, cap: int
+) -> None:
+    cfg = CurateConfig(band_low=low, band_high=high, hard_max_p=hard_max_p, max_group_size=cap)
+    assert_one_interval(cfg, n)
 
 
 def test_frames_write_to_the_ledger_tables(ledger: Ledger) -> None:
