@@ -137,7 +137,7 @@ def build(
     recorder = core.recorder_for(ledger, run, trainee, evaluator, batches.stage_of, progress, home)
     reward = recorder.judging(reward or partial(verifier_reward, marker_required=fmt == "chat"))
     seed_torch(run.cfg.seed, run.cfg.deterministic)  # the flow owns the process's torch state
-    collect = core.collector_for(ledger, run, tokenizer, recorder)  # replay / skip, if asked
+    collect = core.collector_for(ledger, run, tokenizer, recorder, batches)  # replay/skip/posterior
     trainer = Trainer(
         model, tokenizer, sampler, reward, batches, run.cfg, run.root,
         hooks=recorder, crash_point=crash_point, collector=collect,

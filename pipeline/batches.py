@@ -67,6 +67,13 @@ class CurriculumBatches:
                 return stage
         return self.stages[-1][0]
 
+    def candidates(self, step: int, n: int) -> list[Item]:
+        """Up to `n` items of the step's stage, weighted draws without replacement seeded by
+        (seed, step): what a selection before rollout chooses the step's batch from."""
+        index = next((i for i, end in enumerate(self.ends) if step < end), len(self.ends) - 1)
+        _, items, weights = self.stages[index]
+        return _draw(items, weights, derive_seed(self.seed, "candidates", step), n)
+
     def __call__(self, step: int) -> list[Item]:
         index = next((i for i, end in enumerate(self.ends) if step < end), len(self.ends) - 1)
         _, items, weights = self.stages[index]
@@ -79,6 +86,13 @@ class CurriculumBatches:
             if total >= self.budget:
                 break
         return picked
+
+
+def _draw(items: list[Item], weights: np.ndarray, seed: int, n: int) -> list[Item]:
+    """Up to `n` of `items`, weighted, without replacement (Efraimidis–Spirakis order)."""
+    rng = np.random.default_rng(seed)
+    keys = rng.random(len(items)) ** (1.0 / weights)
+    return [items[int(i)] for i in np.argsort(-keys, kind="stable")[:n]]
 
 
 def _params(rows: pl.DataFrame) -> list[str | None]:

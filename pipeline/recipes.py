@@ -17,9 +17,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from grpo_core.config import GRPOConfig
 from grpo_core.validate import MAX_COUNT, STRICT, AtLeastOne, Count, FieldError
@@ -69,6 +69,24 @@ class TrainSettings(BaseModel):
         "growing with that streak (at most 0.9, so it is re-explored); counted as "
         "skipped_zero_var. Off until measured.",
     )
+
+    selection: Literal["curriculum", "posterior"] = Field(
+        default="curriculum",
+        description="How a step picks its prompts. curriculum: weighted draws from the "
+        "curriculum's stage. posterior: Sieve's difficulty model (pipeline/selection/"
+        "posterior.py) over the curriculum's curation groups and this run's own training "
+        "groups picks the batch with the largest Thompson-drawn learnability p(1 - p) from 8x "
+        "as many candidates, before any rollout is sampled (issue 46).",
+    )
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> TrainSettings:
+        if self.selection == "posterior" and (self.replay_curation or self.skip_zero_variance):
+            raise ValueError(
+                "selection = 'posterior' does not combine with replay_curation or "
+                "skip_zero_variance yet: turn those off, or use selection = 'curriculum'"
+            )
+        return self
 
     @field_validator("grpo")
     @classmethod

@@ -54,7 +54,7 @@ from grpo_core.history import ZeroVarSkip, replay_curation
 from grpo_core.lora import merged, with_lora
 from grpo_core.trainer import Item, RewardFn, Sample, Scores, Trainer
 from grpo_core.types import Collector
-from pipeline.batches import curriculum_frame
+from pipeline.batches import CurriculumBatches, curriculum_frame
 from pipeline.crash import crash_point
 from pipeline.curate import curation_runs
 from pipeline.errors import SieveError
@@ -74,6 +74,11 @@ from pipeline.replay import stored_groups, zero_var_streaks
 from pipeline.sampling import Sampler
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.sampling.hf import HFSampler
+from pipeline.selection.posterior import (
+    Observations,
+    PosteriorConfig,
+    posterior_select,
+)
 from pipeline.store import Ledger
 
 ROLLOUT_SCHEMA = {
@@ -160,13 +165,23 @@ def plan(
 
 
 def collector_for(
-    ledger: Ledger, run: TrainPlan, tokenizer: Any, recorder: Recorder | None = None
+    ledger: Ledger,
+    run: TrainPlan,
+    tokenizer: Any,
+    recorder: Recorder | None = None,
+    batches: CurriculumBatches | None = None,
 ) -> Collector | None:
     """The batch source with `replay_curation` (the curriculum's stored screen/refine samples
     on each prompt's first visit) and/or `skip_zero_variance` (streaks read from the ledger's
     curation and training history, so a resumed run starts where it stopped; each skip told to
-    `recorder`, which writes it with its step); None: plain."""
+    `recorder`, which writes it with its step); with `selection = "posterior"`, Sieve's
+    difficulty model picks each batch from `batches`' candidates (`posterior_collector`);
+    None: plain."""
     settings = run.settings
+    if settings.selection == "posterior":
+        if batches is None:
+            raise SieveError("selection = 'posterior' needs the curriculum's batch source")
+        return posterior_collector(ledger, run, batches)
     if not (settings.replay_curation or settings.skip_zero_variance):
         return None
     skip = None
@@ -181,6 +196,48 @@ def collector_for(
             revision=run.base_revision,
         ).groups  # fmt: skip
     return replay_curation(stored, skip=skip)
+
+
+def posterior_evidence(ledger: Ledger, run: TrainPlan) -> Observations:
+    """What the difficulty model starts from: the curriculum's curation groups (screen and
+    refine, sampled at temperature > 0 by the weights training starts from) at update 0, and
+    this run's own training groups at their step (a resumed run continues where it stopped)."""
+    screen, refine = curation_runs(run.curriculum_id)
+    rows = ledger.sql(
+        "SELECT g.problem_id, p.family || ' ' || p.level AS cell, g.k::DOUBLE AS k, "
+        "g.n::DOUBLE AS n, 0::BIGINT AS update FROM group_stats g "
+        "JOIN sampling_runs s USING (run_id) JOIN problems p USING (problem_id) "
+        "WHERE g.run_id IN ($screen, $refine) AND coalesce(s.temperature, 1.0) > 0 AND g.n > 0 "
+        "UNION ALL "
+        "SELECT t.problem_id, p.family || ' ' || p.level, t.k::DOUBLE, t.n::DOUBLE, "
+        "t.step::BIGINT FROM train_group_stats t JOIN problems p USING (problem_id) "
+        "WHERE t.train_id = $train AND t.n > 0 AND NOT t.skipped "
+        "ORDER BY update, problem_id",
+        {"screen": screen, "refine": refine, "train": run.train_id},
+    )
+    return Observations.load(rows.rows())
+
+
+def posterior_collector(ledger: Ledger, run: TrainPlan, batches: CurriculumBatches) -> Collector:
+    """`selection = "posterior"`: each step's batch (as many prompts as the curriculum's draw
+    would take) picked by Thompson-drawn learnability from 8x as many candidates of the step's
+    stage; every training group becomes evidence as it is scored (the recorder writes the same
+    groups to train_rollouts)."""
+    cfg = PosteriorConfig()
+    cell_of = {
+        pid: f"{fam} {lv}"
+        for pid, fam, lv in zip(
+            run.frame["problem_id"], run.frame["family"], run.frame["level"], strict=True
+        )
+    }
+
+    def size(step: int) -> int:
+        return len(batches(step))
+
+    return posterior_select(
+        lambda step, _round: batches.candidates(step, cfg.candidates * size(step)),
+        cell_of, posterior_evidence(ledger, run), size, run.cfg.seed, cfg,
+    )  # fmt: skip
 
 
 def load_trainee(model_dir: Path, cfg: GRPOConfig) -> tuple[torch.nn.Module, Any, PromptFormat]:

@@ -442,3 +442,38 @@ def test_sieve_train_replays_curation_samples_and_skips_flat_prompts(
             ).item()
             assert trajectory == skipped, name
         assert ledger.query("cell_evidence")["training_skips"].sum() == skipped
+
+
+def test_sieve_train_selects_by_the_posterior_before_sampling(setup: tuple[Path, Path]) -> None:
+    """`selection = "posterior"` (issue 46 point 2): every step samples exactly the groups it
+    trains (nothing sampled only to decide), picks them from more candidates than it trains,
+    writes them to train_rollouts, and the curation groups seed the model; combining it with
+    replay or the skip is refused in one line."""
+    home, model = setup
+    with Ledger.open(home) as ledger:
+        settings = SMALL.model_copy(update={"selection": "posterior"}).with_steps(4)
+        result = train(ledger, "cur-test", model, settings, home / "post", reward=even_length)
+        metrics = ledger.sql(
+            "SELECT step, name, value FROM train_metrics WHERE train_id = $t",
+            {"t": result.train_id},
+        )
+        sampled = dict(metrics.filter(pl.col("name") == "rollouts").select("step", "value").rows())
+        stored = dict(
+            ledger.sql(
+                "SELECT step, sum(n_samples) AS n FROM train_group_stats "
+                "WHERE train_id = $t GROUP BY step",
+                {"t": result.train_id},
+            ).rows()
+        )
+        assert sorted(sampled) == [0, 1, 2, 3]
+        assert {s: int(v) for s, v in sampled.items()} == {s: int(n) for s, n in stored.items()}
+        cands = metrics.filter(pl.col("name") == "candidates")["value"].to_list()
+        groups = ledger.sql(
+            "SELECT step, count(*) AS g FROM train_group_stats WHERE train_id = $t GROUP BY step",
+            {"t": result.train_id},
+        )
+        assert len(cands) == 4 and min(cands) > max(groups["g"].to_list())
+    with pytest.raises(ValueError, match="selection = 'posterior' does not combine"):
+        TrainSettings.model_validate(
+            {**SMALL.model_dump(), "selection": "posterior", "replay_curation": True}
+        )

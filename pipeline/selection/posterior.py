@@ -160,27 +160,29 @@ def posterior_select(
     source: Callable[[int, int], Sequence[Item]],
     cell_of: Mapping[str, str],
     obs: Observations,
-    batch: int,
+    batch: int | Callable[[int], int],
     seed: int,
     cfg: PosteriorConfig = PosteriorConfig(),
     update_of: Callable[[int], int] = lambda step: step,
 ) -> Collector:
     """The trainer collector: candidates of (step, 0) (≥ cfg.candidates x `batch` of them),
     their posteriors at update `update_of(step)` from `obs`, the `batch` with the largest drawn
-    learnability sampled, each group then added to `obs`. No rollout is spent to decide."""
+    learnability sampled, each group then added to `obs`. No rollout is spent to decide.
+    `batch` may be a function of the step (the curriculum's stages differ in G)."""
     from grpo_core.collect import _split
 
     def collect(t: Rollouts, step: int) -> Collected:
+        size = batch(step) if callable(batch) else batch
         cands = list({it.key: it for it in source(step, 0)}.values())
-        if len(cands) < batch:
-            raise TrainerError(f"{len(cands)} candidates for a batch of {batch} at step {step}")
+        if len(cands) < size:
+            raise TrainerError(f"{len(cands)} candidates for a batch of {size} at step {step}")
         now = update_of(step)
         prompts = pl.DataFrame(
             {"problem_id": [it.key for it in cands], "cell": [cell_of[it.key] for it in cands]}
         )
         post = prompt_posterior(obs.frame(), prompts, cfg, now)
         rng = np.random.default_rng(derive_seed(seed, "posterior", step))
-        idx = select_batch(post["alpha"].to_numpy(), post["beta"].to_numpy(), batch, rng)
+        idx = select_batch(post["alpha"].to_numpy(), post["beta"].to_numpy(), size, rng)
         kept = [cands[int(i)] for i in idx]
         groups, scores, ts, tr = t.sample_and_score(kept, t.step_seed(step))
         for it, part in zip(kept, _split(scores, groups), strict=True):
