@@ -243,8 +243,9 @@ def test_streaks_count_the_trailing_zero_variance_groups_over_curation_and_train
 
 def test_history_prior_reads_training_evidence_of_the_same_revision(ledger: Ledger) -> None:
     """Issue 30 point 4: a curriculum prompt (informative at its screen) that stayed at zero
-    through training is zero-variance for the next night's history prior; one training solved
-    at least once is not; training samples join the pool (n, k)."""
+    through training is zero-variance for the next night's history prior; one with a training
+    group that disagreed is not (issue 46 point 6: flat means every training group flat);
+    training samples join the pool (n, k)."""
     add_run(ledger, "s1", "2026-01-01")
     both = [("p", "1", "stop", 1.0), ("p", "2", "stop", 0.0),
             ("q", "1", "stop", 1.0), ("q", "2", "stop", 0.0)]  # fmt: skip
@@ -256,7 +257,7 @@ def test_history_prior_reads_training_evidence_of_the_same_revision(ledger: Ledg
         "VALUES ('t', 'rev', '2026-01-02'::TIMESTAMPTZ, 'finished')"
     )
     rows = [(0, "p", 0.0, False), (0, "p", 0.0, False), (1, "p", 0.0, False),
-            (0, "q", 0.0, False), (1, "q", 1.0, True)]  # fmt: skip
+            (0, "q", 0.0, False), (0, "q", 1.0, True), (1, "q", 1.0, True)]  # fmt: skip
     for i, (step, pid, reward, correct) in enumerate(rows):
         ledger.run(
             "INSERT INTO train_rollouts (train_id, step, problem_id, sample_idx, policy, reward,"
@@ -268,12 +269,53 @@ def test_history_prior_reads_training_evidence_of_the_same_revision(ledger: Ledg
     after = ledger.query("history_prior", exclude=[]).sort("problem_id")
     assert after.select("problem_id", "n", "k", "zero_variance").rows() == [
         ("p", 5, 1, True),
-        ("q", 4, 2, False),
+        ("q", 5, 3, False),
     ]
     assert after["solved_in_training"].to_list() == [False, True]  # q's newest group: 1 of 1
     assert after["last_seen"].dt.day().to_list() == [2, 2]
     # the revision's history stays one row per problem x revision (the allocation counts rows)
     assert after.height == before.height
+
+
+def test_history_prior_calls_a_prompt_flat_in_every_training_group_zero_variance(
+    ledger: Ledger,
+) -> None:
+    """Issue 46 point 6: zero-variance training evidence is every training group flat (the one
+    rule per group), not "never solved": r, solved in every training sample (k = n in each
+    group), and f, all right at one step and all wrong at the next (its pooled samples disagree
+    but no group ever gave a gradient), are zero-variance; m, one mixed group, is not."""
+    import polars as pl
+
+    from pipeline.selection import CurateConfig, history_prior
+
+    add_run(ledger, "s1", "2026-01-01")
+    add_rollouts(ledger, "s1", [(pid, str(i), "stop", float(i)) for pid in "fmr" for i in (0, 1)])
+    ledger.run(
+        "INSERT INTO train_runs (train_id, base_revision, started_at, status) "
+        "VALUES ('t', 'rev', '2026-01-02'::TIMESTAMPTZ, 'finished')"
+    )
+    groups = {"f": [[1.0] * 4, [0.0] * 4], "m": [[0.0] * 4, [1.0, 0.0, 0.0, 0.0]],
+              "r": [[1.0] * 4, [1.0] * 4]}  # fmt: skip
+    i = 0
+    for pid, steps in groups.items():
+        for step, rewards in enumerate(steps):
+            for reward in rewards:
+                ledger.run(
+                    "INSERT INTO train_rollouts (train_id, step, problem_id, sample_idx, policy,"
+                    " reward, correct) VALUES ('t', $s, $p, $i, 'rev', $w, $w > 0.5)",
+                    {"s": step, "p": pid, "i": i, "w": reward},
+                )
+                i += 1
+    history = ledger.query("history_prior", exclude=[]).sort("problem_id")
+    assert history.select("problem_id", "n", "k", "zero_variance", "solved_in_training").rows() == [
+        ("f", 10, 5, True, False),
+        ("m", 10, 2, False, False),
+        ("r", 10, 9, True, True),
+    ]
+    cands = pl.DataFrame({"problem_id": ["f", "m", "r"]})
+    kept, rejected = history_prior(cands, history, CurateConfig(history_skip_prob=1.0))
+    assert dict(rejected.rows()) == {"f": "skipped_by_history", "r": "solved_in_training"}
+    assert kept["problem_id"].to_list() == ["m"]
 
 
 def test_a_prompt_solved_in_training_is_a_replay_candidate_not_screened_again(
@@ -282,7 +324,8 @@ def test_a_prompt_solved_in_training_is_a_replay_candidate_not_screened_again(
     """Issue 30 point 4: q's newest training group (run t, last step) was all correct, so the
     next night's prior takes it out of the screen (`solved_in_training`, every time) and the
     curriculum's replay pool gets it with its pooled counts; p (zero through training) is
-    treated as zero-variance; a prompt solved only in an earlier step is screened."""
+    treated as zero-variance, and so is w, solved at one step and not at the next in groups that
+    never disagreed (issue 46 point 6: every training group flat)."""
     import polars as pl
 
     from pipeline.curate import replay_pool, solved_counts
@@ -313,8 +356,8 @@ def test_a_prompt_solved_in_training_is_a_replay_candidate_not_screened_again(
         kept, rejected = history_prior(cands, history, cfg)
         reasons = dict(rejected.rows())
         assert reasons.get("q") == "solved_in_training" and "q" not in kept["problem_id"]
-        assert "w" in kept["problem_id"]  # solved once, then not: screened again
-        assert (reasons.get("p") == "skipped_by_history") == (skip_prob == 1.0)
+        for flat in ("p", "w"):  # w: right at step 0, wrong at step 1, no group disagreed
+            assert (reasons.get(flat) == "skipped_by_history") == (skip_prob == 1.0)
     all_correct = pl.DataFrame({"problem_id": ["z"], "n": [8], "k": [8]})
     pool, rest, solved = replay_pool(all_correct, rejected, solved_counts(history, rejected))
     assert solved.to_list() == ["q"] and "q" not in rest["problem_id"]

@@ -116,6 +116,13 @@ def history_prior(
     every time: it is a replay candidate, not a prompt to learn). A prompt zero-variance in
     every row where it was seen is skipped (`skipped_by_history`) when stable_uniform(seed, id,
     "history") < history_skip_prob; the others go on to the screen.
+
+    A row's `zero_variance` (query `history_prior`): with training evidence of that revision, it
+    means every training group of the prompt was flat by the one rule (all wrong, all right, or
+    equal rewards: no group ever gave a gradient), so a prompt solved in every training sample
+    is zero-variance like one never solved, and so is one all right at one step and all wrong at
+    another, although its pooled samples disagree (issue 46 point 6: per group, as the trainer
+    and GRESO's streaks see it, not pooled); without, the curation runs' pooled rewards decide.
     """
     require_columns(candidates, ("problem_id",), "candidates frame")
     cols = ("problem_id", "model_revision", "n", "zero_variance", "last_seen")
