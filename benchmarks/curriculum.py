@@ -318,7 +318,11 @@ def sieve_nights(
                 groups: dict[str, Any] = {}
                 if skip_flat:
                     visits = curation_visits(ledger, runs)
-                    skip.observe_flags(visits["problem_id"].to_list(), visits["flat"].to_list())
+                    skip.observe_flags(
+                        visits["problem_id"].to_list(),
+                        visits["flat"].to_list(),
+                        visits["size"].to_list(),  # a flat group counts by its size
+                    )
                 if replay:
                     stored = stored_groups(ledger, runs, tok, temperature=gcfg.temperature,
                                            max_new_tokens=gcfg.max_new_tokens)  # fmt: skip

@@ -654,7 +654,11 @@ def run_nights(
                 if every:
                     runs = [result.screen_run, result.refine_run]
                     visits = curation_visits(ledger, runs)
-                    skip.observe_flags(visits["problem_id"].to_list(), visits["flat"].to_list())
+                    skip.observe_flags(
+                        visits["problem_id"].to_list(),
+                        visits["flat"].to_list(),
+                        visits["size"].to_list(),  # a flat group counts by its size
+                    )
                     stored = stored_groups(
                         ledger,
                         runs,

@@ -20,7 +20,11 @@
   Only When It Pays"): a prompt whose last k visits were all zero-variance (`streaks`, from the
   ledger's curation and training history and updated as this run visits it) is skipped with
   probability max_skip·(1 − (1 − rate)^k): it grows with k and stays below `max_skip`, so every
-  skipped prompt keeps a 1 − max_skip chance to be re-explored. The step's sampling budget
+  skipped prompt keeps a 1 − max_skip chance to be re-explored. Evidence is weighed by its size
+  (issue 46 point 6): a flat group of `FULL_GROUP` (8) samples or more adds 1 to k, exactly as
+  GRESO's G = 8 groups; a smaller one adds size / 8 (a 0/4 screen is half a visit: P(0/4 |
+  p = 0.15) = 0.52, so one such screen must not skip a prompt with p_skip 0.45), so k is real.
+  Streaks of whole visits stay Python ints. The step's sampling budget
   goes to the next prompts: the step costs fewer rollouts and the caller's rollout budget buys
   more steps. Skips are counted (`skipped_zero_var`) and reported one by one to `on_skip`
   (pipeline.train writes them to the ledger's `train_skips`, rows of `train_group_stats`).
@@ -50,17 +54,29 @@ from grpo_core.policy import Policy, pad_id
 from grpo_core.seeds import derive_seed
 from grpo_core.types import Collected, Collector, Item, Rollouts, Sample, Scores, TrainerError
 
+FULL_GROUP = 8  # a flat group this large (or larger) adds one whole visit to a streak
+
+
+def visit_weight(size: int | None) -> int | float:
+    """What a flat group of `size` samples adds to a streak: 1 from `FULL_GROUP` up (or when the
+    size is unknown), else size / FULL_GROUP."""
+    if size is None or size >= FULL_GROUP:
+        return 1
+    return max(size, 0) / FULL_GROUP
+
 
 @dataclass
 class ZeroVarSkip:
     """GRESO-style skip of prompts whose recent groups were all zero-variance."""
 
-    streaks: dict[str, int] = field(default_factory=dict)  # key -> flat visits in a row, newest
+    # key -> flat visits in a row, newest last, each weighed by `visit_weight` (ints while every
+    # group had ≥ FULL_GROUP samples)
+    streaks: dict[str, float] = field(default_factory=dict)
     rate: float = 0.5  # how fast the skip probability grows with the streak k
     max_skip: float = 0.9  # the skip probability's ceiling: 1 − this is the re-exploration floor
     seed: int = 0
     # told of every skip as (step, key, streak, p_skip): pipeline.train writes them to the ledger
-    on_skip: Callable[[int, str, int, float], None] | None = field(default=None, repr=False)
+    on_skip: Callable[[int, str, float, float], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not (0.0 < self.rate <= 1.0 and 0.0 <= self.max_skip < 1.0):
@@ -69,8 +85,8 @@ class ZeroVarSkip:
                 f"max_skip={self.max_skip} (max_skip < 1 keeps skipped prompts re-explored)"
             )
 
-    def p_skip(self, k: int) -> float:
-        """Skip probability after k zero-variance visits in a row (0 for k = 0)."""
+    def p_skip(self, k: float) -> float:
+        """Skip probability after a (weighted) streak of k zero-variance visits (0 for k ≤ 0)."""
         return self.max_skip * (1.0 - (1.0 - self.rate) ** k) if k > 0 else 0.0
 
     def skips(self, key: str, step: int) -> bool:
@@ -85,17 +101,27 @@ class ZeroVarSkip:
         return True
 
     def observe(self, items: Sequence[Item], parts: Sequence[Scores], tol: float) -> None:
-        """Extend or reset each visited prompt's streak by its group's rewards."""
+        """Extend or reset each visited prompt's streak by its group's rewards; the group's size
+        is its number of samples (judged or not), as drawn."""
         flats = []
         for part in parts:
             known = [r for r in part.rewards if r is not None]
             flats.append(bool(known) and bool(is_uninformative(max(known), min(known), tol)))
-        self.observe_flags([it.key for it in items], flats)
+        sizes = [len(part.rewards) for part in parts]
+        self.observe_flags([it.key for it in items], flats, sizes)
 
-    def observe_flags(self, keys: Sequence[str], flats: Sequence[bool]) -> None:
-        """Visits in order: a zero-variance one extends the key's streak, another resets it."""
-        for key, flat in zip(keys, flats, strict=True):
-            self.streaks[key] = self.streaks.get(key, 0) + 1 if flat else 0
+    def observe_flags(
+        self,
+        keys: Sequence[str],
+        flats: Sequence[bool],
+        sizes: Sequence[int | None] | None = None,
+    ) -> None:
+        """Visits in order: a zero-variance one extends the key's streak by `visit_weight` of its
+        group's size (None, or no `sizes`: a whole visit, as before sizes were known), another
+        resets it."""
+        weights = [visit_weight(n) for n in sizes] if sizes is not None else [1] * len(keys)
+        for key, flat, w in zip(keys, flats, weights, strict=True):
+            self.streaks[key] = self.streaks.get(key, 0) + w if flat else 0
 
 
 @dataclass

@@ -12,10 +12,13 @@
   has another length than the stored count is left out (sampled fresh instead), counted in
   `ReplaySet.retokenised_off`; a stopped completion's count may include its end-of-sequence
   token (vLLM counts it, the hf backend does not).
-- `curation_visits`: whether each group of the given curation runs was zero-variance, in order
-  (a night's screen and refine extend the skip's streaks);
+- `curation_visits`: whether each group of the given curation runs was zero-variance, and its
+  size, in order (a night's screen and refine extend the skip's streaks:
+  `ZeroVarSkip.observe_flags(keys, flats, sizes)`);
 - `zero_var_streaks`: per problem, its most recent zero-variance groups in a row over curation
-  runs and training steps (query `zero_var_streaks`), the history `ZeroVarSkip` starts from.
+  runs and training steps (query `zero_var_streaks`), each weighed by its size
+  (`grpo_core.history.visit_weight`: a G = 4 screen is half a visit), the history `ZeroVarSkip`
+  starts from.
 
 Test: `.venv/bin/pytest tests/test_replay.py -q`.
 """
@@ -28,6 +31,7 @@ from typing import Any
 
 import polars as pl
 
+from grpo_core.history import FULL_GROUP
 from grpo_core.types import Sample
 from pipeline.errors import SieveError
 from pipeline.store import Ledger
@@ -128,11 +132,16 @@ def _sample(ids: list[int], text: str, reason: str | None, eos: int | None) -> S
 
 
 def curation_visits(ledger: Ledger, runs: Sequence[str]) -> pl.DataFrame:
-    """problem_id, run_id, flat (zero-variance) per group of `runs`, oldest run first."""
+    """problem_id, run_id, flat (zero-variance), size (samples) per group of `runs`, oldest run
+    first."""
     return ledger.query("curation_visits", runs=list(runs))
 
 
-def zero_var_streaks(ledger: Ledger) -> dict[str, int]:
-    """Problem id → zero-variance groups in a row at the end of its ledger history (> 0 only)."""
-    frame = ledger.query("zero_var_streaks").filter(pl.col("streak") > 0)
-    return dict(zip(frame["problem_id"].to_list(), frame["streak"].to_list(), strict=True))
+def zero_var_streaks(ledger: Ledger) -> dict[str, float]:
+    """Problem id → zero-variance groups in a row at the end of its ledger history, each
+    weighed by its size (`visit_weight`; > 0 only). A whole number comes back as an int."""
+    frame = ledger.query("zero_var_streaks", full_group=FULL_GROUP).filter(pl.col("streak") > 0)
+    return {
+        pid: int(k) if float(k).is_integer() else float(k)
+        for pid, k in zip(frame["problem_id"].to_list(), frame["streak"].to_list(), strict=True)
+    }

@@ -94,7 +94,7 @@ SKIP_SCHEMA = {
     "train_id": pl.Utf8,
     "step": pl.Int32,
     "problem_id": pl.Utf8,
-    "streak": pl.Int32,
+    "streak": pl.Float64,
     "p_skip": pl.Float64,
 }
 
@@ -315,7 +315,7 @@ class Recorder:
     last: dict[str, float] = field(default_factory=dict)
     judged: list[tuple[Sequence[Item], Sequence[Sample], Scores]] = field(default_factory=list)
     rollouts: list[pl.DataFrame] = field(default_factory=list)  # steps not yet committed
-    skips: list[tuple[str, int, str, int, float]] = field(default_factory=list)  # likewise
+    skips: list[tuple[str, int, str, float, float]] = field(default_factory=list)  # likewise
 
     # -------------------------------------------------------------- TrainerHooks
 
@@ -434,7 +434,7 @@ class Recorder:
 
         return judge
 
-    def skipped(self, step: int, key: str, streak: int, p_skip: float) -> None:
+    def skipped(self, step: int, key: str, streak: float, p_skip: float) -> None:
         """A prompt the zero-variance skip left out of step `step`: a `train_skips` row,
         committed with the step's metrics (rank 0 alone, as the rollouts)."""
         if os.environ.get("RANK", "0") == "0":

@@ -219,7 +219,9 @@ def test_streaks_count_the_trailing_zero_variance_groups_over_curation_and_train
                                 ("u", "1", "stop", 1.0), ("u", "2", "stop", 0.0)])  # fmt: skip
     visits = curation_visits(ledger, ["s1", "r1"])
     assert visits.filter(problem_id="p")["flat"].to_list() == [False, True]
-    assert zero_var_streaks(ledger) == {"p": 1, "q": 2}
+    assert visits["size"].to_list() == [2] * 6
+    # groups of 2: each flat one is a quarter of a full group's visit (issue 46 point 6)
+    assert zero_var_streaks(ledger) == {"p": 0.25, "q": 0.5}
     # a later training run: p flat twice more, q solved once (informative) then flat
     ledger.run(
         "INSERT INTO train_runs (train_id, started_at, status) "
@@ -233,12 +235,45 @@ def test_streaks_count_the_trailing_zero_variance_groups_over_curation_and_train
             " VALUES ('t', $s, $p, $i, 'rev', $w)",
             {"s": step, "p": pid, "i": i, "w": reward},
         )
-    assert zero_var_streaks(ledger) == {"p": 3, "q": 1}
+    assert zero_var_streaks(ledger) == {"p": 0.75, "q": 0.25}
     # skipped at step 2 (train_skips, rows of train_group_stats): a skip observes nothing
     ledger.run("INSERT INTO train_skips VALUES ('t', 2, 'p', 3, 0.79), ('t', 2, 'q', 1, 0.45)")
     skipped = ledger.sql("SELECT problem_id, n, skipped FROM train_group_stats WHERE step = 2")
     assert sorted(skipped.rows()) == [("p", 0, True), ("q", 0, True)]
-    assert zero_var_streaks(ledger) == {"p": 3, "q": 1}
+    assert zero_var_streaks(ledger) == {"p": 0.75, "q": 0.25}
+
+
+def test_streaks_weigh_each_group_by_its_size(ledger: Ledger) -> None:
+    """Issue 46 point 6: a flat G = 4 screen adds half a visit, a flat group of 8 or more one
+    whole visit (integers, as before, when every group is that large)."""
+    add_run(ledger, "s1", "2026-01-01")
+    add_rollouts(ledger, "s1", [(pid, "1", "stop", 0.0) for pid in ("small",) * 4 + ("full",) * 8])
+    assert zero_var_streaks(ledger) == {"small": 0.5, "full": 1}
+    ledger.run(
+        "INSERT INTO train_runs (train_id, started_at, status) "
+        "VALUES ('t', '2026-01-03'::TIMESTAMPTZ, 'finished')"
+    )
+    for i in range(24):  # small: a flat group of 8 at step 0; full: one at steps 0 and 1
+        step, pid = (0, "small") if i < 8 else (i // 16, "full")
+        ledger.run(
+            "INSERT INTO train_rollouts (train_id, step, problem_id, sample_idx, policy, reward)"
+            " VALUES ('t', $s, $p, $i, 'rev', 0.0)",
+            {"s": step, "p": pid, "i": i},
+        )
+    streaks = zero_var_streaks(ledger)
+    assert streaks == {"small": 1.5, "full": 3}
+    assert type(streaks["full"]) is int  # whole visits stay integers
+
+
+def test_a_fractional_streak_is_recorded_as_it_was(ledger: Ledger) -> None:
+    """`sieve train` writes the streak a skip saw (now real-valued) to train_skips unrounded."""
+    import polars as pl
+
+    from pipeline.train import SKIP_SCHEMA
+
+    skip = ("t", 2, "p", 0.5, 0.9 * (1 - 0.5**0.5))
+    ledger.write("train_skips", pl.DataFrame([skip], schema=SKIP_SCHEMA, orient="row"))
+    assert ledger.sql("SELECT streak, p_skip FROM train_skips").rows() == [skip[3:]]
 
 
 def test_history_prior_reads_training_evidence_of_the_same_revision(ledger: Ledger) -> None:

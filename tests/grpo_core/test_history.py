@@ -118,13 +118,48 @@ def test_skip_probability_grows_with_the_streak_and_keeps_a_floor() -> None:
         ZeroVarSkip(max_skip=1.0)
 
 
+def scores(rewards: list[float]) -> Scores:
+    """A group's scores, right where the reward is (about) 1."""
+    return Scores([float(r) for r in rewards], [r >= 1.0 for r in rewards])
+
+
 def test_observe_extends_and_resets_streaks() -> None:
     s = ZeroVarSkip(streaks={"a": 2, "b": 3})
-    items = [Item("a", "A", 2, key="a"), Item("b", "B", 2, key="b"), Item("c", "C", 2, key="c")]
-    parts = [Scores([0.0, 0.0], [False, False]), Scores([0.0, 1.0], [False, True]),
-             Scores([1.0, 1.0 + 1e-9], [True, True])]  # fmt: skip
+    items = [Item("a", "A", 8, key="a"), Item("b", "B", 8, key="b"), Item("c", "C", 8, key="c")]
+    parts = [scores([0.0] * 8), scores([0.0] * 7 + [1.0]), scores([1.0] * 7 + [1.0 + 1e-9])]
     s.observe(items, parts, 1e-6)
     assert s.streaks == {"a": 3, "b": 0, "c": 1}
+
+
+def test_a_small_screen_adds_its_share_of_a_full_group() -> None:
+    """Issue 46 point 6: one 0/4 screen is half the evidence of a 0/8 group (P(0/4 | p = 0.15)
+    = 0.52), so it adds half a visit to the streak, not a whole one (p_skip 0.45)."""
+    s = ZeroVarSkip()
+    items = [Item("s", "S", 4, key="s"), Item("t", "T", 8, key="t")]
+    s.observe(items, [scores([0.0] * 4), scores([0.0] * 8)], 1e-6)
+    assert s.streaks == {"s": 0.5, "t": 1}
+    assert s.p_skip(s.streaks["s"]) < s.p_skip(s.streaks["t"]) == pytest.approx(0.45)
+    assert s.p_skip(0.5) == pytest.approx(0.9 * (1 - 0.5**0.5))
+    flags = ZeroVarSkip()  # the ledger's visits: sizes where the caller knows them
+    flags.observe_flags(["s", "s", "t", "u"], [True, True, True, True], [4, 2, 32, None])
+    assert flags.streaks == {"s": 0.75, "t": 1, "u": 1}  # ≥ 8 (or unknown): one whole visit
+    flags.observe_flags(["s"], [False], [4])
+    assert flags.streaks["s"] == 0
+
+
+def test_full_groups_count_exactly_as_before() -> None:
+    """A history of groups of 8 (or more) gives the integer streaks and p_skip of before."""
+    s = ZeroVarSkip(rate=0.5, max_skip=0.9)
+    flat, mixed, big = scores([0.0] * 8), scores([1.0] + [0.0] * 7), scores([1.0] * 16)
+    visits = [("a", flat), ("b", flat), ("a", flat), ("a", big), ("b", mixed), ("a", flat)]
+    for key, part in visits:
+        s.observe([Item(key, key, len(part.rewards), key=key)], [part], 1e-6)
+    assert s.streaks == {"a": 4, "b": 0}
+    assert all(type(v) is int for v in s.streaks.values())
+    assert s.p_skip(s.streaks["a"]) == 0.9 * (1.0 - 0.5**4)
+    ints = ZeroVarSkip()
+    ints.observe_flags(["a", "a"], [True, True])  # no sizes: whole visits, as before
+    assert ints.streaks == {"a": 2} and type(ints.streaks["a"]) is int
 
 
 def test_skipped_prompts_are_counted_and_cost_nothing(toy: dict[str, Any]) -> None:

@@ -72,7 +72,8 @@ def test_greso_refill_takes_skipped_prompts_when_the_candidates_run_out() -> Non
     skip = Skips("ab")
     c = greso_refill(lambda step, r: items("abc"), skip, target=3, max_rounds=2)(fake, 0)
     assert [it.key for it in c.items] == ["c", "a", "b"]
-    assert skip.streaks == {"c": 1, "a": 1, "b": 1}  # every group observed: all flat here
+    # every group observed, all flat here; G = 4: half a visit each (issue 46 point 6)
+    assert skip.streaks == {"c": 0.5, "a": 0.5, "b": 0.5}
 
 
 def test_greso_refill_streaks_follow_the_groups() -> None:
