@@ -1,7 +1,9 @@
 """Group advantages for GRPO, and the one definition of an uninformative group.
 
 A group is uninformative when max(r) − min(r) ≤ tol (`ZERO_VAR_TOL`), on the rewards. This is the
-ONE definition: the trainer applies it here, the screen and the curriculum (`pipeline.selection`,
+ONE definition: the trainer applies it here and again on the task (verifier) reward, whatever
+penalties its combined reward carries (`grpo_core.scoring.step_advantages`, `group_informative`),
+the screen and the curriculum (`pipeline.selection`,
 via `stats.reward_informative`) call `is_uninformative` on the group's reward spread, and the
 ledger's macros `sieve_zero_var_tol()` / `sieve_uninformative(max, min)`, which `group_stats`,
 `prompt_stats` and the history prior use, are rendered from it (migration 0009,
@@ -89,6 +91,12 @@ def _segment_stats(x: Tensor, group: Tensor, ddof: int) -> GroupStats:
 
 
 segment_stats = _segment_stats  # public name for other grpo_core modules
+
+
+def group_informative(x: Tensor, group: Tensor, tol: float = ZERO_VAR_TOL) -> Tensor:
+    """(N,) bool: whether each sample's group of `x` (N,) is informative by the one rule."""
+    stats = _segment_stats(x.double(), group, 0)
+    return ~is_uninformative(stats.spread, 0.0, tol)  # (N,)
 
 
 def _grpo(r: Tensor, s: GroupStats, ddof: int, eps: float, judged: Tensor) -> Tensor:

@@ -24,9 +24,13 @@ loss term β·k(logp, ref_logp), differentiated through logp at tokens sampled o
   reward becomes reward − β·Σ_t(logπ_old − logπ_ref), detached, before the group baseline, so
   the policy gradient carries E[∇logπ · (−β·k1)] = −β·∇KL(π ‖ π_ref). `kl_estimator` then only
   picks the logged `kl` metric (which `beta_schedule="adaptive"` steers on). With β = 0 it is a
-  no-op (no extra forward pass). With `estimator="grpo"` the per-group std also scales the KL
-  differences: a group whose task rewards all agree is no longer uninformative, and its KL
-  spread is normalised to unit advantages; `rloo`/`dr_grpo` keep the penalty at scale β.
+  no-op (no extra forward pass). Fixed, not refused, with every estimator (issue 46 point 6):
+  whether a group is informative is decided once, on the task (verifier) reward, as the
+  ledger decides it, so a group whose task rewards all agree gets advantage 0 and no gradient
+  although the KL penalty (or a repetition penalty) spreads its combined reward — before, under
+  `grpo` its std normalised that KL noise to unit advantages (β cancelled). The KL pull thus
+  acts through informative groups only; there `grpo`'s std scales the penalty together with
+  the task reward (β relative to the group's spread), `rloo`/`dr_grpo` keep it at scale β.
 
 Departure from seed 002: its lr 2e-6 is for 7B models; the built-in tiny char-level model needs
 roughly 1e-4..1e-3, so the default is 1e-4.
@@ -79,7 +83,8 @@ class GRPOConfig:
     # 0 population std (default), 1 Bessel; minimal GRPO repos differ here
     std_ddof: Annotated[int, Ge(0), Le(1)] = 0
     adv_eps: NonNegative = 1e-6  # added to the std; bounds advantages when the spread is tiny
-    zero_var_tol: NonNegative = ZERO_VAR_TOL  # max − min ≤ tol → uninformative (one definition)
+    # max − min ≤ tol of the task reward → uninformative (one definition, also under penalties)
+    zero_var_tol: NonNegative = ZERO_VAR_TOL
     length_penalty_coef: NonNegative = (
         0.0  # adv −= c · z(len), after normalising; seed 000: 0.05–0.2
     )

@@ -5,7 +5,8 @@ combined (`grpo_core.rewards`), under `kl_in_reward` the β-weighted per-sequenc
 (`kl_penalty`, before the group baseline, PPO-RLHF style), a sample whose reward is `None` (the
 verifier could not judge it) is put in a group of its own so it carries no advantage and is out of
 the loss, then advantages per group (`grpo_core.advantages`) and the length penalty after
-normalisation.
+normalisation. Whether a group is informative is decided once, on the task reward: a group whose
+verifier rewards all agree gets no advantage however the penalties spread its combined reward.
 `step_token_advantages` adds the per-fragment (process) advantages of `advantage =
 "outcome+steps"`: token advantage = outcome advantage + step_weight · the advantage of the
 fragment the token belongs to (`grpo_core.advantages.fragment_advantages`,
@@ -25,7 +26,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from grpo_core.advantages import advantages, fragment_advantages, length_penalty
+from grpo_core.advantages import (
+    advantages,
+    fragment_advantages,
+    group_informative,
+    length_penalty,
+)
 from grpo_core.config import GRPOConfig
 from grpo_core.fragments import Fragment, token_char_spans, token_fragments
 from grpo_core.rewards import Component, combine, repetition_penalty
@@ -71,6 +77,11 @@ def step_advantages(
 
     `kl_penalty` (N,): β·Σ_t(logπ_old − logπ_ref) per completion (0 where unjudged), taken off
     the combined reward before the baseline; None leaves the reward as it is.
+
+    Informative is decided on the task reward (the verifier's, `raw`), the rule the ledger
+    applies to the same rewards: a group whose task rewards all agree gets advantage 0 and stays
+    out of the loss even when a repetition penalty or the KL penalty spreads its combined reward
+    (issue 46 point 6: under `grpo` the std would scale that spread to unit advantages).
     """
     gid = judged_groups(group, known)  # (N,)
     active = {c.name for c in components if c.active(step)}  # zero weight or not started: skip
@@ -83,6 +94,8 @@ def step_advantages(
     adv, informative = advantages(
         reward, gid, cfg.estimator, cfg.std_ddof, cfg.adv_eps, cfg.zero_var_tol, judged=known
     )
+    informative = informative & group_informative(values["reward"], gid, cfg.zero_var_tol)  # (N,)
+    adv = torch.where(informative, adv, torch.zeros_like(adv))  # (N,) task-flat groups: 0
     lengths = torch.tensor([len(s.token_ids) for s in flat], dtype=torch.float64)  # (N,)
     adv = length_penalty(
         adv, lengths, gid, cfg.length_penalty_coef, informative, cfg.std_ddof, cfg.adv_eps

@@ -13,10 +13,19 @@ import torch
 
 import grpo_core.trainer as trainer_mod
 import grpo_core.update as update_mod  # the micro-batch loss calls grpo_loss there
+from grpo_core.config import GRPOConfig
 from grpo_core.logprobs import completion_logp
-from grpo_core.trainer import Item, Sample, Trainer
+from grpo_core.trainer import Item, Sample, Scores, Trainer
 from tests.grpo_core.test_advantages import slow_advantages
-from tests.grpo_core.test_trainer import half_unknown, make, params, same
+from tests.grpo_core.test_history import _moved_reference
+from tests.grpo_core.test_trainer import (
+    BASE,
+    even_first_token,
+    half_unknown,
+    make,
+    params,
+    same,
+)
 
 
 def slow_sequence_kl(t: Trainer, item: Item, sample: Sample) -> float:
@@ -100,6 +109,52 @@ def test_kl_in_reward_subtracts_beta_times_sequence_kl_before_the_baseline(
         want = slow_advantages(reward, step["group"][known].tolist(), estimator)
         assert step["adv"][known].tolist() == pytest.approx(want, rel=1e-6, abs=1e-9)
     assert max(float(s["kl"].abs().max()) for s in seen[1:]) > 1e-4  # the policy moved
+
+
+def flat_b(items: Any, samples: Any) -> Scores:
+    """`even_first_token`, but every sample of prompt "b" right: b's task rewards are flat."""
+    s = even_first_token(items, samples)
+    rewards = [1.0 if it.prompt == "b" else r for it, r in zip(items, s.rewards, strict=True)]
+    return Scores(rewards, [r == 1.0 for r in rewards])
+
+
+def step_gradient(toy: dict[str, Any], prompts: str, **kw: Any) -> dict[str, torch.Tensor]:
+    """The gradient of step 0's update (unclipped) on a batch of `prompts` (G = 8 each), with
+    the reference moved away from the policy so that the KL penalty is not 0."""
+    cfg = GRPOConfig(**{**BASE, "max_grad_norm": 1e9, "beta_schedule": "fixed", **kw})
+    model, tok = toy["model"](), toy["tokenizer"]()
+    batch = [Item(p, p.upper(), 8, key=p) for p in prompts]
+    t = Trainer(model, tok, toy["sampler"](model, tok), flat_b, lambda step: batch, cfg)
+    _moved_reference(t)
+    grads: list[dict[str, torch.Tensor]] = []
+    real = t.optimizer.step
+
+    def spy(*a: Any, **k: Any) -> Any:
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+        return real(*a, **k)
+
+    t.optimizer.step = spy  # type: ignore[method-assign]
+    assert t.run_step(0).metrics["trained_samples"] > 0
+    assert len(grads) == 1
+    return grads[0]
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "rloo"])
+def test_a_group_with_flat_task_rewards_trains_nothing_under_kl_in_reward(
+    toy: dict[str, Any], estimator: str
+) -> None:
+    """Issue 46 point 6: one informative rule, on the task reward. b's samples are all right, so
+    its group is uninformative although −β·KL spreads its combined rewards (under `grpo` the std
+    would have scaled that KL noise to unit advantages, β cancelling): the gradient of a batch
+    with b equals the gradient without it."""
+    kw = {"kl_in_reward": True, "beta": 0.5, "estimator": estimator}
+    with_b, without_b = step_gradient(toy, "ab", **kw), step_gradient(toy, "a", **kw)
+    assert with_b.keys() == without_b.keys()
+    # equal up to float32 rounding: a's KL penalty comes from a forward padded with b's rows
+    # (b in the loss moved every tensor by tens of percent)
+    for name, g in with_b.items():
+        assert float((g - without_b[name]).norm()) <= 1e-5 * float(without_b[name].norm()), name
+    assert any(bool(g.abs().max() > 0) for g in with_b.values())
 
 
 def test_kl_in_reward_with_beta_zero_is_a_no_op(

@@ -114,6 +114,32 @@ def test_the_trainer_the_selection_and_the_ledger_agree(ledger: Ledger) -> None:
     assert {p: not z for p, z in polars_flat.items()} == trainer
 
 
+def test_the_trainer_judges_a_group_on_its_task_reward() -> None:
+    """Issue 46 point 6: a repetition penalty or KL-in-reward spreads the combined reward of a
+    group whose task rewards all agree; the group stays uninformative (advantage exactly 0), as
+    the ledger, which sees the verifier's reward, calls it. A group whose task rewards differ is
+    informative either way."""
+    group = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])  # (N,)
+    raw = torch.tensor([1.0] * 4 + [1.0, 0.0, 1.0, 0.0], dtype=torch.float64)  # (N,)
+    known = torch.ones(8, dtype=torch.bool)  # (N,)
+    ids = [(5, 5, 5, 5, 5), (5, 6, 7, 8, 9), (5, 6, 5, 6, 5), (7, 8, 9, 7, 8)] * 2
+    flat = [Sample(t, "", False) for t in ids]
+    repeat = GRPOConfig(repetition_coef=0.5)
+    components = [Component("reward", 1.0, 0), Component("repetition", 0.5, 0)]
+    kl = torch.tensor([0.1, -0.2, 0.3, 0.0] * 2, dtype=torch.float64)  # β·Σ k1 per sample
+    cases = [
+        (repeat, components, None),
+        (GRPOConfig(kl_in_reward=True), components[:1], kl),
+        (GRPOConfig(kl_in_reward=True, estimator="rloo"), components[:1], kl),
+    ]
+    for cfg, comps, penalty in cases:
+        adv, informative = step_advantages(
+            cfg, comps, 0, flat, group, known, raw, kl_penalty=penalty
+        )
+        assert informative.tolist() == [False] * 4 + [True] * 4, cfg
+        assert adv[:4].tolist() == [0.0] * 4 and bool(adv[4:].abs().min() > 0), cfg
+
+
 def test_pooled_runs_are_judged_on_all_their_rewards() -> None:
     """Two screen runs, each constant but at different rewards: the pooled group is informative."""
     frame = pl.concat(
