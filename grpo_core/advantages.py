@@ -1,6 +1,11 @@
 """Group advantages for GRPO, and the one definition of an uninformative group.
 
-A group is uninformative when max(r) − min(r) ≤ tol (`ZERO_VAR_TOL`), on the rewards. This is the
+A group is uninformative when max(r) − min(r) ≤ tol · max(1, |max(r)|, |min(r)|) (`ZERO_VAR_TOL`
+= 1e-4), on the rewards: a spread at rounding level relative to the rewards' scale. Issue 46
+point 6: the tolerance was an absolute 1e-6, and under std normalisation a spread of 1e-5 became
+advantages of ±1.4. 0/1 rewards, and any spread ≥ 1e-3 of rewards within ±10 (the trainer clips
+to ±5), are classified as before, so their advantages are bit for bit those of the old rule
+(tested). This is the
 ONE definition: the trainer applies it here and again on the task (verifier) reward, whatever
 penalties its combined reward carries (`grpo_core.scoring.step_advantages`, `group_informative`),
 the screen and the curriculum (`pipeline.selection`,
@@ -50,19 +55,23 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-ZERO_VAR_TOL = 1e-6  # the ledger's sieve_zero_var_tol() is rendered from this
+ZERO_VAR_TOL = 1e-4  # relative (see is_uninformative); the ledger's sieve_zero_var_tol() too
 
 EstimatorName = Literal["grpo", "rloo", "dr_grpo", "batch"]
 AdvantageName = Literal["outcome", "outcome+steps"]  # outcome only, or plus per-fragment terms
 
 
-def is_uninformative(reward_max: Any, reward_min: Any, tol: float = ZERO_VAR_TOL) -> Any:
-    """True where a group's reward spread max − min is at most `tol` (element-wise).
+def is_uninformative(reward_max: Any, reward_min: Any, tol: Any = ZERO_VAR_TOL) -> Any:
+    """True where a group's reward spread max − min is at most tol · max(1, |max|, |min|)
+    (element-wise): absolute for rewards within ±1, relative to their scale beyond.
 
-    Takes floats (→ bool), numpy arrays / torch tensors (→ bool array) or Polars
-    expressions/Series (→ Boolean; null where the group has no reward, as in SQL).
+    Takes floats (→ bool), numpy arrays / torch tensors (→ bool array), Polars
+    expressions/Series (→ Boolean; null where the group has no reward, as in SQL) or `Sql`.
+    Written as three comparisons joined by "or" (the max of three needs no function that
+    every one of those types has).
     """
-    return (reward_max - reward_min) <= tol
+    spread = reward_max - reward_min
+    return (spread <= tol) | (spread <= tol * abs(reward_max)) | (spread <= tol * abs(reward_min))
 
 
 @dataclass(frozen=True)
@@ -72,7 +81,13 @@ class GroupStats:
     count: Tensor  # size of the sample's group
     mean: Tensor
     std: Tensor  # with the caller's ddof; 0 where count ≤ ddof
-    spread: Tensor  # max − min of the group
+    high: Tensor  # max of the group
+    low: Tensor  # min of the group
+
+    @property
+    def spread(self) -> Tensor:
+        """max − min of the group."""
+        return self.high - self.low
 
 
 def _segment_stats(x: Tensor, group: Tensor, ddof: int) -> GroupStats:
@@ -87,7 +102,7 @@ def _segment_stats(x: Tensor, group: Tensor, ddof: int) -> GroupStats:
     var = torch.where(count > ddof, var, zeros)  # (K,)
     gmax = zeros.scatter_reduce(0, idx, x, reduce="amax", include_self=False)  # (K,)
     gmin = zeros.scatter_reduce(0, idx, x, reduce="amin", include_self=False)  # (K,)
-    return GroupStats(count[idx], mean[idx], var.sqrt()[idx], (gmax - gmin)[idx])
+    return GroupStats(count[idx], mean[idx], var.sqrt()[idx], gmax[idx], gmin[idx])
 
 
 segment_stats = _segment_stats  # public name for other grpo_core modules
@@ -96,7 +111,7 @@ segment_stats = _segment_stats  # public name for other grpo_core modules
 def group_informative(x: Tensor, group: Tensor, tol: float = ZERO_VAR_TOL) -> Tensor:
     """(N,) bool: whether each sample's group of `x` (N,) is informative by the one rule."""
     stats = _segment_stats(x.double(), group, 0)
-    return ~is_uninformative(stats.spread, 0.0, tol)  # (N,)
+    return ~is_uninformative(stats.high, stats.low, tol)  # (N,)
 
 
 def _grpo(r: Tensor, s: GroupStats, ddof: int, eps: float, judged: Tensor) -> Tensor:
@@ -140,7 +155,7 @@ def advantages(
     """Advantages (N,) and an `informative` mask (N,) bool for a flat batch of groups.
 
     `rewards` (N,) float; `group` (N,) long group id of each sample (any ids, any group sizes).
-    Uninformative groups (max − min ≤ tol) get exactly 0 and informative=False. `judged` (N,)
+    Uninformative groups (`is_uninformative`) get exactly 0 and informative=False. `judged` (N,)
     bool (default all) marks real rewards; only `batch`'s std uses it (placeholders left out).
     """
     if estimator not in ESTIMATORS:
@@ -151,7 +166,7 @@ def advantages(
         )
     r = rewards.double()  # (N,)
     stats = _segment_stats(r, group, ddof)
-    informative = ~is_uninformative(stats.spread, 0.0, tol)  # (N,) bool
+    informative = ~is_uninformative(stats.high, stats.low, tol)  # (N,) bool
     if judged is not None and judged.shape != rewards.shape:
         raise ValueError(f"judged {tuple(judged.shape)} must match rewards {tuple(rewards.shape)}")
     judged = torch.ones_like(group, dtype=torch.bool) if judged is None else judged.bool()
@@ -206,6 +221,6 @@ def fragment_advantages(
     c = correct.double()  # (M,)
     cell = group.long() * (int(index.max()) + 1) + index.long()  # (M,) one id per (group, j)
     stats = _segment_stats(c, cell, ddof)
-    informative = ~is_uninformative(stats.spread, 0.0, tol)  # (M,) bool
+    informative = ~is_uninformative(stats.high, stats.low, tol)  # (M,) bool
     adv = (c - stats.mean) / (stats.std + eps)  # (M,)
     return torch.where(informative, adv, torch.zeros_like(adv)), informative

@@ -83,7 +83,8 @@ class GRPOConfig:
     # 0 population std (default), 1 Bessel; minimal GRPO repos differ here
     std_ddof: Annotated[int, Ge(0), Le(1)] = 0
     adv_eps: NonNegative = 1e-6  # added to the std; bounds advantages when the spread is tiny
-    # max − min ≤ tol of the task reward → uninformative (one definition, also under penalties)
+    # max − min ≤ tol · max(1, |max|, |min|) of the task reward → uninformative (one definition,
+    # also under penalties; relative since issue 46: 1e-4, was an absolute 1e-6)
     zero_var_tol: NonNegative = ZERO_VAR_TOL
     length_penalty_coef: NonNegative = (
         0.0  # adv −= c · z(len), after normalising; seed 000: 0.05–0.2

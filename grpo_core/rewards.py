@@ -57,7 +57,7 @@ def group_zscore(x: Tensor, group: Tensor, eps: float = 1e-6, tol: float = ZERO_
     """Within-group z-score; an uninformative (near-constant) group gives exact zeros. (N,)"""
     stats = segment_stats(x.double(), group, 0)
     z = (x.double() - stats.mean) / (stats.std + eps)  # (N,)
-    flat = is_uninformative(stats.spread, 0.0, tol)  # (N,) the one rule, on the spread
+    flat = is_uninformative(stats.high, stats.low, tol)  # (N,) the one rule
     return torch.where(flat, torch.zeros_like(z), z)  # (N,)
 
 

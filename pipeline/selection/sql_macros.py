@@ -6,14 +6,16 @@
 DuckDB macros the ledger's views call:
 
 - `sieve_zero_var_tol()`: `ZERO_VAR_TOL`;
-- `sieve_uninformative(reward_max, reward_min)`: max − min ≤ sieve_zero_var_tol();
+- `sieve_uninformative(reward_max, reward_min)`: max − min ≤ sieve_zero_var_tol() · max(1,
+  |max|, |min|) (relative since migration 0015, issue 46 point 6; absolute 1e-6 before);
 - `sieve_upper_z(u)`: the upper-tail normal quantile at u = 0.05 and 0.95 (`Z95`), else NULL;
 - `sieve_beta_q(a, b, u)`: the Beta quantile at u = 0.05 or 0.95 (for another u, NULL unless
   a = 1 or b = 1: SQL has no normal quantile function, so the view's two levels are built in);
 - `sieve_posterior(n, k)`: a struct (alpha, beta, p_mean, p_low, p_high, learnability).
 
-Migration 0009 holds this text between its `-- BEGIN generated` and `-- END generated` lines, and
-tests/store/test_sql_macros.py checks that the newest migration holding such a block equals
+Migration 0009 held this text first (0015 since the relative tolerance) between its `-- BEGIN
+generated` and `-- END generated` lines, and tests/store/test_sql_macros.py checks that the
+newest migration holding such a block equals
 `ledger_macros()`: a changed formula fails that test until a new migration carries the new text
 (print it with `python -m pipeline.selection.sql_macros`).
 
@@ -51,11 +53,11 @@ def ledger_macros() -> str:
     packed = ",\n        ".join(f"{name} := {literal(v)}" for name, v in fields.items())
     tol = Sql("sieve_zero_var_tol()")
     statements = [
-        _macro("sieve_zero_var_tol", "", Sql(repr(ZERO_VAR_TOL))),
+        _macro("sieve_zero_var_tol", "", Sql(literal(ZERO_VAR_TOL))),  # a DOUBLE, not DECIMAL
         _macro(
             "sieve_uninformative",
             "reward_max, reward_min",
-            is_uninformative(Sql("reward_max"), Sql("reward_min"), tol),  # type: ignore[arg-type]
+            is_uninformative(Sql("reward_max"), Sql("reward_min"), tol),
         ),
         _macro("sieve_upper_z", "u", Sql(upper_z)),
         _macro("sieve_beta_q", "a, b, u", beta_quantile(Sql("a"), Sql("b"), u, y)),

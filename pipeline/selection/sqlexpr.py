@@ -1,8 +1,9 @@
 """A SQL expression as text (`Sql`) that the selection formulas run on, as they run on Polars.
 
-A formula written with + − × / **, == and <=, `.sqrt()`, `.exp()` and `when(cond, a, b)` gives a
-Polars expression when its inputs are Polars expressions and DuckDB SQL text when they are `Sql`,
-so `pipeline.selection.sql_macros` renders the ledger's macros from the one Python definition.
+A formula written with + − × / **, == and <=, | (OR), `abs()`, `.sqrt()`, `.exp()` and
+`when(cond, a, b)` gives a Polars expression when its inputs are Polars expressions and DuckDB SQL
+text when they are `Sql`, so `pipeline.selection.sql_macros` renders the ledger's macros from the
+one Python definition.
 Floats render exactly, as DOUBLE literals (`0.1e0`: DuckDB would read `0.1` as DECIMAL).
 
 Test: `.venv/bin/pytest tests/store/test_sql_macros.py -q`.
@@ -74,6 +75,12 @@ class Sql:
 
     def __le__(self, o: Any) -> Sql:
         return self._op("<=", o)
+
+    def __or__(self, o: Any) -> Sql:
+        return self._op("OR", o)
+
+    def __abs__(self) -> Sql:
+        return Sql(f"abs({self.text})")
 
     def sqrt(self) -> Sql:
         return Sql(f"sqrt({self.text})")

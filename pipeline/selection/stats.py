@@ -10,9 +10,9 @@ operators that Polars expressions and `pipeline.selection.sqlexpr.Sql` share: th
 migration 0009), so the SQL and the Polars posterior are one implementation.
 
 Informative groups: `zero_variance` and `reward_informative()` apply
-`grpo_core.advantages.is_uninformative` (max − min ≤ tol) to the rewards — the trainer's rule,
-which the screen and the curriculum use too; correctness (k of n) only labels an uninformative
-group (all_correct / all_wrong) and feeds the pass-rate band.
+`grpo_core.advantages.is_uninformative` (max − min ≤ tol · max(1, |max|, |min|)) to the rewards
+— the trainer's rule, which the screen and the curriculum use too; correctness (k of n) only
+labels an uninformative group (all_correct / all_wrong) and feeds the pass-rate band.
 
 Process signal: a rollouts frame with `step_correct` (each rollout's fragment verdicts in text
 order, as the stored query `run_rollouts` reads them from `rollout_steps`; null when it has

@@ -9,7 +9,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grpo_core.advantages import ESTIMATORS, ZERO_VAR_TOL, advantages, length_penalty
+from grpo_core.advantages import (
+    ESTIMATORS,
+    ZERO_VAR_TOL,
+    advantages,
+    length_penalty,
+    segment_stats,
+)
 
 SETTINGS = settings(max_examples=40, deadline=None)
 
@@ -33,7 +39,7 @@ def slow_advantages(
     for g in set(group):
         members = [i for i in range(n_all) if group[i] == g]
         rs = [rewards[i] for i in members]
-        if max(rs) - min(rs) <= ZERO_VAR_TOL:
+        if max(rs) - min(rs) <= ZERO_VAR_TOL * max(1.0, *(abs(r) for r in rs)):  # relative
             continue
         n, mean = len(rs), sum(rs) / len(rs)
         std = math.sqrt(sum((r - mean) ** 2 for r in rs) / (n - ddof))
@@ -137,6 +143,40 @@ def test_constant_group_is_exactly_zero(est: str, dtype: torch.dtype) -> None:
     assert torch.equal(adv[:4], torch.zeros(4, dtype=dtype))
     assert inf.tolist() == [False] * 4 + [True] * 3
     assert (adv[4:] != 0).all()
+
+
+def test_a_tiny_spread_is_not_blown_up_to_unit_advantages() -> None:
+    """Issue 46 point 6: with an absolute tolerance of 1e-6 under std normalisation, a reward
+    spread of 1e-5 (rounding in a reward model, a timing term) became advantages of ±1.4. The
+    tolerance is relative to the rewards' scale, tol · max(1, |max|, |min|) with tol 1e-4."""
+    for base in (0.5, 0.0, -3.0, 250.0):
+        rewards = [base, base + 1e-5 * max(1.0, abs(base)), base, base]
+        for est in ("grpo", "batch"):
+            adv, inf = run(rewards, [0] * 4, est)
+            assert (adv, inf) == ([0.0] * 4, [False] * 4), (base, est)
+    assert run([250.0, 250.1, 250.0, 250.0], [0] * 4, "grpo")[1] == [True] * 4
+
+
+def old_rule(rewards: list[float], group: list[int], est: str) -> tuple[list, list]:
+    """The advantages before issue 46: the same estimators, an absolute tolerance of 1e-6."""
+    r, g = torch.tensor(rewards, dtype=torch.float64), torch.tensor(group)
+    stats = segment_stats(r, g, 0)
+    informative = stats.spread > 1e-6
+    adv = ESTIMATORS[est](r, stats, 0, 1e-6, torch.ones_like(g, dtype=torch.bool))
+    return torch.where(informative, adv, torch.zeros_like(adv)).tolist(), informative.tolist()
+
+
+@pytest.mark.parametrize("est", sorted(ESTIMATORS))
+@SETTINGS
+@given(batch=batches(), binary=st.booleans())
+def test_binary_rewards_and_spreads_from_1e_3_are_exactly_as_before(
+    est: str, batch: tuple[list[float], list[int]], binary: bool
+) -> None:
+    """0/1 rewards, and rewards within the trainer's ±5 clip whose groups are constant or spread
+    by at least 1e-3, get bit for bit the advantages of the absolute rule."""
+    rewards, group = batch
+    rewards = [float(r >= 0.5) if binary else round(r, 3) for r in rewards]
+    assert run(rewards, group, est) == old_rule(rewards, group, est)
 
 
 def test_mixed_group_sizes_and_singletons() -> None:

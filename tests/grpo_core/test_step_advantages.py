@@ -106,7 +106,8 @@ def slow_token_advantages(
     out, informative = [], []
     for i, s in enumerate(flat):
         rs = [rewards[p] for p in range(len(flat)) if gid[p] == gid[i]]
-        informative.append((max(rs) - min(rs) > ZERO_VAR_TOL) or signal[i])
+        scale = max(1.0, *(abs(r) for r in rs))  # the tolerance is relative (issue 46)
+        informative.append((max(rs) - min(rs) > ZERO_VAR_TOL * scale) or signal[i])
         spans = [(k, k + 1) for k in range(len(s.text))]
         which = slow_token_fragment(spans, steps[i] or ())
         out.append([outcome[i] + w * (frag_adv[i][f] if f >= 0 else 0.0) for f in which])

@@ -173,19 +173,22 @@ def test_screen_judges_informativeness_on_the_rewards() -> None:
     the groups whose rewards are flat."""
     schema = ["problem_id", "n", "k", "n_errors", "reward_min", "reward_max"]
     rows = [
-        (pid(1), 4, 0, 0, 0.5, 0.50001),  # all wrong, rewards spread (issue 29's example)
+        (pid(1), 4, 0, 0, 0.5, 0.501),  # all wrong, rewards spread (issue 29's example, 1e-3)
         (pid(2), 4, 4, 0, 0.9, 1.0),  # all right, a format component varies
         (pid(3), 4, 2, 0, 0.5, 0.5),  # verdicts differ, rewards do not
         (pid(4), 4, 0, 0, 0.3, 0.3 + 1e-9),  # flat up to rounding, all wrong
         (pid(5), 4, 4, 0, 1.0, 1.0),  # flat, all right
         (pid(6), 4, 1, 0, 0.0, 1.0),  # binary mixed
+        (pid(7), 4, 0, 0, 0.5, 0.50001),  # spread 1e-5: rounding level, flat (issue 46)
     ]
     stats = pl.DataFrame(rows, schema=schema, orient="row")
     out = screen_survivors(stats, CurateConfig(uncertain_hard_share=0.0))
     assert dict(out.refine.select("problem_id", "reason").iter_rows()) == {
         pid(1): "mixed", pid(2): "mixed", pid(6): "mixed",
     }  # fmt: skip
-    assert reasons(out.rejections) == {pid(3): "zero_variance", pid(4): "all_wrong"}
+    assert reasons(out.rejections) == {
+        pid(3): "zero_variance", pid(4): "all_wrong", pid(7): "all_wrong",
+    }  # fmt: skip
     assert out.all_correct["problem_id"].to_list() == [pid(5)]
     flat_share = screen_survivors(stats, CurateConfig(uncertain_hard_share=1.0))
     assert reasons(flat_share.rejections) == {pid(3): "zero_variance"}  # only 0/G is explored

@@ -134,3 +134,40 @@ def test_an_existing_ledger_keeps_its_view_values(
                     assert ((new[col] - old[col]).abs() <= 1e-12).all(), (view, col)
                 else:
                     assert new[col].to_list() == old[col].to_list(), (view, col)
+
+
+def test_an_existing_ledger_gets_the_relative_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0015 (issue 46 point 6): a ledger made under the absolute 1e-6 tolerance calls a
+    group spread by 1e-5 informative; after the migration its views call it zero-variance, and
+    a 0/1 group or a spread of 1e-3 keeps its verdict."""
+    path = tmp_path / "sieve.duckdb"
+    groups = {
+        "tiny": [0.5, 0.50001],
+        "binary": [0.0, 1.0],
+        "milli": [0.5, 0.501],
+        "flat": [1.0] * 2,
+    }
+    rows = [
+        {"run_id": "s", "problem_id": pid, "sample_idx": j, "reward": r, "correct": r >= 1}
+        for pid, rewards in groups.items()
+        for j, r in enumerate(rewards)
+    ]
+    run = {
+        "run_id": ["s"], "purpose": ["screen"], "model": ["m"], "model_revision": ["rev"],
+        "backend": ["hf"], "group_size": [2], "temperature": [1.0],
+        "started_at": [datetime(2026, 1, 1, tzinfo=UTC)], "status": ["finished"],
+    }  # fmt: skip
+    older = [m for m in migrations() if m[0] < 15]
+    monkeypatch.setattr(ledger_module, "migrations", lambda: older)  # a Sieve before 0015
+    sql = "SELECT problem_id, zero_variance FROM group_stats ORDER BY problem_id"
+    with Ledger.open(path=path) as led:
+        led.write_batch({"sampling_runs": pl.DataFrame(run), "rollouts": pl.DataFrame(rows)})
+        before = dict(led.sql(sql).iter_rows())
+    monkeypatch.undo()
+    with Ledger.open(path=path, read_only=True) as led:
+        assert 15 in led.applied_migrations()
+        after = dict(led.sql(sql).iter_rows())
+    assert before == {"binary": False, "flat": True, "milli": False, "tiny": False}
+    assert after == {**before, "tiny": True}
