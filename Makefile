@@ -44,7 +44,7 @@ test: $(STAMP) report-deps sandbox-deps
 
 # the integration tests (~11 min on 2 cores): the whole CLI in child processes with their own
 # Prefect servers, a trained tiny policy, SmolLM2 converted, torchrun ranks, deliberate lock
-# waits (which tests: tests/conftest.py, INTEGRATION_*); CI runs it after `make test`
+# waits (each marked at the test; tests/conftest.py); CI runs it after `make test`
 test-integration: $(STAMP) report-deps sandbox-deps
 	$(BIN)/pytest -q -m "integration and not slow and not gpu and not scale and not crash" \
 		--durations=15

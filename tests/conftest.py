@@ -14,12 +14,14 @@ Rich or Prefect and inherited by every child process a test starts:
   Prefect's 20 s default timed out on a loaded 2-core machine ("Prefect's temporary API server
   did not start"). A value already set is kept.
 
-The `integration` marker (added here, `pytest_collection_modifyitems`): the tests that run the
-whole CLI in a child process with its own Prefect server, build a trained policy or a real model,
-start ranks or wait on purpose (locks, timeouts) — each took 5 s or more on this 2-core machine
-(`--durations`, 2026-12-03), together over half of the suite's time. `make test` leaves them out
-so a developer's check stays under 10 minutes; `make test-integration` runs them and `.ci/run`
-runs both.
+The `integration` marker: the tests that run the whole CLI in a child process with its own
+Prefect server, build a trained policy or a real model, start ranks or wait on purpose (locks,
+timeouts) — each took 5 s or more on this 2-core machine (`--durations`, 2026-12-03), together
+over half of the suite's time. `make test` leaves them out so a developer's check stays under 10
+minutes; `make test-integration` runs them and `.ci/run` runs both. Each such test carries the
+mark itself (`pytestmark`, a decorator or a `pytest.param`), so renaming it keeps it where it
+is; the one rule added here (`pytest_collection_modifyitems`) marks every test that uses one of
+the minute-long session fixtures below, whatever its name.
 """
 
 from __future__ import annotations
@@ -47,41 +49,12 @@ INTEGRATION_FIXTURES = {
     "partly_trained_dir",  # 300 supervised steps of the tiny policy: 74 s
     "smollm2",  # SmolLM2's GGUF converted to a model folder: 42 s
 }
-# Test ids (or an id's start: every case of a parametrised test), with their measured seconds.
-INTEGRATION_TESTS = (
-    "tests/cli/test_bad_inputs.py::test_verbose_shows_prefect_logs",  # 64 s
-    "tests/cli/test_bad_inputs.py::test_bad_input_is_one_line_and_leaves_the_ledger_unchanged"
-    "[curate: model config.json broken]",  # 24 s
-    "tests/cli/test_cli.py::test_curate_on_a_random_policy_prints_the_summary",  # 39 s
-    "tests/cli/test_cli.py::test_eval_records_runs_for_a_model_folder",  # 32 s
-    "tests/cli/test_cli.py::test_eval_rejects_unknown_backend_and_broken_folder",  # 26 s
-    "tests/cli/test_cli.py::test_curate_config_errors_are_one_line",  # 20 s
-    "tests/cli/test_cli.py::test_bad_input_gives_one_clear_line[args7-",  # 9 s
-    "tests/cli/test_cli.py::test_bad_input_gives_one_clear_line[args8-",  # 9 s
-    "tests/cli/test_cli.py::test_bad_input_gives_one_clear_line[args9-",  # 8 s
-    "tests/cli/test_cli.py::test_stats_on_a_fresh_home",  # 9 s
-    "tests/cli/test_export_report_cli.py::test_export_writes_the_file_and_says_where",  # 10 s
-    "tests/cli/test_export_report_cli.py::test_an_unwritable_output_directory_is_one_line[report]",
-    "tests/cli/test_export_report_cli.py::test_report_writes_the_page",  # 6 s
-    "tests/cli/test_sql_sandbox.py::test_settings_filled_from_the_environment",  # 15 s
-    "tests/flows/test_chunk_cache.py::",  # 43 s
-    "tests/flows/test_flow_readers.py::",  # 13 s
-    "tests/flows/test_runtime.py::test_the_flow_and_the_plain_call_leave_the_same_ledger",  # 6 s
-    "tests/flows/test_schedule.py::test_schedule_registers_a_cron_deployment",  # 26 s
-    "tests/grpo_core/test_ddp.py::",  # 18 s: torchrun ranks
-    "tests/grpo_core/test_fsdp.py::",  # 18 s: torchrun ranks
-    "tests/integrations/test_consumers.py::",  # 21 s: verl / OpenRLHF loaders in a child
-    "tests/integrations/test_trl.py::",  # 5 s
-    "tests/scoring/test_math_verify_table.py::",  # 11 s
-    "tests/store/test_disk_full.py::test_a_write_that_fills_the_disk",  # 6 s
-    "tests/store/test_locking.py::",  # 53 s: waits on locks on purpose
-)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))
-        if uses & INTEGRATION_FIXTURES or item.nodeid.startswith(INTEGRATION_TESTS):
+        if uses & INTEGRATION_FIXTURES:
             item.add_marker(pytest.mark.integration)
 
 

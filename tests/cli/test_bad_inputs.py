@@ -39,8 +39,9 @@ LOOP = "<symlink loop>"  # a file value: a symlink to itself
 BAD_JSON = '{"model_type": "llama", "hidden_size": '
 LEVEL_ABOVE_INT32 = '{"question": "1+1?", "answer": "2", "level": 99999999999}\n'
 
-# (id, files to write under the case dir, argv, needle expected in the error line)
-CASES: list[tuple[str, dict[str, str | bytes], list[str], str]] = [
+# (id, files to write under the case dir, argv, needle expected in the error line); a case that
+# takes 5 s or more is a pytest.param with the `integration` mark, its id the same first value
+CASES: list[tuple[str, dict[str, str | bytes], list[str], str] | pytest.ParameterSet] = [
     ("unknown family", {}, ["generate", "--family", "nope"], "nope"),
     ("level out of range", {}, ["generate", "--family", "arith", "--levels", "99"], "99"),
     ("n not a number", {}, ["generate", "--family", "arith", "--n", "many"], "'--n'"),
@@ -179,11 +180,13 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str]] = [
         "5,000",
     ),
     # engine/model failures inside the Prefect flow: one line, Prefect's logs in the log file
-    (
+    pytest.param(
         "curate: model config.json broken",
         {"m": TINY, "m/config.json": BAD_JSON},
         ["curate", "--n", "10", "--model", "{d}/m"],
         "config.json",
+        id="curate: model config.json broken",
+        marks=pytest.mark.integration,  # 24 s (make test-integration)
     ),
     (
         "curate: model without weights",
@@ -240,7 +243,9 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str]] = [
         "a\\x1b[2J\\nb",
     ),
 ]
-FLOW_CASES = {c[0] for c in CASES if c[2][0] in ("curate", "train") and TINY in c[1].values()}
+PARAMS = [c if isinstance(c, pytest.ParameterSet) else pytest.param(*c, id=c[0]) for c in CASES]
+ROWS = [tuple(p.values) for p in PARAMS]
+FLOW_CASES = {c[0] for c in ROWS if c[2][0] in ("curate", "train") and TINY in c[1].values()}
 
 
 def checksums(home: Path) -> dict[str, tuple[int, int]]:
@@ -290,9 +295,7 @@ def seeded_home(
     return home
 
 
-@pytest.mark.parametrize(
-    ("case", "files", "argv", "needle"), [c for c in CASES], ids=[c[0] for c in CASES]
-)
+@pytest.mark.parametrize(("case", "files", "argv", "needle"), PARAMS)
 def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
     seeded_home: Path,
     tmp_path: Path,
@@ -321,7 +324,8 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
 
 
 def test_the_catalogue_holds_every_case() -> None:
-    assert len(CASES) == 58 and len({c[0] for c in CASES}) == len(CASES)
+    assert len(ROWS) == 58 and len({c[0] for c in ROWS}) == len(ROWS)
+    assert all(p.id == p.values[0] for p in PARAMS)
     assert len(FLOW_CASES) == 5
 
 
@@ -812,6 +816,7 @@ def _cmdline(pid: int) -> str:
 # ------------------------------------------------------------------------------ --verbose
 
 
+@pytest.mark.integration  # 64 s
 def test_verbose_shows_prefect_logs_and_the_default_keeps_them_in_the_log_file(
     tmp_path: Path, tiny_model_dir: Path
 ) -> None:

@@ -135,9 +135,22 @@ def test_generate_writes_problems_and_prints_counts_by_level(tmp_path: Path) -> 
         (("sql", "SELECT * FROM no_such_table"), "query failed"),
         (("sql", "SELECT 1", "--format", "parquet"), "--output"),
         (("verify", "--answer", "1", "--completion", "1", "--verifier", "nope"), "nope"),
-        (("eval", "--model", "/nonexistent/model"), "does not exist"),
-        (("eval", "--samples", "0"), "--samples must be >= 1"),
-        (("bootstrap", "--max-minutes", "0"), "--max-minutes must be > 0"),
+        # these three load torch and the model code in the child: 8-9 s each
+        pytest.param(
+            ("eval", "--model", "/nonexistent/model"),
+            "does not exist",
+            marks=pytest.mark.integration,
+        ),
+        pytest.param(
+            ("eval", "--samples", "0"),
+            "--samples must be >= 1",
+            marks=pytest.mark.integration,
+        ),
+        pytest.param(
+            ("bootstrap", "--max-minutes", "0"),
+            "--max-minutes must be > 0",
+            marks=pytest.mark.integration,
+        ),
     ],
 )
 def test_bad_input_gives_one_clear_line(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
@@ -236,6 +249,7 @@ def test_verify_reads_chat_text_safely_by_default(tmp_path: Path) -> None:
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "--format" in bad.stderr
 
 
+@pytest.mark.integration  # 9 s
 def test_stats_on_a_fresh_home(tmp_path: Path) -> None:
     Ledger.open(tmp_path).close()  # an empty ledger (no ledger at all: tests/store/test_open.py)
     result = sieve("stats", home=tmp_path)
@@ -243,6 +257,7 @@ def test_stats_on_a_fresh_home(tmp_path: Path) -> None:
     assert "problems" in result.stdout and "none yet" in result.stdout
 
 
+@pytest.mark.integration  # 26 s
 def test_eval_rejects_unknown_backend_and_broken_folder(
     tmp_path: Path, tiny_model_dir: Path
 ) -> None:
@@ -260,6 +275,7 @@ def test_eval_rejects_unknown_backend_and_broken_folder(
     assert "--base-url" in one_error_line(no_url)
 
 
+@pytest.mark.integration  # 32 s
 def test_eval_records_runs_for_a_model_folder(
     tmp_path: Path,
     tiny_model_dir: Path,
@@ -282,6 +298,7 @@ def test_eval_records_runs_for_a_model_folder(
     assert [t for t in frames if "where the next curation's candidates go" in t], list(frames)
 
 
+@pytest.mark.integration  # 20 s
 def test_curate_config_errors_are_one_line(tmp_path: Path, tiny_model_dir: Path) -> None:
     bad_key = tmp_path / "bad_key.toml"
     bad_key.write_text("screen_gg = 8\n")
@@ -294,6 +311,7 @@ def test_curate_config_errors_are_one_line(tmp_path: Path, tiny_model_dir: Path)
     assert "does not exist" in missing
 
 
+@pytest.mark.integration  # 39 s
 def test_curate_on_a_random_policy_prints_the_summary(tmp_path: Path, tiny_model_dir: Path) -> None:
     args = ("curate", "--model", str(tiny_model_dir), "--n", "40", "--seed", "1")
     result = sieve(*args, home=tmp_path)

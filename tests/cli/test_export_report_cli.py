@@ -43,6 +43,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.integration  # 10 s
 def test_export_writes_the_file_and_says_where(home: Path, tmp_path: Path) -> None:
     out = tmp_path / "exports"
     result = sieve("export", "--format", "openrlhf", "--output", str(out), "--home", str(home))
@@ -53,6 +54,7 @@ def test_export_writes_the_file_and_says_where(home: Path, tmp_path: Path) -> No
     assert {"input", "label", "stage", "group_size"} <= set(first)
 
 
+@pytest.mark.integration  # 6 s
 def test_report_writes_the_page(home: Path, tmp_path: Path) -> None:
     result = sieve("report", "--output", str(tmp_path / "r"), "--home", str(home))
     assert result.returncode == 0, result.stderr
@@ -86,7 +88,10 @@ def test_no_curriculum_yet_is_one_line(tmp_path: Path) -> None:
     assert not out.exists()
 
 
-@pytest.mark.parametrize("command", ["export", "report"])
+@pytest.mark.parametrize(
+    "command",
+    ["export", pytest.param("report", marks=pytest.mark.integration)],  # report: over 5 s
+)
 def test_an_unwritable_output_directory_is_one_line(
     home: Path, tmp_path: Path, command: str
 ) -> None:

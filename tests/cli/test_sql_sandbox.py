@@ -588,6 +588,7 @@ def test_a_side_file_linked_after_the_lock_down_is_still_unreadable(small_home: 
     assert SECRET not in str(caught.value)
 
 
+@pytest.mark.integration  # 15 s
 def test_settings_filled_from_the_environment_show_no_credentials(root: Path) -> None:
     env = {
         **os.environ,

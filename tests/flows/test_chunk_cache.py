@@ -18,6 +18,8 @@ import pytest
 from flows import curate as curate_flow
 from pipeline.store import Ledger
 
+pytestmark = pytest.mark.integration  # 43 s: Prefect flow runs, a clean run to compare with
+
 _spec = importlib.util.spec_from_file_location(
     "curate_child", Path(__file__).parents[1] / "curate_child.py"
 )

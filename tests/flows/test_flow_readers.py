@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from flows import curate as curate_flow
 from flows.runtime import Runtime
 from flows.train import TrainParams, train_flow
@@ -23,6 +25,8 @@ from pipeline.hooks import ProgressEvent
 from pipeline.policy.model import folder_revision
 from pipeline.recipes import TrainSettings
 from pipeline.store import Ledger
+
+pytestmark = pytest.mark.integration  # 13 s: flows with `sieve sql` children
 
 _spec = importlib.util.spec_from_file_location(
     "curate_child", Path(__file__).parents[1] / "curate_child.py"

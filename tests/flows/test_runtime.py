@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
 from prefect import flow, task
 from prefect.context import TaskRunContext
 
@@ -45,6 +46,7 @@ def test_a_step_is_a_task_inside_a_flow_run_and_a_function_outside() -> None:
     assert two_steps() == (True, 2)
 
 
+@pytest.mark.integration  # 6 s
 def test_the_flow_and_the_plain_call_leave_the_same_ledger(tmp_path: Path) -> None:
     policy = child.simulated_policy(child.CFG)
     events: list[ProgressEvent] = []

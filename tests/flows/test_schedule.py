@@ -40,6 +40,7 @@ async def read_deployment(name: str):  # type: ignore[no-untyped-def]
         return await client.read_deployment_by_name(name)
 
 
+@pytest.mark.integration  # 26 s
 @pytest.mark.timeout(300)
 def test_schedule_registers_a_cron_deployment(
     tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch

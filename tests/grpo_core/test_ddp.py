@@ -23,6 +23,8 @@ from grpo_core.distributed import Dist, DistributedConfig
 from grpo_core.types import Collected, Item, Sample, Scores
 from tests.grpo_core import ddp_child
 
+pytestmark = pytest.mark.integration  # 18 s: torchrun ranks
+
 ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-5
 COMPARED = ("token_mean", "dr_grpo", "shard", "resume")

@@ -22,6 +22,8 @@ from grpo_core.types import TrainerError
 from tests.grpo_core import ddp_child
 from tests.grpo_core.test_ddp import TOL, _max_diffs, run_job
 
+pytestmark = pytest.mark.integration  # 18 s: torchrun ranks
+
 ROOT = Path(__file__).resolve().parents[2]
 COMPARED = ("fsdp_token_mean", "fsdp_dr_grpo", "fsdp_resume", "fsdp_sync")
 

@@ -23,6 +23,8 @@ from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 from tests.simulated import RATES, simulated_policy
 
+pytestmark = pytest.mark.integration  # 21 s: verl / OpenRLHF loaders in a child
+
 ROOT = Path(__file__).resolve().parents[2]
 CONSUMERS = Path(sys.prefix) / "consumers"  # make install: verl, OpenRLHF there (--no-deps)
 EVIDENCE = {"stage", "group_size", "weight", "p_mean", "p_low", "p_high", "n_samples",

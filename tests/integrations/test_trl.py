@@ -19,6 +19,8 @@ from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 from tests.simulated import RATES, simulated_policy
 
+pytestmark = pytest.mark.integration  # 5 s
+
 
 @register_verifier("test_trl_raises")
 def _raises(completion: str, answer: str, timeout: float) -> Check:

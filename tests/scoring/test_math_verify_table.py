@@ -15,7 +15,11 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pipeline.scoring import verify
+
+pytestmark = pytest.mark.integration  # 11 s
 
 TABLE = Path(__file__).with_name("math_verify_cases.csv")
 KNOWN = Path(__file__).with_name("math_verify_known_failures.txt")

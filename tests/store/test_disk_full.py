@@ -36,6 +36,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+@pytest.mark.integration  # 6 s
 def test_a_write_that_fills_the_disk_fails_and_earlier_data_stays(small_disk: Path) -> None:
     first = generate_mix({"arith": [2, 3]}, 500, seed=1)
     with Ledger.open(small_disk) as ledger:

@@ -20,6 +20,8 @@ import pytest
 from pipeline.errors import SieveError
 from pipeline.store import Ledger
 
+pytestmark = pytest.mark.integration  # 53 s: waits on locks on purpose
+
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("locking_child.py")
 SCREEN_CHUNK = 30 * 8  # CFG.chunk_size prompts x CFG.screen_g samples (tests/curate_child.py)
