@@ -462,8 +462,9 @@ def backtest(
     return pl.DataFrame(rows, schema=TABLE_SCHEMA)
 
 
-def plot(table: pl.DataFrame, path: Path, title: str) -> None:
-    """Rollouts per informative group, and recall / precision on the band, per policy."""
+def plot(table: pl.DataFrame, path: Path, title: str, *, ledger: Path | None = None) -> None:
+    """Rollouts per informative group, and recall / precision on the band, per policy, as a PNG
+    written by the one guarded writer (`pipeline.outputs`: `-` is stdout, never the ledger)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -487,6 +488,10 @@ def plot(table: pl.DataFrame, path: Path, title: str) -> None:
     right.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from pipeline.outputs import write_output
+
+    try:
+        write_output(path, lambda handle: fig.savefig(handle, dpi=120, format="png"), "wb",
+                     ledger=ledger, label="--png ")  # fmt: skip
+    finally:
+        plt.close(fig)

@@ -29,7 +29,8 @@ saying what was filtered with what, on which model.
 
 Rows keep the curriculum's training order (`position`; stage 1 before stage 2). Columns are built
 with Arrow compute in bulk, and each file is written to a temporary name and renamed, so a reader
-never sees half a file and a failed export leaves nothing behind.
+never sees half a file and a failed export leaves nothing behind (`pipeline.outputs`' guarded
+writer: a name linked to the ledger is refused before the work, a symbolic link written through).
 
 Test: `.venv/bin/pytest tests/test_export.py -q`.
 """
@@ -37,11 +38,10 @@ Test: `.venv/bin/pytest tests/test_export.py -q`.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import IO, TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 import polars as pl
@@ -226,18 +226,15 @@ def jsonl_table(table: pa.Table, fmt: PromptFormat) -> pa.Table:
 
 
 # -- writing -----------------------------------------------------------------------------------
-def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
-    """Call `write(tmp)` on a temporary name beside `path`, then rename it onto `path`."""
-    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
-    try:
-        write(tmp)
-        with tmp.open("rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise SieveError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
+def write_atomically(
+    path: Path, write: Callable[[IO[bytes]], object], *, ledger: Path | None = None
+) -> None:
+    """`write(handle)` into `path` by the one guarded writer (`pipeline.outputs`): a new file
+    beside it renamed onto it (through a symbolic link), never the ledger (`ledger`, under any
+    name) nor any DuckDB database, a device in place."""
+    from pipeline.outputs import write_output
+
+    write_output(path, write, "wb", ledger=ledger)
 
 
 def check_output_dir(output_dir: Path) -> None:
@@ -245,6 +242,8 @@ def check_output_dir(output_dir: Path) -> None:
 
     Creates nothing, so a command can check its output before doing the work.
     """
+    if str(output_dir) == "-":
+        raise SieveError("--output - (stdout) is for one file; this command writes a folder")
     if output_dir.exists() and not output_dir.is_dir():
         raise SieveError(f"cannot write to {output_dir}: it is not a directory")
     existing = next(p for p in (output_dir, *output_dir.parents) if p.exists())
@@ -265,14 +264,14 @@ def prepare_output_dir(output_dir: Path) -> Path:
     return output_dir
 
 
-def _write_parquet(table: pa.Table) -> Callable[[Path], object]:
-    return lambda tmp: pq.write_table(table, tmp)
+def _write_parquet(table: pa.Table) -> Callable[[IO[bytes]], object]:
+    return lambda handle: pq.write_table(table, handle)
 
 
-def _write_jsonl(table: pa.Table) -> Callable[[Path], object]:
+def _write_jsonl(table: pa.Table) -> Callable[[IO[bytes]], object]:
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
-    return lambda tmp: frame.write_ndjson(tmp)
+    return lambda handle: frame.write_ndjson(handle)
 
 
 def export_curriculum(
@@ -295,10 +294,15 @@ def export_curriculum(
     the module docstring (`repeat_rows`). The dataset card is written after the data file.
     """
     from pipeline.integrations.card import write_card
+    from pipeline.outputs import check_output
 
     kind = check_format(fmt)
     cid = resolve_curriculum(ledger, curriculum_id)
     check_output_dir(Path(output_dir))
+    path = Path(output_dir) / f"{cid}{_SUFFIX.get(kind, '.jsonl')}"
+    for existing in (path, path.with_name("README.md")):  # never the ledger, before the work
+        if existing.exists():
+            check_output(existing, ledger=ledger.path)
     chosen = prompt_format or curriculum_prompt_format(ledger, cid)
     items = curriculum_table(ledger, cid)
     table = items if repeat_for_g is None else repeat_rows(items, repeat_for_g)
@@ -310,8 +314,8 @@ def export_curriculum(
         out, write = openrlhf_table(table, chosen, input_key, label_key), _write_jsonl
     else:
         out, write = jsonl_table(table, chosen), _write_jsonl
-    path = prepare_output_dir(Path(output_dir)) / f"{cid}{_SUFFIX.get(kind, '.jsonl')}"
-    write_atomically(path, write(out))
+    prepare_output_dir(Path(output_dir))
+    write_atomically(path, write(out), ledger=ledger.path)
     stages = pc.value_counts(items["stage"]).to_pylist()
     counts = {int(s["values"]): int(s["counts"]) for s in stages}
     card = write_card(ledger, cid, items, path, kind, chosen, repeat_for_g)

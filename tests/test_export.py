@@ -6,6 +6,7 @@ import json
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 import datasets
 import polars as pl
@@ -212,8 +213,8 @@ def test_no_curriculum_yet_and_unwritable_output(ledger: Ledger, tmp_path: Path)
 def test_a_failed_write_leaves_no_file_behind(
     ledger: Ledger, cid: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(table: pa.Table, where: Path) -> None:
-        Path(where).write_bytes(b"half a file")
+    def broken(table: pa.Table, where: IO[bytes]) -> None:
+        where.write(b"half a file")  # the guarded writer's file, beside the target
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(pq, "write_table", broken)

@@ -53,7 +53,10 @@ def backtest(
         bool, typer.Option(help="Score a pool's bare answers (no answer marker needed).")
     ] = False,
     format: Annotated[Output, typer.Option("--format", help="Output format.")] = Output.table,
-    png: Annotated[Path | None, typer.Option(help="Write the comparison figure here.")] = None,
+    png: Annotated[
+        Path | None,
+        typer.Option(help="Write the comparison figure here (a .png file; '-': stdout)."),
+    ] = None,
     home: HomeOpt = None,
 ) -> None:
     """Replay selection policies (uniform G, DAPO dynamic sampling, GRESO skip, SPEED-RL,
@@ -61,8 +64,12 @@ def backtest(
     informative groups, rollouts per informative group, and recall / precision of the prompts
     each trains on against those whose pass rate over all samples is in the config's band."""
     from pipeline import backtest as bt
+    from pipeline.home import ledger_path
+    from pipeline.outputs import check_output
     from pipeline.selection import CurateConfig, load_curate_config
 
+    if png is not None:  # before the work: never the ledger, nor any DuckDB database
+        check_output(png, ledger=ledger_path(home), label="--png ")
     cfg = load_curate_config(config) if config else CurateConfig()
     specs = [bt.Spec.parse(p) for p in policy] if policy else [bt.Spec(n, {}) for n in bt.POLICIES]
     if pool is not None:
@@ -77,7 +84,8 @@ def backtest(
     band = f"band [{cfg.band_low}, {cfg.band_high}]"
     prompts = samples["problem_id"].n_unique()
     if png is not None:
-        bt.plot(table, png, f"{source}: {prompts} prompts, {samples.height} samples, {band}")
+        title = f"{source}: {prompts} prompts, {samples.height} samples, {band}"
+        bt.plot(table, png, title, ledger=ledger_path(home))
     if format is Output.csv:
         print(table.write_csv(), end="")
     elif format is Output.json:

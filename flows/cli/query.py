@@ -3,9 +3,11 @@ write it.
 
 `sql` runs one statement in `pipeline.store`'s sandbox (read-only, time and memory limits) and
 writes it as a table, CSV, a JSON array or Parquet, streamed batch by batch under the same limits
-(a table cuts cells at `CELL_CHARS`). `--output` is never the ledger or one of its side files
-under any name (device and inode are compared), a regular file is written as a new file beside
-it and renamed over it, and nothing is removed but that new file. `audit` shows the verifier
+(a table cuts cells at `CELL_CHARS`). `--output` is written by `pipeline.outputs`' guarded writer:
+never the ledger or one of its side files under any name (device and inode are compared) nor
+any DuckDB database, `-` is stdout, a regular file is written as a new file beside it and renamed
+over it (through a symbolic link), a device or pipe in place, and nothing is removed but that
+new file. `audit` shows the verifier
 audit of a curation (`pipeline.audit`): math-verify's disagreement rate with Sieve's verdicts
 per family, the worst family x level cells and a few disagreements. Ledger text (answers,
 completions, column names) prints as it is, never as Rich markup (`flows.cli.common`'s consoles).
@@ -15,10 +17,7 @@ Test: `pytest tests/cli/test_sql_sandbox.py tests/cli/test_cli.py tests/store/te
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
-import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -31,6 +30,7 @@ import typer
 from flows.cli.common import console, out, show, table
 from flows.cli.options import HomeOpt
 from pipeline.errors import SieveError
+from pipeline.outputs import PARTIAL, STDOUT, Mode, check_output, open_output
 
 if TYPE_CHECKING:
     import polars as pl
@@ -53,7 +53,9 @@ class Format(StrEnum):
 def sql(
     query: Annotated[str, typer.Argument(help="A read-only query (SELECT, EXPLAIN, SHOW...).")],
     format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
-    output: Annotated[Path | None, typer.Option(help="Write to this file.")] = None,
+    output: Annotated[
+        Path | None, typer.Option(help="Write to this file ('-': stdout; never the ledger).")
+    ] = None,
     timeout: Annotated[
         float,
         typer.Option(
@@ -82,49 +84,30 @@ def sql(
     statement = check_query(query)
     limits = QueryLimits.from_options(timeout, memory_limit)
     if format is Format.parquet and output is None:
-        raise SieveError("--format parquet needs --output FILE")
-    if output is not None and not output.parent.is_dir():
-        raise SieveError(f"cannot write {output}: directory {output.parent} does not exist")
+        raise SieveError("--format parquet needs --output FILE ('-' for stdout)")
+    if output is not None and str(output) == STDOUT and format is not Format.parquet:
+        output = None  # stdout, as without --output
     views: dict[Format, View] = {Format.parquet: "native", Format.json: "json"}
     view = views.get(format, "text")
     with Ledger.open(home, read_only=True) as ledger:
-        if output is not None and ledger.path is not None:
-            _check_not_ledger(output, ledger.path)
+        if output is not None:
+            check_output(output, ledger=ledger.path, label="--output ")
         sandbox = Sandbox(ledger.con, limits, on_stuck=_stuck, ledger=ledger.path)
         with sandbox.stream(statement, view) as batches:
             _emit(batches, format, output)
 
 
 CELL_CHARS = 10_000  # a table cell longer than this is cut (Rich lays out long text slowly)
-_PARTIAL: list[Path] = []  # the temporary output file being written, removed if time runs out
 
 
 def _stuck(message: str) -> NoReturn:
     """The sandbox's `on_stuck`: remove a partly written output file, then end the process."""
     from pipeline.store.sandbox_sql import exit_process
 
-    for partial in _PARTIAL:
+    for partial in PARTIAL:
         with suppress(OSError):
             partial.unlink()
     exit_process(message)
-
-
-def _check_not_ledger(output: Path, ledger: Path) -> None:
-    """Refuse an `--output` that is the ledger or one of its side files under any name (a
-    symbolic or hard link included): same device and inode."""
-    from pipeline.store.locks import side_files
-
-    try:
-        target = os.stat(output)
-    except OSError:
-        return  # not there (or unreachable): writing creates a new file
-    for own in (ledger, *side_files(ledger)):
-        try:
-            info = os.stat(own)
-        except OSError:
-            continue
-        if (info.st_dev, info.st_ino) == (target.st_dev, target.st_ino):
-            raise SieveError(f"refused: --output {output} is the ledger itself ({own.name})")
 
 
 def _emit(batches: Batches, format: Format, output: Path | None) -> None:
@@ -261,46 +244,10 @@ def _text_out(output: Path | None) -> Iterator[IO[str]]:
 
 
 @contextmanager
-def _output_file(output: Path, mode: str) -> Iterator[IO[Any]]:
-    """`output` open for writing. A regular file (or a new one) is written as a new file beside
-    it and renamed over it at the end, so a failed write leaves it as it was; anything else
-    that exists (a device, a pipe) is written in place. Only that new file is ever removed. An
-    OSError becomes one `error:` line."""
-    try:
-        info: os.stat_result | None = os.stat(output)
-    except FileNotFoundError:
-        info = None
-    except OSError as exc:
-        raise SieveError(f"cannot write {output}: {exc.strerror or exc}") from exc
-    if info is not None and not stat.S_ISREG(info.st_mode):
-        try:
-            with open(output, mode, encoding=_encoding(mode)) as handle:
-                yield handle
-        except OSError as exc:
-            raise SieveError(f"cannot write {output}: {exc.strerror or exc}") from exc
-        return
-    partial = output.with_name(f".{output.name}.{secrets.token_hex(4)}.part")
-    try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
-    except OSError as exc:
-        raise SieveError(f"cannot write {output}: {exc.strerror or exc}") from exc
-    _PARTIAL.append(partial)
-    try:
-        with open(fd, mode, encoding=_encoding(mode)) as handle:
-            yield handle
-        os.replace(partial, output)
-    except BaseException as exc:
-        with suppress(OSError):
-            partial.unlink()
-        if isinstance(exc, OSError):
-            raise SieveError(f"cannot write {output}: {exc.strerror or exc}") from exc
-        raise
-    finally:
-        _PARTIAL.remove(partial)
-
-
-def _encoding(mode: str) -> str | None:
-    return None if "b" in mode else "utf-8"
+def _output_file(output: Path, mode: Mode) -> Iterator[IO[Any]]:
+    """`output` open for writing by the one guarded writer (`pipeline.outputs`)."""
+    with open_output(output, mode, label="--output ") as handle:
+        yield handle
 
 
 def stats(home: HomeOpt = None) -> None:

@@ -175,5 +175,5 @@ def write_card(
 
     text = card_text(ledger, cid, table, data_path.name, kind, prompt_format, repeat_for_g)
     path = data_path.with_name("README.md")
-    write_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    write_atomically(path, lambda handle: handle.write(text.encode("utf-8")), ledger=ledger.path)
     return path

@@ -2,6 +2,8 @@
 
 Every file is written to a temporary name and renamed, the page last, so an open report is
 never half-written; figure files of an earlier report that this one no longer draws are removed.
+Files are written by `pipeline.outputs`' guarded writer: a name linked to the ledger is refused
+(before the work), a symbolic link is written through.
 Text goes into the page through `_text`: HTML-escaped, control characters shown escaped (a raw
 one is not even valid HTML).
 
@@ -16,11 +18,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import IO
 
 import polars as pl
 
 from pipeline.errors import printable
 from pipeline.export import check_output_dir, prepare_output_dir, write_atomically
+from pipeline.outputs import check_output
 from pipeline.report.sections import SECTIONS, Section
 from pipeline.store import Ledger
 
@@ -110,25 +114,34 @@ def page_html(sections: list[Section], generated: datetime) -> str:
     )
 
 
-def _write_figures(output_dir: Path, sections: list[Section]) -> list[Path]:
+def _write_figures(
+    output_dir: Path, sections: list[Section], ledger: Path | None = None
+) -> list[Path]:
     written = []
     for section in sections:
         for i, (_, png) in enumerate(section.figures if not section.note else []):
             path = output_dir / f"fig_{section.key}_{i}.png"
-            write_atomically(path, partial(Path.write_bytes, data=png))
+            write_atomically(path, partial(_write, data=png), ledger=ledger)
             written.append(path)
     for stale in set(output_dir.glob(FIGURE_GLOB)) - set(written):
         stale.unlink(missing_ok=True)
     return written
 
 
+def _write(handle: IO[bytes], data: bytes) -> None:
+    handle.write(data)
+
+
 def build_report(ledger: Ledger, output_dir: str | Path) -> ReportResult:
     """Write `report.html` (figures embedded) and its `fig_*.png` files under `output_dir`."""
     check_output_dir(Path(output_dir))  # before the work, not after it
+    for existing in [Path(output_dir) / PAGE, *Path(output_dir).glob(FIGURE_GLOB)]:
+        if existing.exists():  # a link to the ledger is refused before the work too
+            check_output(existing, ledger=ledger.path)
     sections = [make(ledger) for make in SECTIONS]
     folder = prepare_output_dir(Path(output_dir))
-    figures = _write_figures(folder, sections)
+    figures = _write_figures(folder, sections, ledger.path)
     page = folder / PAGE
     text = page_html(sections, datetime.now(UTC))
-    write_atomically(page, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    write_atomically(page, partial(_write, data=text.encode("utf-8")), ledger=ledger.path)
     return ReportResult(page, figures, [s.title for s in sections if s.note])

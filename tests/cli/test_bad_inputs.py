@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -878,3 +879,133 @@ def test_an_interrupt_raised_in_a_string_exec_still_exits_with_the_signal_code(
     )
     assert proc.returncode == 128 + signal.SIGINT, proc.stderr
     assert only_line(proc.stderr) == "interrupted: nothing half-written"
+
+
+# ------------------------------------------------------------------------------ output paths
+
+# Issue 47: one guarded writer (pipeline.outputs) for every file a command writes where the user
+# said. `backtest --png` overwrote the ledger through a link, `report`/`export` replaced a link
+# instead of writing through it, `sql --output /dev/stdout` renamed a file over /dev/stdout (as
+# root), and `--output -` wrote a file named `-`.
+
+
+def scored_pool(folder: Path) -> Path:
+    """A small scored pool for `sieve backtest --pool` (two prompts, four samples each)."""
+    rows = [(p, i, float(x)) for p, text in {"a": "1010", "b": "1100"}.items() for i, x in
+            enumerate(text)]  # fmt: skip
+    frame = pl.DataFrame(rows, schema=["problem_id", "sample_idx", "reward"], orient="row")
+    path = folder / "pool.parquet"
+    frame.with_columns(correct=pl.col("reward") == 1).write_parquet(path)
+    return path
+
+
+# command -> (argv writing OUT, where the link goes: OUT itself or a file in the folder OUT)
+OUTPUTS: dict[str, tuple[list[str], str]] = {
+    "sql --output": (["sql", "SELECT 1 AS x", "--format", "csv", "--output", "{o}"], "{o}"),
+    "backtest --png": (
+        ["backtest", "--pool", "{d}/pool.parquet", "--policy", "uniform:g=4", "--png", "{o}"],
+        "{o}",
+    ),
+    "report": (["report", "--output", "{o}"], "{o}/report.html"),
+    "export": (["export", "--output", "{o}"], "{o}/cur-test.trl.parquet"),
+}
+
+
+@pytest.mark.parametrize("link", ["symlink", "hard link"])
+@pytest.mark.parametrize("command", list(OUTPUTS))
+def test_an_output_linked_to_the_ledger_is_refused(
+    seeded_home: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str], command: str, link: str
+) -> None:
+    argv, where = OUTPUTS[command]
+    scored_pool(tmp_path)
+    out = tmp_path / "out"
+    name = Path(where.replace("{o}", str(out)))
+    name.parent.mkdir(parents=True, exist_ok=True)
+    ledger = seeded_home / "sieve.duckdb"
+    if link == "symlink":
+        name.symlink_to(ledger)
+    else:
+        os.link(ledger, name)
+    before, data = checksums(seeded_home), ledger.read_bytes()
+    args = [a.replace("{o}", str(out)).replace("{d}", str(tmp_path)) for a in argv]
+    code, err = run_cli([*args, "--home", str(seeded_home)], capfd)
+    assert "is the ledger itself (sieve.duckdb)" in error_line(code, err)
+    assert ledger.read_bytes() == data and checksums(seeded_home) == before
+    assert name.is_symlink() == (link == "symlink") and name.samefile(ledger)
+
+
+def test_an_output_over_any_duckdb_file_is_refused(
+    seeded_home: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Another home's ledger (not this home's): refused by what it is, a DuckDB database."""
+    other = tmp_path / "other.duckdb"
+    shutil.copyfile(seeded_home / "sieve.duckdb", other)
+    data = other.read_bytes()
+    png = tmp_path / "fig.png"
+    png.symlink_to(other)
+    pool = scored_pool(tmp_path)
+    argv = ["backtest", "--pool", str(pool), "--png", str(png), "--home", str(seeded_home)]
+    code, err = run_cli(argv, capfd)
+    assert f"refused: --png {png} is a DuckDB database" in error_line(code, err)
+    assert other.read_bytes() == data
+
+
+def _null_device(path: Path) -> Path:
+    try:  # a /dev/null of our own
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("making a device node needs root")
+    return path
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["a symlink to a file", "a symlink to /dev/stdout", "the name /dev/stdout", "-", "a device",
+     "a symlink to a device", "a FIFO"],
+)  # fmt: skip
+def test_sql_output_is_written_through_links_devices_and_stdout(
+    seeded_home: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    target: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    link, file = tmp_path / "out.csv", tmp_path / "file.csv"
+    got: list[bytes] = []
+    reader = None
+    if target == "a symlink to a file":
+        file.write_text("old\n")
+        link.symlink_to(file)
+    elif target == "a symlink to /dev/stdout":
+        link.symlink_to("/dev/stdout")
+    elif target == "the name /dev/stdout":
+        link = Path("/dev/stdout")
+    elif target == "-":
+        link = Path("-")
+    elif target == "a device":
+        _null_device(link)
+    elif target == "a symlink to a device":
+        link.symlink_to(_null_device(file))
+    else:
+        import threading
+
+        os.mkfifo(link)
+        reader = threading.Thread(target=lambda: got.append(link.read_bytes()), daemon=True)
+        reader.start()
+    argv = ["sql", "SELECT 42 AS x", "--format", "csv", "--output", str(link)]
+    code, out, err = run_sieve([*argv, "--home", str(seeded_home)], capfd)
+    assert code == 0 and err == "", err
+    listed = sorted(p.name for p in tmp_path.iterdir())
+    if target == "a symlink to a file":
+        assert link.is_symlink() and file.read_text() == "x\n42\n"
+    elif target in ("a symlink to /dev/stdout", "the name /dev/stdout", "-"):
+        assert out == "x\n42\n" and Path("/dev/stdout").is_symlink()  # not renamed over
+        assert listed == (["out.csv"] if link.name == "out.csv" else [])  # no file named `-`
+        assert link.is_symlink() or target == "-"
+    elif target == "a FIFO":
+        assert reader is not None
+        reader.join(30)
+        assert got == [b"x\n42\n"] and stat.S_ISFIFO(link.lstat().st_mode)
+    else:
+        assert file.is_char_device() if link.is_symlink() else link.is_char_device()
