@@ -4,17 +4,19 @@ argv[1], opened `transient` (as the flows open it) or `held` (one connection for
 Not a test module (no test_ prefix); `tests/store/test_locking.py` runs it. argv: ledger path,
 transient | held, gate file, free chunks. After `free chunks` sampler calls, each further call
 waits until the gate file exists, so the test can act while the curation is mid-run. Prints
-`opening`, then `<stage> <done>` after every committed chunk, then `done`; a SieveError is one
-`error: ...` line and exit code 1, as the CLI would print it.
+`opening`, `waiting` the first time an open meets another process's lock (so the test knows the
+curation waits, not that it is slow to start), `<stage> <done>` after every committed chunk, then
+`done`; a SieveError is one `error: ...` line and exit code 1, as the CLI would print it.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -23,7 +25,9 @@ from curate_child import CFG, simulated_policy
 from flows.curate import curate
 from pipeline.errors import SieveError
 from pipeline.sampling.base import Completion, SamplingParams
-from pipeline.store import Ledger
+from pipeline.store import Ledger, locks
+
+T = TypeVar("T")
 
 
 class GatedSampler:
@@ -46,7 +50,29 @@ class GatedSampler:
         return self.inner.sample(prompts, n, params)  # type: ignore[attr-defined]
 
 
+def say_when_refused() -> None:
+    """Print `waiting` once, when an attempt inside `locks.wait_for` first raises `Busy`."""
+    real = locks.wait_for
+    said = False
+
+    def wait_for(attempt: Callable[[], T], path: Path) -> T:
+        def observed() -> T:
+            nonlocal said
+            try:
+                return attempt()
+            except locks.Busy:
+                if not said:
+                    said = True
+                    print("waiting", flush=True)
+                raise
+
+        return real(observed, path)
+
+    locks.wait_for = wait_for
+
+
 def main(path: Path, mode: str, gate: Path, free: int) -> None:
+    say_when_refused()
     policy = simulated_policy(CFG)
     policy = replace(policy, sampler=GatedSampler(policy.sampler, gate, free))
     print("opening", flush=True)

@@ -7,24 +7,28 @@ Every test uses real processes: a DuckDB connection held by a child, or a curati
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import pytest
 
 from pipeline.errors import SieveError
-from pipeline.store import Ledger
+from pipeline.store import Ledger, locks
 
 pytestmark = pytest.mark.integration  # 53 s: waits on locks on purpose
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("locking_child.py")
 SCREEN_CHUNK = 30 * 8  # CFG.chunk_size prompts x CFG.screen_g samples (tests/curate_child.py)
+T = TypeVar("T")
 
 
 def env(wait: float | None = None) -> dict[str, str]:
@@ -36,14 +40,14 @@ def env(wait: float | None = None) -> dict[str, str]:
 
 
 @contextmanager
-def holder(path: Path, read_only: bool, seconds: float | None = None) -> Iterator[int]:
-    """A child holding a DuckDB connection to `path` (for `seconds`, else until the block ends);
-    yields its PID once it holds the connection."""
+def holder(path: Path, read_only: bool) -> Iterator[int]:
+    """A child holding a DuckDB connection to `path` until the block ends (it exits when its
+    stdin closes); yields its PID once it holds the connection."""
     code = (
-        "import duckdb, sys, time\n"
+        "import duckdb, sys\n"
         f"con = duckdb.connect({str(path)!r}, read_only={read_only})\n"
         "print('held', flush=True)\n"
-        f"time.sleep({seconds}) if {seconds is not None} else sys.stdin.read()\n"
+        "sys.stdin.read()\n"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -62,28 +66,59 @@ def path(tmp_path: Path) -> Path:
     return led
 
 
-def timed_open(path: Path, **kwargs: bool) -> float:
-    start = time.monotonic()
+def count_problems(path: Path, **kwargs: bool) -> int:
     with Ledger.open(path=path, **kwargs) as led:
-        assert led.run("SELECT count(*) FROM problems") == [(0,)]
-    return time.monotonic() - start
+        ((n,),) = led.run("SELECT count(*) FROM problems")
+    return int(n)
+
+
+class Refusals:
+    """Counts the attempts inside `locks.wait_for` (in this process) that met another process's
+    lock (raised `Busy`); `first` is set at the first: from then on the opener is waiting."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count, self.first = 0, threading.Event()
+        real = locks.wait_for
+
+        def wait_for(attempt: Callable[[], T], path: Path) -> T:
+            def observed() -> T:
+                try:
+                    return attempt()
+                except locks.Busy:
+                    self.count += 1
+                    self.first.set()
+                    raise
+
+            return real(observed, path)
+
+        monkeypatch.setattr(locks, "wait_for", wait_for)
+
+
+def open_after_release(
+    path: Path, held_read_only: bool, monkeypatch: pytest.MonkeyPatch, **kwargs: bool
+) -> None:
+    """Open `path` while another process holds it; the open is refused, keeps waiting while the
+    holder holds, and succeeds once the holder is gone. Ordered by events, not by sleeps."""
+    monkeypatch.setenv("SIEVE_LOCK_WAIT", "600")  # far beyond the test: the wait never runs out
+    refused = Refusals(monkeypatch)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        with holder(path, read_only=held_read_only):
+            opened = pool.submit(count_problems, path, **kwargs)
+            assert refused.first.wait(120), opened.exception(0) if opened.done() else "no try"
+            assert not opened.done()  # refused, and still waiting: neither failed nor opened
+        # the holder has exited (the block waits for it), so the lock is free
+        assert opened.result(timeout=120) == 0
 
 
 @pytest.mark.parametrize("read_only", [True, False])
 def test_an_opener_waits_for_a_writer_to_finish(
     path: Path, read_only: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SIEVE_LOCK_WAIT", "60")
-    with holder(path, read_only=False, seconds=1.5):
-        waited = timed_open(path, read_only=read_only)
-    assert waited >= 1.0  # it waited for the writer instead of failing at once
+    open_after_release(path, False, monkeypatch, read_only=read_only)
 
 
 def test_a_writer_waits_for_a_reader_to_close(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SIEVE_LOCK_WAIT", "60")
-    with holder(path, read_only=True, seconds=1.5):
-        waited = timed_open(path)
-    assert waited >= 1.0
+    open_after_release(path, True, monkeypatch)
 
 
 @pytest.mark.parametrize(
@@ -102,13 +137,13 @@ def test_the_wait_ends_in_one_line_naming_the_holder(
     how: str,
 ) -> None:
     monkeypatch.setenv("SIEVE_LOCK_WAIT", "0.5")
-    with holder(path, read_only=held_read_only) as pid:
-        start = time.monotonic()
-        with pytest.raises(SieveError) as info:
-            Ledger.open(path=path, read_only=open_read_only)
-        waited = time.monotonic() - start
+    refused = Refusals(monkeypatch)
+    with holder(path, read_only=held_read_only) as pid, pytest.raises(SieveError) as info:
+        Ledger.open(path=path, read_only=open_read_only)
     message = str(info.value)
-    assert 0.5 <= waited < 10
+    assert refused.count >= 1  # it met the holder's lock
+    waited = re.search(r"waited (\d+\.\d) s", message)  # the whole wait, by the opener's clock
+    assert waited is not None and float(waited.group(1)) >= 0.5, message
     assert how in message and f"process {pid}: python" in message
     assert "SIEVE_LOCK_WAIT=0.5" in message and "\n" not in message
 
@@ -145,7 +180,7 @@ def test_a_transient_writer_lets_readers_in_and_keeps_other_writers_out(
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
-        timed_open(path, read_only=True)  # within 0.5 s: no DuckDB lock between its commits
+        assert count_problems(path, read_only=True) == 0  # no DuckDB lock between its commits
         with pytest.raises(SieveError, match=f"locked by another writer \\(process {proc.pid}"):
             Ledger.open(path=path)  # but the writer lease keeps a second writer out
     finally:
@@ -228,9 +263,8 @@ def test_a_curation_waits_for_an_open_reader_then_succeeds(tmp_path: Path) -> No
     reader = duckdb.connect(str(home / "sieve.duckdb"), read_only=True)  # a DuckDB shell, say
     proc = start_curation(home, "transient", free=10**6, wait=60)
     try:
-        read_until(proc, "opening")
-        time.sleep(1.5)
-        assert proc.poll() is None  # still waiting for the reader: nothing sampled yet
+        read_until(proc, "waiting")  # its open met the reader's lock
+        assert proc.poll() is None  # and it waits for the reader (60 s): nothing sampled yet
         assert reader.execute("SELECT count(*) FROM rollouts").fetchall() == [(0,)]
     finally:
         reader.close()
