@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 
 from pipeline.errors import SieveError
+from pipeline.models import add_model
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("vllm")
@@ -54,12 +55,11 @@ QUESTIONS = ["What is 12 + 7? Answer with the number only.", "Name three primary
 @pytest.fixture(scope="module")
 def smollm2(request: pytest.FixtureRequest) -> Path:
     """SmolLM2-135M-Instruct as an HF folder, converted once and kept in .pytest_cache."""
-    models: Any = pytest.importorskip("pipeline.models")
     home = Path(request.config.cache.mkdir("sieve-models"))
     folder = home / "models" / "smollm2-135m"
     if not (folder / "config.json").is_file():
         try:
-            folder = models.add_model("smollm2-135m", home)
+            folder = add_model("smollm2-135m", home)
         except SieveError as exc:
             pytest.skip(f"no SmolLM2 folder: {exc}")
     return folder

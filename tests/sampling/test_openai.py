@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from pipeline.errors import SieveError
+from pipeline.policy.model import create_tiny_model
 from pipeline.sampling import EngineOptions, make_sampler
 from pipeline.sampling.base import Completion, FinishReason, SamplingParams, check_n
+from pipeline.sampling.hf import HFSampler
 from pipeline.sampling.openai import OpenAISampler, completions_url, request_body
 from tests.sampling.server import SamplerServer, running
 
@@ -165,15 +167,13 @@ def test_malformed_answer_is_a_sieve_error() -> None:
 
 
 def _tiny_model(tmp_path: Path) -> str:
-    model_module: Any = pytest.importorskip("pipeline.policy.model")
     path = tmp_path / "tiny"
-    model_module.create_tiny_model(path, seed=0)
+    create_tiny_model(path, seed=0)
     return str(path)
 
 
 def test_http_path_matches_hf_sampler_directly(tmp_path: Path) -> None:
-    hf: Any = pytest.importorskip("pipeline.sampling.hf")
-    direct = hf.HFSampler(_tiny_model(tmp_path), device="cpu")
+    direct = HFSampler(_tiny_model(tmp_path), device="cpu")
     prompts = ["12+7=", "What is 3*4? ", "9-2="]
     params = SamplingParams(temperature=0.0, max_new_tokens=12, seed=3)
     expected = direct.sample(prompts, 2, params)

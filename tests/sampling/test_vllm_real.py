@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import SieveError
+from pipeline.models import add_model
 from pipeline.sampling import EngineOptions
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.sampling.engine import EngineLog
@@ -48,12 +49,11 @@ QUESTIONS = [
 @pytest.fixture(scope="session")
 def smollm2(request: pytest.FixtureRequest) -> Path:
     """SmolLM2-135M-Instruct as an HF folder, converted once and kept in .pytest_cache."""
-    models: object = pytest.importorskip("pipeline.models")
     home = Path(request.config.cache.mkdir("sieve-models"))
     folder = home / "models" / "smollm2-135m"
     if not (folder / "config.json").is_file():
         try:
-            folder = models.add_model("smollm2-135m", home)  # type: ignore[attr-defined]
+            folder = add_model("smollm2-135m", home)
         except SieveError as exc:
             pytest.skip(f"no SmolLM2 folder: {exc}")
     assert "quantization_config" not in json.loads((folder / "config.json").read_text())
