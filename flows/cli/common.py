@@ -2,11 +2,12 @@
 
 `run_app` is the console script's error handling: a `SieveError` (a user error) is one
 `error: ...` line on stderr and exit 1; a usage error is one line and exit 2 (Typer's
-convention); a full disk, whatever was writing, is one line and exit 1. SIGINT (Ctrl-C) and
-SIGTERM (`timeout`, a scheduler) end a run with one line, `interrupted: <what was committed>`,
-and exit 128 + the signal (130, 143): a long command says what it has committed as it goes
-(`committed`); from the signal on, other stderr output (Prefect's, a dying thread's) is dropped
-unless --verbose. Help texts are shown as written, brackets included.
+convention); a full disk, whatever was writing, is one line and exit 1, and so is any other
+OSError about a file (`file_error`: a read-only file system, a folder that is a file). SIGINT
+(Ctrl-C) and SIGTERM (`timeout`, a scheduler) end a run with one line, `interrupted: <what was
+committed>`, and exit 128 + the signal (130, 143): a long command says what it has committed as
+it goes (`committed`); from the signal on, other stderr output (Prefect's, a dying thread's) is
+dropped unless --verbose. Help texts are shown as written, brackets included.
 `start_flows` is what a command does before it runs a Prefect flow.
 
 Text is never markup: the consoles (`console`) read no Rich markup or emoji codes, and show
@@ -329,6 +330,10 @@ def _fail(exc: BaseException) -> None:
     if full is not None:
         _error(f"disk full: {full}; free some space and re-run (what was committed is kept)")
         sys.exit(1)
+    failed = file_error(exc)
+    if failed is not None:
+        _error(failed)
+        sys.exit(1)
 
 
 def _check_argv(argv: list[str]) -> None:
@@ -430,4 +435,18 @@ def disk_full(exc: BaseException) -> str | None:
         text = " ".join(str(cause).split())
         if any(t in text.lower() for t in _FULL_TEXTS):
             return text[:300]
+    return None
+
+
+def file_error(exc: BaseException) -> str | None:
+    """One line naming the file and what the system said, when `exc` or an exception it was
+    raised from (or while handling) is an OSError about a file: a read-only file system, a
+    folder that is a file, a name too long, a loop of links, a permission (`<home>/.prefect` or
+    `<home>/checkpoints` a file, a home under /proc). Other OSErrors keep their traceback."""
+    for cause in _causes(exc):
+        if isinstance(cause, OSError) and cause.filename is not None:
+            where = str(cause.filename)
+            if cause.filename2 is not None:
+                where += f" -> {cause.filename2}"
+            return f"cannot use {where}: {cause.strerror or cause}"
     return None

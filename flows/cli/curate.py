@@ -62,10 +62,10 @@ def bootstrap(
     """Train the built-in tiny policy from scratch, save it, evaluate it on held-out problems."""
     from pipeline.curate import policy_for
     from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
-    from pipeline.policy.evaluate import EvalConfig
 
     if (max_minutes is not None and max_minutes <= 0) or max_steps < 1:
         raise SieveError("--max-minutes must be > 0 and --max-steps >= 1")
+    evaluation = eval_config(per_level=per_level, seed=seed)  # before training, not after
     cfg = BootstrapConfig(seed=seed, max_minutes=max_minutes, max_steps=max_steps)
     folder = tiny_model(home)
     with progress("bootstrap: training") as bar:
@@ -83,7 +83,19 @@ def bootstrap(
         f"trained {result.steps} steps in {result.seconds / 60:.1f} min "
         f"(loss {result.final_loss:.3f}); saved {folder} (revision {revision})"
     )
-    run_eval(policy_for(folder), EvalConfig(per_level=per_level, seed=seed), home)
+    run_eval(policy_for(folder), evaluation, home)
+
+
+def eval_config(**values: Any) -> EvalConfig:
+    """`EvalConfig(**values)`, a value out of range as one line naming its option."""
+    from grpo_core.validate import FieldError
+    from pipeline.policy.evaluate import EvalConfig
+
+    try:
+        return EvalConfig(**values)
+    except FieldError as exc:
+        field, _, rest = str(exc).partition(" ")
+        raise SieveError(f"--{field.replace('_', '-')} {rest}") from None
 
 
 @option_blocks
@@ -100,15 +112,14 @@ def eval_cmd(
 ) -> None:
     """Held-out pass@1 by family x level (greedy and sampled), recorded in the ledger."""
     from pipeline.curate import policy_for
-    from pipeline.policy.evaluate import EvalConfig
     from pipeline.sampling.budget import SamplingConfig
 
     folder = current_model(model, home)
     if samples < 1:
         raise SieveError("--samples must be >= 1")
     config = validated(SamplingConfig, sampling.overrides())
-    policy = policy_for(folder, backend, base_url or (), engine.options())
-    cfg = EvalConfig(per_level, samples, config, seed)
+    cfg = eval_config(per_level=per_level, samples=samples, sampling=config, seed=seed)
+    policy = policy_for(folder, backend, base_url or (), engine.options())  # loads the model
     run_eval(policy, cfg, home)
 
 

@@ -33,6 +33,7 @@ from flows.cli.options import (
     ConfigOpt,
     HomeOpt,
     OptionBlock,
+    check_folders,
     option_blocks,
 )
 from flows.cli.train import train_recipe
@@ -228,6 +229,7 @@ def loop(
 
     if nights < 1:
         raise SieveError(f"--nights must be >= 1, got {nights}")
+    check_folders(home, "checkpoints", "tensorboard")
     cfg = _loop_config(config, n)
     try:
         first = date.fromisoformat(start) if start else None

@@ -54,6 +54,17 @@ def checked_home(home: Path | None) -> Path | None:
     return home
 
 
+def check_folders(home: Path | None, *names: str) -> None:
+    """SieveError when `<home>/<name>`, a folder the command writes into, exists and is not a
+    folder (a file there failed deep inside the run, as a traceback)."""
+    from pipeline.home import resolve_home
+
+    for name in names:
+        path = resolve_home(home) / name
+        if (path.exists() or path.is_symlink()) and not path.is_dir():
+            raise SieveError(f"{path} is not a folder; this command writes its {name} there")
+
+
 HomeOpt = Annotated[
     Path | None,
     typer.Option(

@@ -32,6 +32,7 @@ from flows.cli.options import (
     BaseUrlOpt,
     HomeOpt,
     OptionBlock,
+    check_folders,
     option_blocks,
 )
 from pipeline.errors import SieveError
@@ -95,7 +96,8 @@ def train(
     from pipeline.recipes import settings_toml
     from pipeline.runlog import quiet_prefect
 
-    _check_args(max_steps, config, backend, base_url)  # before anything is written
+    _check_args(max_steps, steps, config, backend, base_url)  # before anything is written
+    check_folders(home, "checkpoints", "tensorboard")
     if not print_config:  # --print-config touches nothing on disk (no <home>/.prefect)
         quiet_prefect(home)  # before Prefect is imported: this home's own state
     options = engine.options()
@@ -132,13 +134,20 @@ def train(
 
 
 def _check_args(
-    max_steps: int | None, config: Path | None, backend: str, base_url: list[str] | None
+    max_steps: int | None,
+    steps: int | None,
+    config: Path | None,
+    backend: str,
+    base_url: list[str] | None,
 ) -> None:
     """The checks that need neither a model nor the ledger, in the order they report."""
+    from grpo_core.validate import MAX_COUNT
     from pipeline.recipes import given_recipe
 
     if max_steps is not None and max_steps < 1:
         raise SieveError(f"--max-steps must be >= 1, got {max_steps}")
+    if steps is not None and not 1 <= steps <= MAX_COUNT:
+        raise SieveError(f"--steps must be an integer in [1, {MAX_COUNT}], got {steps}")
     if config is not None:
         given_recipe(config)  # a bad file fails first, whatever else is wrong
     check_backend(backend, base_url)
@@ -153,7 +162,10 @@ def train_recipe(
 
     recipe = given_recipe(config) if config is not None else recipe_for(model)
     settings = recipe.settings.with_steps(steps)
-    settings.grpo_config()
+    try:
+        settings.grpo_config()
+    except ValueError as exc:  # `grpo.total_steps must be ...`: what --steps gave
+        raise SieveError(f"--steps {steps}: {exc}" if steps is not None else str(exc)) from None
     return recipe, settings
 
 

@@ -12,6 +12,7 @@ skip with the reason otherwise). `test_verbose_*` runs the CLI as a subprocess, 
 from __future__ import annotations
 
 import html
+import io
 import json
 import os
 import shutil
@@ -37,8 +38,23 @@ TABLES = ("problems", "sampling_runs", "rollouts", "curricula", "curriculum_item
 TINY = "<tiny model>"  # a file value: copy the tiny policy folder here
 GONE = "<delete>"  # a file value: delete this file (after the copies above it)
 LOOP = "<symlink loop>"  # a file value: a symlink to itself
+FIFO = "<fifo>"  # a file value: a named pipe
 BAD_JSON = '{"model_type": "llama", "hidden_size": '
 LEVEL_ABOVE_INT32 = '{"question": "1+1?", "answer": "2", "level": 99999999999}\n'
+TRUNCATED = b"\x08\x00\x00\x00"  # weights cut short: loading the model fails
+
+
+def pool_bytes(**columns: list[Any]) -> bytes:
+    """A Parquet pool for `sieve backtest --pool` (two samples of one prompt, to be scored), with
+    `columns` replaced."""
+    values: dict[str, list[Any]] = {
+        "problem_id": ["a", "a"], "sample_idx": [0, 1], "completion": ["\\boxed{2}", "3"],
+        "answer": ["2", "2"], "verifier": ["math", "math"], **columns,
+    }  # fmt: skip
+    buffer = io.BytesIO()
+    pl.DataFrame(values, schema_overrides={"completion": pl.String}).write_parquet(buffer)
+    return buffer.getvalue()
+
 
 # (id, files to write under the case dir, argv, needle expected in the error line); a case that
 # takes 5 s or more is a pytest.param with the `integration` mark, its id the same first value
@@ -243,6 +259,76 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str] | pytest.Paramete
         ["generate", "--family", "a\x1b[2J\nb"],
         "a\\x1b[2J\\nb",
     ),
+    # issue 47: tracebacks instead of one line
+    *[
+        (
+            f"backtest: pool with {what}",
+            {"p.parquet": pool_bytes(**columns)},
+            ["backtest", "--pool", "{d}/p.parquet", "--policy", "uniform:g=2"],
+            needle,
+        )
+        for what, columns, needle in [
+            ("a string sample_idx", {"sample_idx": ["0", "1"]}, "sample_idx must be whole"),
+            ("a negative sample_idx", {"sample_idx": [-1, 0]}, "sample_idx must be >= 0"),
+            ("an unknown verifier", {"verifier": ["math", "nope"]}, "'nope' is not a verifier"),
+            ("a null completion", {"completion": [None, "3"]}, "completion has a missing"),
+        ]
+    ],
+    (
+        "backtest: --png out.txt",
+        {"p.parquet": pool_bytes()},
+        ["backtest", "--pool", "{d}/p.parquet", "--policy", "uniform:g=2", "--png", "{d}/o.txt"],
+        "ending in .png",
+    ),
+    (
+        "home under /proc",
+        {},
+        ["generate", "--family", "arith", "--home", "/proc/sieve-home"],
+        "cannot use /proc/sieve-home",
+    ),
+    (
+        "<home>/checkpoints is a file",
+        {"h/checkpoints": "x"},
+        ["train", "--home", "{d}/h"],
+        "{d}/h/checkpoints is not a folder",
+    ),
+    (
+        "<home>/tensorboard is a file",
+        {"h/tensorboard": "x"},
+        ["loop", "--home", "{d}/h"],
+        "{d}/h/tensorboard is not a folder",
+    ),
+    (
+        "models add: a 300-byte name",
+        {"src/config.json": "{}"},
+        ["models", "add", "x" * 300, "--from", "{d}/src"],
+        "model name is 300 bytes",
+    ),
+    (
+        "models add: a symlink loop in --from",
+        {"src/config.json": "{}", "src/loop": LOOP},
+        ["models", "add", "m", "--from", "{d}/src"],
+        "{d}/src/loop is a loop of symbolic links",
+    ),
+    (
+        "models add: a FIFO in --from",
+        {"src/config.json": "{}", "src/pipe": FIFO},
+        ["models", "add", "m", "--from", "{d}/src"],
+        "{d}/src/pipe is not a regular file",
+    ),
+    ("train: steps past int32", {}, ["train", "--steps", "99999999999"], "--steps must be"),
+    (
+        "eval: per-level 0, before loading the model",
+        {"m": TINY, "m/model.safetensors": TRUNCATED},
+        ["eval", "--per-level", "0", "--model", "{d}/m"],
+        "--per-level must be an integer in [1,",
+    ),
+    (
+        "eval: samples past int32, before loading the model",
+        {"m": TINY, "m/model.safetensors": TRUNCATED},
+        ["eval", "--samples", "99999999999", "--model", "{d}/m"],
+        "--samples must be an integer in [1,",
+    ),
 ]
 PARAMS = [c if isinstance(c, pytest.ParameterSet) else pytest.param(*c, id=c[0]) for c in CASES]
 ROWS = [tuple(p.values) for p in PARAMS]
@@ -262,6 +348,8 @@ def write_files(root: Path, files: dict[str, str | bytes], tiny: Path) -> None:
             shutil.copytree(tiny, path)
         elif value == LOOP:
             path.symlink_to(path)
+        elif value == FIFO:
+            os.mkfifo(path)
         elif value == GONE:
             path.unlink()
         elif isinstance(value, bytes):
@@ -325,7 +413,7 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
 
 
 def test_the_catalogue_holds_every_case() -> None:
-    assert len(ROWS) == 58 and len({c[0] for c in ROWS}) == len(ROWS)
+    assert len(ROWS) == 72 and len({c[0] for c in ROWS}) == len(ROWS)
     assert all(p.id == p.values[0] for p in PARAMS)
     assert len(FLOW_CASES) == 5
 
@@ -341,6 +429,41 @@ def test_unreadable_ledger_is_one_line_and_the_file_is_untouched(
     assert code != 0 and len(lines) == 1 and lines[0].startswith("error: "), err
     assert "sieve.duckdb" in lines[0]
     assert ledger.read_bytes() == before
+
+
+def test_a_prefect_folder_that_is_a_file_is_one_line(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`<home>/.prefect` a file (issue 47): NotADirectoryError's traceback, now one line naming
+    it. No Prefect home chosen for this process, so the command sets up the home's own."""
+    monkeypatch.delenv("PREFECT_HOME", raising=False)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    (tmp_path / ".prefect").write_text("x")
+    code, err = run_cli(["curate", "--n", "10", "--home", str(tmp_path)], capfd)
+    assert f"cannot use {tmp_path}/.prefect/" in error_line(code, err)
+    assert (tmp_path / ".prefect").read_text() == "x"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mount(8)")
+def test_a_home_on_a_read_only_file_system_is_one_line(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A read-only tmpfs (root and the mount capability; skips otherwise)."""
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or 'mount failed'}")
+    try:
+        argv = ["generate", "--family", "arith", "--home", str(mount / "home")]
+        code, err = run_cli(argv, capfd)
+        assert f"cannot use {mount}/home: Read-only file system" in error_line(code, err)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 @pytest.fixture(scope="module")
