@@ -52,13 +52,31 @@ class EvalConfig:
 def heldout_set(per_level: int, families: Cells | None = None) -> pl.DataFrame:
     """Up to `per_level` held-out problems for every family x level: `families` a list (every
     level of each), a table family -> levels ("1-2" or a list: those levels alone; the same
-    problems as the whole family's set filtered to them), or None (the whole mix)."""
+    problems as the whole family's set filtered to them), or None (the whole mix).
+
+    Each row is a distinct problem. Two levels of a family can draw the same one (at per_level
+    12, reasoning-gym's rg:products levels 1 and 2 share 6 questions; at 16, word levels 5 and 8
+    share one): it is held out once, in the lowest level that draws it, which is where the
+    ledger (keyed by problem id, first row kept) stored it anyway, so the rows are the problems
+    an evaluation scores. A cut selection leaves it out of the later level too, and a problem
+    two families draw stays with the first family. Nothing else moves: no cell is refilled."""
     frames = []
+    held: set[str] = set()  # ids of the rows taken so far
     for family, levels in cells(families):
+        below = [lv for lv in family_levels(family) if lv < max(levels)]
+        draws = {lv: _draw(family, lv, per_level) for lv in sorted({*below, *levels})}
         for level in levels:
-            pool = generate(family, [level], per_level * 15, EVAL_SEED)
-            frames.append(pool.filter(pl.col("split") == "heldout").head(per_level))
+            earlier = {pid for lv, d in draws.items() if lv < level for pid in d["problem_id"]}
+            rows = draws[level].filter(~pl.col("problem_id").is_in(earlier | held))
+            held.update(rows["problem_id"])
+            frames.append(rows)
     return pl.concat(frames)
+
+
+def _draw(family: str, level: int, per_level: int) -> pl.DataFrame:
+    """The first `per_level` held-out problems of one family x level at the evaluation seed."""
+    pool = generate(family, [level], per_level * 15, EVAL_SEED)
+    return pool.filter(pl.col("split") == "heldout").head(per_level)
 
 
 def cells(families: Cells | None) -> list[tuple[str, list[int]]]:

@@ -111,3 +111,50 @@ def test_temperature_zero_records_only_the_greedy_run(ledger: Ledger) -> None:
     assert ledger.run("SELECT group_size, temperature FROM sampling_runs") == [(1, 0.0)]
     assert set(table["greedy"]) == {1.0} and table["sampled"].null_count() == table.height
     assert overall(table, "sampled") is None
+
+
+# word levels 5 and 8 both draw this problem ("Pipe A fills a tank in 12 hours...", answer 2)
+# among their first 16 held-out ones: found by listing heldout_set(16)'s repeated ids before it
+# kept each problem once (533 rows, 532 distinct).
+SHARED = "2e82be313aaef8f7"
+
+
+def test_heldout_rows_are_distinct_problems() -> None:
+    """Every row is its own problem, within each cell and across cells; a problem two levels
+    draw stays in the lower one, and the later cell is not refilled (15 of 16)."""
+    for per_level, families in [(16, None), (16, ["word"]), (5, None), (3, {"arith": "1-3"})]:
+        problems = heldout_set(per_level, families)
+        assert problems["problem_id"].n_unique() == problems.height, (per_level, families)
+        by_cell = problems.group_by("family", "level").agg(
+            pl.col("problem_id").n_unique(), pl.len()
+        )
+        assert (by_cell["problem_id"] == by_cell["len"]).all()
+        assert by_cell["len"].max() == per_level
+    word = heldout_set(16, ["word"])
+    shared = word.filter(pl.col("problem_id") == SHARED)
+    assert shared.select("family", "level").rows() == [("word", 5)]
+    counts = dict(word.group_by("level").len().iter_rows())
+    assert counts[5] == 16 and counts[8] == 15
+    # a cut selection is the whole family's set filtered to it, the shared problem included
+    cut = heldout_set(16, {"word": [8]})
+    assert SHARED not in cut["problem_id"].to_list() and cut.height == 15
+    assert cut.drop("created_at").equals(word.filter(pl.col("level") == 8).drop("created_at"))
+
+
+def test_an_evaluation_scores_every_distinct_held_out_problem(ledger: Ledger) -> None:
+    """Each held-out row is asked and scored, every sample of it, and the by-level table counts
+    the same problems per cell as the held-out set holds (word 5 and 8 share a problem)."""
+    problems = heldout_set(16, {"word": [5, 8]})
+    prompts_of = {q: f"{q}=" for q in problems["question"]}
+    table = evaluate(
+        AnswersArithOnly({}), ledger, "rev", prompts_of, EvalConfig(samples=3), problems
+    )
+    scored = ledger.sql(
+        "SELECT run_id, problem_id, count(*) AS n, count(reward) AS judged FROM rollouts "
+        "GROUP BY ALL"
+    )
+    assert scored.height == 2 * problems.height  # greedy and sampled runs, every problem
+    assert set(scored["problem_id"]) == set(problems["problem_id"])
+    assert sorted(set(scored["n"])) == [1, 3] and (scored["judged"] == scored["n"]).all()
+    held = dict(problems.group_by("level").len().iter_rows())
+    assert dict(table.select("level", "problems").iter_rows()) == held == {5: 16, 8: 15}
