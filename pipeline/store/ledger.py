@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib import resources
@@ -116,6 +117,11 @@ class Ledger:
         (long-running writers).
         """
         path = Path(path) if path is not None else ledger_path(home)
+        kind = _special_kind(path)
+        if kind is not None:  # DuckDB would block on a FIFO forever
+            raise SieveError(
+                f"{path} is {kind}, not a ledger file: move it away or choose another --home"
+            )
         if (read_only or not create) and not path.is_file():
             raise SieveError(
                 f"no ledger at {path}: run `sieve generate`, `sieve ingest` or `sieve curate` "
@@ -456,3 +462,21 @@ def _words(text: str) -> list[tuple[int, str]]:
         for (start, kind), end in zip(tokens, ends, strict=True)
         if kind != duckdb.token_type.comment
     ]
+
+
+def _special_kind(path: Path) -> str | None:
+    """What `path` is when it exists and is not a regular file (a symbolic link is followed):
+    a folder, a FIFO, a device, a socket; None otherwise."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # missing, or unreachable: the open says why
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"

@@ -431,6 +431,27 @@ def test_unreadable_ledger_is_one_line_and_the_file_is_untouched(
     assert ledger.read_bytes() == before
 
 
+@pytest.mark.timeout(60)  # today's main blocks in DuckDB's open of the FIFO, for good
+@pytest.mark.parametrize("kind", ["FIFO", "folder"])
+@pytest.mark.parametrize(
+    "argv", [["generate", "--family", "arith"], ["sql", "SELECT 1"]], ids=["generate", "sql"]
+)
+def test_a_ledger_that_is_not_a_file_is_one_line_without_blocking(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], kind: str, argv: list[str]
+) -> None:
+    """`mkfifo H/sieve.duckdb; sieve generate --home H` never returned (issue 47)."""
+    ledger = tmp_path / "sieve.duckdb"
+    if kind == "FIFO":
+        os.mkfifo(ledger)
+    else:
+        ledger.mkdir()
+    code, err = run_cli([*argv, "--home", str(tmp_path)], capfd)
+    line = error_line(code, err)
+    assert str(ledger) in line and ("not a ledger file" in line or "no ledger at" in line), line
+    assert stat.S_ISFIFO(ledger.stat().st_mode) if kind == "FIFO" else ledger.is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sieve.duckdb"]
+
+
 def test_a_prefect_folder_that_is_a_file_is_one_line(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
