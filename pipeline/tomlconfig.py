@@ -15,6 +15,7 @@ is one line).
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tomllib
 from pathlib import Path
@@ -81,12 +82,63 @@ def load_toml(path: str | Path, model: type[M]) -> M:
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
-    """The parsed TOML at `path`; unreadable or invalid is one SieveError line."""
+    """The parsed TOML at `path`; unreadable or invalid is one SieveError line, and so is a
+    shape no config has that would cost the parser unbounded time or memory (`check_shape`)."""
     text = read_config_text(Path(path))
+    check_shape(Path(path), text)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SieveError(f"{path}: invalid TOML ({exc})") from None
+    except RecursionError:  # check_shape bounds nesting; a deeper stack is the parser's own
+        raise SieveError(f"{path}: invalid TOML (nested too deeply to read)") from None
+    except ValueError as exc:  # an integer past Python's 4,300-digit limit
+        raise SieveError(f"{path}: invalid TOML ({' '.join(str(exc).split())[:200]})") from None
+
+
+MAX_NESTING = 32  # arrays and inline tables inside each other (the configs nest 2 deep)
+MAX_KEY_PARTS = 32  # parts of one dotted key or table name (the configs use 2)
+MAX_BARE_CHARS = 1024  # characters of one key or bare value outside its quoted parts
+# a TOML string (multi-line first), a comment, or a run of anything else
+_TOKENS = re.compile(
+    r'''"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'[^\'\n]*\'|#[^\n]*|[^"\'#]+|["\']'''
+)
+_MARKS = re.compile(r"[=,\n{}\[\]]")  # where a key or a bare value ends
+_DEPTH = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def check_shape(path: Path, text: str) -> None:
+    """SieveError when `text` nests arrays or inline tables deeper than `MAX_NESTING`, or has a
+    key of more than `MAX_KEY_PARTS` dotted parts, or a key or bare value of more than
+    `MAX_BARE_CHARS` characters outside its quotes: Python's TOML parser recurses once per
+    level (a 3,000-line RecursionError) and takes time and memory quadratic in a dotted key's
+    parts (GBs for an 80 KB key), so these are refused from one scan of the text, before it is
+    parsed. Strings and comments are skipped; nothing a config needs comes near the bounds."""
+    depth = parts = chars = 0
+    for token in _TOKENS.finditer(text):
+        piece = token.group()
+        if piece[0] in "\"'#":  # a string (part of a key, or a value) or a comment
+            continue
+        start = 0
+        for mark in [*_MARKS.finditer(piece), None]:
+            stretch = piece[start : mark.start() if mark else len(piece)]
+            parts += stretch.count(".")
+            chars += len(stretch.strip())
+            if parts >= MAX_KEY_PARTS or chars > MAX_BARE_CHARS:
+                raise SieveError(
+                    f"{path}: a key or value of more than {MAX_KEY_PARTS} dotted parts or "
+                    f"{MAX_BARE_CHARS} characters (outside quotes); a config has none"
+                )
+            if mark is None:
+                break
+            depth += _DEPTH.get(mark.group(), 0)
+            if depth > MAX_NESTING:
+                raise SieveError(
+                    f"{path}: arrays or inline tables nested more than {MAX_NESTING} deep; "
+                    "a config has none"
+                )
+            parts = chars = 0
+            start = mark.end()
 
 
 def validate_toml(path: Path, raw: dict[str, Any], model: type[M]) -> M:

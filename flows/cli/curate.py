@@ -86,16 +86,41 @@ def bootstrap(
     run_eval(policy_for(folder), evaluation, home)
 
 
+# samples of one prompt drawn at once: a sampler holds a prompt's group in memory together (its
+# rows x vocabulary of logits, its KV cache), and 100,000 asked terabytes; GRPO groups are 4-64
+MAX_GROUP_SIZE = 1024
+GROUP_FIELDS = ("screen_g", "refine_g", "stage1_g", "max_group_size")
+
+
+def check_group_sizes(cfg: CurateConfig, config: Path | None) -> None:
+    """One SieveError line when a group size of `cfg` is past `MAX_GROUP_SIZE` (the config
+    allows up to 2^31 - 1, which no machine samples at once); `config` names the file."""
+    for name in GROUP_FIELDS:
+        value = getattr(cfg, name)
+        if value > MAX_GROUP_SIZE:
+            where = f"{config}: " if config is not None else ""
+            raise SieveError(
+                f"{where}{name} = {value} is more samples of one prompt than a sampler holds at "
+                f"once; at most {MAX_GROUP_SIZE}"
+            )
+
+
 def eval_config(**values: Any) -> EvalConfig:
     """`EvalConfig(**values)`, a value out of range as one line naming its option."""
     from grpo_core.validate import FieldError
     from pipeline.policy.evaluate import EvalConfig
 
     try:
-        return EvalConfig(**values)
+        cfg = EvalConfig(**values)
     except FieldError as exc:
         field, _, rest = str(exc).partition(" ")
         raise SieveError(f"--{field.replace('_', '-')} {rest}") from None
+    if cfg.samples > MAX_GROUP_SIZE:
+        raise SieveError(
+            f"--samples {cfg.samples} is more samples of one prompt than a sampler holds at "
+            f"once; at most {MAX_GROUP_SIZE}"
+        )
+    return cfg
 
 
 @option_blocks
@@ -155,6 +180,7 @@ def curate(
         overrides["sampling"] = {**cfg.sampling.model_dump(), **given}
     if overrides:
         cfg = validated(CurateConfig, {**cfg.model_dump(), **overrides})
+    check_group_sizes(cfg, config)
     quiet_prefect(home)  # after the config checks (a bad one writes nothing), before flows.scale
     from flows.scale import ScaleConfig  # imports Prefect, which reads this home's set-up
 

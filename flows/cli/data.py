@@ -88,7 +88,11 @@ def ingest(
         ),
     ] = False,
     max_line_bytes: Annotated[
-        int | None, typer.Option(help="Longest JSONL line accepted, in bytes (default 1 MiB).")
+        int | None,
+        typer.Option(
+            help="Longest JSONL line, or Parquet question or answer cell, accepted, in bytes "
+            "(default 1 MiB)."
+        ),
     ] = None,
     home: HomeOpt = None,
 ) -> None:

@@ -8,7 +8,10 @@ nothing is returned, so a caller imports all of a file or none of it.
 What is refused, with the reason:
 - JSONL is split on `\\n` only (read as bytes, never `str.splitlines`, which also breaks at U+2028,
   U+0085 or a form feed inside a string); a line over `max_line_bytes` (default 1 MiB) is refused
-  without reading the rest of it; raw control characters inside strings are tolerated.
+  without reading the rest of it; raw control characters inside strings are tolerated. A Parquet
+  question or answer cell over `max_line_bytes` is refused too, before it is expanded, and so is
+  more than `MAX_PARQUET_TEXT` (1 GiB) of their text in all (Parquet compresses: a 7.5 KB file
+  held a 200 MB question).
 - An answer that is NaN or infinite (JSON `NaN`, `Infinity`, `1e999`, or the text `nan`/`inf`):
   no verifier ever scores it correct. An answer over `MAX_ANSWER_CHARS` (1,000) characters: a
   final answer is short (the longest MATH answers are a few hundred characters of LaTeX); longer
@@ -141,15 +144,13 @@ def _jsonl_records(path: Path, max_line_bytes: int) -> Iterator[Record]:
                 yield where, _json_record(raw, where)
 
 
-def _parquet_records(path: Path, fields: list[str], warn: Warn) -> Iterator[Record]:
-    try:
-        frame = pl.read_parquet(path)
-    except Exception as exc:  # polars/arrow raise several types for unreadable files
-        raise SieveError(f"{path.name}: cannot read Parquet ({type(exc).__name__})") from None
-    for field in fields:
-        if field not in frame.columns:
-            available = ", ".join(frame.columns) or "none"
-            raise SieveError(f"{path.name}: no column {field!r}; available: {available}")
+MAX_PARQUET_TEXT = 1 << 30  # decoded text of the read columns, all cells together (1 GiB)
+
+
+def _parquet_records(
+    path: Path, fields: list[str], max_cell_bytes: int, warn: Warn
+) -> Iterator[Record]:
+    frame = _parquet_frame(path, fields, max_cell_bytes)
     text_fields = [f for f in dict.fromkeys(fields[:2]) if _numeric_column(frame, f)]
     for field in text_fields:
         if frame.schema[field] == pl.Float32 and frame.height:
@@ -161,6 +162,81 @@ def _parquet_records(path: Path, fields: list[str], warn: Warn) -> Iterator[Reco
     frame = frame.select(fields).with_columns(_exact_text(frame, f) for f in text_fields)
     for number, record in enumerate(frame.iter_rows(named=True), start=1):
         yield f"{path.name} row {number}", record
+
+
+def _parquet_frame(path: Path, fields: list[str], max_cell_bytes: int) -> pl.DataFrame:
+    """The `fields` columns of a Parquet file, each text cell at most `max_cell_bytes` (as a JSONL
+    line) and all of them together at most `MAX_PARQUET_TEXT`: Parquet compresses, so a few KB
+    of file can hold a 200 MB cell, or one cell repeated a million times by its dictionary. The
+    column chunks' uncompressed sizes are checked before anything is decompressed, then text
+    columns are read dictionary-encoded and their lengths checked before they are expanded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        handle = pq.ParquetFile(path)
+    except Exception as exc:  # arrow raises several types for unreadable files
+        raise SieveError(f"{path.name}: cannot read Parquet ({type(exc).__name__})") from None
+    names = handle.schema_arrow.names
+    for field in fields:
+        if field not in names:
+            available = ", ".join(names) or "none"
+            raise SieveError(f"{path.name}: no column {field!r}; available: {available}")
+    columns = list(dict.fromkeys(fields))
+    meta = handle.metadata
+
+    def too_big(field: str, size: int, average: bool = False) -> SieveError:
+        cells = "cells of" if average else "a cell of"
+        return SieveError(
+            f"{path.name}: column {field!r} holds {cells} {size:,} bytes"
+            + (" on average" if average else "")
+            + f"; a cell is at most {max_cell_bytes:,} bytes (raise --max-line-bytes)"
+        )
+
+    for group in range(meta.num_row_groups):  # before decompressing: the average cell
+        rows = meta.row_group(group)
+        count = max(rows.num_rows, 1)
+        for index in range(rows.num_columns):
+            chunk = rows.column(index)
+            size = chunk.total_uncompressed_size - (1 << 16)  # pages' headers, dictionary
+            if chunk.path_in_schema in columns and size > max_cell_bytes * count:
+                raise too_big(chunk.path_in_schema, size // count, average=True)
+
+    def textual(kind: pa.DataType) -> bool:
+        if pa.types.is_dictionary(kind):
+            return textual(kind.value_type)
+        return any(f(kind) for f in (pa.types.is_string, pa.types.is_large_string,
+                                     pa.types.is_binary, pa.types.is_large_binary))  # fmt: skip
+
+    text = [f for f in columns if textual(handle.schema_arrow.field(f).type)]
+    try:
+        table = handle.read(columns=columns) if not text else pq.read_table(
+            path, columns=columns, read_dictionary=text
+        )  # fmt: skip
+    except Exception as exc:
+        raise SieveError(f"{path.name}: cannot read Parquet ({type(exc).__name__})") from None
+    total = 0
+    for field in text:
+        for chunk in table.column(field).chunks:
+            lengths = pc.binary_length(chunk.dictionary)
+            longest = pc.max(lengths).as_py() or 0
+            if longest > max_cell_bytes:
+                raise too_big(field, longest)
+            total += pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0
+    if total > MAX_PARQUET_TEXT:
+        raise SieveError(
+            f"{path.name}: {total:,} bytes of text in {', '.join(map(repr, text))}; an import "
+            f"reads at most {MAX_PARQUET_TEXT:,} (split the file)"
+        )
+    for field in text:
+        kind = table.schema.field(field).type.value_type
+        table = table.set_column(
+            table.schema.get_field_index(field), field, table.column(field).cast(kind)
+        )
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 def _numeric_column(frame: pl.DataFrame, field: str) -> bool:
@@ -262,7 +338,7 @@ def _records(path: Path, fields: list[str], max_line_bytes: int, warn: Warn) -> 
     if suffix == ".jsonl":
         return _jsonl_records(path, max_line_bytes)
     if suffix == ".parquet":
-        return _parquet_records(path, fields, warn)
+        return _parquet_records(path, fields, max_line_bytes, warn)
     raise SieveError(f"{path.name}: unsupported file type {suffix!r}; use .jsonl or .parquet")
 
 

@@ -147,6 +147,49 @@ CASES: list[tuple[str, str, str, str]] = [
         "process_signal must be true or false, got 'yes'",
     ),
     ("curate: a string for an int", "curate", 'screen_g = "8"\n', "screen_g must be an integer"),
+    # issue 47: shapes that cost the parser unbounded time or memory, sizes no machine holds
+    (
+        "curate: arrays nested 3,000 deep",
+        "curate",
+        "screen_g = " + "[" * 3000 + "]" * 3000 + "\n",
+        "arrays or inline tables nested more than 32 deep",
+    ),
+    (
+        "train: arrays nested 3,000 deep",
+        "train",
+        "[grpo]\nlr = " + "[" * 3000 + "]" * 3000 + "\n",
+        "arrays or inline tables nested more than 32 deep",
+    ),
+    (
+        "curate: a dotted key of 2,000 parts",
+        "curate",
+        "a." * 1999 + "a = 1\n",
+        "a key or value of more than 32 dotted parts",
+    ),
+    (
+        "train: a table name of 2,000 parts",
+        "train",
+        "[" + "a." * 1999 + "a]\n",
+        "a key or value of more than 32 dotted parts",
+    ),
+    (
+        "train: a 2,000-character bare key",
+        "train",
+        "k" * 2000 + " = 1\n",
+        "1024 characters (outside quotes)",
+    ),
+    (
+        "curate: screen_g = 100000",
+        "curate",
+        "screen_g = 100000\nrefine_g = 100000\n",
+        "screen_g = 100000 is more samples of one prompt than a sampler holds at once; at most",
+    ),
+    (
+        "curate: max_group_size = 100000",
+        "curate",
+        "max_group_size = 100000\n",
+        "max_group_size = 100000 is more samples of one prompt",
+    ),
 ]
 
 
@@ -187,7 +230,7 @@ def test_bad_config_value_is_one_line_and_writes_nothing(
 
 
 def test_the_config_catalogue_holds_every_probe() -> None:
-    assert len(CASES) == 34 and len({c[0] for c in CASES}) == len(CASES)
+    assert len(CASES) == 41 and len({c[0] for c in CASES}) == len(CASES)
 
 
 @pytest.mark.timeout(30)  # today's main blocks in open() on a FIFO
@@ -199,6 +242,35 @@ def test_config_fifo_is_refused_without_blocking(
     os.mkfifo(fifo)
     line = run_refused([command, "--config", str(fifo)], empty_home, capfd)
     assert f"{fifo}: is a FIFO (named pipe), not a regular TOML file" in line
+
+
+def test_a_mix_nested_too_deep_is_one_line(
+    tmp_path: Path, empty_home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`generate --mix` read a RecursionError's 3,000 lines (issue 47)."""
+    mix = tmp_path / "m.toml"
+    mix.write_text("[mix]\narith = " + "[" * 3000 + "]" * 3000 + "\n", encoding="utf-8")
+    line = run_refused(["generate", "--mix", str(mix)], empty_home, capfd)
+    assert (
+        line == f"error: {mix}: arrays or inline tables nested more than 32 deep; a config has none"
+    )
+
+
+def test_an_absurd_dotted_key_is_refused_before_it_is_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An 80 KB dotted key took the TOML parser GBs (OOM-killed at 23 GB, issue 47): the shape
+    is checked first, and the parser is never called (here it would fail the test)."""
+    import pipeline.tomlconfig
+
+    def parse(text: str) -> dict:
+        raise AssertionError("the TOML parser was called")
+
+    monkeypatch.setattr(pipeline.tomlconfig.tomllib, "loads", parse)
+    config = tmp_path / "c.toml"
+    config.write_text("a." * 40_000 + "a = 1\n", encoding="utf-8")
+    with pytest.raises(SieveError, match="more than 32 dotted parts"):
+        load_curate_config(config)
 
 
 @pytest.mark.parametrize("command", ["train", "curate"])

@@ -44,6 +44,16 @@ LEVEL_ABOVE_INT32 = '{"question": "1+1?", "answer": "2", "level": 99999999999}\n
 TRUNCATED = b"\x08\x00\x00\x00"  # weights cut short: loading the model fails
 
 
+def parquet_bytes(**columns: list[Any]) -> bytes:
+    """A zstd-compressed Parquet file of `columns`."""
+    buffer = io.BytesIO()
+    pl.DataFrame(columns).write_parquet(buffer, compression="zstd")
+    return buffer.getvalue()
+
+
+BIG_CELL = "x" * (2 << 20)  # 2 MiB: a few KB once compressed
+
+
 def pool_bytes(**columns: list[Any]) -> bytes:
     """A Parquet pool for `sieve backtest --pool` (two samples of one prompt, to be scored), with
     `columns` replaced."""
@@ -324,6 +334,24 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str] | pytest.Paramete
         "--per-level must be an integer in [1,",
     ),
     (
+        "eval: 100,000 samples, before loading the model",
+        {"m": TINY, "m/model.safetensors": TRUNCATED},
+        ["eval", "--samples", "100000", "--model", "{d}/m"],
+        "--samples 100000 is more samples of one prompt than a sampler holds at once",
+    ),
+    (
+        "ingest: a 2 MiB Parquet question",
+        {"q.parquet": parquet_bytes(question=[BIG_CELL], answer=["2"])},
+        ["ingest", "{d}/q.parquet"],
+        "column 'question' holds cells of",
+    ),
+    (
+        "ingest: a 2 MiB Parquet answer among short rows",
+        {"q.parquet": parquet_bytes(question=["a?", "b?", "c?"], answer=["1", BIG_CELL, "3"])},
+        ["ingest", "{d}/q.parquet"],
+        "column 'answer' holds a cell of 2,097,152 bytes; a cell is at most 1,048,576 bytes",
+    ),
+    (
         "eval: samples past int32, before loading the model",
         {"m": TINY, "m/model.safetensors": TRUNCATED},
         ["eval", "--samples", "99999999999", "--model", "{d}/m"],
@@ -413,7 +441,7 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
 
 
 def test_the_catalogue_holds_every_case() -> None:
-    assert len(ROWS) == 72 and len({c[0] for c in ROWS}) == len(ROWS)
+    assert len(ROWS) == 75 and len({c[0] for c in ROWS}) == len(ROWS)
     assert all(p.id == p.values[0] for p in PARAMS)
     assert len(FLOW_CASES) == 5
 
@@ -450,6 +478,25 @@ def test_a_ledger_that_is_not_a_file_is_one_line_without_blocking(
     assert str(ledger) in line and ("not a ledger file" in line or "no ledger at" in line), line
     assert stat.S_ISFIFO(ledger.stat().st_mode) if kind == "FIFO" else ledger.is_dir()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sieve.duckdb"]
+
+
+def test_parquet_text_past_the_import_cap_is_one_line(
+    seeded_home: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One short question repeated by Parquet's dictionary: tiny on disk, each cell under the
+    cap, its text in all past the import's cap (here lowered to 1 MiB) before it is expanded."""
+    import pipeline.problems.ingest
+
+    monkeypatch.setattr(pipeline.problems.ingest, "MAX_PARQUET_TEXT", 1 << 20)
+    file = tmp_path / "q.parquet"
+    file.write_bytes(parquet_bytes(question=["y" * 4096] * 300, answer=["1"] * 300))
+    before = checksums(seeded_home)
+    code, err = run_cli(["ingest", str(file), "--home", str(seeded_home)], capfd)
+    assert "1,229,100 bytes of text in 'question', 'answer'" in error_line(code, err)
+    assert checksums(seeded_home) == before
 
 
 def test_a_prefect_folder_that_is_a_file_is_one_line(
