@@ -6,11 +6,13 @@ Test: `.venv/bin/pytest tests/scoring/test_extract.py -q`
 
 from __future__ import annotations
 
-import time
+import sys
+from collections.abc import Callable
 
 import pytest
 
 from pipeline.scoring import extract_answer
+from tests.scoring.work import assert_linear
 
 
 @pytest.mark.parametrize(
@@ -59,25 +61,36 @@ def test_extract(completion: str, expected: tuple[str | None, bool]) -> None:
     assert extract_answer(completion) == expected
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "\\boxed{" * 20_000,
-        "{" * 100_000,
-        "\\boxed{" + "{" * 50_000 + "}" * 50_000 + "}",
-        "answer: " * 12_000,
-        "####" * 25_000,
-        "a" * 100_000,
-        "\\" * 100_000,
-        "\\boxed{1}" * 20_000,
-        "\\boxed{1} and " * 10_000,
-        "\\boxed{1}" + " " * 100_000 + "\\boxed{2}",
-        "final answer is " * 6_000,
-        "The answer is " + "." * 100_000,
-        "Answer:\n" + "1. " * 30_000,
-    ],
-)
-def test_extraction_is_linear(text: str) -> None:
-    start = time.perf_counter()
-    extract_answer(text)
-    assert time.perf_counter() - start < 0.5
+# Worst cases for a scanner, each built at a size n (the sizes they were once timed at).
+LONG: dict[str, tuple[Callable[[int], str], int]] = {
+    "boxes opened": (lambda n: "\\boxed{" * n, 20_000),
+    "braces opened": (lambda n: "{" * n, 100_000),
+    "one deep box": (lambda n: "\\boxed{" + "{" * n + "}" * n + "}", 50_000),
+    "answer: repeated": (lambda n: "answer: " * n, 12_000),
+    "#### repeated": (lambda n: "####" * n, 25_000),
+    "letters": (lambda n: "a" * n, 100_000),
+    "backslashes": (lambda n: "\\" * n, 100_000),
+    "boxes in a row": (lambda n: "\\boxed{1}" * n, 20_000),
+    "boxes joined by and": (lambda n: "\\boxed{1} and " * n, 10_000),
+    "two boxes far apart": (lambda n: "\\boxed{1}" + " " * n + "\\boxed{2}", 100_000),
+    "final answer is repeated": (lambda n: "final answer is " * n, 6_000),
+    "a sentence of dots": (lambda n: "The answer is " + "." * n, 100_000),
+    "a numbered list": (lambda n: "Answer:\n" + "1. " * n, 30_000),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LONG))
+def test_extraction_is_linear(case: str) -> None:
+    """Work counted, not timed (tests/scoring/work.py): twice the input, at most twice the
+    Python steps and the characters scanned."""
+    build, n = LONG[case]
+    assert_linear(extract_answer, build, n)
+
+
+def test_the_count_catches_a_quadratic_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check can fail: with no cap on the boxes joined into one answer, each box of a row
+    looks back (`rfind`) over the whole text before it, and the characters scanned quadruple."""
+    monkeypatch.setattr(sys.modules["pipeline.scoring.extract"], "_MAX_GROUP", 10**9)
+    build, _ = LONG["boxes in a row"]
+    with pytest.raises(AssertionError):
+        assert_linear(extract_answer, build, 1_000)
