@@ -31,6 +31,7 @@ from pipeline.scoring.sandbox import (
     require_tools,
     seccomp_filter,
 )
+from tests.scoring.waits import recorded
 
 try:
     require_tools()
@@ -42,14 +43,17 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason=MISSING)
 SPEC = encode_spec("f", [[[1, 2, 3, 4]], [[]], [[5, 7, 8]]], [6, 0, 8])
 WRONG_F = "def f(xs):\n    return -1\n"
 DEADLINE = 1.0  # short deadline for the cases that must hit it
-SLACK = 2.0
 
 
 def judge(source: str, answer: str = SPEC, timeout: float = 3.0) -> Verdict:
-    """Verify and check the verdict is a plain wrong answer (reward 0, not an error)."""
-    start = time.monotonic()
-    verdict = verify(source, answer, "code", timeout=timeout)
-    assert time.monotonic() - start < timeout + SLACK, verdict
+    """Verify and check the verdict is a plain wrong answer (reward 0, not an error), and that
+    the hostile code could not hold the parent past the deadline: its waits on the sandbox are
+    recorded, not timed (tests/scoring/waits.py), each at most `timeout` but the reap of a
+    process group already sent SIGKILL, and the sandbox was reaped."""
+    with recorded() as waits:
+        verdict = verify(source, answer, "code", timeout=timeout)
+    waits.check(timeout)
+    assert waits.count("reap") >= 1, waits.events
     assert verdict.reason == "wrong", verdict
     assert verdict.correct is False and verdict.reward == 0.0, verdict
     return verdict

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,9 @@ import pytest
 from pipeline.errors import SieveError
 from pipeline.scoring import Verdict, math_verify_only, verify, verify_batch
 from pipeline.scoring.worker import TIMEOUT_ENV, default_worker, resolve_timeout
+from tests.scoring.waits import recorded
 
 DEADLINE = 2.0
-SLACK = 1.0
 
 PATHOLOGICAL = {
     "tower_vs_5": ("\\boxed{9^{9^{9}}}", "5"),
@@ -42,12 +43,16 @@ def _check(verdict: Verdict) -> None:
         assert isinstance(verdict.correct, bool) and verdict.reward is not None
 
 
-def _timed(call: Callable[[], Verdict]) -> Verdict:
-    default_worker().warm_up()  # a respawn after the previous timeout is not what we time
-    start = time.perf_counter()
-    verdict = call()
-    elapsed = time.perf_counter() - start
-    assert elapsed < DEADLINE + SLACK, f"took {elapsed:.2f}s"
+def _bounded(call: Callable[[], Verdict], deadline: float = DEADLINE) -> Verdict:
+    """The verdict, with the parent's waits on the worker recorded, not timed
+    (tests/scoring/waits.py): it waited on the child at most `deadline` (a reap after SIGKILL
+    aside), and exactly once when math-verify was asked."""
+    default_worker().warm_up()  # start-up (a respawn after a timeout) is never charged
+    with recorded() as waits:
+        verdict = call()
+    waits.check(deadline)
+    asked = verdict.detail == "math_verify" or verdict.detail.startswith(("timeout", "worker"))
+    assert waits.count("poll") == (1 if asked else 0), (verdict, waits.events)
     _check(verdict)
     return verdict
 
@@ -55,7 +60,7 @@ def _timed(call: Callable[[], Verdict]) -> Verdict:
 @pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
 def test_pathological_main_thread(name: str) -> None:
     completion, gold = PATHOLOGICAL[name]
-    _timed(lambda: verify(completion, gold, timeout=DEADLINE, marker_required=False))
+    _bounded(lambda: verify(completion, gold, timeout=DEADLINE, marker_required=False))
 
 
 @pytest.mark.parametrize("name", ["tower_vs_5", "parens_5000", "digits_100k"])
@@ -70,21 +75,23 @@ def test_pathological_in_thread(name: str) -> None:
 
         thread = threading.Thread(target=target)
         thread.start()
-        thread.join(DEADLINE + SLACK + 5)
+        thread.join()
         return box[0]
 
-    _timed(in_thread)
+    _bounded(in_thread)
 
 
 def test_pathological_in_pool() -> None:
     completion, gold = PATHOLOGICAL["frac_5000"]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        _timed(lambda: pool.submit(verify, completion, gold, timeout=DEADLINE).result())
+        _bounded(lambda: pool.submit(verify, completion, gold, timeout=DEADLINE).result())
         assert pool.submit(verify, "\\boxed{\\sqrt{8}}", "2\\sqrt{2}").result().correct is True
 
 
 def test_timeout_is_verifier_error_then_recovers() -> None:
-    verdict = _timed(lambda: verify("\\boxed{9^{9^{9}}}", "5", timeout=1.0, marker_required=False))
+    verdict = _bounded(
+        lambda: verify("\\boxed{9^{9^{9}}}", "5", timeout=1.0, marker_required=False), 1.0
+    )
     assert verdict.reason == "verifier_error" and verdict.detail.startswith("timeout")
     assert (
         verify("\\boxed{2^{10}}", "1024", timeout=DEADLINE, marker_required=False).correct is True
@@ -98,15 +105,27 @@ def test_batch_continues_after_timeout() -> None:
     assert [v.reason for v in verdicts] == ["correct", "verifier_error", "correct", "wrong"]
 
 
-def test_child_death_is_verifier_error() -> None:
+def test_child_death_is_verifier_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child is killed while the parent waits for its reply: ordered by an event (the
+    parent's poll for the reply has begun), not by a timer."""
     worker = default_worker()
     worker.warm_up()
     pid = worker.pid
     assert pid is not None
-    killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
+    waiting = threading.Event()
+    poll = Connection.poll
+
+    def poll_and_tell(self: Connection, timeout: float | None = 0.0) -> bool:
+        if timeout == 10.0:
+            waiting.set()
+        return poll(self, timeout)
+
+    monkeypatch.setattr(Connection, "poll", poll_and_tell)
+    killer = threading.Thread(target=lambda: waiting.wait(60) and os.kill(pid, signal.SIGKILL))
     killer.start()
     verdict = verify("\\boxed{9^{9^{9}}}", "5", timeout=10.0, marker_required=False)
     killer.join()
+    assert waiting.is_set()
     assert verdict.reason == "verifier_error" and "died" in verdict.detail
     assert verify("\\boxed{\\sqrt{8}}", "2\\sqrt{2}").correct is True
     assert worker.pid != pid
