@@ -107,6 +107,7 @@ class Setup:
     warm_updates: int = 12  # the warm checkpoint: uniform updates from the base, seed 0's pool
     cell_prompts: int = 16  # the warm checkpoint's cell measurement: prompts per cell
     cell_samples: int = 8  # ... samples per prompt
+    recipe: str = "real_train.toml"  # data/configs/: the GRPO recipe under the protocol's lr/β
 
     @property
     def per_update(self) -> int:
@@ -131,6 +132,26 @@ SMOKE = Setup(
     cell_samples=2,
 )
 SMOKE_MIX = {"arith": [1, 2], "linear": [1]}
+# `--policy tiny`: the tiny headline (issue 45 point 6) under the same protocol. The start is
+# the bootstrapped tiny policy as given (`sieve bootstrap`, which `make demo` runs: its revision
+# and held-out accuracy are recorded), the `cold` setting; the pool is the whole generator mix.
+TINY = Setup(
+    budget=49_152,  # 96 updates of 512: uniform's old run reached its final within 43 k
+    batch_prompts=64,
+    group_size=8,
+    pool_size=2_048,
+    candidates=512,
+    marks=4,
+    per_level=20,
+    samples=8,
+    lr=2e-4,
+    temperature=1.0,
+    max_new_tokens=16,
+    backend="hf",
+    prompt_format="raw",
+    recipe="tiny_train.toml",
+)
+TINY_MODEL = ROOT / "data" / "models" / "tiny"
 
 
 # ---------------------------------------------------------------- training settings
@@ -141,7 +162,7 @@ def grpo(setup: Setup, seed: int) -> Any:
     from pipeline.recipes import load_settings
     from pipeline.train import for_device
 
-    settings = load_settings(ROOT / "data" / "configs" / "real_train.toml")
+    settings = load_settings(ROOT / "data" / "configs" / setup.recipe)
     cfg = settings.grpo_config(
         lr=setup.lr,
         lr_warmup_steps=0,
@@ -540,11 +561,14 @@ def start_point(
     held: pl.DataFrame,
     runs_dir: Path,
     state_dir: Path,
+    model_dir: Path | None = None,
 ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """The setting's start weights and their record (hash, evaluation, cells, cost), cached:
     the record under results (it outlives the machine), the warm weights under `state_dir`."""
     pol.model.load_state_dict(base)
     pol.sync()
+    from pipeline.policy.model import folder_revision
+
     if setting == "warm":
         folder = state_dir / "warm"
         if not (folder / "config.json").is_file():
@@ -605,6 +629,7 @@ def start_point(
             "by_level": ev["by_level"],
             "eval_seconds": ev["seconds"],
             "cost": cost,
+            "model_revision": folder_revision(model_dir) if model_dir is not None else None,
             "cells": measure_cells(setup, pol, mix) if setting == "warm" else None,
         }
         atomic_write(record_path, record)
@@ -707,7 +732,8 @@ def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict
     uni = {r["seed"]: r for r in runs if r["arm"] == "uniform"}
     out: dict[str, Any] = {
         "start": {
-            k: start.get(k) for k in ("hash", "greedy", "sampled", "scored", "cost", "cells")
+            k: start.get(k)
+            for k in ("hash", "greedy", "sampled", "scored", "cost", "cells", "model_revision")
         },
         "runs": [run_row(r) for r in runs],
     }
@@ -851,12 +877,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4])
     ap.add_argument("--smoke", action="store_true", help="tiny policy, hf backend, seconds")
+    ap.add_argument(
+        "--policy",
+        choices=("smollm2", "tiny"),
+        default="smollm2",
+        help="tiny: the bootstrapped tiny policy on the whole generator mix (results "
+        "headline_tiny*; setting cold only: the policy as bootstrapped)",
+    )
     ap.add_argument("--results", type=Path, default=None, help="output folder")
     ap.add_argument("--state", type=Path, default=None, help=f"weights folder (default {STATE})")
     ap.add_argument("--summarise", action="store_true", help="JSON + PNG from the progress files")
     ap.add_argument("--is-done", action="store_true", help="exit 0 if every run asked is done")
     args = ap.parse_args(argv)
-    setup = SMOKE if args.smoke else Setup()
+    setup = SMOKE if args.smoke else TINY if args.policy == "tiny" else Setup()
     arms = [a for a in args.arms.split(",") if a]
     bad = [a for a in arms if a not in ARMS]
     if bad:
@@ -872,13 +905,21 @@ def main(argv: list[str] | None = None) -> None:
             model_dir = state / "tiny"
             if not (model_dir / "config.json").is_file():
                 create_tiny_model(model_dir, seed=0)
+    elif args.policy == "tiny":
+        from pipeline.problems import FAMILIES, family_levels
+
+        if args.setting != "cold":
+            raise SystemExit("--policy tiny has one start, the bootstrapped policy: --setting cold")
+        out, state = args.results or RESULTS, args.state or STATE / "tiny"
+        mix = {f: list(family_levels(f)) for f in FAMILIES}
+        model_dir = args.model or TINY_MODEL
     else:
         from pipeline.problems.mix import load_mix
 
         out, state = args.results or RESULTS, args.state or STATE
         mix = load_mix(MIX_FILE).levels()
         model_dir = args.model or MODEL
-    name = "headline_smoke" if args.smoke else "headline"
+    name = "headline_smoke" if args.smoke else f"headline_{args.policy}".replace("_smollm2", "")
     runs_dir = out / f"{name}_runs"
     if args.is_done:
         paths = [progress_path(runs_dir, args.setting, a, s) for s in args.seeds for a in arms]
@@ -893,7 +934,9 @@ def main(argv: list[str] | None = None) -> None:
         )
         pol = load(setup, model_dir)  # type: ignore[arg-type]  # the fields load reads
         base = {k: v.detach().clone() for k, v in pol.model.state_dict().items()}
-        weights, start = start_point(setup, args.setting, pol, base, mix, held, runs_dir, state)
+        weights, start = start_point(
+            setup, args.setting, pol, base, mix, held, runs_dir, state, model_dir
+        )
         for seed in args.seeds:
             for arm in arms:
                 run_arm(
