@@ -60,7 +60,7 @@ def alternating(flat: set[str], calls: list[int]) -> Any:
 
     def reward(items: Sequence[Item], samples: Sequence[Sample]) -> Scores:
         seen: dict[str, int] = {}
-        values = []
+        values: list[float | None] = []
         for it in items:
             k = seen[it.prompt] = seen.get(it.prompt, -1) + 1
             values.append(0.0 if it.prompt in flat else float(k % 2))
@@ -78,7 +78,7 @@ def test_dynamic_sampling_keeps_only_informative_groups_and_counts_every_rollout
     t = trainer(toy, dynamic_sampling(source, target=2, max_rounds=5))
     spy = Spy(toy["reward"])
     t.reward_fn = spy
-    total = 0
+    total = 0.0
     for step in range(3):
         spy.calls.clear()
         h = t.run_step(step).metrics

@@ -121,7 +121,12 @@ def test_child_death_is_verifier_error(monkeypatch: pytest.MonkeyPatch) -> None:
         return poll(self, timeout)
 
     monkeypatch.setattr(Connection, "poll", poll_and_tell)
-    killer = threading.Thread(target=lambda: waiting.wait(60) and os.kill(pid, signal.SIGKILL))
+
+    def kill_when_waiting() -> None:
+        if waiting.wait(60):
+            os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_when_waiting)
     killer.start()
     verdict = verify("\\boxed{9^{9^{9}}}", "5", timeout=10.0, marker_required=False)
     killer.join()

@@ -66,8 +66,8 @@ def path(tmp_path: Path) -> Path:
     return led
 
 
-def count_problems(path: Path, **kwargs: bool) -> int:
-    with Ledger.open(path=path, **kwargs) as led:
+def count_problems(path: Path, read_only: bool = False) -> int:
+    with Ledger.open(path=path, read_only=read_only) as led:
         ((n,),) = led.run("SELECT count(*) FROM problems")
     return int(n)
 
@@ -95,7 +95,7 @@ class Refusals:
 
 
 def open_after_release(
-    path: Path, held_read_only: bool, monkeypatch: pytest.MonkeyPatch, **kwargs: bool
+    path: Path, held_read_only: bool, monkeypatch: pytest.MonkeyPatch, read_only: bool = False
 ) -> None:
     """Open `path` while another process holds it; the open is refused, keeps waiting while the
     holder holds, and succeeds once the holder is gone. Ordered by events, not by sleeps."""
@@ -103,7 +103,7 @@ def open_after_release(
     refused = Refusals(monkeypatch)
     with ThreadPoolExecutor(max_workers=1) as pool:
         with holder(path, read_only=held_read_only):
-            opened = pool.submit(count_problems, path, **kwargs)
+            opened = pool.submit(count_problems, path, read_only)
             assert refused.first.wait(120), opened.exception(0) if opened.done() else "no try"
             assert not opened.done()  # refused, and still waiting: neither failed nor opened
         # the holder has exited (the block waits for it), so the lock is free
@@ -114,7 +114,7 @@ def open_after_release(
 def test_an_opener_waits_for_a_writer_to_finish(
     path: Path, read_only: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    open_after_release(path, False, monkeypatch, read_only=read_only)
+    open_after_release(path, False, monkeypatch, read_only)
 
 
 def test_a_writer_waits_for_a_reader_to_close(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
