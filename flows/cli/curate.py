@@ -92,17 +92,24 @@ MAX_GROUP_SIZE = 1024
 GROUP_FIELDS = ("screen_g", "refine_g", "stage1_g", "max_group_size")
 
 
-def check_group_sizes(cfg: CurateConfig, config: Path | None) -> None:
-    """One SieveError line when a group size of `cfg` is past `MAX_GROUP_SIZE` (the config
-    allows up to 2^31 - 1, which no machine samples at once); `config` names the file."""
+def check_curate_config(cfg: CurateConfig, config: Path | None) -> None:
+    """One SieveError line (`config` names the file) when a group size of `cfg` is past
+    `MAX_GROUP_SIZE` (the config allows up to 2^31 - 1, which no machine samples at once), or
+    when it samples at temperature 0: greedy samples of a prompt are all alike, so no group
+    can disagree and the curation would write an empty curriculum, exit 0, as `latest`."""
+    where = f"{config}: " if config is not None else ""
     for name in GROUP_FIELDS:
         value = getattr(cfg, name)
         if value > MAX_GROUP_SIZE:
-            where = f"{config}: " if config is not None else ""
             raise SieveError(
                 f"{where}{name} = {value} is more samples of one prompt than a sampler holds at "
                 f"once; at most {MAX_GROUP_SIZE}"
             )
+    if cfg.sampling.temperature == 0:
+        raise SieveError(
+            f"{where}temperature 0 (greedy) samples every prompt alike, so no group can "
+            "disagree and the curriculum would be empty; curate at a temperature > 0"
+        )
 
 
 def eval_config(**values: Any) -> EvalConfig:
@@ -180,7 +187,7 @@ def curate(
         overrides["sampling"] = {**cfg.sampling.model_dump(), **given}
     if overrides:
         cfg = validated(CurateConfig, {**cfg.model_dump(), **overrides})
-    check_group_sizes(cfg, config)
+    check_curate_config(cfg, config)
     quiet_prefect(home)  # after the config checks (a bad one writes nothing), before flows.scale
     from flows.scale import ScaleConfig  # imports Prefect, which reads this home's set-up
 
@@ -191,6 +198,7 @@ def curate(
     if backend != "openai" and not folder.exists():
         raise SieveError(f"model folder {folder} does not exist (run `sieve bootstrap` first?)")
     cfg = with_recipe_sampling(cfg, folder, chosen)
+    check_curate_config(cfg, config)
     summary = run_curate(str(folder), backend, base_url or [], home, cfg, engine.options(), scale)
     _print_summary(summary)
 

@@ -26,7 +26,7 @@ from flows.cli.common import (
     stage_lines,
     start_flows,
 )
-from flows.cli.curate import check_group_sizes
+from flows.cli.curate import check_curate_config
 from flows.cli.options import (
     ENGINE,
     BackendOpt,
@@ -259,7 +259,7 @@ def _loop_config(config: Path | None, n: int | None) -> CurateConfig:
     from pipeline.selection import CurateConfig, load_curate_config
 
     cfg = load_curate_config(config) if config is not None else CurateConfig()
-    check_group_sizes(cfg, config)
+    check_curate_config(cfg, config)
     if n is not None:
         if n < 1:
             raise SieveError(f"--n must be >= 1, got {n}")

@@ -33,6 +33,15 @@ import typer
 from pipeline.errors import SieveError
 
 
+def home_path(text: str) -> Path:
+    """`--home TEXT` as a path; an empty one is refused (it meant the current folder)."""
+    if not text:
+        raise SieveError(
+            f"--home {text!r} is empty; name the home folder (`--home .` for this one)"
+        )
+    return Path(text)
+
+
 def checked_home(home: Path | None) -> Path | None:
     """`--home` as given, once the home it names (else $SIEVE_HOME's, else ./data) can be a
     folder: not a file, a device, a dangling or looping symlink, or a path below a file (each
@@ -70,6 +79,8 @@ HomeOpt = Annotated[
     typer.Option(
         "--home",
         help="Sieve home (ledger, models); default $SIEVE_HOME or ./data.",
+        parser=home_path,
+        metavar="<path>",
         callback=checked_home,
     ),
 ]
@@ -128,6 +139,8 @@ class OptionBlock:
                         f"invalid {self.flag} {pair!r}: expected KEY=VALUE with KEY one of "
                         + ", ".join(self.fields)
                     )
+                if key in values:  # the last one used to win without a word
+                    raise SieveError(f"invalid {self.flag}: {key} is given twice")
                 typ, _ = field_type_and_help(self.settings, key)
                 try:
                     values[key] = typ(raw.strip()) if typ in (int, float) else raw.strip()

@@ -113,6 +113,8 @@ def train(
         sys.stdout.write(settings_toml(settings, [*header, f"backend {backend}"]))
         return
     check_sampling(cid, curated, folder, settings, strict)
+    if resume:
+        check_resumable(cid, folder, settings, backend, home)
     out.print(
         f"train {cid}: model {folder} ({why}); {recipe.line()}",
         markup=False,
@@ -167,6 +169,26 @@ def train_recipe(
     except ValueError as exc:  # `grpo.total_steps must be ...`: what --steps gave
         raise SieveError(f"--steps {steps}: {exc}" if steps is not None else str(exc)) from None
     return recipe, settings
+
+
+def check_resumable(
+    cid: str, folder: Path, settings: TrainSettings, backend: str, home: Path | None
+) -> None:
+    """SieveError when `--resume` finds no checkpoint of this run (the curriculum, model,
+    settings and backend name it): it used to train a fresh run without a word."""
+    from grpo_core import checkpoint as ckpt
+    from pipeline.home import resolve_home
+    from pipeline.policy.model import folder_revision
+    from pipeline.train import train_id_for
+
+    train_id = train_id_for(cid, folder_revision(folder), settings, backend)
+    root = resolve_home(home) / "checkpoints" / train_id
+    if not ckpt.list_steps(root):
+        raise SieveError(
+            f"--resume: training {train_id} (curriculum {cid}, model {folder}, these settings) "
+            f"has no checkpoint in {root}, so there is nothing to resume; drop --resume to "
+            "start it"
+        )
 
 
 def check_sampling(

@@ -146,8 +146,23 @@ def dataset_name(family_name: str) -> str:
     name = family_name.removeprefix(PREFIX)
     if name not in LEVEL_CONFIGS:
         known = ", ".join(f"{PREFIX}{n}" for n in sorted(LEVEL_CONFIGS))
+        if _in_reasoning_gym(name):  # it exists: say that Sieve has no levels for it
+            raise SieveError(
+                f"reasoning-gym dataset {name!r} has no levels in Sieve (LEVEL_CONFIGS in "
+                f"pipeline/problems/rg.py); families with levels: {known}"
+            )
         raise SieveError(f"unknown reasoning-gym family {family_name!r}; with levels: {known}")
     return name
+
+
+def _in_reasoning_gym(name: str) -> bool:
+    """True when the installed reasoning-gym has a dataset `name` (False when not installed)."""
+    try:
+        rg_version()
+        from reasoning_gym.factory import DATASETS
+    except (SieveError, ImportError):
+        return False
+    return name in DATASETS
 
 
 def level_config(dataset: str, level: int) -> dict[str, Any]:

@@ -185,6 +185,12 @@ CASES: list[tuple[str, str, str, str]] = [
         "screen_g = 100000 is more samples of one prompt than a sampler holds at once; at most",
     ),
     (
+        "curate: sampling.temperature = 0",
+        "curate",
+        "[sampling]\ntemperature = 0.0\n",
+        "temperature 0 (greedy) samples every prompt alike, so no group can disagree",
+    ),
+    (
         "curate: max_group_size = 100000",
         "curate",
         "max_group_size = 100000\n",
@@ -230,7 +236,7 @@ def test_bad_config_value_is_one_line_and_writes_nothing(
 
 
 def test_the_config_catalogue_holds_every_probe() -> None:
-    assert len(CASES) == 41 and len({c[0] for c in CASES}) == len(CASES)
+    assert len(CASES) == 42 and len({c[0] for c in CASES}) == len(CASES)
 
 
 @pytest.mark.timeout(30)  # today's main blocks in open() on a FIFO

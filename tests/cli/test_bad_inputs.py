@@ -12,6 +12,7 @@ skip with the reason otherwise). `test_verbose_*` runs the CLI as a subprocess, 
 from __future__ import annotations
 
 import html
+import importlib.util
 import io
 import json
 import os
@@ -351,6 +352,30 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str] | pytest.Paramete
         ["ingest", "{d}/q.parquet"],
         "column 'answer' holds a cell of 2,097,152 bytes; a cell is at most 1,048,576 bytes",
     ),
+    # issue 47: surprises, each now refused
+    (
+        "curate: --temperature 0",
+        {},
+        ["curate", "--temperature", "0", "--n", "10"],
+        "temperature 0 (greedy) samples every prompt alike",
+    ),
+    ("--home ''", {}, ["stats", "--home", ""], "--home '' is empty"),
+    (
+        "--engine with a key twice",
+        {},
+        ["train", "--curriculum", "cur-nope", "--engine", "max_model_len=1024,max_model_len=2048"],
+        "invalid --engine: max_model_len is given twice",
+    ),
+    pytest.param(
+        "generate: rg:sudoku, a dataset without levels",
+        {},
+        ["generate", "--family", "rg:sudoku"],
+        "reasoning-gym dataset 'sudoku' has no levels in Sieve",
+        id="generate: rg:sudoku, a dataset without levels",
+        marks=pytest.mark.skipif(
+            not importlib.util.find_spec("reasoning_gym"), reason="reasoning-gym is not installed"
+        ),
+    ),
     (
         "eval: samples past int32, before loading the model",
         {"m": TINY, "m/model.safetensors": TRUNCATED},
@@ -441,7 +466,7 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
 
 
 def test_the_catalogue_holds_every_case() -> None:
-    assert len(ROWS) == 75 and len({c[0] for c in ROWS}) == len(ROWS)
+    assert len(ROWS) == 79 and len({c[0] for c in ROWS}) == len(ROWS)
     assert all(p.id == p.values[0] for p in PARAMS)
     assert len(FLOW_CASES) == 5
 
@@ -496,6 +521,21 @@ def test_parquet_text_past_the_import_cap_is_one_line(
     before = checksums(seeded_home)
     code, err = run_cli(["ingest", str(file), "--home", str(seeded_home)], capfd)
     assert "1,229,100 bytes of text in 'question', 'answer'" in error_line(code, err)
+    assert checksums(seeded_home) == before
+
+
+def test_train_resume_with_nothing_to_resume_is_one_line(
+    seeded_home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`train --resume` with no checkpoint of that run trained a fresh run without a word
+    (issue 47); it is refused before Prefect starts, naming the run and where it looked."""
+    model = seeded_home / "models" / "tiny"
+    argv = ["train", "--resume", "--steps", "1", "--model", str(model)]
+    before = checksums(seeded_home)
+    code, err = run_cli([*argv, "--home", str(seeded_home)], capfd)
+    line = error_line(code, err)
+    assert "--resume: training train-" in line and "nothing to resume" in line, line
+    assert f"has no checkpoint in {seeded_home}/checkpoints/train-" in line
     assert checksums(seeded_home) == before
 
 
