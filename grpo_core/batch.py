@@ -52,7 +52,8 @@ class Batch:
     # the sampling engine's log-probs of the completion tokens (0 where unknown or padding)
     engine_lp: Tensor | None = None  # (B, Tc)
     has_engine: Tensor | None = None  # (B,) bool: this row's engine log-probs are known
-    # (B,) bool: replayed rows, whose behaviour log-probs are the reference's (None: no such row)
+    # (B,) bool: replayed rows, sampled by another policy than the step's start: their behaviour
+    # log-probs are their engine_lp where has_engine, else the reference's (None: no such row)
     replayed: Tensor | None = None
 
 
@@ -311,10 +312,18 @@ class StepInputs:
         self.tis: list[tuple[float, dict[str, float]]] = []  # (engine tokens, metrics) per part
 
     def is_weights(self, j: int, part: Batch, old: Tensor, cap: float) -> Tensor | None:
-        """Part j's truncated importance weights, from its first iteration's log-probs; a
-        replayed row's behaviour log-probs are its own `logprobs` when it carries them (taken
-        at the weights that sampled it, `grpo_core.history.with_behaviour_logprobs`), else
-        the step's reference log-probs."""
+        """Part j's truncated behaviour weights w = min(π_prox / μ, cap) (B, Tc), the
+        `token_weight` of the decoupled objective (`grpo_core.loss`): π_prox is `old`, the
+        trainer's log-probs at the step's start (taken once, at the first iteration); μ is a
+        replayed row's own `logprobs` when it carries them (taken at the weights that sampled
+        it, `grpo_core.history.with_behaviour_logprobs`), else the step's reference log-probs,
+        and a fresh row's engine log-probs where the sampler reported them; 1 elsewhere. None:
+        no row has a behaviour policy of its own (the plain on-policy path).
+
+        Refused (TrainerError): replayed rows with `cap` = 0 (that turns the weights off, and a
+        replayed row would push as if sampled at the step's start), and a replayed row with
+        neither its own log-probs nor a reference to read μ from."""
+        self._check_replayed(part, cap)
         engine_lp, has_engine = part.engine_lp, part.has_engine
         if part.replayed is not None and self.ref is not None:
             ref, rep = self.ref[j], part.replayed  # (B, Tc), (B,)
@@ -330,6 +339,33 @@ class StepInputs:
             self.weights[j], metrics = truncated_is_weights(old, engine_lp, known, cap)
             self.tis.append((float(known.sum()), metrics))
         return self.weights[j]
+
+    def kl_weights(self, j: int, part: Batch, old: Tensor, cap: float) -> Tensor | None:
+        """Part j's KL-term weights (B, Tc): a replayed row's truncated behaviour weights (its
+        KL term is importance-weighted like its policy-gradient term), 1 on every other row;
+        None when the part has no replayed row (fresh rows' KL terms stay unweighted)."""
+        if part.replayed is None or not bool(part.replayed.any()):
+            return None
+        w = self.is_weights(j, part, old, cap)
+        assert w is not None  # a replayed row always has a behaviour policy (or is refused)
+        return torch.where(part.replayed[:, None], w, torch.ones_like(w))  # (B, Tc)
+
+    def _check_replayed(self, part: Batch, cap: float) -> None:
+        if part.replayed is None or not bool(part.replayed.any()):
+            return
+        if cap <= 0:
+            raise TrainerError(
+                "replayed samples need tis_cap > 0: their behaviour weights min(π_prox / μ, "
+                "tis_cap) are what corrects them for being sampled by another policy "
+                "(tis_cap = 0 turns them off); set tis_cap (default 2.0) or turn replay off"
+            )
+        own = part.has_engine if part.has_engine is not None else torch.zeros_like(part.replayed)
+        if self.ref is None and bool((part.replayed & ~own).any()):
+            raise TrainerError(
+                "a replayed sample without behaviour log-probs (Sample.logprobs) needs the "
+                "reference's, the weights that sampled it: set reference to frozen or "
+                "lora_base, or give each replayed sample its log-probs"
+            )
 
     def tis_metrics(self) -> dict[str, float]:
         """Engine/trainer mismatch metrics, token-weighted over micro-batches; {} without."""

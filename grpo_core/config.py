@@ -32,6 +32,15 @@ loss term β·k(logp, ref_logp), differentiated through logp at tokens sampled o
   acts through informative groups only; there `grpo`'s std scales the penalty together with
   the task reward (β relative to the group's spread), `rloo`/`dr_grpo` keep it at scale β.
 
+Off-policy rows (replayed curation samples, `Sample.replayed`; issue 46 point 5): their KL
+term is importance-weighted by the same truncated behaviour weight w = min(π_prox/μ, tis_cap)
+as their policy-gradient term (`grpo_core.loss`), not left out: k's value and gradient above are
+derived for tokens sampled from π, and w carries a replayed token's term from its behaviour
+policy μ back to π_prox, the policy at the step's start; leaving it out would let replayed rows
+drift from the reference unopposed. Fresh rows' KL terms are unweighted (also with engine
+log-probs, as TRL). Under `kl_in_reward` the penalty enters the advantage, which w already
+weighs in the policy-gradient term.
+
 Departure from seed 002: its lr 2e-6 is for 7B models; the built-in tiny char-level model needs
 roughly 1e-4..1e-3, so the default is 1e-4.
 
@@ -130,8 +139,9 @@ class GRPOConfig:
     # "bf16": forward passes under torch.autocast(bfloat16), master weights and Adam stay fp32
     # (faster where the device has bf16 matmuls; log-softmax stays fp32); "off": plain dtype
     autocast: AutocastName = "off"
-    # truncated importance sampling cap for engine/trainer log-prob mismatch (Yao et al. 2025;
-    # TRL vllm_importance_sampling_cap); used only when the sampler reports log-probs; 0 = off
+    # cap of the truncated behaviour weights w = min(π_prox/μ, cap): engine/trainer log-prob
+    # mismatch (Yao et al. 2025; TRL vllm_importance_sampling_cap) and replayed samples' decoupled
+    # objective (policy-gradient and KL terms; grpo_core.loss); 0 = off, refused with replay
     tis_cap: NonNegative = 2.0
     # run each distinct prompt once per micro-batch and its completions on its KV cache (same
     # loss, less compute: G rows share one prompt); False runs every row in full

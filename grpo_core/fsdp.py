@@ -245,7 +245,8 @@ def pad_parts(d: Dist, parts: list[Batch], first: Batch) -> tuple[list[Batch], i
 
     count = torch.tensor([len(parts)])
     dist.all_reduce(count, op=dist.ReduceOp.MAX)
-    pad = dataclasses.replace(first, engine_lp=None, has_engine=None)  # no IS metrics from it
+    # no IS metrics (nor a replay refusal) from it: it weighs nothing
+    pad = dataclasses.replace(first, engine_lp=None, has_engine=None, replayed=None)
     return parts + [pad] * (int(count) - len(parts)), len(parts)
 
 

@@ -5,17 +5,28 @@
   off-policy sample whose behaviour log-prob is the reference log-prob the trainer computes for
   KL anyway. On a prompt's *first* visit (the first step since `start` whose batch draws it) its
   stored samples are its group (`Sample.replayed`, scored again by the trainer's reward
-  function); the trainer weights each token by min(π_θ/π_ref, tis_cap) (`grpo_core.batch.
-  StepInputs.is_weights`), which is exactly 1 while the policy is still the reference. Later
-  visits sample fresh. Replayed samples are not new rollouts (`Collected.rollouts` counts only
-  fresh ones; `replayed_rollouts` reports the others). Needs a reference model (`reference` not
-  "none"); matching the sampling settings (temperature, top-p, token budget) is the job of
-  whoever loads the stored samples (`pipeline.replay`).
+  function). The trainer trains a replayed row on the decoupled clipped objective
+  (`grpo_core.loss`, issue 46 point 5): ratio r = π_θ/π_prox to the policy at the step's start,
+  clipped as usual, times the behaviour weight w = min(π_prox/π_ref, tis_cap)
+  (`grpo_core.batch.StepInputs.is_weights`), which is exactly 1 while the policy is still the
+  reference; its KL term is weighted by the same w. Later visits sample fresh. Replayed samples
+  are not new rollouts (`Collected.rollouts` counts only fresh ones; `replayed_rollouts` reports
+  the others). Needs a reference model (`reference` not "none") and `tis_cap` > 0; matching the
+  sampling settings (temperature, top-p, token budget) is the job of whoever loads the stored
+  samples (`pipeline.replay`).
+- Selection bias, measured (issue 46 point 5): a replayed group is, unless the caller says
+  otherwise (`selecting`), the very samples the curation kept its prompt on; it was kept because
+  it disagreed (its pass rate was inside the band), so it is not a fresh draw of the prompt and
+  is informative more often than a fresh group of the same prompt. Each step reports
+  `replayed_groups`, `replayed_selecting_groups` (of those, the selecting samples),
+  `replayed_flat_groups` and `fresh_groups` / `fresh_flat_groups` (zero-variance by the task
+  reward and `zero_var_tol`, as the skip decides); `pipeline.replay.replay_bias` sums them per
+  training run. Nothing here selects on other samples.
 - `with_behaviour_logprobs`: samples drawn from weights that are *not* the reference (a later
   night's curation, after training moved the policy) carry their behaviour log-probs instead,
-  computed by the trainer's own forward at those weights before they change; the IS weights are
-  then π_θ over them (Yao et al. 2025's truncated IS, with the sampling weights' log-probs taken
-  by the trainer), exactly 1 until the policy moves.
+  computed by the trainer's own forward at those weights before they change; the behaviour
+  weights are then π_prox over them (Yao et al. 2025's truncated IS, with the sampling weights'
+  log-probs taken by the trainer), exactly 1 until the policy moves.
 - `ZeroVarSkip` / `skip_zero_variance` (issue 30 point 3), after GRESO (Zheng et al. 2025, "Act
   Only When It Pays"): a prompt whose last k visits were all zero-variance (`streaks`, from the
   ledger's curation and training history and updated as this run visits it) is skipped with
@@ -41,7 +52,7 @@ Test: `.venv/bin/pytest tests/grpo_core/test_history.py -q`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -63,6 +74,13 @@ def visit_weight(size: int | None) -> int | float:
     if size is None or size >= FULL_GROUP:
         return 1
     return max(size, 0) / FULL_GROUP
+
+
+def is_flat(part: Scores, tol: float) -> bool:
+    """Whether a group's judged rewards are zero-variance (`is_uninformative` at `tol`); a
+    group with no judged reward is not."""
+    known = [r for r in part.rewards if r is not None]
+    return bool(known) and bool(is_uninformative(max(known), min(known), tol))
 
 
 @dataclass
@@ -103,10 +121,7 @@ class ZeroVarSkip:
     def observe(self, items: Sequence[Item], parts: Sequence[Scores], tol: float) -> None:
         """Extend or reset each visited prompt's streak by its group's rewards; the group's size
         is its number of samples (judged or not), as drawn."""
-        flats = []
-        for part in parts:
-            known = [r for r in part.rewards if r is not None]
-            flats.append(bool(known) and bool(is_uninformative(max(known), min(known), tol)))
+        flats = [is_flat(part, tol) for part in parts]
         sizes = [len(part.rewards) for part in parts]
         self.observe_flags([it.key for it in items], flats, sizes)
 
@@ -142,10 +157,16 @@ class _FirstVisits:
 
 
 def replay_curation(
-    stored: Mapping[str, Sequence[Sample]], start: int = 0, skip: ZeroVarSkip | None = None
+    stored: Mapping[str, Sequence[Sample]],
+    start: int = 0,
+    skip: ZeroVarSkip | None = None,
+    selecting: Collection[str] | None = None,
 ) -> Collector:
     """The plain batch source, with each prompt's first visit since `start` replaying its stored
-    samples (`stored[item.key]`, ≥ 2 of them) and, with `skip`, zero-variance prompts skipped."""
+    samples (`stored[item.key]`, ≥ 2 of them) and, with `skip`, zero-variance prompts skipped.
+    `selecting`: the keys whose stored samples are the ones the curation selected the prompt on
+    (None: every key, as for a curriculum's own screen/refine runs); replayed groups of these
+    keys are counted in `replayed_selecting_groups`."""
     visits = _FirstVisits(start)
 
     def collect(t: Rollouts, step: int) -> Collected:
@@ -169,7 +190,12 @@ def replay_curation(
                 "replaying curation samples needs the reference log-probs (their behaviour "
                 "policy): set reference to frozen or lora_base, or turn replay off"
             )
-        return _assemble(t, step, items, replay, fresh, stored, skip, skipped)
+        c = _assemble(t, step, items, replay, fresh, stored, skip, skipped)
+        chosen = [items[i].key for i in replay]
+        c.metrics["replayed_selecting_groups"] = float(
+            len(chosen) if selecting is None else sum(k in selecting for k in chosen)
+        )
+        return c
 
     return collect
 
@@ -205,12 +231,17 @@ def _assemble(
         for i, g, p in zip(replay, got, _split(scores, got), strict=True):
             groups[i], parts[i] = g, p
     order = sorted(groups)
+    tol = t.cfg.zero_var_tol
     metrics = {
         "skipped_zero_var": float(skipped),
         "replayed_rollouts": float(sum(len(groups[i]) for i in replay)),
+        "replayed_groups": float(len(replay)),
+        "replayed_flat_groups": float(sum(is_flat(parts[i], tol) for i in replay)),
+        "fresh_groups": float(len(fresh)),
+        "fresh_flat_groups": float(sum(is_flat(parts[i], tol) for i in fresh)),
     }
     if skip is not None:
-        skip.observe([items[i] for i in order], [parts[i] for i in order], t.cfg.zero_var_tol)
+        skip.observe([items[i] for i in order], [parts[i] for i in order], tol)
     if not order:  # every prompt skipped: train on nothing, spend nothing
         return Collected(items[:1], [[]], Scores([], []), 0, metrics=metrics)
     kept = [items[i] for i in order]
@@ -229,9 +260,10 @@ def with_behaviour_logprobs(
     is now, read by the trainer's forward (temperature, autocast, prefix sharing of `cfg`).
 
     Call it while `model` holds the weights that sampled `stored` (a night's curation, before
-    that night's training): replay then weighs each token by min(π_θ / those, tis_cap) instead
-    of by π_θ / π_ref, which is right only for samples the reference drew. `prompts[key]` is the
-    rendered prompt the trainer will see for `key`. One group per forward, no grad."""
+    that night's training): replay then weighs each token by min(π_prox / those, tis_cap)
+    (π_prox: the policy at the step's start) instead of by π_prox / π_ref, which is right only
+    for samples the reference drew. `prompts[key]` is the rendered prompt the trainer will see
+    for `key`. One group per forward, no grad."""
     device = next(model.parameters()).device
     policy = Policy(model, None, cfg, tokenizer, pad_id(tokenizer), device)
     out: dict[str, list[Sample]] = {}

@@ -20,12 +20,40 @@ every denominator. Aggregations, registered by name in `AGGREGATIONS`:
                 trainer passes `GRPOConfig.dr_grpo_tokens` (loss_norm_tokens or max_new_tokens),
                 the same every step, not the step's longest completion.
 
-Truncated importance sampling (Yao et al. 2025, "Your efficient RL framework secretly brings you
-off-policy RL training"; TRL's `vllm_importance_sampling_cap`, verl's TIS): when the sampling
-engine's log-probs differ from the trainer's at the same weights, each token's policy-gradient
-term is multiplied by the detached weight min(exp(trainer_old − engine), cap)
-(`truncated_is_weights`, passed to `grpo_loss` as `token_weight`). The KL term is not weighted,
-as in TRL.
+Rows sampled by another policy than the one the step starts from: the decoupled clipped
+objective (decoupled PPO, Hilton et al. 2022, "Batch size-invariance for policy optimization";
+DOTS' `compute_policy_loss_temp`). With μ the behaviour policy that sampled the row, π_prox the
+policy at the step's start (`old_logp`: the trainer's own log-probs there) and π_θ the policy
+being updated, each token's term is
+
+    −w · min(r·A, clip(r, 1 − eps_low, 1 + eps_high)·A) + β · w_kl · k(logp, ref_logp),
+    r = π_θ / π_prox,   w = min(π_prox / μ, cap) (detached; `token_weight`),
+
+w_kl = w on off-policy rows, 1 on the others (`kl_weight`). Why this one: the expectation over
+μ of w·(PPO term) is, up to the truncation, the expectation over π_prox of the PPO term, the
+on-policy objective at the step's start; and the clip is a trust region around π_prox, the
+policy the step starts from, not around μ. Clipping r_μ = π_θ/μ instead (PPO with μ as "old")
+would freeze every token whose π_prox/μ already left [1 − eps_low, 1 + eps_high] (most of a
+stale sample) and, where the advantage pulls back toward μ, let it pull unclipped. The
+truncation at `cap` bounds the variance a very stale token can add (Yao et al. 2025's truncated
+IS), at the cost of a bias where it binds (tokens π_prox favours far more than μ did count
+for less than they should). DOTS clips r_μ into [w(1 − ε), w(1 + ε)], which is w·clip(r)
+since r_μ = w·r: the same objective, with w not truncated.
+With `num_iterations` = 1 the only iteration has r ≡ 1, so the clip cannot bind there: the
+update is w·A·∇logπ, w ≤ cap, and the trust region acts from the second iteration on, as it
+does for on-policy rows (whose w is 1).
+
+The weights are `truncated_is_weights`, from the trainer's step-start log-probs and the
+behaviour log-probs (`grpo_core.batch.StepInputs.is_weights`): for a replayed curation sample
+(`Sample.replayed`) its own `Sample.logprobs` (taken at the weights that sampled it) or, when
+absent, the reference's (it was sampled by the reference weights); for a fresh sample the
+sampling engine's log-probs when it reports them (truncated IS for engine/trainer mismatch, Yao
+et al. 2025, "Your efficient RL framework secretly brings you off-policy RL training"; TRL's
+`vllm_importance_sampling_cap`, verl's TIS). KL term: importance-weighted by the same w on
+replayed rows (k's value and gradient are derived for tokens sampled from π, so a replayed
+row's KL term is an estimate under μ that w carries back to π_prox, as its policy-gradient term);
+not weighted on fresh rows, engine mismatch included, as in TRL (their w is 1 up to numerics,
+and the on-policy path stays bitwise as before). `kl_ref` reports the weighted term's mean.
 
 Departure: Dr. GRPO divides by a fixed constant; we count only valid sequences in it, so that
 uninformative groups do not dilute the gradient (consistent with the other two aggregations).
@@ -159,6 +187,7 @@ def grpo_loss(
     truncated: Tensor | None = None,
     entropy: Tensor | None = None,
     token_weight: Tensor | None = None,
+    kl_weight: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
     """Scalar loss and metrics for one micro-batch of B completions of T tokens.
 
@@ -168,8 +197,10 @@ def grpo_loss(
     out (None keeps them); kl_estimator picks the KL term (k3 default); max_tokens is the
     `dr_grpo` constant (default T); entropy (B, T) per-token entropy, only for the metric
     (`grpo_core.logprobs` computes it in the log-prob pass);
-    token_weight (B, T) multiplies each token's policy-gradient term (importance weights,
-    treated as constants).
+    token_weight (B, T) multiplies each token's policy-gradient term (the truncated behaviour
+    weights w of the module docstring, treated as constants: the decoupled objective when
+    `old_logp` is the step's start); kl_weight (B, T) multiplies each token's KL term (w on
+    off-policy rows, 1 elsewhere; constants), None leaves it unweighted.
     """
     _check(aggregation, beta, ref_logp)
     valid = valid_tokens(mask, informative, truncated)  # (B, T)
@@ -183,6 +214,8 @@ def grpo_loss(
         kl = KL_ESTIMATORS[kl_estimator](
             torch.where(valid, logp, zero), torch.where(valid, ref_logp, zero)
         )  # (B, T)
+        if kl_weight is not None:  # off-policy rows: importance-weighted, as their pg term
+            kl = kl * kl_weight.detach().to(kl.dtype)  # (B, T)
         metrics["kl_ref"] = _masked_mean(kl, valid)
         if beta > 0:
             per_token = per_token + beta * kl  # (B, T)

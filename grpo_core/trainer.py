@@ -27,6 +27,9 @@ Engine log-probs: when samples carry `logprobs`, the trainer's log-probs at the 
 (the first forward's, or the old log-probs when `num_iterations` > 1) are compared with them
 (`logprob_mismatch`) and each token's policy-gradient term is weighted by
 min(exp(trainer − engine), `tis_cap`) (truncated IS, Yao et al. 2025); `tis_cap` = 0 only measures.
+Replayed samples (`Sample.replayed`, drawn by another policy μ) train on the decoupled clipped
+objective (`grpo_core.loss`): ratio to the step's start (the old log-probs), clipped, times
+min(π_old/μ, `tis_cap`) on the policy-gradient and the KL term; refused with `tis_cap` = 0.
 
 Safety: a non-finite reward, loss or gradient (checked before each `optimizer.step()`) refuses
 the step: gradient discarded, parameters and optimiser state untouched, `skipped_steps` + 1. A

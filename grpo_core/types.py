@@ -58,11 +58,13 @@ class Sample:
     # the engine's summed log-prob when it reports only the sum (hf); kept in the ledger's
     # train_rollouts, never read by the trainer
     logprob_sum: float | None = None
-    # a stored curation sample replayed by `grpo_core.collect.replay_curation`; not counted as
-    # a new rollout. Its behaviour log-probs are its `logprobs` when given (taken at the weights
-    # that sampled it: `grpo_core.history.with_behaviour_logprobs`), else the reference
-    # log-probs the trainer computes for KL (it was sampled from the reference weights); the
-    # truncated IS weights are π_θ over them
+    # a stored curation sample replayed by `grpo_core.history.replay_curation`, or any sample
+    # drawn by another policy than the step's start; not counted as a new rollout. Its behaviour
+    # log-probs μ are its `logprobs` when given (taken at the weights that sampled it:
+    # `grpo_core.history.with_behaviour_logprobs`), else the reference log-probs the trainer
+    # computes for KL (it was sampled from the reference weights). It trains on the decoupled
+    # clipped objective (`grpo_core.loss`): ratio to the step's start, clipped, times the
+    # truncated behaviour weight min(π_prox/μ, tis_cap), on its KL term too
     replayed: bool = False
 
 

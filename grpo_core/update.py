@@ -26,7 +26,8 @@ def part_loss(
     entropy: Tensor | None,
 ) -> tuple[Tensor, dict[str, float]]:
     """Micro-batch j's loss (`grpo_core.loss.grpo_loss`) and its metrics: `logp` (B, T) under
-    the current weights, `old` (B, T) at the sampling weights, `entropy` (B, T) if measured."""
+    the current weights, `old` (B, T) at the step's start (the proximal policy of the decoupled
+    objective; the sampling weights of a fresh row), `entropy` (B, T) if measured."""
     return grpo_loss(
         logp,
         old,
@@ -43,6 +44,7 @@ def part_loss(
         truncated=part.truncated if cfg.mask_truncated else None,
         entropy=entropy,
         token_weight=ctx.is_weights(j, part, old, cfg.tis_cap),
+        kl_weight=ctx.kl_weights(j, part, old, cfg.tis_cap),
     )
 
 

@@ -19,6 +19,10 @@
   runs and training steps (query `zero_var_streaks`), each weighed by its size
   (`grpo_core.history.visit_weight`: a G = 4 screen is half a visit), the history `ZeroVarSkip`
   starts from.
+- `replay_bias`: per training run, how many replayed groups were the very curation samples that
+  selected their prompt, and how often replayed and fresh groups were zero-variance (the step
+  metrics `grpo_core.history.replay_curation` reports, summed from `train_metrics`): replayed
+  groups were kept because they disagreed, so their flat share is not a fresh draw's.
 
 Test: `.venv/bin/pytest tests/test_replay.py -q`.
 """
@@ -145,3 +149,45 @@ def zero_var_streaks(ledger: Ledger) -> dict[str, float]:
         pid: int(k) if float(k).is_integer() else float(k)
         for pid, k in zip(frame["problem_id"].to_list(), frame["streak"].to_list(), strict=True)
     }
+
+
+BIAS_METRICS = (
+    "replayed_groups",
+    "replayed_selecting_groups",
+    "replayed_flat_groups",
+    "fresh_groups",
+    "fresh_flat_groups",
+)
+
+
+@dataclass(frozen=True)
+class ReplayBias:
+    """One training run's replay, summed over its steps (`replay_bias`)."""
+
+    replayed_groups: int  # groups trained on stored curation samples
+    selecting_groups: int  # of those, the very samples the curation kept the prompt on
+    replayed_flat: int  # replayed groups that were zero-variance (task reward)
+    fresh_groups: int  # groups sampled fresh by the run (under a replaying collector)
+    fresh_flat: int  # of those, zero-variance
+
+    @property
+    def replayed_flat_share(self) -> float | None:
+        return self.replayed_flat / self.replayed_groups if self.replayed_groups else None
+
+    @property
+    def fresh_flat_share(self) -> float | None:
+        return self.fresh_flat / self.fresh_groups if self.fresh_groups else None
+
+
+def replay_bias(ledger: Ledger, train_id: str) -> ReplayBias:
+    """How much of `train_id`'s replay trained on the samples that selected its prompts, and the
+    zero-variance share of its replayed groups against its fresh ones (all 0 for a run without
+    a replaying collector, or one recorded before these metrics existed)."""
+    names = ", ".join(f"'{n}'" for n in BIAS_METRICS)
+    frame = ledger.sql(
+        f"SELECT name, sum(value) AS total FROM train_metrics WHERE train_id = $t "
+        f"AND name IN ({names}) GROUP BY name",
+        {"t": train_id},
+    )
+    got = {name: int(total or 0) for name, total in frame.rows()}
+    return ReplayBias(*(got.get(n, 0) for n in BIAS_METRICS))

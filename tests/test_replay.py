@@ -14,7 +14,13 @@ import pytest
 from pipeline.errors import SieveError
 from pipeline.policy.tokenizer import build_tokenizer
 from pipeline.problems import generate
-from pipeline.replay import curation_visits, stored_groups, zero_var_streaks
+from pipeline.replay import (
+    ReplayBias,
+    curation_visits,
+    replay_bias,
+    stored_groups,
+    zero_var_streaks,
+)
 from pipeline.rollouts import RunInfo, record_run
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.store import Ledger
@@ -414,3 +420,26 @@ def test_a_prompt_solved_in_training_is_a_replay_candidate_not_screened_again(
     assert [c["curation_informative"] for c in cells] == [1.0, 1.0]
     assert [c["training_informative"] for c in cells] == [0.0, 0.0]
     assert [c["training_pass"] for c in cells] == [0.4, 0.5]
+
+
+def test_replay_bias_sums_a_runs_replayed_and_fresh_groups(ledger: Ledger) -> None:
+    """Issue 46 point 5: per training run, the replayed groups, how many were the samples that
+    selected their prompt, and the zero-variance share of replayed against fresh groups."""
+    steps: dict[int, dict[str, float]] = {  # step -> the collector's metrics (replay_curation)
+        0: {"replayed_groups": 3, "replayed_selecting_groups": 3, "replayed_flat_groups": 0,
+            "fresh_groups": 1, "fresh_flat_groups": 0},
+        1: {"replayed_groups": 1, "replayed_selecting_groups": 0, "replayed_flat_groups": 1,
+            "fresh_groups": 3, "fresh_flat_groups": 2, "loss": 0.5},
+    }  # fmt: skip
+    for step, metrics in steps.items():
+        for name, value in metrics.items():
+            ledger.run(
+                "INSERT INTO train_metrics VALUES ($t, $s, $n, $v)",
+                {"t": "run-1", "s": step, "n": name, "v": float(value)},
+            )
+    bias = replay_bias(ledger, "run-1")
+    assert (bias.replayed_groups, bias.selecting_groups, bias.replayed_flat) == (4, 3, 1)
+    assert (bias.fresh_groups, bias.fresh_flat) == (4, 2)
+    assert (bias.replayed_flat_share, bias.fresh_flat_share) == (0.25, 0.5)
+    none = replay_bias(ledger, "another-run")
+    assert none == ReplayBias(0, 0, 0, 0, 0) and none.replayed_flat_share is None

@@ -231,3 +231,24 @@ def test_replay_with_behaviour_logprobs_needs_no_reference(toy: dict[str, Any]) 
     )  # fmt: skip
     m = t.run_step(0).metrics
     assert m["replayed_rollouts"] == 8 and m["is_weight_mean"] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_replay_reports_which_groups_selected_their_prompt_and_which_were_flat(
+    toy: dict[str, Any],
+) -> None:
+    """Issue 46 point 5: each step counts its replayed groups, those that were the samples
+    that selected their prompt (`selecting`; None: all), and the zero-variance ones among
+    replayed and fresh groups, so a run can tell its replay's selection bias."""
+    groups = completions()
+    flat_b = [replace(x, token_ids=(4, 1), text="c") for x in groups["b"]]  # all wrong: flat
+    stored = {"a": groups["a"], "b": flat_b}
+    for selecting, expected in ((None, 2.0), ({"a"}, 1.0)):
+        model, tok = toy["model"](), toy["tokenizer"]()
+        t = Trainer(model, tok, Fixed(groups), toy["reward"], two_prompts, cfg(),
+                    collector=replay_curation(stored, selecting=selecting))  # fmt: skip
+        first, second = t.run_step(0).metrics, t.run_step(1).metrics
+        assert (first["replayed_groups"], first["replayed_flat_groups"]) == (2.0, 1.0)
+        assert first["replayed_selecting_groups"] == expected
+        assert (first["fresh_groups"], first["fresh_flat_groups"]) == (0.0, 0.0)
+        assert (second["replayed_groups"], second["replayed_selecting_groups"]) == (0.0, 0.0)
+        assert (second["fresh_groups"], second["fresh_flat_groups"]) == (2.0, 0.0)
