@@ -35,14 +35,17 @@ each trains on against the prompts whose pass rate over all stored samples lies 
 
 Pools: `pool_samples` reads a Parquet file of completions (`benchmarks/results/
 real_model_pool.parquet`; scored with Sieve's verifier when it has no `reward` column),
-`ledger_samples` the screen and refine rollouts of one model revision of a ledger.
+`ledger_samples` the screen and refine rollouts of one model revision of a ledger (or of
+given runs). `backtest_curation` replays one curation on its own runs with its own config, Sieve
+against uniform (what `sieve demo` leads its summary with).
 
-Test: `.venv/bin/pytest tests/test_backtest.py -q`.
+Test: `.venv/bin/pytest tests/test_backtest.py tests/test_demo.py -q`.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,15 +155,17 @@ def _check_pool(pool: pl.DataFrame, path: Path, columns: list[str]) -> None:
             refuse("verifier", f"{name!r} is not a verifier (valid: {valid})", unknown)
 
 
-def ledger_samples(ledger: Ledger, revision: str | None = None) -> tuple[pl.DataFrame, str]:
+def ledger_samples(
+    ledger: Ledger, revision: str | None = None, runs: Sequence[str] = ()
+) -> tuple[pl.DataFrame, str]:
     """(samples, revision): the screen and refine rollouts of `revision` (default: that of the
-    newest screen run), renumbered per problem in draw order."""
+    newest screen run), renumbered per problem in draw order; `runs`: only those runs."""
     if revision is None:
         newest = ledger.query("backtest_revision")
         if newest.is_empty():
             raise SieveError("the ledger holds no screen runs to backtest (run sieve curate)")
         revision = str(newest["model_revision"][0])
-    samples = ledger.query("backtest_samples", revision=revision)
+    samples = ledger.query("backtest_samples", revision=revision, runs=list(runs))
     if samples.is_empty():
         raise SieveError(f"the ledger holds no screen or refine rollouts of revision {revision}")
     return samples, revision
@@ -351,6 +356,62 @@ def sieve_arm(scored: pl.DataFrame, cfg: CurateConfig, train_g: int | None = Non
         ),
     }
     return Arm(curation + training, informative(fresh), kept, report)
+
+
+# ------------------------------------------------------------------ one curation, replayed
+
+
+@dataclass(frozen=True)
+class CurationBacktest:
+    """What one curation bought, on its own stored samples: Sieve's selection with the
+    curation's config replayed on its screen and refine samples (`sieve_arm`: selected on
+    `selected_on` samples a prompt, training groups of `group_size` judged on the refine samples
+    after those), against uniform groups of `group_size` on every candidate (`uniform_arm`)."""
+
+    curriculum_id: str
+    revision: str
+    candidates: int
+    group_size: int
+    selected_on: int
+    sieve: Arm
+    uniform: Arm
+
+
+def replay_group_size(cfg: CurateConfig) -> int:
+    """The training group size a curation can be replayed with on its own samples: stage 1's,
+    at most half the refine samples (the rest, with the screen's, are what selection reads)."""
+    return max(1, min(cfg.stage1_g, cfg.refine_g // 2))
+
+
+def backtest_curation(ledger: Ledger, curriculum_id: str) -> CurationBacktest:
+    """The curation that wrote `curriculum_id`, replayed on its own screen and refine rollouts
+    with its own config (read from the ledger), its refine lowered by `replay_group_size` so
+    the kept prompts' training groups are samples selection never saw. `NotEnoughSamples` when
+    its samples cannot hold that; a SieveError when the ledger has no such curriculum."""
+    from pipeline.curate import curation_runs
+
+    row = ledger.sql(
+        "SELECT model_revision, config FROM curricula WHERE curriculum_id = $c",
+        {"c": curriculum_id},
+    )
+    if row.is_empty():
+        raise SieveError(f"the ledger holds no curriculum {curriculum_id}")
+    revision, config = str(row["model_revision"][0]), str(row["config"][0])
+    cfg = CurateConfig.model_validate_json(config)
+    samples, _ = ledger_samples(ledger, revision, curation_runs(curriculum_id))
+    g = replay_group_size(cfg)
+    # selection on screen_g + refine_g - g samples: a replay, so no config validation (refine_g
+    # may drop below screen_g; the selection rules read neither)
+    replayed = cfg.model_copy(update={"refine_g": cfg.refine_g - g})
+    return CurationBacktest(
+        curriculum_id=curriculum_id,
+        revision=revision,
+        candidates=samples["problem_id"].n_unique(),
+        group_size=g,
+        selected_on=cfg.screen_g + replayed.refine_g,
+        sieve=sieve_arm(samples, replayed, g),
+        uniform=uniform_arm(samples, g),
+    )
 
 
 # ------------------------------------------------------------------ policies by name, the table

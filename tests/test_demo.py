@@ -1,12 +1,32 @@
-"""`sieve demo` at the foundation stage: problems land in the ledger and the verifiers agree."""
+"""`sieve demo`: at the foundation stage problems land in the ledger and the verifiers agree;
+the real demo's cells and settings; the summary, led by what the night's curation bought (its
+own samples replayed, Sieve against uniform), then the held-out cells that moved, in 80 columns.
+
+The nights themselves are not run here (tests/flows/test_loop.py runs nights): a curation with a
+simulated policy stands for the night's, and the CLI test stubs the night with it.
+
+Test: `.venv/bin/pytest tests/test_demo.py -q`.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pytest
 
-from pipeline.demo import perturb, run_demo
+from flows.loop import (
+    WIDTH,
+    DemoRun,
+    before_after,
+    bought_lines,
+    curation_bought,
+    demo_summary,
+    moved_lines,
+)
+from pipeline.demo import EXAMPLE_SQL, perturb, run_demo
+from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
 
 
@@ -95,3 +115,209 @@ def test_stage_lines_say_each_stage_once_off_a_terminal(
         "curate screen: 3 of 3 done",
         "train: 2 of 2 done",
     ]
+
+
+# --- the demo's summary: what the night's curation bought (issue 47 point 2) --------------------
+
+# the tiny policy's curation (screen G 8, refine +8, stage 1 G 8: replayed with groups of 4) on a
+# simulated policy, small enough to curate in seconds
+NIGHT = CurateConfig(n_candidates=120, mix={"arith": "1-6"}, seed=3, chunk_size=120, **{
+    k: v for k, v in TINY_CURATE.items() if k != "mix"
+})  # type: ignore[arg-type]  # fmt: skip
+MOVED = {("arith", 2): (0.25, 0.5), ("linear", 1): (0.5, 0.25), ("modular", 3): (0.0, 0.125)}
+UNMOVED_FAMILY = "word"  # no cell of it moves: named only by --wide
+
+
+@pytest.fixture
+def night_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home to curate in, with the curation's verifier audit off (as tests/test_backtest.py)."""
+    import pipeline.audit as audit_module
+
+    monkeypatch.setattr(audit_module, "math_verify_only", lambda text, answer, timeout: None)
+    return home
+
+
+def curated(home: Path, seed: int = 3) -> tuple[str, str, str]:
+    """(curriculum id, screen run, refine run) of one curation with NIGHT's knobs."""
+    from flows.curate import curate
+    from tests.simulated import RATES, reachable_problems, simulated_policy
+
+    cfg = NIGHT.model_copy(update={"seed": seed})
+    with Ledger.open(home) as ledger:
+        result = curate(ledger, simulated_policy(reachable_problems(cfg), RATES), cfg)
+    return result.curriculum_id, result.screen_run, result.refine_run
+
+
+def mixed_groups(home: Path, run: str, first: int, last: int, among: list[str] | None) -> int:
+    """Groups of samples first..last of `run` whose answers disagree, counted in SQL."""
+    where = "" if among is None else "AND list_contains($among, problem_id)"
+    with Ledger.open(home, read_only=True) as ledger:
+        return int(
+            ledger.run(
+                "SELECT count(*) FROM (SELECT problem_id FROM rollouts WHERE run_id = $run AND "
+                f"sample_idx BETWEEN $first AND $last {where} GROUP BY problem_id "
+                "HAVING max(reward) > min(reward))",
+                {"run": run, "first": first, "last": last}
+                | ({} if among is None else {"among": among}),
+            )[0][0]
+        )
+
+
+def night_summary(curriculum: str) -> dict[str, Any]:
+    """A night's summary as `flows.nightly` returns it: 34 held-out cells, 3 of them moved."""
+    cells = [(f, lv) for f in ("arith", "linear", "modular", "word") for lv in range(1, 9)]
+    cells += [("gsm8k_example", 1), ("rg:basic_arithmetic", 1)]
+    rows = lambda side: [  # noqa: E731
+        {"family": f, "level": lv, "problems": 20, "greedy": 0.0, "errors": 0,
+         "sampled": MOVED.get((f, lv), (0.0, 0.0))[side]}
+        for f, lv in cells
+    ]  # fmt: skip
+    train = {
+        "before": rows(0), "after": rows(1), "rollouts": 15360, "steps": 30,
+        "heldout_before": {"sampled": 0.028, "greedy": 0.0},
+        "heldout_after": {"sampled": 0.030, "greedy": 0.0},
+        "final_revision": "rev-after",
+    }  # fmt: skip
+    curate = {"curriculum_id": curriculum, "kept": {"stage1": 1}, "rollouts_spent": {"screen": 1}}
+    return {"night": "2026-12-05", "curate": curate, "train": train}
+
+
+def demo_run(home: Path) -> DemoRun:
+    curriculum, _, _ = curated(home)
+    night = night_summary(curriculum)
+    run = DemoRun(home, False, night, before_after(night["train"]))
+    run.bought, run.bought_note = curation_bought(home, night)
+    return run
+
+
+def test_the_replay_is_the_nights_own_samples_sieve_against_uniform(night_home: Path) -> None:
+    """The night's curation replayed on its own screen and refine runs: uniform's groups of 4
+    are the first 4 screen samples of every candidate, Sieve's the last 4 refine samples of its
+    kept prompts, which its selection (on the rest) never read; counted here in SQL. Another
+    curation of the same revision in the ledger changes nothing."""
+    home = night_home
+    curriculum, screen, refine = curated(home)
+    before, note = curation_bought(home, night_summary(curriculum))
+    curated(home, seed=4)  # a second curation, same model revision
+    replay, note = curation_bought(home, night_summary(curriculum))
+    assert note is None and replay is not None and before is not None
+    for arm in ("sieve", "uniform"):
+        first, again = getattr(before, arm), getattr(replay, arm)
+        assert (first.report, first.selected.to_list()) == (again.report, again.selected.to_list())
+    g = replay.group_size
+    assert g == 4 and replay.selected_on == NIGHT.screen_g + NIGHT.refine_g - g == 12
+    with Ledger.open(home, read_only=True) as ledger:
+        candidates = ledger.sql(
+            "SELECT DISTINCT problem_id FROM rollouts WHERE run_id = $r", {"r": screen}
+        )["problem_id"].to_list()
+        refined = set(
+            ledger.sql("SELECT DISTINCT problem_id FROM rollouts WHERE run_id = $r", {"r": refine})[
+                "problem_id"
+            ].to_list()
+        )
+    u, s = replay.uniform, replay.sieve
+    assert replay.candidates == len(candidates) == u.rollouts // g
+    assert u.informative_groups == mixed_groups(home, screen, 0, g - 1, None) > 0
+    kept = s.selected.to_list()
+    assert 0 < len(kept) == s.report["kept"] and set(kept) <= refined
+    fresh = mixed_groups(home, refine, NIGHT.refine_g - g, NIGHT.refine_g - 1, kept)
+    assert s.informative_groups == fresh
+    assert s.report["informative_share"] == fresh / len(kept)
+    assert u.report["informative_share"] == u.informative_groups / len(candidates)
+    # curation as replayed: the screen on every candidate, refine_g - g on each survivor
+    assert s.report["curation_rollouts"] == len(candidates) * NIGHT.screen_g + len(refined) * (
+        NIGHT.refine_g - g
+    )
+
+
+def test_the_summary_leads_with_what_curation_bought_in_80_columns(night_home: Path) -> None:
+    run = demo_run(night_home)
+    lines = demo_summary(run)
+    assert max(map(len, lines)) <= WIDTH
+    assert lines[0] == "What the night's curation bought, on its own stored samples:"
+    assert run.bought is not None
+    s, u = run.bought.sieve, run.bought.uniform
+    share = next(line for line in lines if line.strip().startswith("informative groups"))
+    assert share.split()[-2:] == [
+        f"{100 * s.report['informative_share']:.1f}%",
+        f"{100 * u.report['informative_share']:.1f}%",
+    ]
+    counts = next(line for line in lines if line.strip().startswith("informative / groups"))
+    assert counts.split()[-2:] == [
+        f"{s.informative_groups}/{s.report['kept']}",
+        f"{u.informative_groups}/{run.bought.candidates}",
+    ]
+    cost = next(line for line in lines if line.strip().startswith("rollouts per informative"))
+    assert cost.split()[-2:] == [
+        f"{s.report['rollouts_per_informative_group_training']:,.1f}",
+        f"{u.report['rollouts_per_informative_group']:,.1f}",
+    ]
+    # then the cells that moved, largest sampled change first, and nothing of the others
+    start = lines.index("Held-out cells whose pass@1 moved: 3 of 34, before -> after:")
+    assert start > lines.index(cost)
+    rows = [line.split() for line in lines[start + 2 : start + 5]]
+    assert [r[:2] for r in rows] == [["arith", "2"], ["linear", "1"], ["modular", "3"]]
+    assert rows[0][2:6] == ["20", "25.0%", "->", "50.0%"]
+    assert rows[1][3:6] == ["50.0%", "->", "25.0%"]
+    assert not any(UNMOVED_FAMILY in line for line in lines)
+    assert lines[-1] == "All held-out cells together: sampled pass@1 2.8% -> 3.0%."
+
+
+def test_the_summary_says_why_when_the_night_cannot_be_replayed() -> None:
+    lines = bought_lines(None, "sieve needs 16 samples of 3 prompts")
+    assert lines[1] == "  not replayed: sieve needs 16 samples of 3 prompts"
+    table = before_after(night_summary("cur-x")["train"]).with_columns(
+        sampled_after=pl.col("sampled_before"), sampled_gain=pl.lit(0.0)
+    )
+    assert moved_lines(table) == [
+        "Held-out cells whose pass@1 moved: 0 of 34 (sieve demo --wide shows every cell)."
+    ]
+
+
+@pytest.mark.parametrize("model", [None, "smollm2-135m"])
+@pytest.mark.parametrize("wide", [False, True])
+def test_sieve_demo_prints_the_summary_first_and_the_table_only_with_wide(
+    night_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    model: str | None,
+    wide: bool,
+) -> None:
+    """`sieve demo` (and `--model`, the same code path) with the night itself stubbed: every
+    line fits 80 columns; the summary comes before the rollouts and the ledger; the 34-cell
+    table only with --wide."""
+    import flows.loop
+    from flows.cli import nightly
+    from tests.cli_runner import run_cli
+
+    home = night_home
+    run = demo_run(home)
+    monkeypatch.setattr(flows.loop, "demo", lambda *args, **kwargs: run)
+    monkeypatch.setattr(flows.loop, "demo_real", lambda *args, **kwargs: run)
+    monkeypatch.setattr(nightly, "_demo_problems", lambda home: home / "sieve.duckdb")
+    monkeypatch.setattr(nightly, "start_flows", lambda home: None)
+    argv = ["demo", "--home", str(home)] + (["--model", model] if model else [])
+    code, out, err = run_cli(argv + (["--wide"] if wide else []), capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= WIDTH
+    order = [
+        "What the night's curation bought, on its own stored samples:",
+        "Held-out cells whose pass@1 moved: 3 of 34, before -> after:",
+        "All held-out cells together: sampled pass@1 2.8% -> 3.0%.",
+    ]
+    at = [lines.index(line) for line in order]
+    assert at == sorted(at)
+    spent = next(i for i, line in enumerate(lines) if line.startswith("rollouts spent:"))
+    assert spent > at[-1]
+    table = [line for line in lines[at[-1] : spent] if UNMOVED_FAMILY in line]
+    assert len(table) == (8 if wide else 0)  # every cell of the family, one row each
+    # each query to try is one command, its clauses on continuation lines inside the quotes
+    commands: list[str] = []
+    for line in lines[lines.index("try (after `source .venv/bin/activate`):") + 1 :]:
+        if line.startswith("  sieve sql "):
+            commands.append(line.strip())
+        else:
+            assert line.startswith("    ") and commands, line
+            commands[-1] += " " + line.strip()
+    assert commands == [f'sieve sql "{q}"' for q in [*EXAMPLE_SQL, *nightly.LOOP_SQL]]

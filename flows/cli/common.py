@@ -121,20 +121,22 @@ def bold(text: str) -> Text:
     return Text(printable(text), style="bold")
 
 
-def show(frame: pl.DataFrame, title: str) -> None:
+def show(frame: pl.DataFrame, title: str, width: int | None = None) -> None:
     """`frame` as a titled table on stdout, or `title: none yet` when it is empty. A table wider
-    than the terminal with `<x>_before` / `<x>_after` columns is printed folded (`fitted`)
-    unless `sieve --wide`; `--format csv` (`sieve sql`) always has every column."""
+    than the terminal (or than `width`, when that is narrower) with `<x>_before` / `<x>_after`
+    columns is printed folded (`fitted`) unless `sieve --wide`; `--format csv` (`sieve sql`)
+    always has every column."""
     if frame.height == 0:
         out.print(Text.assemble(bold(title), ": none yet"))
         return
+    limit = min(out.width, width) if width is not None else out.width
     full = table(frame, title=title)
-    if os.environ.get(WIDE_ENV) != "1" and natural_width(full) > out.width:
+    if os.environ.get(WIDE_ENV) != "1" and natural_width(full) > limit:
         folded = fitted(frame)
         if folded is not frame:
-            out.print(table(folded, title=f"{title} (sieve --wide for every column)"))
+            out.print(table(folded, title=f"{title} (sieve --wide for every column)"), width=limit)
             return
-    out.print(full)
+    out.print(full, width=None if os.environ.get(WIDE_ENV) == "1" else limit)
 
 
 def natural_width(renderable: Table) -> int:

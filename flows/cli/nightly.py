@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.rule import Rule
 
 from flows.cli.common import (
     check_backend,
@@ -151,47 +152,102 @@ def demo(
             "--n, --steps and --bootstrap-steps are the tiny policy's."
         ),
     ] = None,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            help="Also print held-out pass@1 before -> after for every family x level cell "
+            "(default: only the cells that moved).",
+        ),
+    ] = False,
 ) -> None:
-    """The main job end to end: bootstrap if missing -> curate -> train -> eval -> summary."""
+    """The main job end to end: bootstrap if missing -> curate -> train -> eval -> a summary led
+    by what the night's curation bought (its own samples, Sieve against uniform draws)."""
     import time
 
-    from flows.loop import DEMO_CURATE, DEMO_TRAIN, demo_real
+    from flows.loop import DEMO_CURATE, DEMO_TRAIN, WIDTH, demo_real, demo_summary
     from flows.loop import demo as run_demo_night
     from pipeline.demo import EXAMPLE_SQL
 
     if n < 10 or bootstrap_steps < 1:
         raise SieveError("--n must be >= 10 and --bootstrap-steps >= 1")
     started = time.perf_counter()
-    out.rule("Sieve demo" + (f" on {model}" if model else ""))
+    out.print(Rule("Sieve demo" + (f" on {model}" if model else "")), width=min(out.width, WIDTH))
     ledger = _demo_problems(home)
     start_flows(home)
     if model is not None:
-        out.print(f"2. {model} -> curate -> train -> eval (one night of the nightly flow, vLLM)")
+        say(f"2. {model} -> curate -> train -> eval (one night of the nightly flow, vLLM)")
         with progress("night") as bar:
             hook = stage_lines(bar, time.monotonic())
-            run = demo_real(home, model, say=out.print, progress=hook)
+            run = demo_real(home, model, say=say, progress=hook)
         title = "held-out pass@1 before -> after on the demo's cells (mean over samples; greedy)"
     else:
         settings = DEMO_TRAIN.with_steps(steps)
         config = DEMO_CURATE.model_copy(update={"n_candidates": n})
-        out.print("2. policy -> curate -> train -> eval (one night of the nightly flow)")
-        run = run_demo_night(home, bootstrap_steps, config, settings, say=out.print)
+        say("2. policy -> curate -> train -> eval (one night of the nightly flow)")
+        run = run_demo_night(home, bootstrap_steps, config, settings, say=say)
         title = "held-out pass@1 before -> after (mean over samples at T=1; greedy)"
-    if not run.table.is_empty():
-        show(run.table, title)
+    out.print()
+    for line in demo_summary(run):
+        say(line)
+    if wide:
+        out.print()
+        show(run.table, title, width=WIDTH)
     cur = run.night["curate"]
     train = run.night.get("train") or {}
-    out.print(
+    out.print()
+    say(
         f"rollouts spent: curation {sum(cur['rollouts_spent'].values())}, "
         f"training {train.get('rollouts', 0)}; "
         f"wall time {(time.perf_counter() - started) / 60:.1f} min"
     )
-    out.print(f"ledger: {ledger}")
+    say(f"ledger: {shown_path(ledger)}")
     if run.report is not None:
-        out.print(f"report: {run.report}")
-    out.print("try (after `source .venv/bin/activate`):")
+        say(f"report: {shown_path(run.report)}")
+    say("try (after `source .venv/bin/activate`):")
     for query in [*EXAMPLE_SQL, *LOOP_SQL]:
-        out.print(f'  sieve sql "{query}"', markup=False, highlight=False, soft_wrap=True)
+        for line in sql_lines(query):
+            out.print(line, highlight=False)
+
+
+def say(text: str, first: str = "", rest: str = "  ") -> None:
+    """Print `text` as lines of at most `flows.loop.WIDTH` columns (the demo's output)."""
+    from flows.loop import wrap
+
+    for line in wrap(text, first, rest):
+        out.print(line, highlight=False)
+
+
+def sql_lines(query: str, width: int | None = None) -> list[str]:
+    """`  sieve sql "QUERY"` in lines of at most `width` (default `flows.loop.WIDTH`) columns,
+    broken before a clause (FROM, WHERE, GROUP BY, ORDER BY, LIMIT) where it must be: inside
+    the quotes a line break is a space to SQL, and a shell keeps it, so the lines paste as
+    one command."""
+    import re
+
+    from flows.loop import WIDTH, wrap
+
+    width = width or WIDTH
+    clauses = re.split(r" (?=(?:FROM|WHERE|GROUP BY|ORDER BY|LIMIT)\b)", query)
+    lines = ['  sieve sql "' + clauses[0]]
+    for clause in clauses[1:]:
+        if len(lines[-1]) + 1 + len(clause) + 1 <= width:  # + 1: the closing quote, at worst
+            lines[-1] += " " + clause
+        else:
+            lines.append("    " + clause)
+    lines[-1] += '"'
+    return [part for line in lines for part in wrap(line, "", "    ", width)]
+
+
+def shown_path(path: Path | str | None) -> str:
+    """`path` relative to the current folder when it lies under it (shorter lines), else as is."""
+    if path is None:
+        return "none"
+    full = Path(path).absolute()
+    try:
+        return str(full.relative_to(Path.cwd()))
+    except ValueError:
+        return str(full)
 
 
 def _demo_problems(home: Path | None) -> Path | None:
@@ -201,10 +257,11 @@ def _demo_problems(home: Path | None) -> Path | None:
 
     found = run_demo(home, n=2000, seed=0)
     c = found.check
-    out.print(
+    say(
         f"1. problems: {int(found.counts['problems'].sum())} in the ledger ({found.new_problems} "
-        f"new); verifier self-check {c.own_correct}/{c.problems} own answers accepted, "
-        f"{c.perturbed_rejected}/{c.problems} perturbed rejected"
+        f"new); verifier self-check: {c.own_correct}/{c.problems} own answers accepted, "
+        f"{c.perturbed_rejected}/{c.problems} perturbed rejected",
+        rest="   ",
     )
     if c.own_correct != c.problems or c.perturbed_rejected != c.problems:
         raise SieveError("verifier self-check failed: see the counts above")
