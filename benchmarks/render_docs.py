@@ -1166,6 +1166,92 @@ def demo_real(r: Results) -> str:
     )
 
 
+def pct_range(rates: Iterable[float]) -> str:
+    """The smallest and largest of some pass rates, as percentages to one decimal: `6.8-17.2 %`."""
+    values = sorted(rates)
+    return f"{num(100 * values[0], 1)}-{num(100 * values[-1], 1)} %"
+
+
+def measured_cells(r: Results) -> dict[tuple[str, int], float]:
+    """SmolLM2's measured pass rate per cell: real_model.json (the generators) and
+    rg_pass_rates.json (reasoning-gym), the results the real demo's cells were chosen by."""
+    rows = [*r("real_model", "by_family_level"), *r("rg_pass_rates", "pass_rates")]
+    return {(row["family"], int(row["level"])): row["pass_rate"] for row in rows}
+
+
+def demo_real_night(r: Results) -> str:
+    """What one night of `make demo-real` does, from the code that runs it
+    (`flows.loop.demo_real_settings`), with each cell's pass rate from the results."""
+    from flows.loop import demo_real_settings
+    from pipeline.recipes import RECIPES, load_settings
+
+    curate, train, _ = demo_real_settings()
+    grpo = train.grpo_config()
+    recipe_lr = load_settings(RECIPES / "real_train.toml").grpo_config().lr
+    measured = measured_cells(r)
+    levels = curate.mix_levels()
+    missing = [(f, lv) for f, lvs in levels.items() for lv in lvs if (f, lv) not in measured]
+    if missing:
+        raise RenderError(f"real_model.json / rg_pass_rates.json: no pass rate of {missing[0]}")
+    rates = [measured[(f, lv)] for f, lvs in levels.items() for lv in lvs]
+    temps = {r("real_model", "temperature"), r("rg_pass_rates", "sampling", "temperature")}
+    cells = ", ".join(f"{family} {spec}" for family, spec in curate.mix.items())
+    return (
+        f"- the cells this model learns in: {cells} (`flows.loop.DEMO_REAL_CELLS`), each "
+        f"measured at {pct_range(rates)} pass@1 at T {' / '.join(map(str, sorted(temps)))} "
+        "(`real_model.json`, `rg_pass_rates.json`);\n"
+        f"- curation: {curate.n_candidates} candidates screened at G = {curate.screen_g}, the "
+        f"survivors refined with {curate.refine_g} more, at T {curate.sampling.temperature};\n"
+        f"- training: {grpo.total_steps} GRPO steps of {train.rollouts_per_step} rollouts with "
+        f"the real recipe (`data/configs/real_train.toml`) at lr {grpo.lr:g} (the recipe's own, "
+        f"{recipe_lr:g}, is sized for long runs);\n"
+        f"- held-out pass@1 on {train.eval_per_level} problems per cell ({train.eval_samples} "
+        f"samples at T {grpo.temperature} plus greedy), before and after."
+    )
+
+
+def real_curriculum_zones(r: Results) -> str:
+    """The real-model pool's cells by zone, with the learnable cells' measured range."""
+    zones = r("real_curriculum", "zones")
+    learnable = [c["pass_rate"] for c in r("real_curriculum", "cells") if c["zone"] == "learnable"]
+    if len(learnable) != zones["learnable"]:
+        raise RenderError("real_curriculum.json: zones.learnable disagrees with cells")
+    span = f" ({pct_range(learnable)} pass@1 when measured)" if learnable else ""
+    total = sum(zones.values())
+    return (
+        f"The pool is `data/configs/real_mix.toml`, {total} cells: {zones['learnable']} in the "
+        f"learnable zone{span}, {zones['never']} near never, {zones['always']} always solved, "
+        f"{zones['unmeasured']} unmeasured (the zones of `benchmarks/real_curriculum.py`); each "
+        "cell's measured pass rate and zone are stored in the results."
+    )
+
+
+def verifier_tables(r: Results) -> str:
+    """The sizes of the verifier's regression tables, counted in the committed test files."""
+    import csv
+    import io
+
+    scoring = ROOT / "tests" / "scoring"
+    with (scoring / "verifier_cases.csv").open(encoding="utf-8", newline="") as f:
+        cases = sum(1 for _ in csv.DictReader(f))
+    _, body = (scoring / "math_verify_cases.csv").read_text(encoding="utf-8").split("\n", 1)
+    rows = list(csv.DictReader(io.StringIO(body)))
+    scored = sum(r["scored"] == "1" for r in rows)
+    known = [
+        line
+        for line in (scoring / "math_verify_known_failures.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    return (
+        f"As committed: `verifier_cases.csv` has {num(cases)} rows; `math_verify_cases.csv` "
+        f"{num(len(rows))} rows, {num(scored)} of them scored, {len(known)} listed in "
+        "`math_verify_known_failures.txt`. `test_math_verify_table.py` fails on any other row "
+        f"that fails, so while it passes the verifier agrees on at least "
+        f"{num(scored - len(known))} of the {num(scored)} scored rows "
+        f"({num(1 - len(known) / scored, 3)})."
+    )
+
+
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "headline-selection": docs_headline.headline_selection,
     "headline-selection-runs": docs_headline.headline_selection_runs,
@@ -1173,6 +1259,9 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "real-curriculum-levels": real_curriculum_levels,
     "real-curriculum-runs": real_curriculum_runs,
     "demo-real": demo_real,
+    "demo-real-night": demo_real_night,
+    "real-curriculum-zones": real_curriculum_zones,
+    "verifier-tables": verifier_tables,
     "headline-real": headline_real,
     "headline-curriculum": headline_curriculum,
     "real-model-run": real_model_run,

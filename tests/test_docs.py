@@ -268,3 +268,53 @@ def test_the_real_model_hand_check_and_wall_times_per_arm(tmp_path: Path) -> Non
         "Of the 20 texts read: 1 hacked, 0 contradicted. "
         "The base model's evaluation, shared by every run: 8 min."
     )
+
+
+# --- issue 47 point 5: numbers the docs used to carry by hand -----------------------------------
+
+
+def test_the_real_demo_night_is_rendered_from_the_code_that_runs_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/real-models.md's account of `make demo-real` reads `flows.loop.demo_real_settings`:
+    a change there changes the page (it said 48 candidates and 12 steps where the code ran 40
+    and 10)."""
+    import flows.loop
+
+    curate, train, engine = flows.loop.demo_real_settings()
+    body = BLOCKS["demo-real-night"](Results(RESULTS))
+    grpo = train.grpo_config()
+    assert f"{curate.n_candidates} candidates screened at G = {curate.screen_g}" in body
+    assert f"{grpo.total_steps} GRPO steps of {train.rollouts_per_step} rollouts" in body
+    assert f"{train.eval_per_level} problems per cell ({train.eval_samples} samples" in body
+    grown = curate.model_copy(update={"n_candidates": curate.n_candidates + 8})
+    monkeypatch.setattr(flows.loop, "demo_real_settings", lambda: (grown, train, engine))
+    assert f"{curate.n_candidates + 8} candidates" in BLOCKS["demo-real-night"](Results(RESULTS))
+
+
+def test_measured_ranges_are_the_cells_own_extremes(tmp_path: Path) -> None:
+    """The learnable-zone range is the smallest and largest learnable pass rate, to one decimal
+    (the page said 7-17 % where the cells measured 6.25-17.2 %)."""
+    cells = [
+        {"family": "a", "level": 1, "pass_rate": 0.0625, "zone": "learnable"},
+        {"family": "a", "level": 2, "pass_rate": 0.171875, "zone": "learnable"},
+        {"family": "b", "level": 1, "pass_rate": 0.01, "zone": "never"},
+    ]
+    zones = {"always": 0, "learnable": 2, "never": 1, "unmeasured": 0}
+    (tmp_path / "real_curriculum.json").write_text(json.dumps({"cells": cells, "zones": zones}))
+    body = BLOCKS["real-curriculum-zones"](Results(tmp_path))
+    assert "2 in the learnable zone (6.2-17.2 % pass@1 when measured), 1 near never" in body
+    zones["learnable"] = 3  # the counts and the cells disagree: refused, not rendered
+    (tmp_path / "real_curriculum.json").write_text(json.dumps({"cells": cells, "zones": zones}))
+    with pytest.raises(RenderError, match="disagrees"):
+        BLOCKS["real-curriculum-zones"](Results(tmp_path))
+
+
+def test_the_verifier_tables_are_counted_in_the_committed_files() -> None:
+    """docs/verifier.md's table sizes are the files' (it said 306 rows where the CSV has more)."""
+    import csv
+
+    with (ROOT / "tests" / "scoring" / "verifier_cases.csv").open(newline="") as f:
+        rows = len(list(csv.reader(f))) - 1  # the header
+    body = BLOCKS["verifier-tables"](Results(RESULTS))
+    assert f"`verifier_cases.csv` has {rows:,} rows" in body
