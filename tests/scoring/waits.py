@@ -1,9 +1,11 @@
 """The parent's blocking waits on its children, recorded instead of timing a verdict.
 
 Within `recorded()`, every wait this process starts on a child is noted with its timeout, from
-any thread: `Connection.poll` (a reply from the math-verify worker), a selector's `select` (the
-code sandbox's pipes), `Popen.wait` (reaping a child); and every SIGKILL it sends (`Popen.kill`
-or `send_signal`, `os.killpg`). `Waits.check(deadline)` holds when the parent never committed to
+the recording thread or any thread started after it (threads already running, such as an
+event loop an earlier test left behind, wait on their own business and are not noted):
+`Connection.poll` (a reply from the math-verify worker), a selector's `select` (the code
+sandbox's pipes), `Popen.wait` (reaping a child); and every SIGKILL it sends (`Popen.kill` or
+`send_signal`, `os.killpg`). `Waits.check(deadline)` holds when the parent never committed to
 wait longer than the deadline on a child that may still run: every poll, select and reap has a
 timeout of at most the deadline, except the reap of a child already sent SIGKILL (the kernel
 ends it at once). A verdict is then as late as its deadline plus the parent's own text steps,
@@ -34,7 +36,13 @@ class Waits:
     events: list[tuple[str, int | None, float | None]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    # threads that were running before the recording began (a Prefect or asyncio loop left by
+    # an earlier test of the session selects with its own timeouts): not the verdict's waits
+    older: frozenset[int] = frozenset()
+
     def note(self, kind: str, pid: int | None, timeout: float | None) -> None:
+        if threading.get_ident() in self.older:
+            return
         with self.lock:
             self.events.append((kind, pid, timeout))
 
@@ -55,7 +63,8 @@ class Waits:
 
 @contextmanager
 def recorded() -> Iterator[Waits]:
-    waits = Waits()
+    here = threading.get_ident()
+    waits = Waits(older=frozenset(t.ident for t in threading.enumerate() if t.ident != here))
     poll, select = Connection.poll, selectors.DefaultSelector.select
     wait, send_signal, killpg = subprocess.Popen.wait, subprocess.Popen.send_signal, os.killpg
 
