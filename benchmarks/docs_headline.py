@@ -103,6 +103,26 @@ def _verdict(block: Any) -> str:
     return "; ".join(parts) + (". **Goal met.**" if met else ". **Goal not met** (yet).")
 
 
+def _made(st: Any) -> str:
+    cost = st["cost"]
+    if not cost:
+        return "the base model"
+    return (
+        f"built by uniform GRPO for {cost['updates']} updates ({cost['rollouts']:,} rollouts, "
+        "charged to no arm) from the base model"
+    )
+
+
+def _zones(st: Any) -> str:
+    cells = st.get("cells")
+    if not cells:
+        return ""
+    zones = [c["zone"] for c in cells]
+    return "; its cells: " + ", ".join(
+        f"{zones.count(z)} {z}" for z in ("always", "learnable", "never") if zones.count(z)
+    )
+
+
 def headline_selection(r: Any) -> str:
     """The README's headline: each setting's table and a verdict against the stated goal."""
     name = "headline"
@@ -117,16 +137,23 @@ def headline_selection(r: Any) -> str:
     ]
     for setting in ("warm", "cold"):
         if setting not in settings:
-            out.append(f"*{setting.capitalize()} start:* no run has finished yet.")
+            built = [
+                st for st in r(name, "starts").get(setting, [])
+                if st["verifier"] == r(name, "verifier")
+            ]  # fmt: skip
+            if not built:
+                out.append(f"*{setting.capitalize()} start:* no run has finished yet.")
+                continue
+            st = built[-1]
+            out.append(
+                f"*{setting.capitalize()} start* ({_made(st)}; weights {st['hash']}; held-out "
+                f"greedy {_f(st['greedy'])}, sampled {_f(st['sampled'])} on {st['scored']} "
+                f"problems{_zones(st)}): no arm × seed has finished yet."
+            )
             continue
         b = settings[setting]
         st = b["start"]
-        cost = st["cost"]
-        made = (
-            f"built by uniform GRPO for {cost['updates']} updates ({cost['rollouts']:,} rollouts, "
-            "charged to no arm) from the base model"
-            if cost else "the base model"
-        )  # fmt: skip
+        made = _made(st)
         out.append(
             f"*{setting.capitalize()} start* ({made}; held-out greedy {_f(st['greedy'])}, "
             f"sampled {_f(st['sampled'])} on {st['scored']} problems): {_verdict(b)}\n\n"

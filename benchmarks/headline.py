@@ -845,16 +845,19 @@ def summary(runs_dir: Path, setup: Setup, model: str) -> dict[str, Any]:
         "verifier": verifier_version(),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "settings": {},
+        "starts": {},  # each setting's start records, finished runs or not
     }
+    keep = ("hash", "greedy", "sampled", "scored", "cost", "cells", "model_revision", "verifier")
     for setting in SETTINGS:
         runs = [json.loads(f.read_text()) for f in sorted(runs_dir.glob(f"{setting}_*_s*.json"))]
         runs = [r for r in runs if r["done"] and r.get("verifier") == verifier_version()]
-        if not runs:
-            continue
         starts = {
             json.loads(f.read_text())["hash"]: json.loads(f.read_text())
-            for f in runs_dir.glob(f"start_{setting}_*.json")
+            for f in sorted(runs_dir.glob(f"start_{setting}_*.json"))
         }
+        out["starts"][setting] = [{k: st.get(k) for k in keep} for st in starts.values()]
+        if not runs:
+            continue
         main = max(starts, key=lambda h: sum(r["start"] == h for r in runs))
         block = summarise_setting([r for r in runs if r["start"] == main], starts[main])
         block["other_starts"] = [run_row(r) for r in runs if r["start"] != main]
