@@ -327,6 +327,22 @@ def fresh(setting: str, arm: str, seed: int, setup: Setup, start: str) -> dict[s
     }
 
 
+def code_commit() -> str | None:
+    """The commit of the checkout this process runs from (None outside git)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip() or None
+
+
 def finished(path: Path) -> bool:
     if not path.is_file():
         return False
@@ -391,6 +407,10 @@ def run_arm(
             p["restarts"] = old.get("restarts", 0) + 1
     if p["saved"] is None:
         shutil.rmtree(weights, ignore_errors=True)
+    commits = p.setdefault("commits", [])  # the code each process of this run ran (resumes add)
+    here = code_commit()
+    if here and (not commits or commits[-1] != here):
+        commits.append(here)
     print(f"{setting} {arm} s{seed}" + (" (resumed)" if p["resumed"] else ""), flush=True)
     began = time.perf_counter() - p["seconds"]
     if not p["curve"]:

@@ -11,11 +11,19 @@
 # first in each seed), warm before cold,
 # so a campaign cut short still compares every arm on the same seeds. RUNS overrides it
 # ("setting:arm:seed ..."). COMMIT=0 leaves git alone.
+#
+# CODE=<folder> runs the benchmark from a pinned checkout (e.g. `git worktree add --detach
+# /work/campaign <commit>`), so the repository can change under a 50-minute run without a lazy
+# import of the running process meeting new code; progress files still land in this repository
+# (--results) and are committed here. Each run file records the commit it ran at.
 set -u
 cd "$(dirname "$0")/.."
-PY=${PY:-.venv-vllm/bin/python}
+MAIN=$(pwd)
+CODE=${CODE:-$MAIN}
+PY=${PY:-$MAIN/.venv-vllm/bin/python}
 STATE=/tmp/sieve-headline
 RUNS_DIR=benchmarks/results/headline_runs
+bench() { (cd "$CODE" && PYTHONPATH="$CODE" "$@" --results "$MAIN/benchmarks/results"); }
 warm=""
 for s in 1 2 3 4; do for a in uniform sieve mopps greso dapo; do warm="$warm warm:$a:$s"; done; done
 RUNS=${RUNS:-"$warm cold:uniform:1 cold:sieve:1 cold:uniform:2 cold:sieve:2"}
@@ -35,17 +43,20 @@ commit() {  # commit the given paths alone, retrying while another git command h
 
 for run in $RUNS; do
     IFS=: read -r setting arm seed <<< "$run"
-    if "$PY" benchmarks/headline.py --is-done --setting "$setting" --arms "$arm" --seeds "$seed"; then
+    if bench "$PY" benchmarks/headline.py --is-done --setting "$setting" --arms "$arm" \
+        --seeds "$seed"; then
         echo "driver: $setting $arm s$seed done before"
         continue
     fi
-    echo "driver: $setting $arm s$seed starts $(date -u +%FT%TZ) at $(git rev-parse --short HEAD)"
-    VLLM_LOGGING_LEVEL=WARNING nice -n 5 "$PY" benchmarks/headline.py --setting "$setting" \
+    echo "driver: $setting $arm s$seed starts $(date -u +%FT%TZ)" \
+        "at $(git -C "$CODE" rev-parse --short HEAD)"
+    VLLM_LOGGING_LEVEL=WARNING bench nice -n 5 "$PY" benchmarks/headline.py --setting "$setting" \
         --arms "$arm" --seeds "$seed" >> "$STATE/log.txt" 2>&1
     rc=$?
     echo "driver: $setting $arm s$seed exit $rc $(date -u +%FT%TZ)"
     file="$RUNS_DIR/${setting}_${arm}_s${seed}.json"
-    if "$PY" benchmarks/headline.py --is-done --setting "$setting" --arms "$arm" --seeds "$seed"; then
+    if bench "$PY" benchmarks/headline.py --is-done --setting "$setting" --arms "$arm" \
+        --seeds "$seed"; then
         line=$("$PY" -c "import json,sys; p=json.load(open(sys.argv[1])); f=p['final']; \
 n=sum(s['update'] for s in p['steps']); r=sum(s['sampled'] for s in p['steps']); \
 print(f\"{r} rollouts, {n} updates, greedy {p['curve'][0]['greedy']:.3f} -> {f['greedy']:.3f}, \
