@@ -116,7 +116,7 @@ def pool_samples(path: Path, marker_required: bool = True) -> pl.DataFrame:
         raise SieveError(f"cannot read pool {path}: {' '.join(str(exc).split())}") from None
     scored_already = {"reward", "correct"} <= set(pool.columns)
     need = ["problem_id", "sample_idx"] + (
-        [] if scored_already else ["completion", "answer", "verifier"]
+        ["reward", "correct"] if scored_already else ["completion", "answer", "verifier"]
     )
     missing = [c for c in need if c not in pool.columns]
     if missing:
@@ -127,8 +127,11 @@ def pool_samples(path: Path, marker_required: bool = True) -> pl.DataFrame:
 
 def _check_pool(pool: pl.DataFrame, path: Path, columns: list[str]) -> None:
     """One SieveError line naming the column and the first row a pool cannot be replayed with:
-    a missing value, a `sample_idx` that is not a whole number >= 0, a completion, answer or
-    verifier that is not text, a verifier that does not exist."""
+    a missing value, a `sample_idx` that is not a whole number >= 0, a (problem_id, sample_idx)
+    stored twice (it would be counted twice), a prompt whose `sample_idx` skips a number (draw
+    order runs 0, 1, 2, ...: a policy reading samples 0..g-1 would get fewer than g), a reward
+    that is not a finite number (NaN has no variance to judge), a completion, answer or verifier
+    that is not text, a verifier that does not exist."""
     from pipeline.scoring import VERIFIERS
 
     def refuse(column: str, problem: str, bad: pl.Series | None = None) -> None:
@@ -144,6 +147,29 @@ def _check_pool(pool: pl.DataFrame, path: Path, columns: list[str]) -> None:
     low = int(index.min()) if pool.height else 0  # type: ignore[arg-type]
     if low < 0:
         refuse("sample_idx", f"must be >= 0, got {low}", index < 0)
+    twice = pool.select("problem_id", "sample_idx").is_duplicated()
+    if twice.any():
+        pid, idx = pool.filter(twice).select("problem_id", "sample_idx").row(0)
+        refuse("sample_idx", f"{idx} of prompt {pid!r} is stored more than once", twice)
+    spans = pool.group_by("problem_id").agg(n=pl.len(), top=pl.col("sample_idx").max())
+    gaps = spans.filter(pl.col("top") != pl.col("n") - 1).sort("problem_id")
+    if gaps.height:
+        pid = gaps["problem_id"][0]
+        held = set(pool.filter(pl.col("problem_id") == pid)["sample_idx"].to_list())
+        hole = min(i for i in range(len(held) + 1) if i not in held)
+        refuse(
+            "sample_idx",
+            f"of prompt {pid!r} skips {hole} ({gaps.height} prompt(s) with gaps); each prompt's "
+            "samples must be numbered 0, 1, 2, ... in draw order",
+        )
+    if "reward" in columns:
+        reward = pool["reward"]
+        if not reward.dtype.is_numeric():
+            refuse("reward", f"must be numbers, not {reward.dtype}")
+        values = reward.cast(pl.Float64)
+        bad = values.is_nan() | values.is_infinite()
+        if bad.any():
+            refuse("reward", f"must be a finite number, got {values.filter(bad)[0]}", bad)
     for column in ("completion", "answer", "verifier"):
         if column in columns and pool[column].dtype != pl.String:
             refuse(column, f"must be text, not {pool[column].dtype}")

@@ -67,6 +67,21 @@ def pool_bytes(**columns: list[Any]) -> bytes:
     return buffer.getvalue()
 
 
+def scored_pool_bytes(rewards: list[float]) -> bytes:
+    """A scored Parquet pool: two prompts, `rewards` split between them in draw order."""
+    half = len(rewards) // 2
+    frame = pl.DataFrame(
+        {
+            "problem_id": ["a"] * half + ["b"] * (len(rewards) - half),
+            "sample_idx": list(range(half)) + list(range(len(rewards) - half)),
+            "reward": rewards,
+        }
+    )
+    buffer = io.BytesIO()
+    frame.with_columns(correct=pl.col("reward") == 1).write_parquet(buffer)
+    return buffer.getvalue()
+
+
 # (id, files to write under the case dir, argv, needle expected in the error line); a case that
 # takes 5 s or more is a pytest.param with the `integration` mark, its id the same first value
 CASES: list[tuple[str, dict[str, str | bytes], list[str], str] | pytest.ParameterSet] = [
@@ -283,8 +298,21 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str] | pytest.Paramete
             ("a negative sample_idx", {"sample_idx": [-1, 0]}, "sample_idx must be >= 0"),
             ("an unknown verifier", {"verifier": ["math", "nope"]}, "'nope' is not a verifier"),
             ("a null completion", {"completion": [None, "3"]}, "completion has a missing"),
+            # issue 47: pools replayed wrong without a word
+            ("a gap in sample_idx", {"sample_idx": [0, 2]}, "sample_idx of prompt 'a' skips 1"),
+            (
+                "a sample stored twice",
+                {"sample_idx": [0, 0]},
+                "sample_idx 0 of prompt 'a' is stored more than once",
+            ),
         ]
     ],
+    (
+        "backtest: pool of NaN rewards",
+        {"p.parquet": scored_pool_bytes([float("nan")] * 4)},
+        ["backtest", "--pool", "{d}/p.parquet", "--policy", "uniform:g=2"],
+        "reward must be a finite number, got nan (row 0)",
+    ),
     (
         "backtest: --png out.txt",
         {"p.parquet": pool_bytes()},
@@ -466,7 +494,7 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
 
 
 def test_the_catalogue_holds_every_case() -> None:
-    assert len(ROWS) == 79 and len({c[0] for c in ROWS}) == len(ROWS)
+    assert len(ROWS) == 82 and len({c[0] for c in ROWS}) == len(ROWS)
     assert all(p.id == p.values[0] for p in PARAMS)
     assert len(FLOW_CASES) == 5
 
