@@ -277,6 +277,7 @@ def run_app(app: typer.Typer) -> None:
     before: dict[int, Any] = {}
     try:  # from the first handler on, so that no signal can land outside it
         _install(before)
+        _check_settings()
         code = command(standalone_mode=False)
         if _run.signal is not None or code == 130:  # typer returns 130 for a KeyboardInterrupt
             _interrupted(_run.signal or signal.SIGINT)
@@ -336,6 +337,15 @@ def _fail(exc: BaseException) -> None:
     if failed is not None:
         _error(failed)
         sys.exit(1)
+
+
+def _check_settings() -> None:
+    """Settings read from the environment, checked before any command runs (a SieveError, one
+    line): $SIEVE_VERIFY_TIMEOUT=inf was taken, and every math-verify verdict was an error."""
+    if os.environ.get("SIEVE_VERIFY_TIMEOUT", "").strip():
+        from pipeline.scoring.worker import resolve_timeout
+
+        resolve_timeout(None)
 
 
 def _check_argv(argv: list[str]) -> None:

@@ -39,6 +39,7 @@ from pipeline.scoring import _mv_child
 
 DEFAULT_TIMEOUT = 3.0
 TIMEOUT_ENV = "SIEVE_VERIFY_TIMEOUT"
+MAX_TIMEOUT = 3600.0  # the longest deadline accepted (seconds)
 MEMORY_LIMIT = 2 << 30
 STARTUP_TIMEOUT = 120.0
 _CHILD_BOOT = f"import sys; from {_mv_child.__name__} import main; main(sys.argv[1:])"
@@ -58,7 +59,9 @@ class WorkerCrashed(WorkerError):
 
 
 def resolve_timeout(timeout: float | None) -> float:
-    """The deadline in seconds: the argument, else $SIEVE_VERIFY_TIMEOUT, else 3 s."""
+    """The deadline in seconds: the argument, else $SIEVE_VERIFY_TIMEOUT, else 3 s. It must be
+    finite, positive and at most `MAX_TIMEOUT` (an hour): `inf` or `1e300` overflowed the wait
+    on the child, and every math-verify verdict became verifier_error (issue 47)."""
     if timeout is None:
         raw = os.environ.get(TIMEOUT_ENV, "").strip()
         if not raw:
@@ -67,10 +70,13 @@ def resolve_timeout(timeout: float | None) -> float:
             timeout = float(raw)
         except ValueError:
             raise SieveError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
-        if not timeout > 0:
-            raise SieveError(f"{TIMEOUT_ENV} must be a positive number of seconds, got {raw!r}")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be positive, got {timeout!r}")
+        if not 0 < timeout <= MAX_TIMEOUT:  # NaN fails both comparisons
+            raise SieveError(
+                f"{TIMEOUT_ENV} must be a number of seconds above 0 and at most "
+                f"{MAX_TIMEOUT:g}, got {raw!r}"
+            )
+    if not 0 < timeout <= MAX_TIMEOUT:
+        raise ValueError(f"timeout must be above 0 and at most {MAX_TIMEOUT:g} s, got {timeout!r}")
     return float(timeout)
 
 

@@ -567,6 +567,29 @@ def test_train_resume_with_nothing_to_resume_is_one_line(
     assert checksums(seeded_home) == before
 
 
+@pytest.mark.parametrize("value", ["inf", "1e300", "3601", "nan", "-1"])
+@pytest.mark.parametrize(
+    "argv",
+    [["verify", "--answer", "1+x", "--completion", "\\boxed{x+1}"], ["stats"]],
+    ids=["verify", "stats"],
+)
+def test_a_verifier_deadline_past_any_wait_is_one_line(
+    seeded_home: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    value: str,
+    argv: list[str],
+) -> None:
+    """`SIEVE_VERIFY_TIMEOUT=inf` (or 1e300) was taken, and every math-verify verdict became
+    verifier_error (an OverflowError in the wait); every command now refuses it up front."""
+    monkeypatch.setenv("SIEVE_VERIFY_TIMEOUT", value)
+    home = [] if argv[0] == "verify" else ["--home", str(seeded_home)]
+    code, err = run_cli([*argv, *home], capfd)
+    line = error_line(code, err)
+    assert "SIEVE_VERIFY_TIMEOUT must be a number of seconds above 0 and at most 3600" in line
+    assert repr(value) in line
+
+
 def test_a_prefect_folder_that_is_a_file_is_one_line(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -185,3 +185,10 @@ def test_timeout_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve_timeout(None)
     with pytest.raises(ValueError):
         resolve_timeout(0)
+    for past in ("inf", "1e300", "3601"):  # issue 47: taken, and every verdict was an error
+        monkeypatch.setenv(TIMEOUT_ENV, past)
+        with pytest.raises(SieveError, match="at most 3600"):
+            resolve_timeout(None)
+        with pytest.raises(ValueError):
+            resolve_timeout(float(past))
+    assert resolve_timeout(3600) == 3600.0
