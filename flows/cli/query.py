@@ -279,6 +279,20 @@ def stats(home: HomeOpt = None) -> None:
                 evidence,
                 "curation vs training evidence by family x level (groups informative, pass rate)",
             )
+        cells = ledger.sql(
+            "SELECT c.cell, c.groups, round(c.weighted_samples, 1) AS weighted_samples, "
+            "round(c.cell_yield, 3) AS cell_yield, count(p.problem_id) AS prompts, "
+            "count(p.problem_id) FILTER (WHERE p.groups > 0) AS seen, "
+            "round(avg(p.mean * (1 - p.mean)), 3) AS mean_learnability "
+            "FROM cell_posterior c LEFT JOIN prompt_posterior p USING (cell) "
+            "GROUP BY ALL ORDER BY c.cell"
+        )
+        if cells.height:
+            show(
+                cells,
+                "difficulty model by family x level (views cell_posterior, prompt_posterior: "
+                "decayed evidence, yield, learnability p(1-p) at the posterior mean)",
+            )
         show(ledger.sql("SELECT * FROM curriculum_summary"), "curricula")
         show(ledger.sql("SELECT * FROM rejection_summary ORDER BY ALL"), "rejections by reason")
         from flows.loop import heldout_by_revision

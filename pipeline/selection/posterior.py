@@ -198,3 +198,88 @@ def posterior_select(
         return Collected(kept, groups, scores, sum(len(g) for g in groups), ts, tr, metrics)
 
     return collect
+
+
+def lineage_clock(runs: pl.DataFrame, checkpoints: pl.DataFrame) -> dict[str, int]:
+    """The update clock each training run starts at (`train_id` → clock): the clock of the
+    checkpoint its base revision is (its run's start + its step), 0 for weights no checkpoint
+    holds. `runs`: train_id, base_revision; `checkpoints`: train_id, step, model_revision."""
+    base = dict(zip(runs["train_id"], runs["base_revision"], strict=True))
+    made: dict[str, list[tuple[str, int]]] = {}
+    for tid, step, rev in checkpoints.select("train_id", "step", "model_revision").iter_rows():
+        made.setdefault(rev, []).append((tid, int(step)))
+    start: dict[str, int] = {}
+    frontier = [t for t, b in base.items() if b is None or b not in made]
+    for t in frontier:
+        start[t] = 0
+    for _ in range(1000):  # the lineage is a forest; depth bounds a malformed one
+        nxt: dict[str, int] = {}
+        for t, b in base.items():
+            if b is None or b not in made:
+                continue
+            got = [start[p] + s for p, s in made[b] if p in start]
+            if got and min(got) < start.get(t, 1 << 62):
+                nxt[t] = min(got)
+        if not nxt:
+            break
+        start.update(nxt)
+    return start
+
+
+def ledger_observations(ledger: Any) -> tuple[pl.DataFrame, int]:
+    """(observations, now) of the whole ledger on the lineage clock (the Python twin of the
+    views posterior_observations / posterior_clock of migration 0016)."""
+    runs = ledger.sql("SELECT train_id, base_revision FROM train_runs")
+    ckpts = ledger.sql("SELECT train_id, step, model_revision FROM checkpoints")
+    start = lineage_clock(runs, ckpts)
+    clock: dict[str, int] = {}
+    for tid, step, rev in ckpts.iter_rows():
+        if tid in start:
+            c = start[tid] + int(step)
+            clock[rev] = min(c, clock.get(rev, c))
+    cur = ledger.sql(
+        "SELECT g.problem_id, p.family || ' ' || p.level AS cell, g.k::DOUBLE AS k, "
+        "g.n::DOUBLE AS n, s.model_revision AS revision FROM group_stats g "
+        "JOIN sampling_runs s USING (run_id) JOIN problems p USING (problem_id) "
+        "WHERE s.purpose IN ('screen', 'refine') AND coalesce(s.temperature, 1.0) > 0 "
+        "AND g.n > 0 AND p.split = 'train'"
+    )
+    trn = ledger.sql(
+        "SELECT t.problem_id, p.family || ' ' || p.level AS cell, t.k::DOUBLE AS k, "
+        "t.n::DOUBLE AS n, t.train_id, t.step FROM train_group_stats t "
+        "JOIN problems p USING (problem_id) WHERE t.n > 0 AND NOT t.skipped "
+        "AND p.split = 'train'"
+    )
+    rev_clock = pl.DataFrame(
+        {"revision": list(clock), "update": list(clock.values())},
+        schema={"revision": pl.String, "update": pl.Int64},
+    )
+    run_start = pl.DataFrame(
+        {"train_id": list(start), "start": list(start.values())},
+        schema={"train_id": pl.String, "start": pl.Int64},
+    )
+    obs = pl.concat(
+        [
+            cur.join(rev_clock, on="revision", how="left")
+            .with_columns(pl.col("update").fill_null(0))
+            .select(list(OBSERVATION_SCHEMA)),
+            trn.join(run_start, on="train_id", how="left")
+            .with_columns(update=pl.col("start").fill_null(0) + pl.col("step").cast(pl.Int64))
+            .select(list(OBSERVATION_SCHEMA)),
+        ]
+    ).cast(OBSERVATION_SCHEMA)  # type: ignore[arg-type]  # a schema dict is what cast takes
+    marks = [0, *clock.values()] + ([int(obs["update"].max())] if obs.height else [])  # type: ignore[arg-type]
+    return obs, max(marks)
+
+
+def ledger_posterior(
+    ledger: Any, cfg: PosteriorConfig = PosteriorConfig()
+) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    """(per cell, per train-split prompt, now): the difficulty model over the whole ledger, as
+    the views cell_posterior / prompt_posterior give it at the default config."""
+    obs, now = ledger_observations(ledger)
+    prompts = ledger.sql(
+        "SELECT problem_id, family || ' ' || level AS cell FROM problems WHERE split = 'train'"
+    )
+    _, cells = cell_posterior(obs, cfg, now)
+    return cells, prompt_posterior(obs, prompts, cfg, now), now

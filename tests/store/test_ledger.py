@@ -47,6 +47,11 @@ VIEWS = {
     "verdict_changes",
     "train_group_stats",
     "train_prompt_trajectory",
+    "posterior_clock",
+    "posterior_observations",
+    "posterior_weighted",
+    "cell_posterior",
+    "prompt_posterior",
 }
 
 
