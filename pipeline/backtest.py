@@ -21,6 +21,14 @@ on, and the report `benchmarks/real_model.py` writes):
   prompts with 0 < k < init continued with `cont` more, trained on all init + cont;
 - `pilot_arm`: pilot-then-commit: `pilot` samples per prompt, a fresh group of g committed to
   prompts whose pilot pass rate lies in the band; the pilot samples are not trained on;
+- `posterior_arm`: select before rollout (issue 46): a stream of steps, each picking `batch`
+  prompts by `pipeline.selection.posterior.posterior_select` (the collector `sieve train` runs
+  with `selection = "posterior"`) from a seeded candidate set of the pool, its posterior fed
+  only by the groups it already trained on; a picked prompt's v-th group is its stored samples
+  v·g .. v·g + g − 1, revealed only once picked. Every rollout it reads trains (none decides
+  only). A prompt is picked at most ⌊depth / g⌋ times, depth the fewest samples any prompt of
+  the pool holds, so how many samples a prompt has stored (on a ledger: more when the screen
+  kept it) never decides what the policy may pick;
 - `sieve_arm`: Sieve's two stages with a `CurateConfig`, as a curation samples them: screen
   (`screen_g`), `refine_g` more on the survivors, `screen_survivors` / `build_curriculum` select
   on the pooled screen_g + refine_g, and the kept prompts' training groups (`train_g`, default
@@ -46,7 +54,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +69,11 @@ from pipeline.selection import (
     screen_survivors,
     stable_uniforms,
 )
+from pipeline.selection.posterior import PosteriorConfig
 from pipeline.store import Ledger
 from pipeline.tomlconfig import first_error
 
-POLICIES = ("uniform", "dapo", "greso", "speed", "pilot", "sieve")
+POLICIES = ("uniform", "dapo", "greso", "speed", "pilot", "posterior", "sieve")
 
 
 class NotEnoughSamples(SieveError):
@@ -333,6 +342,140 @@ def pilot_arm(scored: pl.DataFrame, pilot: int, g: int, band: tuple[float, float
     return Arm(rollouts, informative(fresh), committed, report)
 
 
+def cells(scored: pl.DataFrame) -> dict[str, str]:
+    """Each prompt's cell, as the difficulty model pools it: a `cell` column, else
+    `family level` (the ledger's cells), else one cell for the whole pool."""
+    if "cell" in scored.columns:
+        cell = pl.col("cell").cast(pl.String)
+    elif {"family", "level"} <= set(scored.columns):
+        cell = pl.concat_str([pl.col("family").cast(pl.String), pl.col("level").cast(pl.String)],
+                             separator=" ")  # fmt: skip
+    else:
+        cell = pl.lit("")
+    per = scored.group_by("problem_id").agg(cell.fill_null("").first().alias("cell"))
+    return dict(zip(per["problem_id"].to_list(), per["cell"].to_list(), strict=True))
+
+
+class StoredGroups:
+    """The trainer's side of a collector (`grpo_core.types.Rollouts`), answered from a pool: a
+    prompt's v-th `sample_and_score` reads its stored samples v·g .. v·g + g − 1, and only then
+    (`read` records every group handed out, in order). Candidates are a seeded sample of the
+    prompts with a group left, so a collector sees a prompt's samples only once it picks it."""
+
+    def __init__(self, scored: pl.DataFrame, g: int, visits: int, seed: int) -> None:
+        self.g, self.seed = g, seed
+        rows = scored.filter(pl.col("sample_idx") < visits * g).sort("problem_id", "sample_idx")
+        self.samples: dict[tuple[str, int], list[tuple[float | None, bool | None]]] = {}
+        for pid, idx, reward, correct in rows.select(
+            "problem_id", "sample_idx", "reward", "correct"
+        ).iter_rows():
+            self.samples.setdefault((pid, int(idx) // g), []).append((reward, correct))
+        self.visits = visits
+        self.left = {str(p): visits for p in all_prompts(scored).to_list()}
+        self.read: list[tuple[str, int]] = []
+
+    def open(self) -> list[str]:
+        return sorted(p for p, n in self.left.items() if n)
+
+    def candidates(self, step: int, want: int) -> list[Any]:
+        from grpo_core.seeds import derive_seed
+        from grpo_core.types import Item
+
+        pool = self.open()
+        drawn = random.Random(derive_seed(self.seed, "candidates", step)).sample(
+            pool, min(want, len(pool))
+        )
+        return [Item(prompt=p, answer="", group_size=self.g, key=p) for p in sorted(drawn)]
+
+    def sample_and_score(self, items: Sequence[Any], seed: int, sizes: Any = None) -> Any:
+        from grpo_core.types import Sample, Scores
+
+        groups, rewards, correct = [], [], []
+        for it in items:
+            if not self.left.get(it.key):
+                raise NotEnoughSamples(f"posterior picked {it.key} with no stored group left")
+            visit = self.visits - self.left[it.key]
+            self.left[it.key] -= 1
+            self.read.append((it.key, visit))
+            part = self.samples[(it.key, visit)]
+            groups.append([Sample((), "", False) for _ in part])
+            rewards += [r for r, _ in part]
+            correct += [c for _, c in part]
+        return groups, Scores(rewards, correct), 0.0, 0.0
+
+    def step_seed(self, step: int, round_: int = 0) -> int:
+        from grpo_core.seeds import derive_seed
+
+        return derive_seed(self.seed, "step", step, round_)
+
+
+def posterior_arm(
+    scored: pl.DataFrame,
+    g: int,
+    batch: int,
+    seed: int,
+    steps: int = 0,
+    cfg: PosteriorConfig | None = None,
+) -> Arm:
+    """Select before rollout: `steps` steps (0: one per `batch` × `cfg.candidates` prompts of
+    the pool, at least one) of `posterior_select` over `StoredGroups`, stopping early when fewer
+    than `batch` prompts have a group left. Every rollout read trains; nothing decides only."""
+    from typing import cast
+
+    from grpo_core.types import Rollouts
+    from pipeline.selection.posterior import Observations, posterior_select
+
+    cfg = cfg or PosteriorConfig()
+    prompts = all_prompts(scored)
+    require(scored, prompts, g, f"posterior (g={g})")
+    if prompts.len() < batch:
+        raise NotEnoughSamples(
+            f"posterior needs a batch of {batch} prompts; the pool holds {prompts.len()}"
+        )
+    depth = int(scored.group_by("problem_id").len()["len"].min())  # type: ignore[arg-type]
+    visits = depth // g
+    steps = steps or max(1, prompts.len() // (batch * cfg.candidates))
+    stored = StoredGroups(scored, g, visits, seed)
+    obs = Observations()
+    collect = posterior_select(
+        lambda step, _round: stored.candidates(step, cfg.candidates * batch),
+        cells(scored), obs, batch, seed, cfg,
+    )  # fmt: skip
+    rollouts, predicted, ran = 0, [], 0
+    for step in range(steps):
+        if len(stored.open()) < batch:
+            break
+        got = collect(cast(Rollouts, stored), step)
+        rollouts += got.rollouts
+        predicted.append(got.metrics["predicted_informative"])
+        ran += 1
+    read = pl.DataFrame(
+        [(f"{p}#{v}", r, c) for p, v in stored.read for r, c in stored.samples[(p, v)]],
+        schema={"problem_id": pl.String, "reward": pl.Float64, "correct": pl.Boolean},
+        orient="row",
+    )
+    trained = group_stats(read)  # one row per group trained (prompt#visit)
+    found = informative(trained)
+    report = {
+        "group_size": g,
+        "batch": batch,
+        "steps": ran,
+        "steps_asked": steps,
+        "candidates_per_step": cfg.candidates * batch,
+        "visits_per_prompt": visits,
+        "groups_trained": trained.height,
+        "rollouts": rollouts,
+        "rollouts_deciding": 0,
+        "informative_groups": found,
+        "informative_share": found / trained.height if trained.height else 0.0,
+        "predicted_informative_share": sum(predicted) / len(predicted) if predicted else None,
+        "rollouts_per_informative_group": rollouts / found if found else None,
+        "trained_groups": [list(x) for x in stored.read],  # (problem_id, visit), in order
+    }
+    selected = pl.Series("problem_id", sorted({p for p, _ in stored.read}), dtype=pl.String)
+    return Arm(rollouts, found, selected, report)
+
+
 def sieve_arm(scored: pl.DataFrame, cfg: CurateConfig, train_g: int | None = None) -> Arm:
     """Screen → refine → Sieve's selection → training groups on samples selection never saw."""
     train_g = train_g or cfg.stage1_g
@@ -448,6 +591,9 @@ DEFAULTS: dict[str, dict[str, int | float]] = {
     "greso": {"g": 4, "explore": 0.25, "seed": 0},
     "speed": {"init": 4, "cont": 4},
     "pilot": {"pilot": 4, "g": 8},
+    # steps 0: one per batch x candidates prompts of the pool; the rest: PosteriorConfig's
+    "posterior": {"g": 8, "batch": 8, "steps": 0, "seed": 0}
+    | {f.name: getattr(PosteriorConfig(), f.name) for f in fields(PosteriorConfig)},
     "sieve": {},  # CurateConfig fields, and train_g (default stage1_g)
 }
 
@@ -506,6 +652,29 @@ def _sieve_config(spec: Spec, cfg: CurateConfig) -> tuple[CurateConfig, int | No
     return merged, int(train_g) if train_g is not None else None
 
 
+def _posterior_params(spec: Spec) -> tuple[dict[str, int], PosteriorConfig]:
+    """(g, batch, steps, seed; the difficulty model's config) of a `posterior:...` spec."""
+    defaults = DEFAULTS["posterior"]
+    unknown = sorted(set(spec.params) - set(defaults))
+    if unknown:
+        valid = ", ".join(defaults)
+        raise SieveError(f"policy posterior has no parameter {unknown[0]!r}; valid: {valid}")
+    out: dict[str, Any] = dict(defaults)
+    for key, value in spec.params.items():
+        try:
+            out[key] = type(defaults[key])(value)
+        except ValueError:
+            raise SieveError(f"policy posterior: {key}={value!r} is not a number") from None
+    if min(out["g"], out["batch"]) < 1 or out["steps"] < 0:
+        raise SieveError("policy posterior: g and batch must be positive, steps >= 0")
+    model = {k: v for k, v in out.items() if k not in ("g", "batch", "steps", "seed")}
+    try:
+        cfg = PosteriorConfig(**model)
+    except (ValueError, TypeError) as exc:
+        raise SieveError(f"policy posterior: {exc}") from None
+    return {k: int(out[k]) for k in ("g", "batch", "steps", "seed")}, cfg
+
+
 def run_policy(scored: pl.DataFrame, spec: Spec, cfg: CurateConfig) -> tuple[str, Arm]:
     """(label, arm) of one policy on the pool; `NotEnoughSamples` when the pool is too small."""
     band = (cfg.band_low, cfg.band_high)
@@ -514,6 +683,11 @@ def run_policy(scored: pl.DataFrame, spec: Spec, cfg: CurateConfig) -> tuple[str
         arm = sieve_arm(scored, sieve_cfg, train_g)
         g = arm.report["training_group_size"]
         return f"sieve screen_g={sieve_cfg.screen_g} refine_g={sieve_cfg.refine_g} train_g={g}", arm
+    if spec.name == "posterior":
+        p, model = _posterior_params(spec)
+        arm = posterior_arm(scored, p["g"], p["batch"], p["seed"], p["steps"], model)
+        steps = arm.report["steps"]
+        return f"posterior g={p['g']} batch={p['batch']} steps={steps}", arm
     p = _numbers(spec)
     label = " ".join([spec.name] + [f"{k}={v}" for k, v in p.items() if k != "seed"])
     if spec.name == "uniform":

@@ -38,8 +38,10 @@ def backtest(
         typer.Option(
             "--policy",
             help="NAME[:key=value,...] (repeat): uniform (g), dapo (g, batch, seed), greso (g, "
-            "explore, seed), speed (init, cont), pilot (pilot, g), sieve (CurateConfig fields, "
-            "train_g). Default: each once with its defaults.",
+            "explore, seed), speed (init, cont), pilot (pilot, g), posterior (g, batch, steps, "
+            "seed, and the difficulty model's decay, cap, strength, cell_strength, floor, "
+            "candidates: selects before rollout), sieve (CurateConfig fields, train_g). Default: "
+            "each once with its defaults.",
         ),
     ] = None,
     pool: Annotated[
@@ -61,7 +63,8 @@ def backtest(
     home: HomeOpt = None,
 ) -> None:
     """Replay selection policies (uniform G, DAPO dynamic sampling, GRESO skip, SPEED-RL,
-    pilot-then-commit, Sieve's two stages with --config) over stored samples: rollouts spent,
+    pilot-then-commit, the posterior that selects before rollout, Sieve's two stages with
+    --config) over stored samples: rollouts spent,
     informative groups, rollouts per informative group, and recall / precision of the prompts
     each trains on against those whose pass rate over all samples is in the config's band."""
     from pipeline import backtest as bt
