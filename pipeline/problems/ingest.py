@@ -23,6 +23,12 @@ What is refused, with the reason:
   later verdict on it would be a timeout. Each distinct math gold is judged against itself in its
   boxed form (`verify_batch`, numbers on the fast path); a timeout refuses the file, a gold that
   is not accepted against itself is kept with one warning line (no completion can be paid for it).
+  A gold that is not a plain number and that the fast path pays against itself (equal text) is
+  also judged by math-verify against a wrong answer (`0`): every other completion reaches
+  math-verify, and `{{{{{{{{{{{{{{{{1}}}}}}}}}}}}}}}}` passed the self-check, then timed out on
+  each of them.
+- A gold holding a control character other than a tab or line break (`"4\\x00"`) or an invisible
+  format character (`"\\u200b"`, U+FEFF, ...), and a question or answer with no visible character.
 - Text that is not valid Unicode (a lone surrogate such as JSON `"\\ud800"`), a level outside
   32 bits.
 
@@ -46,6 +52,7 @@ import decimal
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,7 +62,10 @@ import polars as pl
 from pipeline.errors import SieveError
 from pipeline.problems.base import Row, build_frame, check_heldout_pct, make_row, params_json
 from pipeline.scoring import verify_batch
-from pipeline.scoring.numeric import is_non_finite
+from pipeline.scoring.commit import fold
+from pipeline.scoring.numeric import gold_number, is_non_finite
+from pipeline.scoring.verifiers import math_verify_gold
+from pipeline.scoring.worker import WorkerError, math_verify_equivalent, resolve_timeout
 
 GSM_MARK = "####"
 MAX_LINE_BYTES = 1 << 20  # default limit on one JSONL line (1 MiB)
@@ -283,7 +293,29 @@ def _text_field(record: dict[str, Any], field: str, where: str) -> str:
     if not text:
         raise SieveError(f"{where}: empty {field!r}")
     _check_unicode(text, f"field {field!r}", where)
+    if all(_invisible(c) for c in text):
+        shown = ", ".join(f"U+{ord(c):04X}" for c in dict.fromkeys(text))
+        raise SieveError(f"{where}: field {field!r} has no visible character (only {shown})")
     return text
+
+
+def _invisible(char: str) -> bool:
+    """Whitespace, a control character or a format character (U+200B, U+FEFF, ...)."""
+    return char.isspace() or unicodedata.category(char) in ("Cc", "Cf")
+
+
+def _check_gold_text(answer: str, where: str) -> None:
+    """Refuse a gold holding a control character other than a tab or line break (`"4\\x00"`) or
+    an invisible format character (`"4\\u200b"`): no completion writes it, so no answer is paid
+    or the comparison rests on a character nobody sees."""
+    for i, char in enumerate(answer):
+        kind = unicodedata.category(char)
+        if (kind == "Cc" and char not in "\t\n\r") or kind == "Cf":
+            what = "a control character" if kind == "Cc" else "an invisible format character"
+            raise SieveError(
+                f"{where}: answer {_clip(answer)} holds {what} (U+{ord(char):04X}) at character "
+                f"{i}; a gold answer is visible text"
+            )
 
 
 def _answer(record: dict[str, Any], field: str, where: str) -> tuple[str, str | None]:
@@ -291,6 +323,7 @@ def _answer(record: dict[str, Any], field: str, where: str) -> tuple[str, str | 
     answer, solution = split_gsm_answer(_text_field(record, field, where))
     if not answer:
         raise SieveError(f"{where}: empty answer after {GSM_MARK!r}")
+    _check_gold_text(answer, where)
     if len(answer) > MAX_ANSWER_CHARS:
         raise SieveError(
             f"{where}: answer is {len(answer):,} characters long; at most {MAX_ANSWER_CHARS:,} "
@@ -437,7 +470,10 @@ def check_golds(frame: pl.DataFrame, name: str, warn: Warn) -> None:
     if not answers:
         return
     verdicts = verify_batch([f"\\boxed{{{a}}}" for a in answers], answers, "math")
-    timeouts = [a for a, v in zip(answers, verdicts, strict=True) if v.reason == "verifier_error"]
+    timeouts = [
+        a for a, v in zip(answers, verdicts, strict=True)
+        if v.reason == "verifier_error" or (v.detail.startswith("fast_path") and _unreadable(a))
+    ]  # fmt: skip
     if timeouts:
         raise SieveError(
             f"{name}: the math verifier cannot read answer {_clip(timeouts[0])} within its "
@@ -450,6 +486,23 @@ def check_golds(frame: pl.DataFrame, name: str, warn: Warn) -> None:
             f"{name}: {len(unpaid)} answer(s) are not accepted by the math verifier even against "
             f"themselves (first {_clip(unpaid[0])}): no completion can be scored correct for them"
         )
+
+
+def _unreadable(answer: str) -> bool:
+    """True when math-verify cannot judge a wrong answer (`0`) against a gold that is not a
+    plain number within its deadline.
+
+    The fast path pays a completion equal to the gold without math-verify, so the self-check
+    above never reached it for `{{{{{{{{{{{{{{{{1}}}}}}}}}}}}}}}}`, and every other completion
+    goes to math-verify, which timed out on each (math-verify reads a plain number at once, and
+    most completions of a numeric gold are decided without it)."""
+    if gold_number(fold(answer)) is not None:
+        return False
+    try:
+        math_verify_equivalent(math_verify_gold(answer), "0", resolve_timeout(None), raw=False)
+    except WorkerError:
+        return True
+    return False
 
 
 def conflicting_questions(frame: pl.DataFrame) -> int:

@@ -199,6 +199,12 @@ def _for_math_verify(text: str) -> str:
     return _MATH_END_PUNCT.sub("", text)
 
 
+def math_verify_gold(answer: str) -> str:
+    """The text `math_verifier` hands math-verify for the gold `answer` (for checks at ingest
+    that math-verify reads a gold in time; scoring does not call it)."""
+    return _for_math_verify(fold(answer))
+
+
 def _uncommitted(completion: str, found: Extracted, candidate: str, answer: str) -> str | None:
     """ "hedged: ..." / "retracted: ..." when the answer is not one committed value, else None.
 

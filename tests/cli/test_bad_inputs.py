@@ -43,6 +43,7 @@ FIFO = "<fifo>"  # a file value: a named pipe
 BAD_JSON = '{"model_type": "llama", "hidden_size": '
 LEVEL_ABOVE_INT32 = '{"question": "1+1?", "answer": "2", "level": 99999999999}\n'
 TRUNCATED = b"\x08\x00\x00\x00"  # weights cut short: loading the model fails
+BRACES = "{" * 16 + "1" + "}" * 16  # math-verify takes seconds to judge anything against it
 
 
 def parquet_bytes(**columns: list[Any]) -> bytes:
@@ -221,6 +222,37 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str] | pytest.Paramete
         {"a.jsonl": '{"question": "How many?", "answer": "' + "7" * 5000 + '"}\n'},
         ["ingest", "{d}/a.jsonl"],
         "5,000",
+    ),
+    # issue 47: golds and questions nobody can see, and a gold math-verify cannot judge in time
+    (
+        "ingest: a NUL in a gold",
+        {"a.jsonl": '{"question": "What is 2+2?", "answer": "4\\u0000"}\n'},
+        ["ingest", "{d}/a.jsonl"],
+        "answer '4\\x00' holds a control character (U+0000) at character 1",
+    ),
+    (
+        "ingest: a gold that is only U+200B",
+        {"a.jsonl": '{"question": "What is zero?", "answer": "\\u200b"}\n'},
+        ["ingest", "{d}/a.jsonl"],
+        "a.jsonl:1: field 'answer' has no visible character (only U+200B)",
+    ),
+    (
+        "ingest: a gold ending in U+200B",
+        {"a.jsonl": '{"question": "What is 2+2?", "answer": "4\\u200b"}\n'},
+        ["ingest", "{d}/a.jsonl"],
+        "holds an invisible format character (U+200B) at character 1",
+    ),
+    (
+        "ingest: a question that is only U+200B",
+        {"a.jsonl": '{"question": "\\u200b", "answer": "3"}\n'},
+        ["ingest", "{d}/a.jsonl"],
+        "a.jsonl:1: field 'question' has no visible character (only U+200B)",
+    ),
+    (
+        "ingest: a gold of 16 nested braces",  # the fast path paid it against itself
+        {"a.jsonl": '{"question": "What is one?", "answer": "' + BRACES + '"}\n'},
+        ["ingest", "{d}/a.jsonl"],
+        f"the math verifier cannot read answer '{BRACES}' within its deadline",
     ),
     # engine/model failures inside the Prefect flow: one line, Prefect's logs in the log file
     pytest.param(
@@ -494,7 +526,7 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
 
 
 def test_the_catalogue_holds_every_case() -> None:
-    assert len(ROWS) == 82 and len({c[0] for c in ROWS}) == len(ROWS)
+    assert len(ROWS) == 87 and len({c[0] for c in ROWS}) == len(ROWS)
     assert all(p.id == p.values[0] for p in PARAMS)
     assert len(FLOW_CASES) == 5
 
