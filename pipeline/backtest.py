@@ -417,9 +417,11 @@ def posterior_arm(
     steps: int = 0,
     cfg: PosteriorConfig | None = None,
 ) -> Arm:
-    """Select before rollout: `steps` steps (0: one per `batch` × `cfg.candidates` prompts of
-    the pool, at least one) of `posterior_select` over `StoredGroups`, stopping early when fewer
-    than `batch` prompts have a group left. Every rollout read trains; nothing decides only."""
+    """Select before rollout: `steps` steps of `posterior_select` over `StoredGroups`, stopping
+    early when fewer than `batch` prompts have a group left (0: as many as train half the
+    groups the pool holds, at least one: with two groups a prompt, as many groups as uniform's
+    one pass, so what it picks is not the whole pool). Every rollout read trains; nothing
+    decides only."""
     from typing import cast
 
     from grpo_core.types import Rollouts
@@ -434,7 +436,7 @@ def posterior_arm(
         )
     depth = int(scored.group_by("problem_id").len()["len"].min())  # type: ignore[arg-type]
     visits = depth // g
-    steps = steps or max(1, prompts.len() // (batch * cfg.candidates))
+    steps = steps or max(1, prompts.len() * visits // (2 * batch))
     stored = StoredGroups(scored, g, visits, seed)
     obs = Observations()
     collect = posterior_select(
@@ -591,7 +593,7 @@ DEFAULTS: dict[str, dict[str, int | float]] = {
     "greso": {"g": 4, "explore": 0.25, "seed": 0},
     "speed": {"init": 4, "cont": 4},
     "pilot": {"pilot": 4, "g": 8},
-    # steps 0: one per batch x candidates prompts of the pool; the rest: PosteriorConfig's
+    # steps 0: as many as train half the groups the pool holds; the rest: PosteriorConfig's
     "posterior": {"g": 8, "batch": 8, "steps": 0, "seed": 0}
     | {f.name: getattr(PosteriorConfig(), f.name) for f in fields(PosteriorConfig)},
     "sieve": {},  # CurateConfig fields, and train_g (default stage1_g)

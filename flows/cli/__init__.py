@@ -7,6 +7,7 @@ One module per job; this one only puts their commands into one Typer `app`, in t
 - `query`: sql, stats, audit, curriculum show (read the ledger)
 - `rescore`: rescore (stored completions judged again, beside their verdicts)
 - `backtest`: backtest (selection policies replayed over stored samples)
+- `plan`: plan (per policy, what this pool and model would give, before any training rollout)
 - `curate`: bootstrap, eval, curate
 - `train`: train
 - `nightly`: schedule, demo, loop
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import typer
 
-from flows.cli import backtest, common, curate, data, export, nightly, query, rescore, train
+from flows.cli import backtest, common, curate, data, export, nightly, plan, query, rescore, train
 from flows.cli.models import models_app
 
 app = typer.Typer(
@@ -48,6 +49,7 @@ app.command()(query.stats)
 app.command()(query.audit)
 app.command()(rescore.rescore)
 app.command()(backtest.backtest)
+app.command()(plan.plan)
 app.command()(curate.bootstrap)
 app.command("eval")(curate.eval_cmd)
 app.command()(curate.curate)

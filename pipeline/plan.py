@@ -1,0 +1,345 @@
+"""`sieve plan`: before any training rollout, what each way of choosing prompts would get out of
+this pool and this model (issue 46 point 7), replayed on samples already stored with the arms of
+`pipeline.backtest`, so nothing is sampled.
+
+Per policy (`PLAN_POLICIES`: uniform, DAPO's dynamic sampling, GRESO's skip, the posterior that
+selects before rollout, Sieve's curation) it reports the groups it trains, the share of them that
+are informative (Sieve's one rule), the rollouts it spends per informative group with every
+rollout counted, and the share of its rollouts that only decided (sampled, never trained), then
+one line: does curation pay on this data, against uniform.
+
+Every policy trains groups of the same size G (default `group_size`: half the fewest samples a
+prompt of the pool holds, at most 8, at least 2), so their costs compare: GRESO reads two groups
+of a prompt, the posterior may revisit a prompt while it has groups left. Sieve's curation keeps
+its config's screen and reads as much refine as the pool leaves after its training group of G
+(`sieve_replays`; on a curated home that is refine_g − G, as `backtest_curation` replays a
+night). A policy the pool is too small for gets a row saying what it needs.
+
+Pools: a Parquet file (`pipeline.backtest.pool_samples`; `--model` keeps the rows of one
+`model_revision`), or a ledger (`ledger_pool`): the screen and refine samples of one model
+revision (`--model`: a revision, or a model as curation recorded it, its newest revision), else
+the training groups sampled by exactly those weights. A ledger with none says so in one line and
+names the small screen that would give it some.
+
+Test: `.venv/bin/pytest tests/test_plan.py -q`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline import backtest as bt
+from pipeline.errors import SieveError
+from pipeline.selection import CurateConfig
+from pipeline.store import Ledger
+
+PLAN_POLICIES = ("uniform", "dapo", "greso", "posterior", "sieve")
+WIDTH = 80  # every line `plan_lines` prints fits this many columns
+PAYS_BELOW = 0.95  # curation pays when its cost per informative group is below 0.95x uniform's
+EVEN_BELOW = 1.05  # ... and about breaks even up to 1.05x
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One policy's prediction (None: refused, `note` says why)."""
+
+    policy: str
+    label: str
+    groups: float | None = None  # training groups (seeded policies: the mean over replays)
+    informative: float | None = None  # of them informative
+    rollouts: float | None = None  # every rollout spent
+    deciding: float | None = None  # of them sampled only to decide (never trained)
+    note: str = ""
+
+    @property
+    def share(self) -> float | None:
+        return (
+            self.informative / self.groups if self.groups and self.informative is not None else None
+        )
+
+    @property
+    def per_informative(self) -> float | None:
+        return self.rollouts / self.informative if self.informative and self.rollouts else None
+
+    @property
+    def deciding_share(self) -> float | None:
+        return (
+            self.deciding / self.rollouts if self.rollouts and self.deciding is not None else None
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "label": self.label,
+            "training_groups": self.groups,
+            "informative_groups": self.informative,
+            "informative_share": self.share,
+            "rollouts": self.rollouts,
+            "rollouts_per_informative_group": self.per_informative,
+            "rollouts_deciding": self.deciding,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    source: str
+    prompts: int
+    samples: int
+    depth: int  # the fewest samples a prompt of the pool holds
+    g: int
+    replays: int  # seeds the seeded policies are averaged over
+    rows: list[PlanRow]
+
+
+def group_size(depth: int) -> int:
+    """The training group size a pool of `depth` samples a prompt is planned with: two groups
+    a prompt (GRESO's epochs, a posterior revisit), at most 8, at least 2."""
+    return min(8, max(2, depth // 2))
+
+
+def sieve_replays(cfg: CurateConfig, top: int, g: int) -> list[CurateConfig]:
+    """Sieve's curation as a pool whose prompts hold at most `top` samples can replay it, with
+    training groups of g after its screen and refine, in the order tried: its own screen and as
+    much of its refine as `top` leaves (on a curated home: refine_g − g, as a night's replay),
+    then a screen and refine halved around what is left."""
+    s, r = cfg.screen_g, cfg.refine_g
+    half = min(s, (top - g) // 2)
+    out: list[CurateConfig] = []
+    for screen, refine in [(s, min(r, top - s - g)), (half, min(r, top - g - half))]:
+        if screen >= 1 and refine >= 1 and all(c.screen_g != screen for c in out):
+            # a replay, so no config validation (refine_g may drop below screen_g)
+            out.append(cfg.model_copy(update={"screen_g": screen, "refine_g": refine}))
+    return out
+
+
+def _refused(policy: str, label: str, exc: bt.NotEnoughSamples) -> PlanRow:
+    text = str(exc)
+    need = re.search(r"needs (\d+) samples of", text)
+    fewest = re.search(r"fewest (\d+)", text)
+    batch = re.search(r"a batch of (\d+) prompts; the pool holds (\d+)", text)
+    if need and fewest:
+        note = f"refused: needs {need[1]} samples a prompt, some hold {fewest[1]}"
+    elif batch:
+        note = f"refused: a batch of {batch[1]} from {batch[2]} prompts"
+    else:
+        note = f"refused: {text}"
+    return PlanRow(policy, label, note=note)
+
+
+Counts = tuple[float, float, float, float]  # training groups, informative, rollouts, deciding
+
+
+def plan(
+    scored: pl.DataFrame,
+    cfg: CurateConfig,
+    *,
+    g: int | None = None,
+    seed: int = 0,
+    replays: int = 5,
+    source: str = "",
+) -> Plan:
+    """Every policy of `PLAN_POLICIES` replayed on `scored` with training groups of `g` (default
+    `group_size` of the pool's depth); the seeded ones (DAPO's order, GRESO's exploration, the
+    posterior's candidates and draws) averaged over `replays` seeds from `seed` on."""
+    counts = scored.group_by("problem_id").len()["len"]
+    depth, top = int(counts.min() or 0), int(counts.max() or 0)  # type: ignore[arg-type]
+    g = g or group_size(depth)
+    prompts = counts.len()
+    volume = max(1, prompts // 8)  # DAPO's batch: about the groups the posterior trains
+    rows: list[PlanRow] = []
+
+    def run(policy: str, label: str, arm: Callable[[int], Counts], seeded: bool = False) -> None:
+        try:
+            got = [arm(seed + i) for i in range(replays if seeded else 1)]
+        except bt.NotEnoughSamples as exc:
+            rows.append(_refused(policy, label, exc))
+            return
+        mean = [sum(c[j] for c in got) / len(got) for j in range(4)]
+        rows.append(PlanRow(policy, label, mean[0], mean[1], mean[2], mean[3]))
+
+    def uniform(_: int) -> Counts:
+        a = bt.uniform_arm(scored, g)
+        return prompts, a.informative_groups, a.rollouts, 0
+
+    def dapo(s: int) -> Counts:
+        a = bt.dapo_arm(scored, g, volume, s)
+        kept = a.informative_groups  # trains only these; the flat groups it drew decided only
+        return kept, kept, a.rollouts, a.rollouts - kept * g
+
+    def greso(s: int) -> Counts:
+        a = bt.greso_arm(scored, g, 0.25, s)  # both epochs train, flat groups included
+        return prompts + int(a.report["epoch2_sampled"]), a.informative_groups, a.rollouts, 0
+
+    def posterior(s: int) -> Counts:
+        a = bt.posterior_arm(scored, g, min(8, max(1, prompts // 4)), s)
+        return int(a.report["groups_trained"]), a.informative_groups, a.rollouts, 0
+
+    labels: dict[str, str] = {}
+
+    def sieve(_: int) -> Counts:
+        tries = sieve_replays(cfg, top, g)
+        if not tries:
+            raise bt.NotEnoughSamples(
+                f"sieve needs {cfg.screen_g + 1 + g} samples of 1 prompts"
+                f"; 1 of them have fewer stored (fewest {top})"
+            )
+        for i, replay in enumerate(tries):
+            try:
+                a = bt.sieve_arm(scored, replay, g)
+            except bt.NotEnoughSamples:
+                if i == len(tries) - 1:
+                    raise
+                continue
+            labels["sieve"] = f"sieve (screen {replay.screen_g}, refine {replay.refine_g})"
+            curation = int(a.report["curation_rollouts"])
+            return int(a.report["kept"]), a.informative_groups, a.rollouts, curation
+        raise AssertionError("unreachable")
+
+    run("uniform", "uniform", uniform)
+    run("dapo", "dapo (drops flat groups)", dapo, seeded=True)
+    run("greso", "greso (skips flat prompts)", greso, seeded=True)
+    run("posterior", "posterior (picks first)", posterior, seeded=True)
+    run("sieve", f"sieve (screen {cfg.screen_g}, refine {cfg.refine_g})", sieve)
+    if "sieve" in labels:  # the screen and refine it could replay
+        rows[-1] = replace(rows[-1], label=labels["sieve"])
+    return Plan(source, prompts, scored.height, depth, g, replays, rows)
+
+
+def verdict(rows: list[PlanRow]) -> str:
+    """One line: does curation (any policy but uniform) cost less per informative group?"""
+    base = next((r for r in rows if r.policy == "uniform"), None)
+    if base is None or base.per_informative is None:
+        why = base.note if base is not None and base.note else "no informative group"
+        return f"No verdict: uniform gives nothing to compare with ({why})."
+    priced = [r for r in rows if r.policy != "uniform" and r.per_informative is not None]
+    if not priced:
+        return "Curation does not pay here: no curated policy found an informative group."
+    best = min(priced, key=lambda r: r.per_informative or 0.0)
+    ratio = (best.per_informative or 0.0) / base.per_informative
+    if ratio < PAYS_BELOW:
+        return (
+            f"Curation pays here: {best.policy} costs {ratio:.2f}x uniform per informative group."
+        )
+    if ratio < EVEN_BELOW:
+        return (
+            f"Curation about breaks even: the cheapest, {best.policy}, costs {ratio:.2f}x uniform."
+        )
+    return f"Curation does not pay here: the cheapest, {best.policy}, costs {ratio:.2f}x uniform."
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def plan_lines(p: Plan) -> list[str]:
+    """The plan as `sieve plan` prints it: a header, one row per policy, the verdict; every line
+    at most `WIDTH` columns."""
+    import textwrap
+
+    head = (
+        f"Plan over {p.source}: {p.prompts:,} prompts, {p.samples:,} samples ({p.depth} or more "
+        f"a prompt); every policy trains groups of G = {p.g}; DAPO, GRESO and the posterior are "
+        f"averaged over {p.replays} seeds. Rollouts per informative group count every rollout, "
+        "those sampled only to decide too."
+    )
+    lines = textwrap.wrap(head, WIDTH, break_on_hyphens=False)
+    lines += [
+        "",
+        f"{'policy':<30}{'training':>9}{'informative':>13}{'rollouts per':>14}{'rollouts':>11}",
+        f"{'':<30}{'groups':>9}{'share':>13}{'informative':>14}{'deciding':>11}",
+    ]
+    for r in p.rows:
+        label = r.label if len(r.label) <= 29 else r.label[:28] + "…"
+        if r.note:
+            lines += textwrap.wrap(
+                f"{label:<30}{r.note}", WIDTH, subsequent_indent=" " * 30, break_on_hyphens=False
+            )
+            continue
+        share = _num(None if r.share is None else 100 * r.share, ".1f")
+        deciding = _num(None if r.deciding_share is None else 100 * r.deciding_share, ".0f")
+        lines.append(
+            f"{label:<30}{r.groups or 0:>9,.0f}{share + ' %':>13}"
+            f"{_num(r.per_informative, ',.1f'):>14}{deciding + ' %':>11}"
+        )
+    return [*lines, "", *textwrap.wrap(verdict(p.rows), WIDTH, break_on_hyphens=False)]
+
+
+# ------------------------------------------------------------------ where the samples come from
+
+
+def pool_for_model(pool: pl.DataFrame, path: Path, model: str | None) -> pl.DataFrame:
+    """A Parquet pool's rows of `model` (its `model_revision`, or `model` column), or all."""
+    if model is None:
+        return pool
+    columns = [c for c in ("model_revision", "model") if c in pool.columns]
+    if not columns:
+        raise SieveError(f"pool {path} has no model_revision column to pick --model {model} by")
+    mine = pool.filter(pl.any_horizontal(pl.col(c).cast(pl.String) == model for c in columns))
+    if mine.is_empty():
+        held = ", ".join(sorted({str(v) for v in pool[columns[0]].unique().to_list()})[:5])
+        raise SieveError(f"pool {path} holds no samples of model {model} (it holds: {held})")
+    return mine
+
+
+def no_samples(model: str | None) -> SieveError:
+    flag = f" --model {model}" if model else ""
+    what = f"model {model}" if model else "any model"
+    return SieveError(
+        f"the ledger holds no curation or training samples of {what}: screen a few prompts "
+        f"first (sieve curate{flag} --n 200), then run sieve plan{flag} again"
+    )
+
+
+def resolve_revision(ledger: Ledger, model: str | None) -> str:
+    """The model revision whose samples `sieve plan` reads: `model` as a revision (screened, or
+    the weights that sampled training groups), or as a model curation recorded (its path, or
+    the path's last part), its newest screened revision; None: the newest screen run's."""
+    if model is None:
+        newest = ledger.query("backtest_revision")
+        if newest.is_empty():
+            raise no_samples(None)
+        return str(newest["model_revision"][0])
+    runs = ledger.sql(
+        "SELECT model, model_revision FROM sampling_runs WHERE purpose IN ('screen', 'refine') "
+        "AND coalesce(temperature, 1.0) > 0 ORDER BY started_at DESC NULLS LAST, run_id DESC"
+    )
+    for name, revision in runs.iter_rows():
+        if model in (revision, name, Path(name).name) or _same_path(name, model):
+            return str(revision)
+    trained = ledger.run("SELECT count(*) FROM train_rollouts WHERE policy = $m", {"m": model})
+    if trained[0][0]:
+        return model
+    raise no_samples(model)
+
+
+def _same_path(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
+def ledger_pool(ledger: Ledger, model: str | None) -> tuple[pl.DataFrame, str, CurateConfig | None]:
+    """(samples, what they are, the config of the revision's newest curation or None)."""
+    revision = resolve_revision(ledger, model)
+    samples = ledger.query("backtest_samples", revision=revision, runs=[])
+    source = f"the screen and refine samples of revision {revision}"
+    if samples.is_empty():
+        samples = ledger.query("plan_train_samples", revision=revision)
+        source = f"the training groups sampled by revision {revision} (a curriculum's prompts)"
+    if samples.is_empty():
+        raise no_samples(model or revision)
+    row = ledger.sql(
+        "SELECT config FROM curricula WHERE model_revision = $r AND config IS NOT NULL "
+        "ORDER BY created_at DESC LIMIT 1",
+        {"r": revision},
+    )
+    cfg = None if row.is_empty() else CurateConfig.model_validate_json(str(row["config"][0]))
+    return samples, source, cfg
