@@ -84,7 +84,8 @@ def ingest(
         bool,
         typer.Option(
             "--allow-conflicts",
-            help="Keep a question given different answers, each as its own problem.",
+            help="Keep a question given different answers (in the file, or in the file and the "
+            "ledger), each as its own problem.",
         ),
     ] = False,
     max_line_bytes: Annotated[
@@ -100,7 +101,12 @@ def ingest(
 
     All or nothing: a bad record (named by file and line) imports nothing.
     """
-    from pipeline.problems.ingest import MAX_LINE_BYTES, conflicting_questions, read_external
+    from pipeline.problems.ingest import (
+        MAX_LINE_BYTES,
+        check_stored_conflicts,
+        conflicting_questions,
+        read_external,
+    )
     from pipeline.store import Ledger
 
     if not file.exists():
@@ -122,6 +128,13 @@ def ingest(
         warn=lambda line: err.print(f"warning: {line}"),
     )
     with Ledger.open(home) as ledger:
+        if not allow_conflicts:  # other files' answers to the same questions
+            stored = ledger.sql(
+                "SELECT question, answer, source FROM problems "
+                "WHERE question IN (SELECT unnest($q))",
+                {"q": frame["question"].unique().to_list()},
+            )
+            check_stored_conflicts(frame, stored, file.name)
         new = ledger.write("problems", frame)
         where = ledger.path
     _print_counts(frame, f"{file.name}: {frame.height} problems ({new} new) -> {where}")

@@ -40,7 +40,8 @@ column holds only about 7 significant digits). An input with no records imports 
 says so in one warning line.
 - The same question with two different answers (after the `####` split), unless
   `allow_conflicts`; the same question with the same answer is a duplicate and keeps its first
-  occurrence.
+  occurrence. `sieve ingest` also refuses a question the ledger already holds with another
+  answer (`check_stored_conflicts`), unless `allow_conflicts`.
 
 Test: `.venv/bin/pytest tests/problems/test_ingest.py -q`.
 """
@@ -503,6 +504,28 @@ def _unreadable(answer: str) -> bool:
     except WorkerError:
         return True
     return False
+
+
+def check_stored_conflicts(frame: pl.DataFrame, stored: pl.DataFrame, name: str) -> None:
+    """Refuse questions of `frame` that the ledger (`stored`: its problems with these
+    questions, columns question, answer, source) holds with another answer: the per-file check
+    cannot see what other files brought (56 from one file, then 57 from another, was added
+    without a word). An answer the ledger already holds for the question is no conflict."""
+    if frame.is_empty() or stored.is_empty():
+        return
+    known = stored.select("question", "answer").unique()
+    new = frame.select("question", "answer").unique().join(known, ["question", "answer"], "anti")
+    there = stored.select("question", pl.col("answer").alias("stored"), "source")
+    clashes = new.join(there, "question", maintain_order="left").sort("question", "stored")
+    if clashes.is_empty():
+        return
+    question, answer, first, source = clashes.row(0)
+    n = clashes["question"].n_unique()
+    raise SieveError(
+        f"{name}: question {_clip(question)} is already in the ledger with a different answer "
+        f"({_clip(answer)} here, {_clip(first)} from {source}); {n} question(s) with "
+        "conflicting answers in all; fix the file, or pass --allow-conflicts to keep them all"
+    )
 
 
 def conflicting_questions(frame: pl.DataFrame) -> int:

@@ -584,6 +584,35 @@ def test_parquet_text_past_the_import_cap_is_one_line(
     assert checksums(seeded_home) == before
 
 
+def test_a_question_stored_with_another_answer_is_one_line(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The same question from a second file with another answer (56, then 57) was added without
+    a word: the conflict check saw one file. It now sees the ledger too; the same answer again
+    is a duplicate, and --allow-conflicts keeps both, as within one file."""
+    home = tmp_path / "home"
+    for name, answer in [("a", 56), ("b", 57), ("c", 56)]:
+        rows = [{"question": "How many eggs?", "answer": answer}, {"question": name, "answer": 1}]
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, _, _ = run_sieve(["ingest", str(tmp_path / "a.jsonl"), "--home", str(home)], capfd)
+    assert code == 0
+    before = checksums(home)
+    code, err = run_cli(["ingest", str(tmp_path / "b.jsonl"), "--home", str(home)], capfd)
+    assert error_line(code, err) == (
+        "error: b.jsonl: question 'How many eggs?' is already in the ledger with a different "
+        "answer ('57' here, '56' from file:a.jsonl); 1 question(s) with conflicting answers in "
+        "all; fix the file, or pass --allow-conflicts to keep them all"
+    )
+    assert checksums(home) == before  # nothing of b.jsonl, not even its other question
+    code, _, _ = run_sieve(["ingest", str(tmp_path / "c.jsonl"), "--home", str(home)], capfd)
+    assert code == 0
+    argv = ["ingest", str(tmp_path / "b.jsonl"), "--allow-conflicts", "--home", str(home)]
+    assert run_sieve(argv, capfd)[0] == 0
+    with Ledger.open(home, read_only=True) as ledger:
+        stored = ledger.sql("SELECT answer FROM problems WHERE question = 'How many eggs?'")
+    assert sorted(stored["answer"]) == ["56", "57"]
+
+
 def test_train_resume_with_nothing_to_resume_is_one_line(
     seeded_home: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
