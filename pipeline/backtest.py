@@ -358,18 +358,23 @@ def cells(scored: pl.DataFrame) -> dict[str, str]:
 
 class StoredGroups:
     """The trainer's side of a collector (`grpo_core.types.Rollouts`), answered from a pool: a
-    prompt's v-th `sample_and_score` reads its stored samples v·g .. v·g + g − 1, and only then
-    (`read` records every group handed out, in order). Candidates are a seeded sample of the
-    prompts with a group left, so a collector sees a prompt's samples only once it picks it."""
+    prompt's v-th `sample_and_score` reads its stored samples v·g .. v·g + g − 1 (in draw
+    order), and only then (`read` records every group handed out, in order). Candidates are a
+    seeded sample of the prompts with a group left, so a collector sees a prompt's samples only
+    once it picks it."""
 
     def __init__(self, scored: pl.DataFrame, g: int, visits: int, seed: int) -> None:
         self.g, self.seed = g, seed
-        rows = scored.filter(pl.col("sample_idx") < visits * g).sort("problem_id", "sample_idx")
+        # a prompt's stored samples in draw order, by position (sample_idx may skip a number)
+        rows = scored.sort("problem_id", "sample_idx").with_columns(
+            position=pl.int_range(pl.len()).over("problem_id")
+        )
+        rows = rows.filter(pl.col("position") < visits * g)
         self.samples: dict[tuple[str, int], list[tuple[float | None, bool | None]]] = {}
-        for pid, idx, reward, correct in rows.select(
-            "problem_id", "sample_idx", "reward", "correct"
+        for pid, at, reward, correct in rows.select(
+            "problem_id", "position", "reward", "correct"
         ).iter_rows():
-            self.samples.setdefault((pid, int(idx) // g), []).append((reward, correct))
+            self.samples.setdefault((pid, int(at) // g), []).append((reward, correct))
         self.visits = visits
         self.left = {str(p): visits for p in all_prompts(scored).to_list()}
         self.read: list[tuple[str, int]] = []

@@ -179,3 +179,21 @@ def test_the_table_has_a_posterior_row() -> None:
 def test_bad_posterior_parameters_are_one_line(spec: str, message: str) -> None:
     with pytest.raises(SieveError, match=re.escape(message)):
         bt.run_policy(HAND, bt.Spec.parse(spec), CurateConfig())
+
+
+def test_a_gap_in_sample_idx_reads_the_next_stored_samples() -> None:
+    # q's samples are numbered 0, 1, 5, 9: its second group is samples 5 and 9
+    gap = frame({"q": ("C", "1001"), "r": ("C", "1010")}).with_columns(
+        pl.when(pl.col("problem_id") == "q")
+        .then(pl.col("sample_idx").replace({2: 5, 3: 9}))
+        .otherwise(pl.col("sample_idx"))
+        .alias("sample_idx")
+    )
+    arm = bt.posterior_arm(gap, g=2, batch=2, seed=0, steps=2)
+    assert arm.rollouts == 8 and sorted(map(tuple, arm.report["trained_groups"])) == [
+        ("q", 0),
+        ("q", 1),
+        ("r", 0),
+        ("r", 1),
+    ]
+    assert arm.informative_groups == 4  # q: (1, 0) then (0, 1); r: (1, 0) twice
