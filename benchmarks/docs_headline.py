@@ -9,11 +9,12 @@ from typing import Any
 ARM_NAMES = {
     "uniform": "uniform",
     "sieve": "**Sieve** (ledger posterior)",
+    "sieve_screen": "Sieve, two stages in the step",
     "mopps": "MoPPS-style posterior",
     "greso": "GRESO with refill",
     "dapo": "DAPO dynamic sampling",
 }
-ORDER = ("uniform", "sieve", "mopps", "greso", "dapo")
+ORDER = ("uniform", "sieve", "sieve_screen", "mopps", "greso", "dapo")
 GOAL = (
     "Goal (issue 45): from the warm start, Sieve's default reaches uniform's final held-out "
     "accuracy with ≤ 0.5× of uniform's rollouts, all counted, ahead of GRESO, DAPO and the "

@@ -81,7 +81,7 @@ RESULTS = Path(__file__).parent / "results"
 STATE = Path("/tmp/sieve-headline")
 MODEL = Path("/tmp/sieve-real-model/models/smollm2-135m")
 MIX_FILE = ROOT / "data" / "configs" / "real_mix.toml"
-ARMS = ("uniform", "dapo", "greso", "mopps", "sieve")
+ARMS = ("uniform", "dapo", "greso", "mopps", "sieve", "sieve_screen")
 SETTINGS = ("warm", "cold")
 ZONES = ((0.8, "always"), (0.05, "learnable"), (0.0, "never"))  # lower bounds, first match
 TOP_P = 1.0
@@ -380,7 +380,13 @@ def run_arm(
     from grpo_core.seeds import derive_seed, seed_torch
     from grpo_core.select import BetaPosterior, greso_refill, informative_groups, thompson_select
     from grpo_core.trainer import Hooks, Trainer
-    from pipeline.selection.posterior import Observations, PosteriorConfig, posterior_select
+    from pipeline.selection.posterior import (
+        Observations,
+        PosteriorConfig,
+        ScreenConfig,
+        posterior_screen,
+        posterior_select,
+    )
 
     path = progress_path(runs_dir, setting, arm, seed)
     weights = state_dir / f"{setting}_{arm}_s{seed}"
@@ -458,6 +464,22 @@ def run_arm(
             seed,
             PosteriorConfig(candidates=setup.candidates // n),
         )
+    elif arm == "sieve_screen":  # the same pick, then two stages inside the step (issue 46.3)
+        g = setup.group_size
+        inner = lambda t, st: posterior_screen(  # noqa: E731
+            lambda st, r: draw(st, r, setup.candidates),
+            CELL_OF,
+            seen,
+            n,
+            seed,
+            PosteriorConfig(candidates=setup.candidates // n),
+            # straight groups and continued screens both end at the arm's G: 64 trained per
+            # update; each round samples at most n x G, so rounds bound the budget as DAPO's do
+            ScreenConfig(
+                screen_g=max(2, g // 2), g_max=g, rounds=max(1, left() // setup.per_update)
+            ),
+            full=True,
+        )(t, st)
     else:
         raise SystemExit(f"unknown arm {arm!r}: choose from {', '.join(ARMS)}")
     last: dict[str, Any] = {}

@@ -70,20 +70,25 @@ class TrainSettings(BaseModel):
         "skipped_zero_var. Off until measured.",
     )
 
-    selection: Literal["curriculum", "posterior"] = Field(
+    selection: Literal["curriculum", "posterior", "posterior-screen"] = Field(
         default="curriculum",
         description="How a step picks its prompts. curriculum: weighted draws from the "
         "curriculum's stage. posterior: Sieve's difficulty model (pipeline/selection/"
         "posterior.py) over the curriculum's curation groups and this run's own training "
         "groups picks the batch with the largest Thompson-drawn learnability p(1 - p) from 8x "
-        "as many candidates, before any rollout is sampled (issue 46).",
+        "as many candidates, before any rollout is sampled (issue 46). posterior-screen: the "
+        "same pick, then two stages inside the step: a prompt the model is sure of goes "
+        "straight to the smallest G (≥ its item's) informative with probability ≥ 0.9, the "
+        "others are screened with 4 samples and, if those disagree, continued to their G "
+        "with the screen's samples in the group; flat screens are replaced from the next "
+        "candidates.",
     )
 
     @model_validator(mode="after")
     def _one_selection(self) -> TrainSettings:
-        if self.selection == "posterior" and (self.replay_curation or self.skip_zero_variance):
+        if self.selection != "curriculum" and (self.replay_curation or self.skip_zero_variance):
             raise ValueError(
-                "selection = 'posterior' does not combine with replay_curation or "
+                f"selection = {self.selection!r} does not combine with replay_curation or "
                 "skip_zero_variance yet: turn those off, or use selection = 'curriculum'"
             )
         return self

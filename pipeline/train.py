@@ -77,6 +77,7 @@ from pipeline.sampling.hf import HFSampler
 from pipeline.selection.posterior import (
     Observations,
     PosteriorConfig,
+    posterior_screen,
     posterior_select,
 )
 from pipeline.store import Ledger
@@ -178,9 +179,9 @@ def collector_for(
     difficulty model picks each batch from `batches`' candidates (`posterior_collector`);
     None: plain."""
     settings = run.settings
-    if settings.selection == "posterior":
+    if settings.selection != "curriculum":
         if batches is None:
-            raise SieveError("selection = 'posterior' needs the curriculum's batch source")
+            raise SieveError(f"selection = {settings.selection!r} needs the curriculum's batches")
         return posterior_collector(ledger, run, batches)
     if not (settings.replay_curation or settings.skip_zero_variance):
         return None
@@ -234,10 +235,16 @@ def posterior_collector(ledger: Ledger, run: TrainPlan, batches: CurriculumBatch
     def size(step: int) -> int:
         return len(batches(step))
 
+    def source(step: int, _round: int) -> list[Item]:
+        return batches.candidates(step, cfg.candidates * size(step))
+
+    if run.settings.selection == "posterior-screen":
+        return posterior_screen(
+            source, cell_of, posterior_evidence(ledger, run), size, run.cfg.seed, cfg
+        )
     return posterior_select(
-        lambda step, _round: batches.candidates(step, cfg.candidates * size(step)),
-        cell_of, posterior_evidence(ledger, run), size, run.cfg.seed, cfg,
-    )  # fmt: skip
+        source, cell_of, posterior_evidence(ledger, run), size, run.cfg.seed, cfg
+    )
 
 
 def load_trainee(model_dir: Path, cfg: GRPOConfig) -> tuple[torch.nn.Module, Any, PromptFormat]:

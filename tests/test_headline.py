@@ -65,7 +65,11 @@ def test_every_update_trains_the_same_number_of_rollouts_and_no_run_overruns(smo
             assert s["trained"] in (0, setup.per_update), (name, s)
             assert s["groups"] in (0, setup.batch_prompts), (name, s)
             assert not s["update"] or s["informative"] > 0, (name, s)
-            if r["arm"] != "dapo":  # only DAPO samples groups it does not train
+            if r["arm"] == "sieve_screen":  # flat screens decide without training
+                assert s["sampled"] >= s["trained"], (name, s)
+                # what did not train is whole screens of G / 2 (or a whole unfilled batch)
+                assert (s["sampled"] - s["trained"]) % (setup.group_size // 2) == 0, (name, s)
+            elif r["arm"] != "dapo":  # only DAPO and the screens sample groups not trained
                 assert s["sampled"] == s["trained"] == setup.per_update, (name, s)
             else:
                 assert s["trained"] in (0, setup.per_update) and s["sampled"] >= s["trained"]

@@ -477,3 +477,39 @@ def test_sieve_train_selects_by_the_posterior_before_sampling(setup: tuple[Path,
         TrainSettings.model_validate(
             {**SMALL.model_dump(), "selection": "posterior", "replay_curation": True}
         )
+
+
+def test_sieve_train_two_stages_keep_the_screen_samples_in_the_group(
+    setup: tuple[Path, Path],
+) -> None:
+    """`selection = "posterior-screen"` (issue 46 point 3): every rollout a step samples is in
+    train_rollouts, the only ones that did not train are the flat screens (metric
+    decided_only), and a continued prompt's group holds its screen's samples (one group per
+    prompt and step, sample_idx 0..G-1)."""
+    home, model = setup
+    with Ledger.open(home) as ledger:
+        settings = SMALL.model_copy(update={"selection": "posterior-screen"}).with_steps(3)
+        result = train(ledger, "cur-test", model, settings, home / "screen", reward=even_length)
+        m = ledger.sql(
+            "SELECT step, name, value FROM train_metrics WHERE train_id = $t",
+            {"t": result.train_id},
+        )
+
+        def metric(name: str) -> dict[int, float]:
+            return dict(m.filter(pl.col("name") == name).select("step", "value").rows())
+
+        stored = ledger.sql(
+            "SELECT step, problem_id, count(*) AS n, max(sample_idx) AS top, "
+            "count(DISTINCT sample_idx) AS idx FROM train_rollouts WHERE train_id = $t "
+            "GROUP BY ALL",
+            {"t": result.train_id},
+        )
+    assert sorted(metric("rollouts")) == [0, 1, 2]
+    per_step = stored.group_by("step").agg(pl.col("n").sum()).sort("step")
+    assert {int(s): int(n) for s, n in per_step.rows()} == {
+        s: int(v) for s, v in metric("rollouts").items()
+    }
+    assert (stored["n"] == stored["idx"]).all() and (stored["top"] == stored["n"] - 1).all()
+    screened, straight = metric("screened"), metric("straight")
+    assert all(screened[s] + straight[s] >= 1 for s in screened)
+    assert all(metric("decided_only")[s] <= 4 * screened[s] for s in screened)

@@ -283,3 +283,147 @@ def ledger_posterior(
     )
     _, cells = cell_posterior(obs, cfg, now)
     return cells, prompt_posterior(obs, prompts, cfg, now), now
+
+
+def flat_probability(alpha: np.ndarray, beta: np.ndarray, g_max: int) -> np.ndarray:
+    """P(a group of G is flat: all right or all wrong) under Beta(alpha, beta), for G = 1..g_max
+    (column G − 1): E[p^G] + E[(1 − p)^G], each a product Π_{i<G} (a + i) / (a + b + i)."""
+    i = np.arange(g_max, dtype=np.float64)
+    a, b = alpha[:, None], beta[:, None]
+    right = np.cumprod((a + i) / (a + b + i), axis=1)
+    wrong = np.cumprod((b + i) / (a + b + i), axis=1)
+    return right + wrong
+
+
+def group_size_for(
+    alpha: np.ndarray, beta: np.ndarray, g_min: np.ndarray, g_max: int, target: float
+) -> np.ndarray:
+    """Per prompt, the smallest G in [g_min, g_max] whose group is informative with posterior
+    predictive probability ≥ `target`; 0 where none is (the posterior is not sure enough)."""
+    ok = (1.0 - flat_probability(alpha, beta, g_max)) >= target
+    ok &= np.arange(1, g_max + 1)[None, :] >= g_min[:, None]
+    first = np.argmax(ok, axis=1) + 1
+    return np.where(ok.any(axis=1), first, 0)
+
+
+@dataclass(frozen=True)
+class ScreenConfig:
+    """The two stages inside training (issue 46 point 3): a picked prompt the posterior is not
+    sure of is screened with `screen_g` samples and, if they disagree, continued to its item's G
+    in the same step (the screen's samples stay in its group: same weights, nothing stale); one
+    it is sure of goes straight to the smallest G in [item G, g_max] informative with
+    probability ≥ `target`. A flat screen trains nothing; the step screens more candidates
+    (at most `rounds` times) to fill its batch."""
+
+    screen_g: int = 4
+    g_max: int = 16
+    target: float = 0.9
+    rounds: int = 3
+
+    def __post_init__(self) -> None:
+        if not (2 <= self.screen_g < self.g_max and 0.0 < self.target < 1.0 and self.rounds >= 1):
+            raise ValueError(
+                f"need 2 ≤ screen_g < g_max, 0 < target < 1, rounds ≥ 1; got {self.screen_g}, "
+                f"{self.g_max}, {self.target}, {self.rounds}"
+            )
+
+
+def posterior_screen(
+    source: Callable[[int, int], Sequence[Item]],
+    cell_of: Mapping[str, str],
+    obs: Observations,
+    batch: int | Callable[[int], int],
+    seed: int,
+    cfg: PosteriorConfig = PosteriorConfig(),
+    screen: ScreenConfig = ScreenConfig(),
+    update_of: Callable[[int], int] = lambda step: step,
+    full: bool = False,
+) -> Collector:
+    """`posterior_select` with the two stages inside training: the `batch` candidates with the
+    largest drawn learnability are sampled at once, each either straight at its G (posterior
+    sure) or screened at `screen.screen_g`; the screens that disagree are continued to their
+    item's G in a second call of the same step and train with their screen samples; flat screens
+    are the only rollouts that decide without training (metric `decided_only`), and the step
+    screens further candidates in Thompson order to replace them. `full`: a step that did not
+    fill its batch trains nothing (metric `unfilled`; its groups still count as evidence), so
+    every update trains the same number of groups (the matched protocol of
+    benchmarks/headline.py)."""
+    from grpo_core.collect import _Gather, _informative, _join
+
+    def collect(t: Rollouts, step: int) -> Collected:
+        size = batch(step) if callable(batch) else batch
+        cands = list({it.key: it for it in source(step, 0)}.values())
+        if len(cands) < size:
+            raise TrainerError(f"{len(cands)} candidates for a batch of {size} at step {step}")
+        now = update_of(step)
+        prompts = pl.DataFrame(
+            {"problem_id": [it.key for it in cands], "cell": [cell_of[it.key] for it in cands]}
+        )
+        post = prompt_posterior(obs.frame(), prompts, cfg, now)
+        alpha, beta = post["alpha"].to_numpy(), post["beta"].to_numpy()
+        rng = np.random.default_rng(derive_seed(seed, "posterior", step))
+        order = select_batch(alpha, beta, len(cands), rng)  # every candidate, best first
+        item_g = np.array([it.group_size for it in cands])
+        direct_g = group_size_for(alpha, beta, item_g, max(screen.g_max, int(item_g.max())),
+                                  screen.target)  # fmt: skip
+        got = _Gather(t)
+        counts = {"straight": 0, "screened": 0, "continued": 0, "decided_only": 0}
+        at = 0
+        for round_ in range(screen.rounds):
+            need = size - len(got.items)
+            chunk = [int(i) for i in order[at : at + need]]
+            at += len(chunk)
+            if not chunk:
+                break
+            sizes = [int(direct_g[i]) or screen.screen_g for i in chunk]
+            rseed = t.step_seed(step, round_)
+            first = got.sample([cands[i] for i in chunk], rseed, sizes)
+            cont = []
+            for i, g, (item, grp, part) in zip(chunk, sizes, first, strict=True):
+                if direct_g[i]:
+                    counts["straight"] += 1
+                    got.keep(item, grp, part)
+                    _observe(obs, cell_of, item, [part], now)
+                    continue
+                counts["screened"] += 1
+                if _informative(part, t.cfg.zero_var_tol):
+                    cont.append((item, grp, part, max(int(item_g[i]) - g, 0)))
+                else:
+                    counts["decided_only"] += len(grp)
+                    _observe(obs, cell_of, item, [part], now)
+            more_items = [c for c in cont if c[3] > 0]
+            if more_items:
+                more = got.sample(
+                    [c[0] for c in more_items], derive_seed(rseed, "continue"),
+                    [c[3] for c in more_items],
+                )  # fmt: skip
+                extra = {id(c[0]): m for c, m in zip(more_items, more, strict=True)}
+            else:
+                extra = {}
+            for item, grp, part, _ in cont:
+                counts["continued"] += 1
+                if id(item) in extra:
+                    _, grp2, part2 = extra[id(item)]
+                    grp, part = grp + grp2, _join([part, part2])
+                got.keep(item, grp, part)
+                _observe(obs, cell_of, item, [part], now)
+            if len(got.items) >= size:
+                break
+        if full and len(got.items) < size:
+            counts["decided_only"] += sum(len(g) for g in got.groups)
+            got.items, got.groups, got.parts = [], [], []
+            counts["unfilled"] = 1
+        c = got.collected()
+        c.metrics.update({k: float(v) for k, v in counts.items()})
+        c.metrics["candidates"] = float(len(cands))
+        return c
+
+    return collect
+
+
+def _observe(
+    obs: Observations, cell_of: Mapping[str, str], item: Item, parts: Sequence[Any], now: int
+) -> None:
+    known = [x for p in parts for x in p.correct if x is not None]
+    if known:
+        obs.add(item.key, cell_of[item.key], sum(known), len(known), now)

@@ -190,3 +190,95 @@ def test_the_collector_samples_only_what_it_trains_and_learns_from_it() -> None:
     assert sum(len(x) for x in fake.calls) == 24 and len(obs.rows) == 24
     assert sum(mids[3:]) > sum(mids[:1]) * 3 - 1 and mids[-1] >= 3  # learns: the mid cell
     assert math.isfinite(c.metrics["predicted_informative"])
+
+
+def test_flat_probability_is_the_beta_binomial_closed_form() -> None:
+    from pipeline.selection.posterior import flat_probability
+
+    flat = flat_probability(np.array([1.0, 2.0]), np.array([1.0, 3.0]), 6)
+    # Beta(1, 1): P(all right of G) = 1 / (G + 1), so flat = 2 / (G + 1)
+    assert flat[0] == pytest.approx([2 / (g + 1) for g in range(1, 7)], abs=1e-12)
+    # Beta(2, 3): E[p^G] = B(2 + G, 3) / B(2, 3), by seeded draws
+    p = np.random.default_rng(0).beta(2.0, 3.0, 2_000_000)
+    mc = [float((p**g).mean() + ((1 - p) ** g).mean()) for g in range(1, 7)]
+    assert flat[1] == pytest.approx(mc, abs=2e-3)
+
+
+def test_group_size_is_the_smallest_informative_enough_or_a_screen() -> None:
+    from pipeline.selection.posterior import group_size_for
+
+    alpha, beta = np.array([500.0, 1.0, 500.0, 5.0]), np.array([500.0, 1.0, 500.0, 95.0])
+    g = group_size_for(alpha, beta, np.array([2, 4, 8, 4]), 16, 0.9)
+    # p ≈ 0.5 known well: 1 − 2·0.5^G ≥ 0.9 from G = 5 (0.9375; G = 4 gives 0.875);
+    # Beta(1, 1): flat 2 / (G + 1) > 0.1 up to G = 18, so not sure enough (screen: 0);
+    # the same p with the item's G 8 takes 8; p ≈ 0.05: 1 − E[(1 − p)^G] − … needs G > 16
+    assert g.tolist() == [5, 0, 8, 0]
+
+
+class Graded:
+    """A fake trainer whose prompt `key` answers right on samples i with i % den < num (rate
+    num/den), honouring `sizes`; it records every call's (keys, sizes)."""
+
+    def __init__(self, rate: dict[str, tuple[int, int]]) -> None:
+        from grpo_core.config import GRPOConfig
+
+        self.rate, self.cfg, self.calls = rate, GRPOConfig(), []
+        self.drawn: dict[str, int] = {}
+
+    def step_seed(self, step: int, round_: int = 0) -> int:
+        return step * 10 + round_
+
+    def sample_and_score(self, items: Sequence[Item], seed: int, sizes=None):
+        sizes = list(sizes) if sizes is not None else [it.group_size for it in items]
+        self.calls.append([(it.key, g) for it, g in zip(items, sizes, strict=True)])
+        groups, ok = [], []
+        for it, g in zip(items, sizes, strict=True):
+            start = self.drawn.get(it.key, 0)
+            num, den = self.rate[it.key]
+            groups.append([Sample((1,), f"{it.key}{start + i}", False) for i in range(g)])
+            ok += [(start + i) % den < num for i in range(g)]
+            self.drawn[it.key] = start + g
+        return groups, Scores([float(x) for x in ok], list(ok)), 0.0, 0.0
+
+
+def test_two_stages_train_the_screen_samples_and_refill_flat_screens() -> None:
+    from pipeline.selection.posterior import ScreenConfig, posterior_screen
+
+    keys = [f"k{i}" for i in range(12)]
+    rate = {k: ((0, 1) if i < 4 else (1, 1) if i < 8 else (1, 2)) for i, k in enumerate(keys)}
+    cell_of = {k: "c" for k in keys}  # one cell, nothing known: Beta(2, 2) for every prompt,
+    # informative at G = 8 with probability 0.89 < 0.9 (at 9 it would be 0.91), so all screen
+    obs = Observations()
+    fake = Graded(rate)
+    items = [Item(k, k, 8, key=k) for k in keys]
+    collect = posterior_screen(lambda s, r: items, cell_of, obs, 3, seed=0,
+                               screen=ScreenConfig(screen_g=4, g_max=8, rounds=6))  # fmt: skip
+    c = collect(fake, 0)
+    kept = [it.key for it in c.items]
+    assert len(kept) == 3 and all(rate[k] == (1, 2) for k in kept)  # only the mixed prompts
+    for it, grp in zip(c.items, c.groups, strict=True):  # screen samples 0-3 stay, then 4-7
+        assert [s.text for s in grp] == [f"{it.key}{i}" for i in range(8)]
+    flat = c.metrics["decided_only"]
+    screens = 4 * c.metrics["screened"]  # every first call was a screen of 4 (none straight)
+    assert c.metrics["straight"] == 0 and c.metrics["screened"] > 3  # flat ones replaced
+    assert c.rollouts == 3 * 8 + flat  # every rollout trained except the flat screens
+    assert flat == screens - 3 * 4 and c.metrics["continued"] == 3
+    assert c.rollouts == sum(g for call in fake.calls for _, g in call)
+    # every sampled group is evidence: one observation per prompt sampled
+    assert len(obs.rows) == c.metrics["screened"] + c.metrics["straight"]
+
+
+def test_a_prompt_the_posterior_is_sure_of_goes_straight_to_its_group() -> None:
+    from pipeline.selection.posterior import ScreenConfig, posterior_screen
+
+    keys = ["a", "b"]
+    obs = Observations([(k, "c", 40.0, 80.0, 0) for k in keys] * 3)  # p ≈ 0.5, well known
+    fake = Graded({k: (1, 2) for k in keys})
+    items = [Item(k, k, 4, key=k) for k in keys]
+    cfg = PosteriorConfig(decay=1.0, cap=100.0)
+    collect = posterior_screen(lambda s, r: items, {k: "c" for k in keys}, obs, 2, seed=0,
+                               cfg=cfg, screen=ScreenConfig())  # fmt: skip
+    c = collect(fake, 1)
+    assert c.metrics["straight"] == 2 and c.metrics["screened"] == 0
+    assert fake.calls == [[("a", 5), ("b", 5)]]  # G = 5: 1 − 2·0.5^5 ≈ 0.94 ≥ 0.9, one call
+    assert c.rollouts == 10 and c.metrics["decided_only"] == 0
