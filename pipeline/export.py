@@ -25,12 +25,16 @@ with its interval [`p_low`, `p_high`]. `repeat_for_g=N` (for trainers with one g
 as TRL's `num_generations` or OpenRLHF's `n_samples_per_prompt`) repeats each row
 max(1, round(group_size / N)) times in place, so a prompt gets about its own G rollouts.
 Beside the data file, `README.md` is a Hugging Face dataset card (pipeline/integrations/card.py)
-saying what was filtered with what, on which model.
+saying what was filtered with what, on which model. A folder is one dataset: a `README.md`
+already there that is not the card of the same data file (another curriculum or format exported
+there, or a README of the user's) is refused before the work, not overwritten.
 
 Rows keep the curriculum's training order (`position`; stage 1 before stage 2). Columns are built
-with Arrow compute in bulk, and each file is written to a temporary name and renamed, so a reader
-never sees half a file and a failed export leaves nothing behind (`pipeline.outputs`' guarded
-writer: a name linked to the ledger is refused before the work, a symbolic link written through).
+with Arrow compute in bulk, and the data file and its card are written all or nothing (each to a
+temporary name, both renamed only once both are written), so a reader never sees half a file and
+a failed export leaves the folder as it was, a folder it created removed (`pipeline.outputs`'
+guarded writer: a name linked to the ledger is refused before the work, a symbolic link written
+through).
 
 Test: `.venv/bin/pytest tests/test_export.py -q`.
 """
@@ -38,8 +42,10 @@ Test: `.venv/bin/pytest tests/test_export.py -q`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal, get_args
 
@@ -264,6 +270,22 @@ def prepare_output_dir(output_dir: Path) -> Path:
     return output_dir
 
 
+@contextmanager
+def output_folder(output_dir: Path) -> Iterator[Path]:
+    """`prepare_output_dir(output_dir)` for a block that writes into it: when the block fails,
+    the folders it created are removed again (an empty folder is not a result)."""
+    output_dir = Path(output_dir)
+    absent = [p for p in (output_dir, *output_dir.parents) if not p.exists()]
+    folder = prepare_output_dir(output_dir)
+    try:
+        yield folder
+    except BaseException:
+        for made in absent:  # deepest first; a folder with anything in it stays
+            with suppress(OSError):
+                made.rmdir()
+        raise
+
+
 def _write_parquet(table: pa.Table) -> Callable[[IO[bytes]], object]:
     return lambda handle: pq.write_table(table, handle)
 
@@ -293,16 +315,18 @@ def export_curriculum(
     `data_source` prefixes verl's `data_source` column (`sieve/<family>`). `repeat_for_g`: see
     the module docstring (`repeat_rows`). The dataset card is written after the data file.
     """
-    from pipeline.integrations.card import write_card
-    from pipeline.outputs import check_output
+    from pipeline.integrations.card import card_text, check_card_free
+    from pipeline.outputs import check_output, write_outputs
 
     kind = check_format(fmt)
     cid = resolve_curriculum(ledger, curriculum_id)
     check_output_dir(Path(output_dir))
     path = Path(output_dir) / f"{cid}{_SUFFIX.get(kind, '.jsonl')}"
-    for existing in (path, path.with_name("README.md")):  # never the ledger, before the work
+    card = path.with_name("README.md")
+    for existing in (path, card):  # never the ledger, before the work
         if existing.exists():
             check_output(existing, ledger=ledger.path)
+    check_card_free(card, path.name)  # another export's card is not overwritten
     chosen = prompt_format or curriculum_prompt_format(ledger, cid)
     items = curriculum_table(ledger, cid)
     table = items if repeat_for_g is None else repeat_rows(items, repeat_for_g)
@@ -314,9 +338,15 @@ def export_curriculum(
         out, write = openrlhf_table(table, chosen, input_key, label_key), _write_jsonl
     else:
         out, write = jsonl_table(table, chosen), _write_jsonl
-    prepare_output_dir(Path(output_dir))
-    write_atomically(path, write(out), ledger=ledger.path)
+    text = card_text(ledger, cid, items, path.name, kind, chosen, repeat_for_g).encode("utf-8")
+    with output_folder(Path(output_dir)):  # the data and its card, both or neither
+        write_outputs(
+            [(path, write(out)), (card, partial(_write_bytes, data=text))], ledger=ledger.path
+        )
     stages = pc.value_counts(items["stage"]).to_pylist()
     counts = {int(s["values"]): int(s["counts"]) for s in stages}
-    card = write_card(ledger, cid, items, path, kind, chosen, repeat_for_g)
     return ExportResult(path, table.num_rows, dict(sorted(counts.items())), chosen, card)
+
+
+def _write_bytes(handle: IO[bytes], data: bytes) -> None:
+    handle.write(data)

@@ -17,19 +17,23 @@ write into their `--output` folders.
 - anything else that exists (a device, a FIFO), and a path that goes through `/dev` or `/proc`,
   is written in place, never renamed over;
 - only the new file beside the target is ever removed (`PARTIAL` lists it while it is written,
-  for a process that must stop mid-write). Every OSError is one `cannot write PATH: ...` line.
+  for a process that must stop mid-write). Every OSError is one `cannot write PATH: ...` line;
+- `write_outputs` writes the several files of one command all or nothing: each new file is
+  written before the first is renamed into place, so a failed `report` or `export` leaves the
+  folder as it was (issue 47: it left new figures beside the old page, data without its card).
 
 Test: `pytest tests/cli/test_bad_inputs.py -k output`, `tests/cli/test_sql_sandbox.py`.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +129,67 @@ def write_output(
     """`write(handle)` on `open_output(path, mode, ...)`."""
     with open_output(path, mode, ledger=ledger, label=label) as handle:
         write(handle)
+
+
+def write_outputs(
+    files: Sequence[tuple[Path, Callable[[IO[Any]], object]]],
+    mode: Mode = "wb",
+    *,
+    ledger: Path | None = None,
+) -> None:
+    """Several files of one command (a report's page and figures, an export's data and card)
+    written all or nothing: every name is planned and every new file written beside its target
+    (and fsynced) before the first is renamed into place, so a failure (an error while writing,
+    a disk that fills up, a target that is a folder) changes none of them. Renames within a
+    folder do not fail for want of space; a device or FIFO among the targets is written in
+    place, last, as `open_output` writes it."""
+    plans = [(Path(path), write, _plan(Path(path), ledger, "")) for path, write in files]
+    for path, _, plan in plans:
+        if plan.how == "in place" and Path(plan.target).is_dir():
+            raise _cannot(path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+    staged: list[tuple[Path, Path, Path]] = []  # (new file, target, name given)
+    try:
+        for path, write, plan in plans:
+            if plan.how == "replace":
+                staged.append((_stage(path, plan.target, mode, write), plan.target, path))
+        for partial, target, path in staged:
+            try:
+                os.replace(partial, target)
+            except OSError as exc:
+                raise _cannot(path, exc) from exc
+    finally:
+        for partial, _, _ in staged:
+            with suppress(OSError):
+                partial.unlink()
+            PARTIAL.remove(partial)
+    for path, write, plan in plans:
+        if plan.how != "replace":
+            write_output(path, write, mode, ledger=ledger)
+
+
+def _stage(path: Path, target: Path, mode: Mode, write: Callable[[IO[Any]], object]) -> Path:
+    """`write(handle)` into a new file beside `target`, fsynced; returns it (listed in
+    `PARTIAL` until the caller renames or removes it)."""
+    partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
+    try:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        raise _cannot(path, exc) from exc
+    PARTIAL.append(partial)
+    try:
+        encoding = None if "b" in mode else "utf-8"
+        with open(fd, mode, encoding=encoding) as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException as exc:
+        with suppress(OSError):
+            partial.unlink()
+        PARTIAL.remove(partial)
+        if isinstance(exc, OSError):
+            raise _cannot(path, exc) from exc
+        raise
+    return partial
 
 
 def _plan(path: Path, ledger: Path | None, label: str) -> _Plan:

@@ -176,10 +176,10 @@ def test_an_empty_curriculum_exports_zero_rows_with_the_schema(
     ledger.write(
         "curricula", pl.DataFrame({"curriculum_id": ["c0"], "created_at": [datetime.now(UTC)]})
     )
-    for fmt in FORMATS:
-        result = export_curriculum(ledger, "c0", fmt, tmp_path)
+    for fmt in FORMATS:  # a folder each: a folder holds one export (its README.md the card)
+        result = export_curriculum(ledger, "c0", fmt, tmp_path / fmt)
         assert result.rows == 0 and result.stages == {}
-    assert pq.read_schema(tmp_path / "c0.verl.parquet").names[0] == "data_source"
+    assert pq.read_schema(tmp_path / "verl" / "c0.verl.parquet").names[0] == "data_source"
 
 
 @pytest.mark.parametrize(

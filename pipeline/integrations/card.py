@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from pipeline.errors import SieveError
 from pipeline.store import Ledger
 
 COLUMNS = {
@@ -166,14 +167,38 @@ def card_text(
     return "\n".join(lines)
 
 
-def write_card(
-    ledger: Ledger, cid: str, table: pa.Table, data_path: Path, kind: str, prompt_format: str,
-    repeat_for_g: int | None = None,
-) -> Path:  # fmt: skip
-    """Write `README.md` beside `data_path` (atomically); returns its path."""
-    from pipeline.export import write_atomically
+def card_data_file(text: str) -> str | None:
+    """The data file a Sieve card's front matter names (`configs`' `path:`), None when `text`
+    is not such a card."""
+    lines = text.splitlines()
+    if not lines or lines[0] != "---" or "---" not in lines[1:]:
+        return None
+    front = lines[1 : lines.index("---", 1)]
+    if not any(line.startswith("pretty_name: Sieve curriculum ") for line in front):
+        return None
+    paths = [line.split(":", 1)[1].strip() for line in front if line.startswith("    path: ")]
+    return paths[0] if len(paths) == 1 else None
 
-    text = card_text(ledger, cid, table, data_path.name, kind, prompt_format, repeat_for_g)
-    path = data_path.with_name("README.md")
-    write_atomically(path, lambda handle: handle.write(text.encode("utf-8")), ledger=ledger.path)
-    return path
+
+def check_card_free(card: Path, data_file: str) -> None:
+    """SieveError unless `card` (a folder's README.md) may be written for `data_file`: absent,
+    or the card of that same file (an export repeated). Two exports into one folder replaced the
+    first one's card (issue 47), and a README of the user's would be lost as well."""
+    if not card.exists() and not card.is_symlink():
+        return
+    try:
+        text = card.read_text(encoding="utf-8", errors="replace") if card.is_file() else None
+    except OSError:
+        text = None
+    other = card_data_file(text) if text is not None else None
+    if other == data_file:
+        return
+    what = (
+        f"the dataset card of {other}, another export"
+        if other is not None
+        else "not the dataset card of a Sieve export"
+    )
+    raise SieveError(
+        f"refused: {card} is {what}; a folder holds one exported curriculum and format (its "
+        "README.md is the card): export into another folder, or remove that file first"
+    )

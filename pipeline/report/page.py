@@ -1,7 +1,9 @@
 """Assemble the report's sections into one HTML page and write it with its PNG files.
 
-Every file is written to a temporary name and renamed, the page last, so an open report is
-never half-written; figure files of an earlier report that this one no longer draws are removed.
+The page and its figures are written all or nothing (each to a temporary name, all renamed only
+once all are written: `pipeline.outputs.write_outputs`), so an open report is never
+half-written and a failed one leaves the folder as it was (a folder it created is removed);
+figure files of an earlier report that this one no longer draws are removed after.
 Files are written by `pipeline.outputs`' guarded writer: a name linked to the ledger is refused
 (before the work), a symbolic link is written through.
 Text goes into the page through `_text`: HTML-escaped, control characters shown escaped (a raw
@@ -23,8 +25,8 @@ from typing import IO
 import polars as pl
 
 from pipeline.errors import printable
-from pipeline.export import check_output_dir, prepare_output_dir, write_atomically
-from pipeline.outputs import check_output
+from pipeline.export import check_output_dir, output_folder
+from pipeline.outputs import check_output, write_outputs
 from pipeline.report.sections import SECTIONS, Section
 from pipeline.store import Ledger
 
@@ -114,18 +116,13 @@ def page_html(sections: list[Section], generated: datetime) -> str:
     )
 
 
-def _write_figures(
-    output_dir: Path, sections: list[Section], ledger: Path | None = None
-) -> list[Path]:
-    written = []
-    for section in sections:
-        for i, (_, png) in enumerate(section.figures if not section.note else []):
-            path = output_dir / f"fig_{section.key}_{i}.png"
-            write_atomically(path, partial(_write, data=png), ledger=ledger)
-            written.append(path)
-    for stale in set(output_dir.glob(FIGURE_GLOB)) - set(written):
-        stale.unlink(missing_ok=True)
-    return written
+def _figures(output_dir: Path, sections: list[Section]) -> list[tuple[Path, bytes]]:
+    """Each figure's file name under `output_dir` and its PNG bytes."""
+    return [
+        (output_dir / f"fig_{section.key}_{i}.png", png)
+        for section in sections
+        for i, (_, png) in enumerate(section.figures if not section.note else [])
+    ]
 
 
 def _write(handle: IO[bytes], data: bytes) -> None:
@@ -139,9 +136,13 @@ def build_report(ledger: Ledger, output_dir: str | Path) -> ReportResult:
         if existing.exists():  # a link to the ledger is refused before the work too
             check_output(existing, ledger=ledger.path)
     sections = [make(ledger) for make in SECTIONS]
-    folder = prepare_output_dir(Path(output_dir))
-    figures = _write_figures(folder, sections, ledger.path)
-    page = folder / PAGE
-    text = page_html(sections, datetime.now(UTC))
-    write_atomically(page, partial(_write, data=text.encode("utf-8")), ledger=ledger.path)
-    return ReportResult(page, figures, [s.title for s in sections if s.note])
+    text = page_html(sections, datetime.now(UTC)).encode("utf-8")
+    figures = _figures(Path(output_dir), sections)
+    page = Path(output_dir) / PAGE
+    files = [(path, partial(_write, data=png)) for path, png in figures]
+    with output_folder(Path(output_dir)):  # the page and its figures, all or none
+        write_outputs([*files, (page, partial(_write, data=text))], ledger=ledger.path)
+    written = [path for path, _ in figures]
+    for stale in set(Path(output_dir).glob(FIGURE_GLOB)) - set(written):
+        stale.unlink(missing_ok=True)
+    return ReportResult(page, written, [s.title for s in sections if s.note])

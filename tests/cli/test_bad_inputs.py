@@ -1352,3 +1352,110 @@ def test_sql_output_is_written_through_links_devices_and_stdout(
         assert got == [b"x\n42\n"] and stat.S_ISFIFO(link.lstat().st_mode)
     else:
         assert file.is_char_device() if link.is_symlink() else link.is_char_device()
+
+
+# Issue 47: a failed `report` or `export` left partial files (new figures beside the old page,
+# data without its card, a new folder holding half of it), and a second export into a folder
+# overwrote the first one's README.md (its dataset card).
+
+
+def listing(folder: Path) -> dict[str, bytes | None]:
+    """Every name under `folder` with its bytes (None for a folder)."""
+    return {
+        str(p.relative_to(folder)): None if p.is_dir() else p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize(
+    ("command", "blocked"),
+    [(["report"], "report.html"), (["export"], "README.md")],
+    ids=["report", "export"],
+)
+def test_a_failed_report_or_export_leaves_its_folder_as_it_was(
+    seeded_home: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    command: list[str],
+    blocked: str,
+) -> None:
+    """A folder where the last file cannot be written (here a folder in its place): the report
+    wrote its figures, the export its data file, and then failed."""
+    out = tmp_path / "out"
+    (out / blocked).mkdir(parents=True)
+    (out / "fig_curriculum_0.png").write_bytes(b"an older report's figure")
+    before = listing(out)
+    code, err = run_cli([*command, "--output", str(out), "--home", str(seeded_home)], capfd)
+    assert f"{out}/{blocked}" in error_line(code, err)
+    assert listing(out) == before
+
+
+@pytest.mark.parametrize("command", [["report"], ["export"]], ids=["report", "export"])
+def test_a_report_or_export_on_a_full_disk_leaves_no_folder(
+    small_disk: Path,
+    write_curriculum: Callable[[Ledger], object],
+    capfd: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    command: list[str],
+) -> None:
+    home = tmp_path / "home"
+    with Ledger.open(home) as ledger:
+        write_curriculum(ledger)
+    fill(small_disk)
+    out = small_disk / "new" / "out"
+    code, err = run_cli([*command, "--output", str(out), "--home", str(home)], capfd)
+    assert "No space left on device" in error_line(code, err) or "disk full" in err
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]
+
+
+def test_write_outputs_is_all_or_nothing(tmp_path: Path) -> None:
+    """The second file fails while it is written: the first is not replaced either, and no
+    temporary file is left."""
+    import errno
+
+    from pipeline.outputs import PARTIAL, write_outputs
+
+    first, second = tmp_path / "a.png", tmp_path / "b.html"
+    first.write_bytes(b"old a")
+
+    def full(handle: Any) -> None:
+        handle.write(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(Exception, match=f"cannot write {second}: No space left on device"):
+        write_outputs([(first, lambda h: h.write(b"new a")), (second, full)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png"] and PARTIAL == []
+    assert first.read_bytes() == b"old a"
+    write_outputs([(first, lambda h: h.write(b"new a")), (second, lambda h: h.write(b"b"))])
+    assert first.read_bytes() == b"new a" and second.read_bytes() == b"b"
+
+
+def test_a_second_export_into_a_folder_is_refused(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], write_curriculum: Callable[..., object]
+) -> None:
+    """`export` of another curriculum (or format) into a folder replaced its README.md, the first
+    export's dataset card; the same export again still replaces its own files."""
+    home = tmp_path / "home"
+    with Ledger.open(home) as ledger:
+        write_curriculum(ledger, "cur-a")
+        write_curriculum(ledger, "cur-b")
+    out = tmp_path / "out"
+    export = ["export", "--output", str(out), "--home", str(home)]
+    assert run_sieve([*export, "--curriculum", "cur-a"], capfd)[0] == 0
+    assert run_sieve([*export, "--curriculum", "cur-a"], capfd)[0] == 0  # repeated: fine
+    card = (out / "README.md").read_bytes()
+    for other in (["--curriculum", "cur-b"], ["--curriculum", "cur-a", "--format", "jsonl"]):
+        code, err = run_cli([*export, *other], capfd)
+        assert error_line(code, err) == (
+            f"error: refused: {out}/README.md is the dataset card of cur-a.trl.parquet, another "
+            "export; a folder holds one exported curriculum and format (its README.md is the "
+            "card): export into another folder, or remove that file first"
+        )
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "cur-a.trl.parquet"]
+    assert (out / "README.md").read_bytes() == card
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "README.md").write_text("# my notes\n")
+    code, err = run_cli(["export", "--output", str(mine), "--home", str(home)], capfd)
+    assert "README.md is not the dataset card of a Sieve export" in error_line(code, err)
+    assert (mine / "README.md").read_text() == "# my notes\n"
