@@ -1185,7 +1185,10 @@ def demo_real_night(r: Results) -> str:
     from flows.loop import demo_real_settings
     from pipeline.recipes import RECIPES, load_settings
 
+    from pipeline.recipes import curation_sampling
+
     curate, train, _ = demo_real_settings()
+    curate, _ = curation_sampling(curate, Path("chat"), (), train)  # what the night curates at
     grpo = train.grpo_config()
     recipe_lr = load_settings(RECIPES / "real_train.toml").grpo_config().lr
     measured = measured_cells(r)

@@ -17,8 +17,9 @@ Each night draws fresh candidates: the curation seed is the configured seed plus
 prompts (a fixed seed re-explores the same ones every night). A night that crashed and is re-run
 continues where it stopped: curation ids follow from the inputs (committed chunks are skipped)
 and training resumes from its newest checkpoint (an unfinished run's checkpoints are not a
-lineage head). Once a night has finished, its checkpoint is the newest model, so running the same
-date again is a new night on a new model.
+lineage head). Once a night has finished, `sieve loop` records it (table `nights`) and skips that
+date on the same lineage (`flows.loop.night_done`; `--again` runs it again, from the newest
+weights); this flow itself runs whatever night it is given.
 
 Serve it on a schedule with `sieve schedule --cron "0 2 * * *"` (needs a Prefect server:
 `prefect server start`, then `PREFECT_API_URL=http://127.0.0.1:4200/api`).
@@ -42,7 +43,7 @@ from pipeline.curate import policy_for
 from pipeline.home import ledger_path, resolve_home
 from pipeline.hooks import Progress, report
 from pipeline.lineage import nightly_model
-from pipeline.recipes import TrainSettings
+from pipeline.recipes import TrainSettings, curation_sampling
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 
@@ -65,6 +66,11 @@ class NightlyParams(BaseModel):
     )
     home: str | None = None
     config: CurateConfig = Field(default_factory=CurateConfig)
+    keep_sampling: list[str] = Field(
+        default_factory=list,
+        description="[sampling] fields the user set; the others follow the training settings "
+        "for a chat model (pipeline.recipes.curation_sampling).",
+    )
     train: TrainSettings | None = Field(
         default=None, description="None: the recipe for the model (data/configs/*_train.toml)."
     )
@@ -86,6 +92,10 @@ def nightly_flow(params: NightlyParams, runtime: Runtime | None = None) -> dict[
     folder, why = current_model(params.home, params.model)
     model = str(folder)
     print(f"night {night}: model {model} ({why})")
+    if params.backend != "openai" or folder.is_dir():  # a served name has no recipe to read
+        config, line = curation_sampling(config, folder, params.keep_sampling, params.train)
+        if line:
+            print(f"night {night}: {line}")
     curate = CurateParams(
         model=model,
         backend=params.backend,

@@ -246,7 +246,9 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
 
 
-CHAT_SAMPLING_KEYS = ("temperature", "top_p", "max_new_tokens")
+# what a curation takes from the training it curates for (training samples at top-p 1 always,
+# which is [sampling]'s default: GRPOConfig has no top_p)
+CHAT_SAMPLING_KEYS = ("temperature", "max_new_tokens")
 
 
 def chat_sampling_defaults(model_dir: str | Path) -> tuple[dict[str, Any], Recipe | None]:
@@ -259,3 +261,30 @@ def chat_sampling_defaults(model_dir: str | Path) -> tuple[dict[str, Any], Recip
     recipe = recipe_for(model_dir)
     grpo = recipe.settings.grpo
     return {k: grpo[k] for k in CHAT_SAMPLING_KEYS if k in grpo}, recipe
+
+
+def curation_sampling(
+    cfg: Any, model_dir: str | Path, keep: Sequence[str] = (), settings: TrainSettings | None = None
+) -> tuple[Any, str | None]:
+    """The one rule "curate at the sampling training will use" (issue 46 point 4), for every
+    entry point (sieve curate, loop, schedule, demo, the nightly flow): `cfg` (a CurateConfig)
+    with [sampling]'s temperature and max_new_tokens taken from `settings` (the run's training
+    settings; None: the model's recipe) for a chat model, except the fields named in `keep` (set
+    by the user: a flag or the config file). Returns the config and one line naming what was
+    taken (None when nothing was). A raw-format model (the tiny policy) keeps [sampling]."""
+    from pipeline.sampling.budget import SamplingConfig
+
+    if settings is None:
+        values, recipe = chat_sampling_defaults(model_dir)
+        source = recipe.line() if recipe is not None else ""
+    elif folder_prompt_format(model_dir) == "raw":
+        values, source = {}, ""
+    else:
+        values = {k: settings.grpo[k] for k in CHAT_SAMPLING_KEYS if k in settings.grpo}
+        source = "run's training settings"
+    taken = {k: v for k, v in values.items() if k not in keep and getattr(cfg.sampling, k) != v}
+    if not taken:
+        return cfg, None
+    sampling = SamplingConfig.model_validate({**cfg.sampling.model_dump(), **taken})
+    shown = ", ".join(f"{k} {v}" for k, v in taken.items())
+    return cfg.model_copy(update={"sampling": sampling}), f"sampling: {shown} from the {source}"

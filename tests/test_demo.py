@@ -71,7 +71,10 @@ def test_the_real_demo_cells_are_the_ones_smollm2_learns_in() -> None:
     assert curate.mix == train.eval_families == DEMO_REAL_CELLS
     assert curate.max_group_size <= train.rollouts_per_step  # a group fits in one step
     cfg = train.grpo_config()
-    assert (curate.sampling.temperature, curate.sampling.max_new_tokens) == (
+    from pipeline.recipes import curation_sampling
+
+    night, _ = curation_sampling(curate, Path("a-served-chat-model"), (), train)  # the night's rule
+    assert (night.sampling.temperature, night.sampling.max_new_tokens) == (
         cfg.temperature,
         cfg.max_new_tokens,
     )  # curated at the temperature and budget it trains at

@@ -204,19 +204,13 @@ def curate(
 
 
 def with_recipe_sampling(cfg: CurateConfig, folder: Path, chosen: set[str]) -> CurateConfig:
-    """`cfg` with the sampling values of the model's recipe (`chat_sampling_defaults`) for the
-    fields neither a flag nor the config file set, named in one line when any is taken."""
-    from pipeline.recipes import chat_sampling_defaults
-    from pipeline.selection import CurateConfig
+    """`cfg` at the sampling the model trains at (`pipeline.recipes.curation_sampling`) for
+    the fields neither a flag nor the config file set, named in one line when any is taken."""
+    from pipeline.recipes import curation_sampling
 
-    defaults, recipe = chat_sampling_defaults(folder)
-    taken = {k: v for k, v in defaults.items() if k not in chosen}
-    if not taken or recipe is None:
-        return cfg
-    sampling = {**cfg.sampling.model_dump(), **taken}
-    cfg = validated(CurateConfig, {**cfg.model_dump(), "sampling": sampling})
-    shown = ", ".join(f"{k} {v}" for k, v in taken.items())
-    out.print(f"sampling: {shown} from the {recipe.line()}")
+    cfg, line = curation_sampling(cfg, folder, sorted(chosen))
+    if line:
+        out.print(line)
     return cfg
 
 

@@ -53,3 +53,41 @@ def test_the_estimate_scales_the_first_chunk() -> None:
     assert "at most 16 min of refine" in plan.estimate(60.0, 4)
     with pytest.raises(ValueError, match="chunks >= 1"):
         plan.estimate(1.0, 0)
+
+
+def _night_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **params: object
+) -> CurateConfig:
+    """The CurateConfig the nightly flow hands its curation (the flow body, no Prefect run)."""
+    import flows.nightly as nightly
+
+    seen: dict[str, CurateConfig] = {}
+
+    def fake_curate(p: object, runtime: object = None) -> dict[str, object]:
+        seen["cfg"] = p.config  # type: ignore[attr-defined]
+        return {"curriculum_id": "c", "kept": {}}
+
+    monkeypatch.setattr(nightly, "curate_flow", fake_curate)
+    monkeypatch.setattr(nightly, "current_model", lambda home, model: (SERVED, "given"))
+    monkeypatch.setattr(nightly, "night_engine", lambda *a, **k: None)
+    nightly.nightly_flow.fn(
+        nightly.NightlyParams(home=str(tmp_path), night="2026-01-02", skip_train=True, **params)
+    )
+    return seen["cfg"]
+
+
+def test_the_nightly_flow_curates_at_the_sampling_it_trains_at(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 46 point 4: sieve loop / schedule / the nightly flow curated a chat model at
+    [sampling]'s T 1.0 / 512 tokens and trained it at the recipe's 0.6 / 256."""
+    from pipeline.recipes import TrainSettings
+
+    cfg = _night_config(monkeypatch, tmp_path)
+    assert (cfg.sampling.temperature, cfg.sampling.max_new_tokens) == (0.6, 256)
+    given = CurateConfig.model_validate({"sampling": {"temperature": 1.0}})
+    cfg = _night_config(monkeypatch, tmp_path, config=given, keep_sampling=["temperature"])
+    assert (cfg.sampling.temperature, cfg.sampling.max_new_tokens) == (1.0, 256)
+    settings = TrainSettings.model_validate({"grpo": {"temperature": 0.8, "max_new_tokens": 96}})
+    cfg = _night_config(monkeypatch, tmp_path, train=settings)  # the night's own training
+    assert (cfg.sampling.temperature, cfg.sampling.max_new_tokens) == (0.8, 96)
