@@ -56,8 +56,11 @@ def loop(
     base_urls: Sequence[str] = (),
     engine: EngineOptions | None = None,
     progress: Progress | None = None,
+    again: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run `nights` nightly flows in a row; returns each night's summary. `settings` None: each
+    """Run `nights` nightly flows in a row; returns each night's summary. A night that has
+    finished on the lineage it would continue is not run again (its summary says `done`)
+    unless `again`; a finished night is recorded in `nights`. `settings` None: each
     night trains with the recipe for its model; `progress` gets each night's events."""
     if nights < 1:
         raise SieveError(f"--nights must be >= 1, got {nights}")
@@ -69,6 +72,11 @@ def loop(
     results = []
     for i in range(nights):
         night = first + timedelta(days=i)
+        done = None if again else night_done(home, night, model)
+        if done is not None:
+            results.append({"night": night.isoformat(), "done": done})
+            say(night_line(i + 1, results[-1]))
+            continue
         params = NightlyParams(
             model=model,
             backend=backend,
@@ -80,12 +88,21 @@ def loop(
             night=night.isoformat(),
         )
         result = nightly_flow(params, Runtime(progress=progress) if progress else None)
+        record(home, night, result)
         results.append(result)
         say(night_line(i + 1, result))
     return results
 
 
 def night_line(index: int, result: dict[str, Any]) -> str:
+    done = result.get("done")
+    if done is not None:
+        trained = f"training {done['train_id']}" if done["train_id"] else "nothing trained"
+        return (
+            f"night {index} ({result['night']}): done already (curriculum "
+            f"{done['curriculum_id']}, {trained}, weights {done['final_revision']}): not "
+            "run again; --again runs it again from the newest weights"
+        )
     cur = result["curate"]
     kept = sum(cur["kept"].values())
     spent = sum(cur["rollouts_spent"].values())
@@ -98,6 +115,41 @@ def night_line(index: int, result: dict[str, Any]) -> str:
         f"{text}; trained {train['steps']} steps ({train['rollouts']} rollouts); "
         f"held-out sampled pass@1 {pct(b)} -> {pct(a)}; new revision {train['final_revision']}"
     )
+
+
+def night_done(home: str | Path | None, night: date, model: str | None) -> dict[str, Any] | None:
+    """The `nights` row of `night` on the lineage a night would continue now (the head
+    `pipeline.lineage.nightly_model` picks, or an ancestor of it, ended the night); None on a
+    fresh home, for a served model (no weights here), or when that night has not finished."""
+    from pipeline.home import ledger_path
+    from pipeline.lineage import finished_night, nightly_model
+    from pipeline.policy.model import folder_revision
+
+    if not ledger_path(home).exists():
+        return None
+    with Ledger.open(home, read_only=True) as ledger:
+        folder, _ = nightly_model(ledger, model, home)
+        if not (folder / "config.json").is_file():
+            return None
+        return finished_night(ledger, night, folder_revision(folder))
+
+
+def record(home: str | Path | None, night: date, result: dict[str, Any]) -> None:
+    """A night the nightly flow ended (trained, or with nothing kept) as finished in `nights`."""
+    from pipeline.lineage import record_night
+    from pipeline.policy.model import folder_revision
+
+    train = result.get("train")
+    if train is not None:
+        start, final, train_id = train["base_revision"], train["final_revision"], train["train_id"]
+    else:
+        folder = Path(result["model"])
+        if not (folder / "config.json").is_file():
+            return  # a served model: no weights here to name its lineage by
+        start = final = folder_revision(folder)
+        train_id = None
+    with Ledger.open(home) as ledger:
+        record_night(ledger, night, start, final, result["curate"]["curriculum_id"], train_id)
 
 
 def pct(x: float | None) -> str:
@@ -167,7 +219,7 @@ def demo(
         save_atomically(result, model, cfg)
         say(f"  {result.steps} supervised steps, loss {result.final_loss:.3f}")
         bootstrapped = True
-    night = loop(home, 1, config, settings, say=say)[0]
+    night = loop(home, 1, config, settings, say=say, again=True)[0]  # a demo runs a night
     table = before_after(night.get("train"))
     run = DemoRun(root, bootstrapped, night, table)
     run.bought, run.bought_note = curation_bought(home, night)
@@ -268,7 +320,7 @@ def demo_real(
     curate, train, engine = demo_real_settings()
     night = loop(
         home, 1, curate, train, say=say, model=str(folder), backend="vllm", engine=engine,
-        progress=progress,
+        progress=progress, again=True,
     )[0]  # fmt: skip
     run = DemoRun(root, False, night, before_after(night.get("train")))
     run.report = Path(night["report"]) if night.get("report") else None

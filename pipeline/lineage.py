@@ -1,6 +1,8 @@
 """Which model a job starts from: the one a curriculum was curated with (`curriculum_model`),
 or, for the nightly loop, the newest checkpoint of a model's lineage (`nightly_model`,
-`lineage_head`): trained from it, or from a checkpoint trained from it, and so on.
+`lineage_head`): trained from it, or from a checkpoint trained from it, and so on; and which
+nights of a lineage have finished (`finished_night`, `record_night`: a finished night is not run
+again by `sieve loop`).
 
 Test: `pytest tests/flows/test_loop.py tests/cli/test_train_cli.py`.
 """
@@ -8,8 +10,11 @@ Test: `pytest tests/flows/test_loop.py tests/cli/test_train_cli.py`.
 from __future__ import annotations
 
 import json
+from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 from pydantic import ValidationError
 
 from pipeline.errors import SieveError
@@ -113,6 +118,36 @@ def latest_model(ledger: Ledger, home: str | Path | None = None) -> Path:
 
 def _tiny(home: str | Path | None) -> Path:
     return resolve_home(home) / "models" / "tiny"
+
+
+def finished_night(ledger: Ledger, night: date, revision: str) -> dict[str, Any] | None:
+    """The `nights` row of `night` on the lineage that holds `revision` (the weights a night
+    would start from now): its final weights are `revision` or an ancestor of it. None when
+    that night has not finished there (a crashed night has no row: its re-run resumes it)."""
+    frame = ledger.query("finished_night", night=night.isoformat(), revision=revision)
+    return frame.row(0, named=True) if frame.height else None
+
+
+def record_night(
+    ledger: Ledger,
+    night: date,
+    start_revision: str,
+    final_revision: str,
+    curriculum_id: str | None,
+    train_id: str | None,
+) -> None:
+    """A finished night in `nights` (a night run again with --again adds its own row)."""
+    row = pl.DataFrame(
+        {
+            "night": [night],
+            "start_revision": [start_revision],
+            "final_revision": [final_revision],
+            "curriculum_id": pl.Series([curriculum_id], dtype=pl.Utf8),
+            "train_id": pl.Series([train_id], dtype=pl.Utf8),
+            "finished_at": [datetime.now(UTC)],
+        }
+    )
+    ledger.write("nights", row, on_conflict="replace")
 
 
 def curated_sampling(ledger: Ledger, curriculum_id: str) -> SamplingConfig | None:

@@ -276,13 +276,24 @@ def loop(
     n: Annotated[int | None, typer.Option("--n", help="Candidates per night.")] = None,
     steps: Annotated[int | None, typer.Option(help="Training steps per night.")] = None,
     start: StartOpt = None,
+    again: Annotated[
+        bool,
+        typer.Option(
+            "--again",
+            help="Run again a night the ledger records as finished on this lineage (from "
+            "the newest weights); without it such a night is skipped.",
+        ),
+    ] = False,
     model: LoopModelOpt = None,
     backend: BackendOpt = "hf",
     base_url: BaseUrlOpt = None,
     engine: OptionBlock = ENGINE,
     home: HomeOpt = None,
 ) -> None:
-    """N nights of curate -> train -> eval, each starting from the previous night's checkpoint."""
+    """N nights of curate -> train -> eval, each starting from the previous night's checkpoint.
+
+    A night already finished on this lineage (a --start date run before) is skipped.
+    """
     from pipeline.store import Ledger
 
     if nights < 1:
@@ -304,7 +315,9 @@ def loop(
         soft_wrap=True,
     )
     name = str(model) if model is not None else None
-    run_loop(home, nights, cfg, settings, first, name, backend, base_url or [], options)
+    run_loop(
+        home, nights, cfg, settings, first, name, backend, base_url or [], options, again=again
+    )
     from flows.loop import heldout_by_revision
 
     with Ledger.open(home, read_only=True) as ledger:
@@ -354,6 +367,7 @@ def run_loop(
     backend: str,
     base_urls: Sequence[str],
     engine: EngineOptions,
+    again: bool = False,
 ) -> None:
     """The nightly job `nights` times in this process: `flows.loop.loop` (one line a night)."""
     from flows.loop import loop as run_nights
@@ -378,4 +392,5 @@ def run_loop(
         backend=backend,
         base_urls=base_urls,
         engine=engine,
+        again=again,
     )

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -1459,3 +1460,77 @@ def test_a_second_export_into_a_folder_is_refused(
     code, err = run_cli(["export", "--output", str(mine), "--home", str(home)], capfd)
     assert "README.md is not the dataset card of a Sieve export" in error_line(code, err)
     assert (mine / "README.md").read_text() == "# my notes\n"
+
+
+# ------------------------------------------------------------------------------ nights
+
+
+def test_a_finished_night_is_not_run_again(
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_model_dir: Path,
+) -> None:
+    """Re-running a finished `sieve loop --nights 1 --start D` trained night D again, from the
+    weights night D had made (issue 47). The night is stubbed as the nightly flow leaves one: a
+    curriculum of the night's model, a finished training run from it and its checkpoint."""
+    import flows.cli.nightly
+    import flows.loop
+    import flows.nightly
+    from pipeline.policy.model import create_tiny_model, folder_revision
+
+    home, base = tmp_path / "home", tmp_path / "base"
+    shutil.copytree(tiny_model_dir, base)
+    ran: list[str] = []
+
+    def night(params: Any, runtime: Any = None) -> dict[str, Any]:
+        folder, _ = flows.nightly.current_model(params.home, params.model)
+        start, n = folder_revision(folder), len(ran)
+        ran.append(str(params.night))
+        step = home / "checkpoints" / f"train-{n}" / "step-000001"
+        final = create_tiny_model(step, seed=n + 1)
+        now = datetime.now(UTC)
+        with Ledger.open(home) as ledger:
+            ledger.write_batch({
+                "curricula": pl.DataFrame({"curriculum_id": [f"cur-{n}"], "created_at": [now],
+                    "model": [str(folder)], "model_revision": [start]}),
+                "train_runs": pl.DataFrame({"train_id": [f"train-{n}"], "curriculum_id":
+                    [f"cur-{n}"], "base_model": [str(folder)], "base_revision": [start],
+                    "started_at": [now], "finished_at": [now], "status": ["finished"]}),
+                "checkpoints": pl.DataFrame({"train_id": [f"train-{n}"], "step": [1], "path":
+                    [str(step)], "model_revision": [final], "created_at": [now]}),
+            })  # fmt: skip
+        held = {"sampled": 0.1}
+        train = {
+            "train_id": f"train-{n}",
+            "base_revision": start,
+            "final_revision": final,
+            "steps": 1,
+            "rollouts": 8,
+            "heldout_before": held,
+            "heldout_after": held,
+        }
+        curate = {"curriculum_id": f"cur-{n}", "kept": {"1": 4}, "rollouts_spent": {"1": 32}}
+        return {"night": params.night, "model": str(folder), "curate": curate, "train": train}
+
+    monkeypatch.setattr(flows.nightly, "nightly_flow", night)
+    monkeypatch.setattr(flows.cli.nightly, "start_flows", lambda home: None)
+    monkeypatch.setattr(flows.loop, "quiet_prefect", lambda home: None)
+    argv = ["loop", "--nights", "1", "--start", "2026-11-01", "--home", str(home)]
+    code, _, err = run_sieve([*argv, "--model", str(base)], capfd)
+    assert code == 0 and ran == ["2026-11-01"], err
+    tables = (*TABLES, "checkpoints")
+    with Ledger.open(home, read_only=True) as ledger:
+        before = {t: ledger.checksum(t) for t in tables}
+    for model in (["--model", str(base)], []):  # its lineage named, or the newest curriculum's
+        code, out, err = run_sieve([*argv, *model], capfd)
+        assert code == 0 and ran == ["2026-11-01"], err  # not trained again
+        assert "night 1 (2026-11-01): done already (curriculum cur-0, training train-0" in out
+        assert "--again runs it again" in out
+    with Ledger.open(home, read_only=True) as ledger:
+        assert {t: ledger.checksum(t) for t in tables} == before
+        assert ledger.run("SELECT count(*) FROM nights") == [(1,)]
+    assert run_sieve([*argv, "--again"], capfd)[0] == 0 and ran == ["2026-11-01"] * 2
+    two = ["loop", "--nights", "2", "--start", "2026-11-01", "--home", str(home)]
+    assert run_sieve(two, capfd)[0] == 0  # night 1 done (twice), night 2 not yet
+    assert ran == ["2026-11-01", "2026-11-01", "2026-11-02"]

@@ -86,3 +86,10 @@ def test_two_nights_on_a_model_continue_its_own_lineage(
             second["final_revision"],
         ]
         assert ledger.run("SELECT count(*) FROM train_runs WHERE status = 'finished'") == [(3,)]
+    # the same dates again: both finished on this lineage, so neither runs again (issue 47: a
+    # re-run trained night 1 again, from the weights night 2 had made)
+    again = loop(home, 2, CURATE, TRAIN, date(2026, 11, 1), lines.append, model=str(base))
+    assert [n["done"]["train_id"] for n in again] == [first["train_id"], second["train_id"]]
+    assert "done already" in lines[-1] and len(lines) == 4
+    with Ledger.open(home, read_only=True) as ledger:
+        assert ledger.run("SELECT count(*) FROM train_runs WHERE status = 'finished'") == [(3,)]
