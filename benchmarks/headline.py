@@ -65,6 +65,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -879,12 +880,26 @@ def plot(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def campaign_verifier(runs_dir: Path) -> str:
+    """The verifier version of the campaign: the one most finished runs were scored under (a
+    campaign runs pinned code, so the repository's verifier may have moved on since); the
+    current one when no run has finished."""
+    found = Counter(
+        json.loads(f.read_text()).get("verifier")
+        for f in sorted(runs_dir.glob("*_s*.json"))
+        if json.loads(f.read_text())["done"]
+    )
+    return str(found.most_common(1)[0][0]) if found else verifier_version()
+
+
 def summary(runs_dir: Path, setup: Setup, model: str) -> dict[str, Any]:
+    scored_by = campaign_verifier(runs_dir)
     out: dict[str, Any] = {
         "benchmark": "headline",
         "model": model,
         "setup": asdict(setup),
-        "verifier": verifier_version(),
+        "verifier": scored_by,  # every run summarised was scored under it
+        "verifier_now": verifier_version(),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "settings": {},
         "starts": {},  # each setting's start records, finished runs or not
@@ -892,7 +907,12 @@ def summary(runs_dir: Path, setup: Setup, model: str) -> dict[str, Any]:
     keep = ("hash", "greedy", "sampled", "scored", "cost", "cells", "model_revision", "verifier")
     for setting in SETTINGS:
         runs = [json.loads(f.read_text()) for f in sorted(runs_dir.glob(f"{setting}_*_s*.json"))]
-        runs = [r for r in runs if r["done"] and r.get("verifier") == verifier_version()]
+        out.setdefault("left_out_other_verifier", []).extend(
+            f"{r['setting']} {r['arm']} s{r['seed']} ({r.get('verifier')})"
+            for r in runs
+            if r["done"] and r.get("verifier") != scored_by
+        )
+        runs = [r for r in runs if r["done"] and r.get("verifier") == scored_by]
         starts = {
             json.loads(f.read_text())["hash"]: json.loads(f.read_text())
             for f in sorted(runs_dir.glob(f"start_{setting}_*.json"))

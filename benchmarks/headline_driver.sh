@@ -8,7 +8,7 @@
 #   nohup benchmarks/headline_driver.sh > /tmp/sieve-headline/driver.log 2>&1 &
 #
 # Order: seed-major within a setting (every arm's seed 1, then seed 2, ...; uniform and Sieve
-# first in each seed), warm before cold,
+# first in each seed, then Sieve's two-stage variant), warm before cold,
 # so a campaign cut short still compares every arm on the same seeds. RUNS overrides it
 # ("setting:arm:seed ..."). COMMIT=0 leaves git alone.
 #
@@ -25,7 +25,9 @@ STATE=/tmp/sieve-headline
 RUNS_DIR=benchmarks/results/headline_runs
 bench() { (cd "$CODE" && PYTHONPATH="$CODE" "$@" --results "$MAIN/benchmarks/results"); }
 warm=""
-for s in 1 2 3 4; do for a in uniform sieve mopps greso dapo; do warm="$warm warm:$a:$s"; done; done
+for s in 1 2 3 4; do for a in uniform sieve sieve_screen mopps greso dapo; do
+    warm="$warm warm:$a:$s"
+done; done
 RUNS=${RUNS:-"$warm cold:uniform:1 cold:sieve:1 cold:uniform:2 cold:sieve:2"}
 mkdir -p "$STATE"
 

@@ -109,8 +109,8 @@ def prompt_posterior(
     )
     out = (
         prompts.select("problem_id", "cell")
-        .join(cells.select("cell", "cell_yield"), on="cell", how="left")
-        .join(mine, on="problem_id", how="left")
+        .join(cells.select("cell", "cell_yield"), on="cell", how="left", maintain_order="left")
+        .join(mine, on="problem_id", how="left", maintain_order="left")
         .with_columns(
             pl.col("cell_yield").fill_null(fallback),
             pl.col("pk").fill_null(0.0),
@@ -267,8 +267,8 @@ def ledger_observations(ledger: Any) -> tuple[pl.DataFrame, int]:
             .with_columns(update=pl.col("start").fill_null(0) + pl.col("step").cast(pl.Int64))
             .select(list(OBSERVATION_SCHEMA)),
         ]
-    ).cast(OBSERVATION_SCHEMA)  # type: ignore[arg-type]  # a schema dict is what cast takes
-    marks = [0, *clock.values()] + ([int(obs["update"].max())] if obs.height else [])  # type: ignore[arg-type]
+    ).cast(OBSERVATION_SCHEMA)
+    marks = [0, *clock.values()] + ([int(obs["update"].max())] if obs.height else [])
     return obs, max(marks)
 
 
