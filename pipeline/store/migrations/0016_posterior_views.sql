@@ -66,26 +66,32 @@ JOIN problems AS p USING (problem_id)
 LEFT JOIN posterior_clock AS c USING (train_id)
 WHERE t.n > 0 AND NOT t.skipped AND p.split = 'train';
 
+-- each view reads the evidence once (MATERIALIZED): a view named twice in a query is expanded
+-- twice, and the evidence is an aggregate over every sample the ledger holds
 CREATE OR REPLACE VIEW posterior_weighted AS
-WITH now_ AS (
+WITH o AS MATERIALIZED (
+    SELECT * FROM posterior_observations
+),
+now_ AS (
     SELECT greatest(
-        coalesce((SELECT max(update) FROM posterior_observations), 0),
+        coalesce((SELECT max(update) FROM o), 0),
         coalesce((SELECT max(c.start + k.step) FROM checkpoints AS k
                   JOIN posterior_clock AS c USING (train_id)), 0)
     ) AS now
 )
 SELECT
     o.*,
-    (SELECT now FROM now_) AS now,
-    pow(sieve_posterior_decay(), (SELECT now FROM now_) - o.update)
-        * least(1.0, sieve_posterior_cap() / o.n) AS w
-FROM posterior_observations AS o;
+    n.now,
+    pow(sieve_posterior_decay(), n.now - o.update) * least(1.0, sieve_posterior_cap() / o.n) AS w
+FROM o, now_ AS n;
 
 -- one row per cell (family level) with evidence: weighted samples, weighted correct, its yield
 CREATE OR REPLACE VIEW cell_posterior AS
-WITH pooled AS (
-    SELECT (coalesce(sum(w * k), 0) + 1.0) / (coalesce(sum(w * n), 0) + 2.0) AS m
-    FROM posterior_weighted
+WITH w AS MATERIALIZED (
+    SELECT * FROM posterior_weighted
+),
+pooled AS (
+    SELECT (coalesce(sum(w * k), 0) + 1.0) / (coalesce(sum(w * n), 0) + 2.0) AS m FROM w
 )
 SELECT
     cell,
@@ -97,18 +103,30 @@ SELECT
             / (sum(w * n) + sieve_posterior_cell_strength())
     )) AS cell_yield,
     max(now) AS now
-FROM posterior_weighted
+FROM w
 GROUP BY cell;
 
 -- one row per train-split problem, observed or not: Beta(alpha, beta) of its pass rate now
 CREATE OR REPLACE VIEW prompt_posterior AS
-WITH pooled AS (
-    SELECT (coalesce(sum(w * k), 0) + 1.0) / (coalesce(sum(w * n), 0) + 2.0) AS m
-    FROM posterior_weighted
+WITH w AS MATERIALIZED (
+    SELECT * FROM posterior_weighted
+),
+pooled AS (
+    SELECT (coalesce(sum(w * k), 0) + 1.0) / (coalesce(sum(w * n), 0) + 2.0) AS m FROM w
+),
+cells AS (
+    SELECT
+        cell,
+        greatest(sieve_posterior_floor(), least(1.0 - sieve_posterior_floor(),
+            (sum(w * k) + sieve_posterior_cell_strength() * (SELECT m FROM pooled))
+                / (sum(w * n) + sieve_posterior_cell_strength())
+        )) AS cell_yield
+    FROM w
+    GROUP BY cell
 ),
 mine AS (
     SELECT problem_id, sum(w * k) AS pk, sum(w * n) AS pn, count(*) AS groups
-    FROM posterior_weighted
+    FROM w
     GROUP BY problem_id
 ),
 prompts AS (
@@ -121,7 +139,7 @@ prompts AS (
         coalesce(m.pn, 0.0) AS pn,
         coalesce(m.groups, 0) AS groups
     FROM problems AS pr
-    LEFT JOIN cell_posterior AS c ON c.cell = pr.family || ' ' || pr.level
+    LEFT JOIN cells AS c ON c.cell = pr.family || ' ' || pr.level
     LEFT JOIN mine AS m USING (problem_id)
     WHERE pr.split = 'train'
 )
