@@ -160,6 +160,7 @@ class Trainer:
         self.components = [Component("reward", 1.0, 0), repetition]
         self.counters = Counters()
         self.step = 0  # the next step to run
+        self.schedule_offset = 0  # updates before step 0 that the β/reward schedules count
         self.pad_id = pad_id(tokenizer)
         self.device = next(self.model.parameters()).device
         self.policy = Policy(self.model, self.ref_model, cfg, tokenizer, self.pad_id, self.device)
@@ -238,18 +239,19 @@ class Trainer:
     def _update(
         self, step: int, items: list[Item], flat: list[Sample], group: Tensor, scores: Scores
     ) -> tuple[StepOutput, dict[str, float]]:
+        at = step + self.schedule_offset  # where the schedules are (a carried run continues)
         if not flat:  # a collector that found nothing worth training on
-            return self._empty(no_samples_metrics(self.beta_schedule.value(step)))
-        m = score_metrics(flat, scores, self.beta_schedule.value(step))
+            return self._empty(no_samples_metrics(self.beta_schedule.value(at)))
+        m = score_metrics(flat, scores, self.beta_schedule.value(at))
         known = torch.tensor([r is not None for r in scores.rewards])  # (N,)
         raw = torch.tensor(  # float64: spreads near the tolerance agree with the ledger's
             [math.nan if r is None else float(r) for r in scores.rewards], dtype=torch.float64
         )
         if not bool(torch.isfinite(raw[known]).all()):
             return self._skip(m, "non-finite reward")
-        kl = self.policy.reward_kl(self.beta_schedule.value(step), items, flat, group, known)
+        kl = self.policy.reward_kl(self.beta_schedule.value(at), items, flat, group, known)
         adv, informative = step_advantages(
-            self.cfg, self.components, step, flat, group, known, raw, kl_penalty=kl
+            self.cfg, self.components, at, flat, group, known, raw, kl_penalty=kl
         )
         m["zero_var_share"] = 1.0 - len(torch.unique(group[informative])) / len(items)
         m["adv_std"] = float(adv[informative].std(correction=0)) if informative.any() else 0.0
@@ -304,7 +306,7 @@ class Trainer:
             old = [self._logp(p)[0] for p in parts] if cfg.num_iterations > 1 else None
             ref = [self.policy.ref_logp(p) for p in parts] if cfg.reference != "none" else None
         totals = denominators(batch, cfg.mask_truncated)
-        beta = 0.0 if cfg.kl_in_reward else self.beta_schedule.value(step)  # KL in the reward
+        beta = 0.0 if cfg.kl_in_reward else self.beta_schedule.value(step + self.schedule_offset)
         return StepInputs(parts, totals, old, ref, beta, cfg.dr_grpo_tokens, real)
 
     def _iteration(self, ctx: StepInputs) -> dict[str, float] | str:
@@ -393,6 +395,34 @@ class Trainer:
         )
         self.hooks.on_checkpoint(self.step, path)
         return path
+
+    def carry(
+        self,
+        path: Path,
+        offset: int,
+        reference: dict[str, Tensor] | None = None,
+    ) -> bool:
+        """Continue, as a new run, the run that wrote checkpoint `path` (whose weights this
+        trainer's model already holds): its AdamW moments, lr schedule and β schedule state,
+        the schedules `offset` updates in (the updates of the lineage before step 0), and the
+        KL reference set to `reference` (the lineage's first weights; None keeps this run's
+        start). Step numbering, sampling seeds and the batch source stay this run's own. Returns
+        False, changing nothing, when `path` kept no optimiser state (only a run's newest
+        checkpoint does)."""
+        state = ckpt.load_state(path)
+        if "optimizer" not in state:
+            return False
+        if self.fsdp is not None:
+            raise TrainerError("carry is not supported under fsdp")
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        vars(self.beta_schedule).update(state["beta_schedule"])
+        self.schedule_offset = int(offset)
+        if reference is not None:
+            if self.ref_model is None:
+                raise TrainerError(f"reference={self.cfg.reference!r} keeps no frozen copy")
+            self.ref_model.load_state_dict(reference)
+        return True
 
     def resume(self, path: Path | None = None) -> int:
         """Restore the newest valid checkpoint (or `path`); returns the step it continues at."""

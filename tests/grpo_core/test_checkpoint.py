@@ -186,3 +186,56 @@ def test_the_trainer_hands_out_its_state_and_takes_back_only_its_own(
     assert b.step == 2 and b.counters == a.counters
     for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True):
         assert torch.equal(p, q)
+
+
+def test_a_carried_run_continues_moments_schedules_and_reference_exactly(
+    toy: dict[str, Any], tmp_path: Path
+) -> None:
+    """`Trainer.carry` (a night that continues the last): 2 steps, a new trainer on the saved
+    weights carrying moments, lr and β schedules (offset 2) and the first weights as reference,
+    2 more steps on the next batches = 4 steps in one run, bitwise, with the lr warm-up and the
+    β ramp both crossing the boundary; without carry the weights differ."""
+    from transformers import LlamaForCausalLM
+
+    from grpo_core.seeds import derive_seed
+
+    kw = {"total_steps": 4, "checkpoint_every": 0, "lr_warmup_steps": 3, "beta": 0.05,
+          "beta_start": 0.2, "beta_warmup_steps": 3}  # fmt: skip
+    straight = make(toy, tmp_path / "a", **kw)
+    first_weights = {k: v.clone() for k, v in straight.model.state_dict().items()}
+    straight.train()
+
+    def second(carry: bool) -> Trainer:
+        night1 = make(toy, tmp_path / f"n1{carry}", **{**kw, "total_steps": 2})
+        night1.train()
+        saved = ckpt.step_dir(tmp_path / f"n1{carry}", 2)
+        cfg = GRPOConfig(**{**BASE, **kw, "total_steps": 2})
+        tok = toy["tokenizer"]()
+        model = LlamaForCausalLM.from_pretrained(saved).eval()
+        batches = toy["batches"]()
+        t = Trainer(
+            model, tok, toy["sampler"](model, tok), toy["reward"], lambda s: batches(s + 2),
+            cfg, tmp_path / f"n2{carry}", hooks=Hooks(warning=lambda m: None),
+        )  # fmt: skip
+        t.step_seed = lambda s, r=0: derive_seed(cfg.seed, "step", s + 2, r)  # type: ignore[method-assign]
+        if carry:
+            assert t.carry(saved, 2, first_weights)
+        t.train()
+        return t
+
+    carried, fresh = second(True), second(False)
+    same = [torch.equal(a, b) for a, b in zip(straight.model.parameters(),
+                                              carried.model.parameters(), strict=True)]  # fmt: skip
+    assert all(same)
+    assert not all(
+        torch.equal(a, b)
+        for a, b in zip(straight.model.parameters(), fresh.model.parameters(), strict=True)
+    )
+    assert carried.scheduler.get_last_lr() == straight.scheduler.get_last_lr()
+
+
+def test_carry_needs_the_newest_checkpoint(toy: dict[str, Any], tmp_path: Path) -> None:
+    make(toy, tmp_path, total_steps=4).train()
+    t = make(toy, tmp_path / "b")
+    assert not t.carry(ckpt.step_dir(tmp_path, 2), 2)  # an older one kept no moments
+    assert t.schedule_offset == 0
