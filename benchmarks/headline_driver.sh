@@ -16,19 +16,39 @@
 # /work/campaign <commit>`), so the repository can change under a 50-minute run without a lazy
 # import of the running process meeting new code; progress files still land in this repository
 # (--results) and are committed here. Each run file records the commit it ran at.
+#
+# POLICY=tiny runs the tiny headline instead (`--policy tiny`, cold from the bootstrapped tiny
+# policy of this repository's data/models/tiny, 5 seeds x every arm, .venv's Python, its log in
+# /tmp/sieve-headline/log-tiny.txt); THREADS sets OMP_NUM_THREADS for the runs (the tiny model
+# gains little from a second thread, so it can share the machine with the real campaign).
 set -u
 cd "$(dirname "$0")/.."
 MAIN=$(pwd)
 CODE=${CODE:-$MAIN}
-PY=${PY:-$MAIN/.venv-vllm/bin/python}
 STATE=/tmp/sieve-headline
-RUNS_DIR=benchmarks/results/headline_runs
-bench() { (cd "$CODE" && PYTHONPATH="$CODE" "$@" --results "$MAIN/benchmarks/results"); }
-warm=""
-for s in 1 2 3 4; do for a in uniform sieve sieve_screen mopps greso dapo; do
-    warm="$warm warm:$a:$s"
-done; done
-RUNS=${RUNS:-"$warm cold:uniform:1 cold:sieve:1 cold:uniform:2 cold:sieve:2"}
+NICE=${NICE:-5}
+arms="uniform sieve sieve_screen mopps greso dapo"
+if [ "${POLICY:-smollm2}" = tiny ]; then
+    PY=${PY:-$MAIN/.venv/bin/python}
+    RUNS_DIR=benchmarks/results/headline_tiny_runs
+    EXTRA=(--policy tiny --model "$MAIN/data/models/tiny")
+    LOG=$STATE/log-tiny.txt
+    runs=""
+    for s in 1 2 3 4 5; do for a in $arms; do runs="$runs cold:$a:$s"; done; done
+else
+    PY=${PY:-$MAIN/.venv-vllm/bin/python}
+    RUNS_DIR=benchmarks/results/headline_runs
+    EXTRA=()
+    LOG=$STATE/log.txt
+    runs=""
+    for s in 1 2 3 4; do for a in $arms; do runs="$runs warm:$a:$s"; done; done
+    runs="$runs cold:uniform:1 cold:sieve:1 cold:uniform:2 cold:sieve:2"
+fi
+[ -n "${THREADS:-}" ] && export OMP_NUM_THREADS=$THREADS
+bench() {
+    (cd "$CODE" && PYTHONPATH="$CODE" "$@" "${EXTRA[@]}" --results "$MAIN/benchmarks/results")
+}
+RUNS=${RUNS:-$runs}
 mkdir -p "$STATE"
 
 commit() {  # commit the given paths alone, retrying while another git command holds the index
@@ -52,8 +72,8 @@ for run in $RUNS; do
     fi
     echo "driver: $setting $arm s$seed starts $(date -u +%FT%TZ)" \
         "at $(git -C "$CODE" rev-parse --short HEAD)"
-    VLLM_LOGGING_LEVEL=WARNING bench nice -n 5 "$PY" benchmarks/headline.py --setting "$setting" \
-        --arms "$arm" --seeds "$seed" >> "$STATE/log.txt" 2>&1
+    VLLM_LOGGING_LEVEL=WARNING bench nice -n "$NICE" "$PY" benchmarks/headline.py \
+        --setting "$setting" --arms "$arm" --seeds "$seed" >> "$LOG" 2>&1
     rc=$?
     echo "driver: $setting $arm s$seed exit $rc $(date -u +%FT%TZ)"
     file="$RUNS_DIR/${setting}_${arm}_s${seed}.json"
@@ -63,7 +83,7 @@ for run in $RUNS; do
 n=sum(s['update'] for s in p['steps']); r=sum(s['sampled'] for s in p['steps']); \
 print(f\"{r} rollouts, {n} updates, greedy {p['curve'][0]['greedy']:.3f} -> {f['greedy']:.3f}, \
 sampled {f['sampled']:.3f}, {p['seconds']:.0f} s\")" "$file")
-        commit "headline: $setting $arm seed $seed measured ($line)" "$file" \
+        commit "headline${POLICY:+ ($POLICY)}: $setting $arm seed $seed measured ($line)" "$file" \
             "$RUNS_DIR"/start_*.json
     else
         exit "$rc"
