@@ -33,6 +33,7 @@ from grpo_core.seeds import derive_seed
 from pipeline.audit import AUDITED_PURPOSES, audit_rows
 from pipeline.crash import crash_point
 from pipeline.errors import SieveError
+from pipeline.home import to_home
 from pipeline.hooks import Progress, report
 from pipeline.problems import generate_cells, generate_mix, mix_cells
 from pipeline.rollouts import RunInfo, run_row, score_groups
@@ -354,7 +355,7 @@ def write_curriculum(
         {
             "curriculum_id": [curriculum_id],
             "created_at": [datetime.now(UTC)],
-            "model": [policy.sampler.model_name],
+            "model": [_model_name(policy.sampler.model_name, ledger)],
             "model_revision": [policy.model_revision],
             "config": [cfg.model_dump_json()],
             "status": ["finished"],
@@ -369,6 +370,12 @@ def write_curriculum(
             "rejections": rejections.with_columns(tag),
         }
     )
+
+
+def _model_name(name: str, ledger: Ledger) -> str:
+    """`curricula.model`: a local folder inside the ledger's home relative to it (the home may
+    be moved or copied), another folder absolute, a served model's name as it is."""
+    return to_home(name, ledger.home) if Path(name).is_dir() else name
 
 
 def model_identity(model: str | Path) -> str:

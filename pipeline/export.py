@@ -56,6 +56,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.errors import SieveError
+from pipeline.home import from_home
 from pipeline.store import Ledger, load_query
 
 if TYPE_CHECKING:  # pipeline.policy imports torch and transformers (seconds): load on use
@@ -109,7 +110,7 @@ def resolve_curriculum(ledger: Ledger, curriculum: str) -> str:
 def curriculum_prompt_format(ledger: Ledger, curriculum_id: str) -> PromptFormat:
     """The prompt format of the model the curriculum was curated for (raw when unknown)."""
     rows = ledger.run("SELECT model FROM curricula WHERE curriculum_id = $c", {"c": curriculum_id})
-    folder = Path(str(rows[0][0])) if rows and rows[0][0] else None
+    folder = from_home(str(rows[0][0]), ledger.home) if rows and rows[0][0] else None
     if folder is None or not (folder / "tokenizer_config.json").is_file():
         return "raw"
     from transformers import AutoTokenizer

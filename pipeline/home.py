@@ -2,12 +2,15 @@
 
 The ledger is `<home>/sieve.duckdb`; models, checkpoints and exports live beside it, and so does
 `sieve.duckdb.writer`, the lock a writing process holds (`pipeline/store/locks.py`). Only writing
-commands create a home; reading ones stop with "no ledger at ..." instead.
+commands create a home; reading ones stop with "no ledger at ..." instead. The ledger names the
+folders inside its home relative to it (`to_home`, `from_home`), so a home moved (`mv A B`) or
+copied (`cp -a A B`) uses its own models and checkpoints.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -22,6 +25,61 @@ def resolve_home(home: str | Path | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     return Path("data")
+
+
+def to_home(path: str | Path, home: Path | None) -> str:
+    """How a ledger row names a folder: relative to `home` when it lies inside it (a home moved
+    or copied keeps naming its own models and checkpoints: issue 47), else absolute. `home`
+    None (an in-memory ledger): absolute."""
+    inside = _within(path, home)
+    return inside if inside is not None else os.path.abspath(path)
+
+
+def _within(path: str | Path, home: Path | None) -> str | None:
+    """`path` relative to `home` (POSIX) when it lies inside it, links followed or not."""
+    if home is None:
+        return None
+    full, root = Path(os.path.abspath(path)), Path(os.path.abspath(home))
+    for inside, top in ((full, root), (full.resolve(), root.resolve())):
+        if inside.is_relative_to(top) and inside != top:
+            return inside.relative_to(top).as_posix()
+    return None
+
+
+# the home-relative end of a folder a home holds: models/NAME, checkpoints/RUN/STEP
+_HOME_TAIL = re.compile(r"/((?:models/[^/]+)|(?:checkpoints/[^/]+/[^/]+))/*$")
+
+
+def from_home(
+    stored: str, home: Path | None, revision: str | None = None, run: str | None = None
+) -> Path:
+    """The folder a ledger row names (`to_home`): a relative name under `home`; an absolute one
+    as recorded, except a name recorded absolute before names were relative (issue 47), outside
+    `home`: the home was moved or copied, and its own folder is meant, not the original home's
+    (or one that is gone). A checkpoint of training `run` (an end checkpoints/RUN/STEP) is this
+    home's, on disk or not; a model folder (models/NAME) or another checkpoint is, where `home`
+    holds it (with the recorded `revision`, when given)."""
+    path = Path(stored)
+    if not path.is_absolute():
+        return (home if home is not None else Path.cwd()) / path
+    tail = _HOME_TAIL.search(stored)
+    if home is None or tail is None or _within(path, home) is not None:
+        return path  # inside this home already, or not a folder a home holds
+    own = home / tail.group(1)
+    if run is not None and tail.group(1).startswith(f"checkpoints/{run}/"):
+        return own  # a run of this ledger wrote it into this ledger's home
+    if not (own / "config.json").is_file():
+        return path
+    if revision is not None:
+        from pipeline.errors import SieveError
+        from pipeline.policy.model import folder_revision
+
+        try:
+            if folder_revision(own) != revision:
+                return path
+        except SieveError:
+            return path
+    return own
 
 
 def ledger_path(home: str | Path | None = None) -> Path:

@@ -18,7 +18,7 @@ import polars as pl
 from pydantic import ValidationError
 
 from pipeline.errors import SieveError
-from pipeline.home import resolve_home
+from pipeline.home import from_home, resolve_home
 from pipeline.policy.model import folder_revision
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger, load_query
@@ -29,9 +29,9 @@ def curriculum_model(
 ) -> tuple[Path, str]:
     """The model folder a curriculum was curated with, and a note saying how it was chosen.
 
-    Curricula record the model (`curricula.model`, `model_revision`); ledgers from before that
-    fall back to the newest registered checkpoint, else the tiny policy. One SieveError line when
-    the folder is gone or was a served model."""
+    Curricula record the model (`curricula.model`, relative to the home when inside it, and
+    `model_revision`); ledgers from before that fall back to the newest registered checkpoint,
+    else the tiny policy. One SieveError line when the folder is gone or was a served model."""
     rows = ledger.run(
         "SELECT model, model_revision FROM curricula WHERE curriculum_id = $c", {"c": curriculum_id}
     )
@@ -50,7 +50,7 @@ def curriculum_model(
             f"curriculum {curriculum_id} was curated with the served model {model!r} (openai "
             "backend): pass --model FOLDER holding its weights"
         )
-    folder = Path(model)
+    folder = from_home(str(model), _home(ledger, home), revision)
     if not (folder / "config.json").is_file():
         raise SieveError(
             f"curriculum {curriculum_id} was curated with model folder {folder}, which is not a "
@@ -63,13 +63,13 @@ def curriculum_model(
     return folder, note
 
 
-def lineage_head(ledger: Ledger, revision: str) -> Path | None:
-    """The newest checkpoint (of a finished run, still on disk) descended from `revision`:
-    trained from it, or from a checkpoint trained from it, and so on; None when there is none."""
-    for path, _ in ledger.run(load_query("lineage_checkpoints"), {"revision": revision}):
-        if (Path(path) / "config.json").is_file():
-            return Path(path)
-    return None
+def lineage_head(ledger: Ledger, revision: str, home: str | Path | None = None) -> Path | None:
+    """The newest checkpoint (of a finished run) descended from `revision`: trained from it, or
+    from a checkpoint trained from it, and so on; None when there is none. One SieveError line
+    when it is missing from disk (a night would otherwise continue from an older checkpoint or
+    another model without a word: issue 47); older ones may be gone (a run keeps its last K)."""
+    rows = ledger.run(load_query("lineage_checkpoints"), {"revision": revision})
+    return _on_disk(rows[0], _home(ledger, home), "of this lineage") if rows else None
 
 
 def nightly_model(
@@ -81,7 +81,8 @@ def nightly_model(
     one: the newest checkpoint of the lineage of the model the newest curriculum was curated
     with (else that model), so nights continue what the last one curated; on a fresh home (or a
     ledger whose curricula record no model) the newest registered checkpoint, else the tiny
-    policy."""
+    policy. A recorded checkpoint that is missing is one SieveError line, never a silent fall
+    back to another model."""
     if ledger is None:  # a fresh home: nothing curated or trained yet
         if model is not None:
             return Path(model), "nothing trained from it yet"
@@ -90,18 +91,29 @@ def nightly_model(
         folder = Path(model)
         if not (folder / "config.json").is_file():
             return folder, "not a local folder (a served model): no lineage to follow"
-        head = lineage_head(ledger, folder_revision(folder))
+        head = lineage_head(ledger, folder_revision(folder), home)
         if head is not None:
             return head, f"the newest checkpoint trained from {folder}"
         return folder, "nothing trained from it yet"
     rows = ledger.run(load_query("newest_curriculum_model"))
     if rows and rows[0][1] and not str(rows[0][2] or "").startswith("served:"):
         cid, name, revision = rows[0]
-        head = lineage_head(ledger, str(revision)) if revision else None
+        head = lineage_head(ledger, str(revision), home) if revision else None
+        folder = from_home(str(name), _home(ledger, home), revision)
         if head is not None:
-            return head, f"the newest checkpoint trained from {name} (curriculum {cid}'s model)"
-        if (Path(name) / "config.json").is_file():
-            return Path(name), f"the model of the newest curriculum {cid}"
+            return head, f"the newest checkpoint trained from {folder} (curriculum {cid}'s model)"
+        if (folder / "config.json").is_file():
+            return folder, f"the model of the newest curriculum {cid}"
+        made = ledger.run(
+            "SELECT train_id, step FROM checkpoints WHERE model_revision = $r LIMIT 1",
+            {"r": str(revision)},
+        )
+        if made:  # a checkpoint of this ledger's: not to be replaced by another model
+            raise SieveError(
+                f"the newest curriculum {cid} was curated with checkpoint {folder} (training "
+                f"{made[0][0]}, step {made[0][1]}), which is missing: restore it (was the home "
+                "moved or copied without it?), or pass --model FOLDER"
+            )
     path = latest_model(ledger, home)
     if path == _tiny(home):
         return path, "nothing curated from a local model yet: the tiny policy"
@@ -109,11 +121,31 @@ def nightly_model(
 
 
 def latest_model(ledger: Ledger, home: str | Path | None = None) -> Path:
-    """The newest registered checkpoint that still exists, else the bootstrapped tiny policy."""
-    for (path,) in ledger.run(load_query("latest_checkpoints")):
-        if (Path(path) / "config.json").is_file():
-            return Path(path)
-    return _tiny(home)
+    """The newest registered checkpoint, else the bootstrapped tiny policy; one SieveError line
+    when that checkpoint is missing from disk."""
+    rows = ledger.run(load_query("latest_checkpoints"))
+    return _on_disk(rows[0], _home(ledger, home), "registered") if rows else _tiny(home)
+
+
+def _on_disk(row: tuple[Any, ...], home: Path | None, which: str) -> Path:
+    """The folder of a checkpoints row (path, model_revision, train_id, step), or one SieveError
+    line naming it when it is not on disk."""
+    path, revision, train_id, step = row
+    folder = from_home(str(path), home, str(revision), run=str(train_id))
+    if not (folder / "config.json").is_file():
+        raise SieveError(
+            f"the newest checkpoint {which}, {folder} (training {train_id}, step {step}), is "
+            "missing: restore it (was the home moved or copied without it?), or start from "
+            "another model with --model"
+        )
+    return folder
+
+
+def _home(ledger: Ledger, home: str | Path | None) -> Path | None:
+    """The home that rows' relative folder names are relative to: the ledger's own folder."""
+    if ledger.home is not None:
+        return ledger.home
+    return resolve_home(home) if home is not None else None
 
 
 def _tiny(home: str | Path | None) -> Path:

@@ -58,7 +58,7 @@ from pipeline.batches import CurriculumBatches, curriculum_frame
 from pipeline.crash import crash_point
 from pipeline.curate import curation_runs
 from pipeline.errors import SieveError
-from pipeline.home import resolve_home
+from pipeline.home import resolve_home, to_home
 from pipeline.hooks import Progress, report
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall, revision_table
 from pipeline.policy.model import (
@@ -364,7 +364,7 @@ class Recorder:
             {
                 "train_id": [self.run.train_id],
                 "step": [step],
-                "path": [str(path.resolve())],
+                "path": [to_home(path, self.ledger.home)],  # relative: the home may move
                 "model_revision": [revision],
                 "metrics": [json.dumps(last)],
                 "created_at": [datetime.now(UTC)],
@@ -382,7 +382,7 @@ class Recorder:
             {
                 "train_id": [run.train_id],
                 "curriculum_id": [run.curriculum_id],
-                "base_model": [str(run.model_dir)],
+                "base_model": [to_home(run.model_dir, self.ledger.home)],
                 "base_revision": [run.base_revision],
                 "config": [json.dumps(config)],
                 "started_at": [datetime.now(UTC)],

@@ -84,8 +84,13 @@ def test_train_records_metrics_checkpoints_and_evals(setup: tuple[Path, Path]) -
         assert {"eval_greedy", "eval_sampled"} <= set(metrics["name"])
         ckpts = ledger.sql("SELECT step, path, model_revision FROM checkpoints ORDER BY step")
         assert ckpts["step"].to_list() == [2, 4]
-        final = Path(ckpts["path"][-1])
-        assert final == result.final_checkpoint.resolve()
+        # named relative to the home, so a home moved or copied trains on (issue 47)
+        assert ckpts["path"][-1] == f"checkpoints/{result.train_id}/step-000004"
+        final = home / ckpts["path"][-1]
+        assert final.resolve() == result.final_checkpoint.resolve()
+        base = ledger.run("SELECT base_model FROM train_runs WHERE train_id = $t",
+                          {"t": result.train_id})  # fmt: skip
+        assert base == [("models/tiny",)]
         assert ckpts["model_revision"][-1] == result.final_revision != result.base_revision
         assert latest_model(ledger, home) == final  # the next curation samples from it
         assert lineage_head(ledger, result.base_revision) == final  # and the next night
@@ -344,13 +349,26 @@ def test_a_lineage_is_followed_to_its_newest_checkpoint(ledger: Ledger, tmp_path
     assert lineage_head(ledger, "R2") is None  # only an unfinished run trained from it
     assert lineage_head(ledger, "Q0") == other["Q1"]
     assert lineage_head(ledger, "nobody") is None
-    shutil.rmtree(night2["R2"])  # a deleted checkpoint is skipped
-    assert lineage_head(ledger, "R0") == night1["R1"]
-    assert crashed["R3"].exists()
+    shutil.rmtree(night1["R1a"])  # an older step of a run (a run keeps its last K): no matter
+    assert lineage_head(ledger, "R0") == night2["R2"]
     # no model given: the lineage of the newest curriculum's model
     curriculum_row(ledger, "cur-1", str(tmp_path / "base"), "R0", 1)
     folder, why = nightly_model(ledger, None, tmp_path)
-    assert folder == night1["R1"] and "cur-1" in why
+    assert folder == night2["R2"] and "cur-1" in why
+    # the newest checkpoint gone: one line naming it, not a night on an older one (issue 47)
+    shutil.rmtree(night2["R2"])
+    for find in (lambda: lineage_head(ledger, "R0"), lambda: nightly_model(ledger, None, tmp_path)):
+        with pytest.raises(SieveError) as err:
+            find()
+        assert str(err.value) == (
+            f"the newest checkpoint of this lineage, {night2['R2']} (training t2, step 4), is "
+            "missing: restore it (was the home moved or copied without it?), or start from "
+            "another model with --model"
+        )
+    curriculum_row(ledger, "cur-2", str(night2["R2"]), "R2", 2)  # curated with it, untrained
+    with pytest.raises(SieveError, match=r"curated with checkpoint .* \(training t2, step 4\)"):
+        nightly_model(ledger, None, tmp_path)
+    assert crashed["R3"].exists()
     # a fresh ledger: the tiny policy
     empty = Ledger.memory()
     try:

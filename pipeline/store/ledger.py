@@ -368,6 +368,12 @@ class Ledger:
 
     # -- reads -----------------------------------------------------------------------------
     @property
+    def home(self) -> Path | None:
+        """The Sieve home this ledger file lies in (its folder); None in memory. Rows name the
+        folders inside it relative to it (`pipeline.home.to_home`)."""
+        return self.path.parent if self.path is not None else None
+
+    @property
     def ledger_id(self) -> str:
         """A random id given to this ledger file when it was created (migration 0002)."""
         return str(self.run("SELECT value FROM sieve_meta WHERE key = 'ledger_id'")[0][0])

@@ -1534,3 +1534,110 @@ def test_a_finished_night_is_not_run_again(
     two = ["loop", "--nights", "2", "--start", "2026-11-01", "--home", str(home)]
     assert run_sieve(two, capfd)[0] == 0  # night 1 done (twice), night 2 not yet
     assert ran == ["2026-11-01", "2026-11-01", "2026-11-02"]
+
+
+# ------------------------------------------------------------------------------ moved homes
+
+# Issue 47: the ledger named its models and checkpoints by absolute path, so `mv A B; sieve
+# curate --home B` fell back to the untrained tiny policy without a word, and a `cp -a` copy of a
+# home kept training from the original home's checkpoints. Rows now name folders inside the home
+# relative to it; rows written before are read as the home's own folders where it holds them;
+# a recorded checkpoint that is missing is one error line.
+
+
+@pytest.fixture
+def trained_home(
+    tmp_path: Path, tiny_model_dir: Path, write_curriculum: Callable[[Ledger], object]
+) -> Path:
+    """A home as the pipeline's writers leave it: a curriculum curated with models/tiny
+    (`pipeline.curate.write_curriculum`) and one finished training of it (`flows.train.train`:
+    its run, checkpoints and evaluations)."""
+    from types import SimpleNamespace
+
+    from flows.train import train
+    from pipeline.curate import write_curriculum as write_head
+    from pipeline.policy.model import folder_revision
+    from pipeline.selection import CurateConfig
+    from tests.test_train import SMALL, even_length
+
+    home = tmp_path / "A"
+    model = home / "models" / "tiny"
+    shutil.copytree(tiny_model_dir, model)
+    with Ledger.open(home) as ledger:
+        items = write_curriculum(ledger)
+        policy = SimpleNamespace(
+            sampler=SimpleNamespace(model_name=str(model.resolve())),
+            model_revision=folder_revision(model),
+        )
+        empty = pl.DataFrame(schema={"problem_id": pl.Utf8, "reason": pl.Utf8})
+        ledger.run("DELETE FROM curricula")  # the fixture's row names model "m"
+        write_head(ledger, "cur-test", policy, CurateConfig(), items.drop("curriculum_id"), empty)
+        train(ledger, "cur-test", model, SMALL, home, reward=even_length)
+    return home
+
+
+def homes_model(home: Path) -> tuple[Path, Path]:
+    """(what a night or `sieve curate` starts from, the model `sieve train` trains) in `home`."""
+    from pipeline.lineage import curriculum_model, nightly_model
+
+    with Ledger.open(home, read_only=True) as ledger:
+        return nightly_model(ledger, None, home)[0], curriculum_model(ledger, "cur-test")[0]
+
+
+def test_a_moved_or_copied_home_trains_on_its_own_checkpoints(
+    trained_home: Path, tmp_path: Path
+) -> None:
+    home = trained_home
+    with Ledger.open(home, read_only=True) as ledger:
+        (step,) = ledger.run("SELECT path FROM checkpoints ORDER BY step DESC LIMIT 1")[0]
+        assert ledger.run("SELECT model FROM curricula") == [("models/tiny",)]
+        assert ledger.run("SELECT base_model FROM train_runs") == [("models/tiny",)]
+    assert step.startswith("checkpoints/train-")  # relative to the home
+    assert homes_model(home) == (home / step, home / "models" / "tiny")
+    copy, moved = tmp_path / "C", tmp_path / "B"
+    shutil.copytree(home, copy, symlinks=True)  # cp -a
+    assert homes_model(copy) == (copy / step, copy / "models" / "tiny")
+    home.rename(moved)  # mv A B
+    assert homes_model(moved) == (moved / step, moved / "models" / "tiny")
+
+
+def test_a_moved_or_copied_home_of_absolute_rows_trains_on_its_own_checkpoints(
+    trained_home: Path, tmp_path: Path
+) -> None:
+    """A ledger written before rows were relative: its absolute names are read as the home's
+    own folders (a checkpoint of its own runs always; a model where the home holds it)."""
+    home = trained_home
+    with Ledger.open(home) as ledger:
+        prefix = f"{home.resolve()}/"
+        for table, column in [("checkpoints", "path"), ("curricula", "model"),
+                              ("train_runs", "base_model")]:  # fmt: skip
+            absolute = f"CASE WHEN {column} LIKE '/%' THEN {column} ELSE $p || {column} END"
+            ledger.run(f"UPDATE {table} SET {column} = {absolute}", {"p": prefix})
+        (step,) = ledger.run("SELECT path FROM checkpoints ORDER BY step DESC LIMIT 1")[0]
+    step = str(Path(step).relative_to(home.resolve()))
+    copy, moved = tmp_path / "C", tmp_path / "B"
+    shutil.copytree(home, copy, symlinks=True)
+    assert homes_model(copy) == (copy / step, copy / "models" / "tiny")
+    home.rename(moved)
+    assert homes_model(moved) == (moved / step, moved / "models" / "tiny")
+
+
+def test_a_home_without_its_recorded_checkpoint_is_one_line(
+    trained_home: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A home copied without its checkpoints: `sieve curate` fell back to another model (the
+    original home's checkpoint, or the untrained tiny policy); it now names what is missing."""
+    copy = tmp_path / "C"
+    shutil.copytree(trained_home, copy, symlinks=True, ignore=shutil.ignore_patterns("train-*"))
+    with Ledger.open(copy, read_only=True) as ledger:
+        (run, step, path) = ledger.run(
+            "SELECT train_id, step, path FROM checkpoints ORDER BY step DESC LIMIT 1"
+        )[0]
+    before = checksums(copy)
+    code, err = run_cli(["curate", "--n", "10", "--home", str(copy)], capfd)
+    assert error_line(code, err) == (
+        f"error: the newest checkpoint of this lineage, {copy / path} (training {run}, step "
+        f"{step}), is missing: restore it (was the home moved or copied without it?), or start "
+        "from another model with --model"
+    )
+    assert checksums(copy) == before

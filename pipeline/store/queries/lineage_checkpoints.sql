@@ -1,6 +1,7 @@
 -- Checkpoints descended from one model revision, newest first: the checkpoints of train runs
 -- whose base is $revision or a checkpoint descended from it (recursively), of finished runs only
 -- (a crashed night's checkpoints are resumed by its re-run, not trained from as a new base).
+-- `path` is relative to the home for rows written since issue 47 (pipeline.home.from_home).
 WITH RECURSIVE lineage(revision) AS (
     SELECT CAST($revision AS VARCHAR)
     UNION
@@ -9,7 +10,7 @@ WITH RECURSIVE lineage(revision) AS (
     JOIN train_runs AS t ON t.base_revision = l.revision
     JOIN checkpoints AS c ON c.train_id = t.train_id
 )
-SELECT c.path, c.model_revision
+SELECT c.path, c.model_revision, c.train_id, c.step
 FROM checkpoints AS c
 JOIN train_runs AS t ON t.train_id = c.train_id
 WHERE t.base_revision IN (SELECT revision FROM lineage)
