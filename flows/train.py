@@ -41,6 +41,7 @@ from pipeline import train as core
 from pipeline.batches import CurriculumBatches, verifier_reward
 from pipeline.crash import crash_point
 from pipeline.errors import SieveError
+from pipeline.home import resolve_home
 from pipeline.hooks import Progress
 from pipeline.lineage import curriculum_model
 from pipeline.policy.evaluate import overall
@@ -142,6 +143,8 @@ def build(
         model, tokenizer, sampler, reward, batches, run.cfg, run.root,
         hooks=recorder, crash_point=crash_point, collector=collect,
     )  # fmt: skip
+    if run.settings.carry_over:  # before a resume, which then restores the run's own state
+        print(core.carry_lineage(ledger, run, trainer, resolve_home(home)))
     return trainer, recorder
 
 

@@ -84,6 +84,16 @@ class TrainSettings(BaseModel):
         "candidates.",
     )
 
+    carry_over: bool = Field(
+        default=False,
+        description="A run that starts from a checkpoint of an earlier run in the ledger (a "
+        "night after the first) continues it: AdamW moments, the lr and β schedules (counted "
+        "in the lineage's updates) and the KL reference (the lineage's first weights) carry "
+        "over, so N nights of K updates train as one run of N x K updates would on the same "
+        "batches. Off: each night is a fresh run from its start weights (moments zero, "
+        "schedules from step 0, the night's start as reference).",
+    )
+
     @model_validator(mode="after")
     def _one_selection(self) -> TrainSettings:
         if self.selection != "curriculum" and (self.replay_curation or self.skip_zero_variance):

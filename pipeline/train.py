@@ -58,7 +58,7 @@ from pipeline.batches import CurriculumBatches, curriculum_frame
 from pipeline.crash import crash_point
 from pipeline.curate import curation_runs
 from pipeline.errors import SieveError
-from pipeline.home import resolve_home, to_home
+from pipeline.home import from_home, resolve_home, to_home
 from pipeline.hooks import Progress, report
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall, revision_table
 from pipeline.policy.model import (
@@ -245,6 +245,40 @@ def posterior_collector(ledger: Ledger, run: TrainPlan, batches: CurriculumBatch
     return posterior_select(
         source, cell_of, posterior_evidence(ledger, run), size, run.cfg.seed, cfg
     )
+
+
+def carry_lineage(ledger: Ledger, run: TrainPlan, trainer: Trainer, home: Path | None) -> str:
+    """`carry_over`: when the run's weights are a checkpoint of an earlier training run in this
+    ledger, continue that run (`Trainer.carry`): its moments and schedule state, the schedules
+    offset by the lineage's updates so far (`lineage_clock`), and the lineage's first weights
+    as the KL reference. Returns one line saying what carried over (or why nothing did)."""
+    from pipeline.selection.posterior import lineage_clock
+
+    runs = ledger.sql("SELECT train_id, base_revision, base_model FROM train_runs")
+    ckpts = ledger.sql("SELECT train_id, step, model_revision FROM checkpoints")
+    made = ckpts.filter(pl.col("model_revision") == run.base_revision).sort("step")
+    if made.height == 0:
+        return "carry_over: the start weights are no checkpoint of this ledger (a first night)"
+    tid, step = str(made["train_id"][0]), int(made["step"][0])
+    offset = lineage_clock(runs.select("train_id", "base_revision"), ckpts).get(tid, 0) + step
+    base_of = {r["train_id"]: r for r in runs.iter_rows(named=True)}
+    by_rev = {r: t for t, r in zip(ckpts["train_id"], ckpts["model_revision"], strict=True)}
+    root, hops = tid, 0
+    while base_of[root]["base_revision"] in by_rev and hops < 1000:  # up to the first weights
+        root, hops = by_rev[base_of[root]["base_revision"]], hops + 1
+    reference = None
+    if run.cfg.reference == "frozen" and base_of[root]["base_model"]:
+        first = from_home(base_of[root]["base_model"], home)
+        if (first / "config.json").is_file():
+            ref_model, _ = load_policy(first, train_device())
+            reference = {k: v.float() for k, v in ref_model.state_dict().items()}
+    if not trainer.carry(run.model_dir, offset, reference):
+        return (
+            f"carry_over: {run.model_dir} kept no optimiser state (only a run's newest "
+            "checkpoint does): a fresh start"
+        )
+    ref = "the lineage's first weights" if reference is not None else "this run's start"
+    return f"carry_over: continues {tid} at update {offset} (moments, schedules; reference {ref})"
 
 
 def load_trainee(model_dir: Path, cfg: GRPOConfig) -> tuple[torch.nn.Module, Any, PromptFormat]:

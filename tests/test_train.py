@@ -531,3 +531,37 @@ def test_sieve_train_two_stages_keep_the_screen_samples_in_the_group(
     screened, straight = metric("screened"), metric("straight")
     assert all(screened[s] + straight[s] >= 1 for s in screened)
     assert all(metric("decided_only")[s] <= 4 * screened[s] for s in screened)
+
+
+def test_a_carried_night_continues_the_lr_schedule_of_the_night_before(
+    setup: tuple[Path, Path],
+) -> None:
+    """`carry_over` (issue 46 point 4: whether moments and schedules carry across nights is a
+    setting of the product's loop): a run from the last checkpoint of a 2-step run continues
+    its lr warm-up at update 2 (3/4 of lr with a 4-step warm-up); without it the warm-up
+    starts again (1/4). The exact continuation (moments, β, reference) is
+    tests/grpo_core/test_checkpoint.py's carried-run test."""
+    from pipeline.home import from_home
+
+    home, model = setup
+    grpo = {**SMALL.grpo, "total_steps": 2, "lr_warmup_steps": 4}
+    night = SMALL.model_copy(update={"grpo": grpo})
+    with Ledger.open(home) as ledger:
+        first = train(ledger, "cur-test", model, night, home, reward=even_length)
+        (stored,) = ledger.sql(
+            "SELECT path FROM checkpoints WHERE train_id = $t AND step = 2",
+            {"t": first.train_id},
+        ).row(0)
+        saved = from_home(stored, home)
+        lrs = {}
+        for carry in (True, False):
+            settings = night.model_copy(update={"carry_over": carry})
+            run = train(ledger, "cur-test", saved, settings, home, reward=even_length)
+            lrs[carry] = ledger.sql(
+                "SELECT step, value FROM train_metrics WHERE train_id = $t AND name = 'lr' "
+                "ORDER BY step",
+                {"t": run.train_id},
+            )["value"].to_list()
+    lr = grpo["lr"]
+    assert lrs[True] == pytest.approx([lr * 3 / 4, lr])
+    assert lrs[False] == pytest.approx([lr / 4, lr / 2])
