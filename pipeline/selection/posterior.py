@@ -36,7 +36,7 @@ import numpy as np
 import polars as pl
 
 from grpo_core.seeds import derive_seed
-from grpo_core.types import Collected, Collector, Item, Rollouts, TrainerError
+from grpo_core.types import Collected, Collector, Item, Rollouts, Scores, TrainerError
 from grpo_core.validate import AtLeastOne, check_fields
 
 OBSERVATION_SCHEMA = {
@@ -348,7 +348,7 @@ def posterior_screen(
     fill its batch trains nothing (metric `unfilled`; its groups still count as evidence), so
     every update trains the same number of groups (the matched protocol of
     benchmarks/headline.py)."""
-    from grpo_core.collect import _Gather, _informative, _join
+    from grpo_core.collect import _Gather
 
     def collect(t: Rollouts, step: int) -> Collected:
         size = batch(step) if callable(batch) else batch
@@ -370,43 +370,17 @@ def posterior_screen(
         counts = {"straight": 0, "screened": 0, "continued": 0, "decided_only": 0}
         at = 0
         for round_ in range(screen.rounds):
-            need = size - len(got.items)
-            chunk = [int(i) for i in order[at : at + need]]
+            chunk = [int(i) for i in order[at : at + size - len(got.items)]]
             at += len(chunk)
             if not chunk:
                 break
-            sizes = [int(direct_g[i]) or screen.screen_g for i in chunk]
-            rseed = t.step_seed(step, round_)
-            first = got.sample([cands[i] for i in chunk], rseed, sizes)
-            cont = []
-            for i, g, (item, grp, part) in zip(chunk, sizes, first, strict=True):
-                if direct_g[i]:
-                    counts["straight"] += 1
-                    got.keep(item, grp, part)
-                    _observe(obs, cell_of, item, [part], now)
-                    continue
-                counts["screened"] += 1
-                if _informative(part, t.cfg.zero_var_tol):
-                    cont.append((item, grp, part, max(int(item_g[i]) - g, 0)))
-                else:
-                    counts["decided_only"] += len(grp)
-                    _observe(obs, cell_of, item, [part], now)
-            more_items = [c for c in cont if c[3] > 0]
-            if more_items:
-                more = got.sample(
-                    [c[0] for c in more_items], derive_seed(rseed, "continue"),
-                    [c[3] for c in more_items],
-                )  # fmt: skip
-                extra = {id(c[0]): m for c, m in zip(more_items, more, strict=True)}
-            else:
-                extra = {}
-            for item, grp, part, _ in cont:
-                counts["continued"] += 1
-                if id(item) in extra:
-                    _, grp2, part2 = extra[id(item)]
-                    grp, part = grp + grp2, _join([part, part2])
-                got.keep(item, grp, part)
-                _observe(obs, cell_of, item, [part], now)
+            picks = [  # (item, G of the first call, G it ends at when screened; 0: straight)
+                (cands[i], int(direct_g[i]), 0) if direct_g[i]
+                else (cands[i], screen.screen_g, int(item_g[i]))
+                for i in chunk
+            ]  # fmt: skip
+            observe = lambda item, part: _observe(obs, cell_of, item, [part], now)  # noqa: E731
+            _screen_round(got, t, t.step_seed(step, round_), picks, counts, observe)
             if len(got.items) >= size:
                 break
         if full and len(got.items) < size:
@@ -419,6 +393,49 @@ def posterior_screen(
         return c
 
     return collect
+
+
+def _screen_round(
+    got: Any,
+    t: Rollouts,
+    seed: int,
+    picks: Sequence[tuple[Item, int, int]],
+    counts: dict[str, int],
+    observe: Callable[[Item, Scores], None],
+) -> None:
+    """One round of `posterior_screen`: sample every pick at its first G in one call; keep the
+    straight ones; continue the screens that disagree to the G they end at in a second call
+    (their screen samples first in the group) and keep them; count flat screens as rollouts
+    that decided only. Every group sampled is observed once, whole."""
+    from grpo_core.collect import _informative, _join
+
+    first = got.sample([p[0] for p in picks], seed, [p[1] for p in picks])
+    cont = []
+    for (_, g, end), (item, grp, part) in zip(picks, first, strict=True):
+        if not end:
+            counts["straight"] += 1
+            got.keep(item, grp, part)
+            observe(item, part)
+            continue
+        counts["screened"] += 1
+        if _informative(part, t.cfg.zero_var_tol):
+            cont.append((item, grp, part, max(end - g, 0)))
+        else:
+            counts["decided_only"] += len(grp)
+            observe(item, part)
+    more = [c for c in cont if c[3] > 0]
+    extra = {}
+    if more:
+        got_more = got.sample([c[0] for c in more], derive_seed(seed, "continue"),
+                              [c[3] for c in more])  # fmt: skip
+        extra = {id(c[0]): m for c, m in zip(more, got_more, strict=True)}
+    for item, grp, part, _ in cont:
+        counts["continued"] += 1
+        if id(item) in extra:
+            _, grp2, part2 = extra[id(item)]
+            grp, part = grp + grp2, _join([part, part2])
+        got.keep(item, grp, part)
+        observe(item, part)
 
 
 def _observe(
