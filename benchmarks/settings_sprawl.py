@@ -121,6 +121,123 @@ def cli_options(root: Path) -> dict[str, Any]:
     return {"total": len(rows), "distinct": len({opt for _, opt, _ in rows})}
 
 
+def _module(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(root: Path, path: Path) -> set[str]:
+    """Absolute names every import of `path` reads (anywhere in it, lazy ones too)."""
+    module = _module(root, path)
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    [*package[: len(package) - node.level + 1], *([base] if base else [])]
+                )
+            out.add(base)
+            out |= {f"{base}.{a.name}" for a in node.names}  # `from pkg import submodule`
+    return out
+
+
+def import_graph(root: Path, package: str = "pipeline") -> dict[str, set[str]]:
+    """Module -> the modules of `package` it imports (a name resolved to the longest module of
+    the package it starts with; a module importing itself or its own package left out)."""
+    mods = {_module(root, p): p for p in sorted((root / package).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        targets = set()
+        for imp in _imports(root, path):
+            parts = imp.split(".")
+            hit = next((".".join(parts[:k]) for k in range(len(parts), 0, -1)
+                        if ".".join(parts[:k]) in mods), None)  # fmt: skip
+            if hit and hit != name and not name.startswith(hit + "."):
+                targets.add(hit)
+        graph[name] = targets
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles: strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def init_logic_lines(root: Path, package: str = "pipeline") -> dict[str, int]:
+    """Lines of each `__init__.py` of `package` inside definitions (functions, classes)."""
+    out = {}
+    for path in sorted((root / package).rglob("__init__.py")):
+        tree = ast.parse(path.read_text())
+        n = sum(
+            (node.end_lineno or node.lineno) - node.lineno + 1
+            for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        )
+        if n:
+            out[str(path.relative_to(root))] = n
+    return out
+
+
+def structure(root: Path) -> dict[str, Any]:
+    """pipeline/'s shape (issue 49): modules, loose modules beside folders, import edges and
+    circles among its modules, logic in __init__ files, and the pipeline modules flows/cli
+    imports."""
+    graph = import_graph(root)
+    loose = [p for p in (root / "pipeline").glob("*.py") if p.name != "__init__.py"]
+    folders = [p for p in (root / "pipeline").iterdir() if (p / "__init__.py").is_file()]
+    cli = set()
+    for path in (root / "flows" / "cli").glob("*.py"):
+        cli |= {i for i in _imports(root, path) if i.startswith("pipeline")}
+    cli_modules = set(import_graph(root).keys()) & {
+        ".".join(i.split(".")[:k]) for i in cli for k in range(2, len(i.split(".")) + 1)
+    }
+    inits = init_logic_lines(root)
+    return {
+        "pipeline_modules": len(graph),
+        "pipeline_loose_modules": len(loose),
+        "pipeline_folders": len(folders),
+        "pipeline_import_edges": sum(len(v) for v in graph.values()),
+        "pipeline_import_circles": len(circles(graph)),
+        "pipeline_init_logic_lines": sum(inits.values()),
+        "cli_pipeline_modules": len(cli_modules),
+        "structure_where": {"circles": circles(graph), "init_logic": inits},
+    }
+
+
 def count(root: Path) -> dict[str, Any]:
     classes = settings_classes(root)
     tomls = toml_files(root)
@@ -130,6 +247,7 @@ def count(root: Path) -> dict[str, Any]:
     declared = sum(
         p.read_text().count("typer.Option(") for p in (root / "flows" / "cli").glob("*.py")
     )
+    shape = structure(root)
     return {
         "classes": len(classes),
         "toml_files": len(tomls),
@@ -138,7 +256,13 @@ def count(root: Path) -> dict[str, Any]:
         "cli_option_declarations": declared,
         "temperature_places": len(temps),
         "max_new_tokens_files": len(tokens),
-        "where": {"classes": classes, "toml_files": tomls, "temperature_places": temps},
+        **{k: v for k, v in shape.items() if k != "structure_where"},
+        "where": {
+            "classes": classes,
+            "toml_files": tomls,
+            "temperature_places": temps,
+            **shape["structure_where"],
+        },
     }
 
 
