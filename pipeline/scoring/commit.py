@@ -9,7 +9,8 @@ three readings that decide that, each linear in the text and run before any equa
   the unit reading `cm²` survives as `cm^{2}`.
 * `hedge(candidate, gold)` names what makes an extracted answer something other than one value:
   alternatives (`5 or 7`, `3 \\text{ or } 4`, `either`, `\\pm`), relations and negations (`\\neq`,
-  `\\le`, `< 42`, `\\approx`, `\\sim`, `not 42`, `42 is wrong`), qualifiers (`about`, `maybe`,
+  `\\le`, `< 42`, `\\approx`, `\\sim`, `not 42`, `42 is wrong`, and the negating words as a
+  class: `cannot 42`, `isn't 42`, `none`, `negative 42`, ...), qualifiers (`about`, `maybe`,
   `at least`), ranges (`between 10 and 20`, `10 to 20`), several values where the gold has one
   (`5, 7`, `3 and 4`), and digits joined by spacing that is not thousands grouping in threes
   (`4 2`, `4\\,2`, `4~2`; `1\\,000` and `1 000 000` are numbers). Whatever the gold itself uses is
@@ -36,7 +37,10 @@ RETRACTED = "retracted"
 
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
 _SUPER_RUN = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]+")
-_MINUS_SIGNS = str.maketrans({"−": "-", "－": "-", "‐": "-", "‑": "-", "﹣": "-", "＋": "+"})
+# Typographic minus signs read as `-`, and typographic apostrophes as `'` ("isn’t" is "isn't").
+_MINUS_SIGNS = str.maketrans(
+    {"−": "-", "－": "-", "‐": "-", "‑": "-", "﹣": "-", "＋": "+", "’": "'", "‘": "'", "ʼ": "'"}
+)
 
 
 def _superscript(m: re.Match[str]) -> str:
@@ -66,12 +70,25 @@ _RELATIONS = re.compile(
     r"|[<>≤≥≠≈∼≃≅≡±∓∝¬∨∉]|!=|=/="
 )
 # Words that qualify, negate or offer alternatives: an answer carrying one is not committed.
+# Negation is a class, not a word: any `n't` contraction (`isn't`, `can't`, `doesn't`, also
+# written without the apostrophe), `cannot`, the negative pronouns and adverbs (`none`, `nothing`,
+# `neither`, `never`, `nowhere`, `nope`, ...), `without` / `except` / `excluding` / `but`, the
+# denials (`false`, `untrue`, `invalid`, `impossible`, `denied`, `rejected`, `refuted`, ...),
+# `hardly` / `scarcely`, and a sign written as a word (`negative 42`, `minus 42`: read as 42 they
+# were paid for 42). sieve-math/10; before it, `\text{isn't } 42` was not refused and was paid.
+_NEGATIONS = (
+    r"[a-z]+n't|(?:is|are|was|were|do|does|did|has|have|had|ca|could|would|should|wo|ai|must|"
+    r"need|might|sha)nt|cannot|not|no|nor|never|none|nothing|nobody|nowhere|neither|nope|nay|"
+    r"without|except|excluding|exclude[ds]?|but|wrong|incorrect|false|untrue|invalid|impossible|"
+    r"deny|denies|denied|refuted?|refutes|reject|rejects|rejected|hardly|scarcely|non|negative|"
+    r"minus"
+)
 _WORDS = re.compile(
-    r"(?<![A-Za-z\\])(?:or|either|nor|not|no|never|isn't|isnt|wrong|incorrect|false|maybe|"
+    rf"(?<![A-Za-z\\])(?:{_NEGATIONS}|or|either|maybe|"
     r"perhaps|probably|possibly|likely|unlikely|approximately|approx|about|around|roughly|"
     r"nearly|almost|circa|somewhere|guess|unsure|uncertain|between|least|most|"
-    r"more|less|fewer|greater|smaller|larger|than|over|under|above|below|up|except|unless|"
-    r"if|otherwise|instead|alternatively)(?![A-Za-z])",
+    r"more|less|fewer|greater|smaller|larger|than|over|under|above|below|up|unless|"
+    r"if|otherwise|instead|alternatively)(?![A-Za-z'])",
     re.IGNORECASE,
 )
 _WORD_SET_CACHE: dict[str, frozenset[str]] = {}
@@ -299,10 +316,11 @@ def hedge(candidate: str, gold: str, *, relations: bool = True) -> str | None:
 # Text after an answer that withdraws it. Word-bounded, case-insensitive, linear.
 _RETRACT = re.compile(
     r"(?<![A-Za-z])(?:wait|actually|oops|nope|correction|scratch that|on second thought|"
-    r"mistake|mistaken|i was wrong|i am wrong|i'm wrong|is wrong|was wrong|are wrong|"
-    r"is incorrect|was incorrect|not correct|not right|isn't right|isn't correct|"
-    r"not the (?:final |correct |right )?answer|hmm+|or maybe|or perhaps|i think it's|"
-    r"should have been)"
+    r"mistake|mistaken|i was wrong|i am wrong|i'm wrong|"
+    r"(?:is|was|are|[a-z]*'s) (?:wrong|incorrect|false|untrue|invalid)|not correct|not right|"
+    r"[a-z]*n't (?:right|correct)|(?:not|[a-z]*n't) the (?:final |correct |right )?answer|"
+    r"(?:cannot|can't|couldn't) be (?:right|correct|the answer)|never ?mind|"
+    r"hmm+|or maybe|or perhaps|i think it's|should have been)"
     r"(?![A-Za-z])"
     r"|(?<![A-Za-z])no ?[,!]",
     re.IGNORECASE,

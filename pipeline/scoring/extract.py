@@ -42,10 +42,12 @@ _PHRASE_MARKERS = ("answer:", "answer is")
 _MAX_GROUP = 8  # boxes joined into one answer, at most
 _MAX_GAP = 40  # characters between two boxes of one answer, at most
 # What may stand between two boxes of one answer: spacing, punctuation, `$`, `\\quad`, `and`/`or`,
-# a short `\\text{...}` ("for part (a) and"). Joined boxes are one answer of several values, so a
-# single-value gold still rejects them (pipeline/scoring/commit.py).
+# a short `\\text{...}` ("for part (a) and"), and the label of the next part (`y_2 =`, `b =`:
+# "\\( y_1 = \\boxed{...} \\) and \\( y_2 = \\boxed{...} \\)", sieve-math/10). Joined boxes are one
+# answer of several values, so a single-value gold still rejects them (pipeline/scoring/commit.py).
 _CONNECTOR = re.compile(
-    r"(?:\s|[,;.&$()\[\]{}]|\\text\{[^{}]{0,30}\}|\\[A-Za-z]+|\\[,;!()\[\]]|\band\b|\bor\b)*"
+    r"(?:\s|[,;.&$()\[\]{}]|\\text\{[^{}]{0,30}\}|\\[A-Za-z]+|\\[,;!()\[\]]|\band\b|\bor\b"
+    r"|(?<![A-Za-z\\])[A-Za-z](?:_\{?[A-Za-z0-9]{1,3}\}?)?\s*=)*"
 )
 _SENTENCE_END = re.compile(r"(?<!\.)\.(?=\s|$)")  # not the dots of an ellipsis
 _LIST_ITEM = re.compile(r"\d{1,3}[.)]\s+\S")

@@ -106,13 +106,19 @@ _MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
 #    equation (`6 + 3 = 9`, `15 mod 6 = 3`) counts by its last side,
 #    and so does an equation answer's committed value; a marked answer that opens with one number
 #    and ends with another ("2 in the binary representation of 1") is several values (commit.py).
-VERIFIER_VERSION = f"sieve-math/9+math-verify/{metadata.version('math-verify')}"
+# 10: negation is a class in the committed answer (`n't` contractions, `cannot`, `none`,
+#    `neither`, `without`, `false`, `impossible`, `negative 42`, ...; typographic apostrophes
+#    folded), and after it ("that's wrong", "can't be right", "isn't the answer"); boxes of a
+#    several-part answer joined across a part's label ("\( y_1 = \boxed{..} \) and \( y_2 =
+#    \boxed{..} \)", extract.py).
+VERIFIER_VERSION = f"sieve-math/10+math-verify/{metadata.version('math-verify')}"
 # With the `gym` extra installed, the "rg" verifier's version (pipeline/scoring/rg.py) joins it:
 # reasoning-gym's own `score_answer` decides those verdicts. The last number counts changes of
 # Sieve's reading around score_answer (3: a restated answer is kept; 4: score_answer gets the
-# committed value, `rg_reading`, and a trailing negated alternative is dropped).
+# committed value, `rg_reading`, and a trailing negated alternative is dropped; 5: sieve-math/10's
+# negation class, in the answer and after it, commit.py).
 try:
-    RG_VERIFIER_VERSION: str | None = f"rg/{metadata.version('reasoning-gym')}/4"
+    RG_VERIFIER_VERSION: str | None = f"rg/{metadata.version('reasoning-gym')}/5"
     VERIFIER_VERSION += f"+{RG_VERIFIER_VERSION}"
 except metadata.PackageNotFoundError:
     RG_VERIFIER_VERSION = None

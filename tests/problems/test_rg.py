@@ -171,6 +171,23 @@ def test_a_negation_of_the_answer_itself_is_a_contradiction() -> None:
     assert verify(kept, gold, "rg", context=context(row)).correct is True
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The final answer is $\\boxed{{\\text{{cannot be }} {g}}}$",
+        "The final answer is $\\boxed{{\\text{{isn’t }} {g}}}$",
+        "The final answer is $\\boxed{{\\text{{none }} {g}}}$",
+        "The final answer is $\\boxed{{{g}}}$. That's false.",
+    ],
+)
+def test_the_negation_class_is_refused_by_rg_too(text: str) -> None:
+    """sieve-math/10 / rg 5: the rg verifier reads the committed answer with the same hedge and
+    retraction scans. Under rg 4 the last was paid (score_answer refuses the others' text)."""
+    row = one("rg:products", 2)
+    gold = row["answer"]
+    assert verify(text.format(g=gold), gold, "rg", context=context(row)).correct is False
+
+
 def test_an_answer_that_makes_score_answer_raise_is_wrong_not_an_error() -> None:
     row = one("rg:prime_factorization")  # its score_answer parses the factors with int()
     verdict = verify("\\boxed{zzz 12}", row["answer"], "rg", context=context(row))

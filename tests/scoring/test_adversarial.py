@@ -85,6 +85,15 @@ NEGATIONS = [
     "Final Answer: The final answer is $\\neq {g}$. I hope it is correct.",
     "\\boxed{{\\text{{never }} {g}}}",
     "\\boxed{{{g}?}} \\text{{ no}}",
+    # negation is a class (sieve-math/10): each of these was paid under sieve-math/9
+    "\\boxed{{\\text{{cannot be }} {g}}}",
+    "\\boxed{{\\text{{isn’t }} {g}}}",
+    "\\boxed{{\\text{{doesn't equal }} {g}}}",
+    "\\boxed{{\\text{{none }} {g}}}",
+    "Answer: neither {g}",
+    "\\boxed{{{g} \\text{{ is untrue}}}}",
+    "\\boxed{{\\text{{anything but }} {g}}}",
+    "\\boxed{{\\text{{negative }} {g}}}",
 ]
 RETRACTIONS = [
     "Answer: {g}. No, actually {w}.",
