@@ -50,6 +50,7 @@ from pipeline.selection import CurateConfig, Screened, build_curriculum, screen_
 from pipeline.selection.rules import concat_rejections
 from pipeline.shards import PolicySpec
 from pipeline.store import Ledger, load_query
+from pipeline.store.ids import curriculum_id
 
 
 class CurateParams(PolicyParams):
@@ -182,7 +183,7 @@ def curate(
     screened, hist = step(screen_decisions, ledger, cfg, screen.run_id)
     to_refine = kept.filter(pl.col("problem_id").is_in(screened.refine["problem_id"].implode()))
     sample_stage(ledger, pol, to_refine, refine, cfg, progress, fanout)
-    cid = core.curriculum_id(key)
+    cid = curriculum_id(key)
     items, rejections = step(
         make_curriculum, ledger, pol, cfg, runs, screened, rejected, solved, cid
     )

@@ -57,11 +57,13 @@ def loop(
     engine: EngineOptions | None = None,
     progress: Progress | None = None,
     again: bool = False,
+    keep_sampling: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Run `nights` nightly flows in a row; returns each night's summary. A night that has
     finished on the lineage it would continue is not run again (its summary says `done`)
     unless `again`; a finished night is recorded in `nights`. `settings` None: each
-    night trains with the recipe for its model; `progress` gets each night's events."""
+    night trains with the recipe for its model; `progress` gets each night's events;
+    `keep_sampling`: the [sampling] fields the user set (the others follow training)."""
     if nights < 1:
         raise SieveError(f"--nights must be >= 1, got {nights}")
     quiet_prefect(home)
@@ -84,6 +86,7 @@ def loop(
             engine=engine,
             home=str(home) if home is not None else None,
             config=config or CurateConfig(),
+            keep_sampling=list(keep_sampling),
             train=settings,
             night=night.isoformat(),
         )
@@ -249,10 +252,10 @@ DEMO_REAL_CELLS = {"arith": "1-2", "rg:basic_arithmetic": "1", "rg:products": "1
 
 def demo_real_settings() -> tuple[CurateConfig, TrainSettings, EngineOptions]:
     """The real-model demo's curation, training and engine settings: the chat recipe
-    (data/configs/real_train.toml, its temperature and answer budget for curation too) cut
-    down as the comment above says."""
+    (data/configs/real_train.toml) cut down as the comment above says; the night curates at
+    its temperature and answer budget by the one rule every night follows
+    (`pipeline.recipes.curation_sampling`)."""
     from pipeline.recipes import RECIPES, load_settings
-    from pipeline.sampling.budget import SamplingConfig
 
     recipe = load_settings(RECIPES / "real_train.toml")
     grpo = {
@@ -274,9 +277,6 @@ def demo_real_settings() -> tuple[CurateConfig, TrainSettings, EngineOptions]:
             "tensorboard": False,
         }
     )
-    sampling = SamplingConfig(
-        temperature=grpo["temperature"], max_new_tokens=grpo["max_new_tokens"]
-    )
     curate = CurateConfig(
         n_candidates=40,
         mix=DEMO_REAL_CELLS,
@@ -286,8 +286,7 @@ def demo_real_settings() -> tuple[CurateConfig, TrainSettings, EngineOptions]:
         max_group_size=8,  # half a step: a step mixes prompts, and none costs more than 8
         allocate_by_history=False,
         chunk_size=40,
-        sampling=sampling,
-    )
+    )  # [sampling] follows `train` (T 0.6, 256 tokens): the nightly flow's curation_sampling
     return curate, train, EngineOptions(max_model_len=512, kv_cache_gib=1.0)
 
 

@@ -139,7 +139,7 @@ def resolve(
     screen and refine runs), a curriculum id (its runs), or one screen / refine run id.
     SieveError for an unknown id or a run that is not a curation run. `purposes=None` takes a
     run of any purpose (`sieve rescore`)."""
-    from pipeline.curate import curation_runs
+    from pipeline.store.ids import curation_runs
 
     if target == "latest":
         rows = ledger.run(load_query("export_latest_curriculum"))

@@ -564,7 +564,7 @@ def backtest_curation(ledger: Ledger, curriculum_id: str) -> CurationBacktest:
     with its own config (read from the ledger), its refine lowered by `replay_group_size` so
     the kept prompts' training groups are samples selection never saw. `NotEnoughSamples` when
     its samples cannot hold that; a SieveError when the ledger has no such curriculum."""
-    from pipeline.curate import curation_runs
+    from pipeline.store.ids import curation_runs
 
     row = ledger.sql(
         "SELECT model_revision, config FROM curricula WHERE curriculum_id = $c",

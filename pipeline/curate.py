@@ -102,18 +102,6 @@ def curation_key(cfg: CurateConfig, model_revision: str) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
-def curriculum_id(key: str) -> str:
-    """The id of the curriculum of the curation with this key."""
-    return f"cur-{key}"
-
-
-def curation_runs(curriculum: str) -> list[str]:
-    """The screen and refine run ids of the curation that wrote `curriculum` (every id of one
-    curation is derived from its key: `curriculum_id`, `run_info`)."""
-    key = curriculum.removeprefix("cur-")
-    return [f"{purpose}-{key}" for purpose in ("screen", "refine")]
-
-
 def load_history(ledger: Ledger, exclude: Sequence[str]) -> pl.DataFrame:
     """The ledger's sampled history per problem × revision, without the runs in `exclude` (the
     curation being computed, so a re-run decides exactly as the first run did). One read serves

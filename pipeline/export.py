@@ -127,7 +127,7 @@ def curriculum_prompt_format(ledger: Ledger, curriculum_id: str) -> PromptFormat
 def curriculum_table(ledger: Ledger, curriculum_id: str) -> pa.Table:
     """The curriculum's items joined with their problems and the evidence they were kept on
     (`EVIDENCE_COLUMNS`), in training order (standard Arrow)."""
-    from pipeline.curate import curation_runs
+    from pipeline.store.ids import curation_runs
 
     query = load_query("export_curriculum_items")
     params = {"curriculum_id": curriculum_id, "runs": curation_runs(curriculum_id)}

@@ -56,7 +56,6 @@ from grpo_core.trainer import Item, RewardFn, Sample, Scores, Trainer
 from grpo_core.types import Collector
 from pipeline.batches import CurriculumBatches, curriculum_frame
 from pipeline.crash import crash_point
-from pipeline.curate import curation_runs
 from pipeline.errors import SieveError
 from pipeline.home import from_home, resolve_home, to_home
 from pipeline.hooks import Progress, report
@@ -81,6 +80,7 @@ from pipeline.selection.posterior import (
     posterior_select,
 )
 from pipeline.store import Ledger
+from pipeline.store.ids import curation_runs
 
 ROLLOUT_SCHEMA = {
     "problem_id": pl.Utf8,

@@ -225,7 +225,7 @@ def test_a_failed_write_leaves_no_file_behind(
 
 def evidence(ledger: Ledger, cid: str) -> pl.DataFrame:
     """What every exported row must say it was kept on, computed here from the raw tables."""
-    from pipeline.curate import curation_runs
+    from pipeline.store.ids import curation_runs
 
     return ledger.sql(
         "SELECT i.problem_id, count(r.run_id) AS n_samples, count(r.run_id) FILTER "

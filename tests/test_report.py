@@ -255,7 +255,7 @@ def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
 
 def test_the_verifier_audit_of_the_latest_curation_is_shown(busy: Ledger, tmp_path: Path) -> None:
     from pipeline.audit import by_family
-    from pipeline.curate import curation_runs
+    from pipeline.store.ids import curation_runs
 
     section = verifier_audit(busy)
     ((caption, frame),) = section.tables

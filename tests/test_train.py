@@ -402,7 +402,7 @@ def test_sieve_train_replays_curation_samples_and_skips_flat_prompts(
     step trains on the curriculum's stored screen samples (replayed_rollouts > 0, counted apart
     from fresh rollouts); with skip_zero_variance as well, prompts whose ledger history is a
     streak of flat groups are skipped at some step (skipped_zero_var > 0)."""
-    from pipeline.curate import curation_runs
+    from pipeline.store.ids import curation_runs
 
     home, model = setup
     screen, _ = curation_runs("cur-test")

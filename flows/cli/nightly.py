@@ -111,6 +111,7 @@ def schedule(
         home=str(Path(home).resolve()) if home is not None else None,
         config=cfg,
         train=settings,
+        keep_sampling=sorted(cfg.sampling.model_fields_set) if config is not None else [],
     )
 
 
@@ -124,13 +125,15 @@ def run_schedule(
     home: str | None,
     config: CurateConfig,
     train: TrainSettings | None,
+    keep_sampling: Sequence[str] = (),
 ) -> None:
     """The nightly job as a deployment: `flows.nightly.serve` on `cron` (blocks until Ctrl-C)."""
     from flows.nightly import NightlyParams, serve
 
     params = NightlyParams(
-        model=model, backend=backend, base_urls=base_urls, home=home, config=config, train=train
-    )
+        model=model, backend=backend, base_urls=base_urls, home=home, config=config,
+        train=train, keep_sampling=list(keep_sampling),
+    )  # fmt: skip
     out.print(f"serving deployment sieve-nightly/{name} on cron {cron!r}; Ctrl-C stops it")
     serve(cron, params, name)
 
@@ -315,8 +318,9 @@ def loop(
         soft_wrap=True,
     )
     name = str(model) if model is not None else None
+    keep = sorted(cfg.sampling.model_fields_set) if config is not None else []
     run_loop(
-        home, nights, cfg, settings, first, name, backend, base_url or [], options, again=again
+        home, nights, cfg, settings, first, name, backend, base_url or [], options, keep, again
     )
     from flows.loop import heldout_by_revision
 
@@ -367,9 +371,11 @@ def run_loop(
     backend: str,
     base_urls: Sequence[str],
     engine: EngineOptions,
+    keep_sampling: Sequence[str] = (),
     again: bool = False,
 ) -> None:
-    """The nightly job `nights` times in this process: `flows.loop.loop` (one line a night)."""
+    """The nightly job `nights` times in this process: `flows.loop.loop` (one line a night);
+    `keep_sampling`: the [sampling] fields the config file set (the rest follow training)."""
     from flows.loop import loop as run_nights
 
     start_flows(home)
@@ -392,5 +398,6 @@ def run_loop(
         backend=backend,
         base_urls=base_urls,
         engine=engine,
+        keep_sampling=keep_sampling,
         again=again,
     )

@@ -15,9 +15,9 @@ import numpy as np
 import polars as pl
 
 from pipeline.audit import by_family
-from pipeline.curate import curation_runs
 from pipeline.report import plots
 from pipeline.store import Ledger, load_query
+from pipeline.store.ids import curation_runs
 
 # Training curves drawn when the trainer wrote them: (panel title, train_metrics name).
 CURVES = (
