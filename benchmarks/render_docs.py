@@ -29,6 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 import docs_headline  # the selection headline's blocks
+import docs_verifier  # the verifier's agreement block
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN = re.compile(r"^<!-- generated:begin ([a-z0-9-]+) -->$", re.MULTILINE)
@@ -1255,6 +1256,14 @@ def verifier_tables(r: Results) -> str:
     )
 
 
+def verifier_agreement(r: Results) -> str:
+    """Every verifier version's agreement with Math-Verify's tables (docs_verifier.py)."""
+    try:
+        return docs_verifier.agreement(r("verifier_agreement"))
+    except docs_verifier.AgreementError as e:
+        raise RenderError(str(e)) from e
+
+
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "headline-selection": docs_headline.headline_selection,
     "headline-selection-runs": docs_headline.headline_selection_runs,
@@ -1265,6 +1274,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "demo-real-night": demo_real_night,
     "real-curriculum-zones": real_curriculum_zones,
     "verifier-tables": verifier_tables,
+    "verifier-agreement": verifier_agreement,
     "headline-real": headline_real,
     "headline-curriculum": headline_curriculum,
     "real-model-run": real_model_run,
