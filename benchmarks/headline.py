@@ -474,10 +474,13 @@ def run_arm(
             n,
             seed,
             PosteriorConfig(candidates=setup.candidates // n),
-            # straight groups and continued screens both end at the arm's G: 64 trained per
-            # update; each round samples at most n x G, so rounds bound the budget as DAPO's do
+            # straight, continued and filled groups all end at the arm's G: 64 trained per
+            # update; besides them the one screening round spends at most n x G/2 that does not
+            # train, and none when the budget left has no room for it (no overrun)
             ScreenConfig(
-                screen_g=max(2, g // 2), g_max=g, rounds=max(1, left() // setup.per_update)
+                screen_g=max(2, g // 2),
+                g_max=g,
+                rounds=min(1, (left() - setup.per_update) // (n * max(2, g // 2))),
             ),
             full=True,
         )(t, st)

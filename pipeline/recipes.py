@@ -80,8 +80,8 @@ class TrainSettings(BaseModel):
         "same pick, then two stages inside the step: a prompt the model is sure of goes "
         "straight to the smallest G (≥ its item's) informative with probability ≥ 0.9, the "
         "others are screened with 4 samples and, if those disagree, continued to their G "
-        "with the screen's samples in the group; flat screens are replaced from the next "
-        "candidates.",
+        "with the screen's samples in the group; flat screens are replaced by the next "
+        "candidates, sampled straight at their G.",
     )
 
     carry_over: bool = Field(

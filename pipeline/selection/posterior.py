@@ -313,17 +313,20 @@ class ScreenConfig:
     in the same step (the screen's samples stay in its group: same weights, nothing stale); one
     it is sure of goes straight to the smallest G in [item G, g_max] informative with
     probability ≥ `target`. A flat screen trains nothing; the step screens more candidates
-    (at most `rounds` times) to fill its batch."""
+    (at most `rounds` times) to fill its batch, and fills what is still short with the next
+    candidates straight at their item's G (so a pool with few learnable prompts still trains a
+    full batch every step; rounds = 0 is `posterior_select`). A step samples at most its batch
+    at full G plus `rounds` x batch x screen_g screen samples that do not train."""
 
     screen_g: int = 4
     g_max: int = 16
     target: float = 0.9
-    rounds: int = 3
+    rounds: int = 1  # then the rest straight: screens cost at most batch x screen_g a step
 
     def __post_init__(self) -> None:
-        if not (2 <= self.screen_g < self.g_max and 0.0 < self.target < 1.0 and self.rounds >= 1):
+        if not (2 <= self.screen_g < self.g_max and 0.0 < self.target < 1.0 and self.rounds >= 0):
             raise ValueError(
-                f"need 2 ≤ screen_g < g_max, 0 < target < 1, rounds ≥ 1; got {self.screen_g}, "
+                f"need 2 ≤ screen_g < g_max, 0 < target < 1, rounds ≥ 0; got {self.screen_g}, "
                 f"{self.g_max}, {self.target}, {self.rounds}"
             )
 
@@ -383,6 +386,13 @@ def posterior_screen(
             _screen_round(got, t, t.step_seed(step, round_), picks, counts, observe)
             if len(got.items) >= size:
                 break
+        short = [int(i) for i in order[at : at + size - len(got.items)]]
+        if short:  # the rest of the batch straight at the items' G, unscreened
+            picks = [(cands[i], int(max(direct_g[i], item_g[i])), 0) for i in short]
+            counts["filled"] = len(picks)
+            observe = lambda item, part: _observe(obs, cell_of, item, [part], now)  # noqa: E731
+            _screen_round(got, t, t.step_seed(step, screen.rounds), picks, counts, observe)
+            counts["straight"] -= len(picks)  # counted as filled, not as sure
         if full and len(got.items) < size:
             counts["decided_only"] += sum(len(g) for g in got.groups)
             got.items, got.groups, got.parts = [], [], []

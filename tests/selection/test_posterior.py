@@ -282,3 +282,25 @@ def test_a_prompt_the_posterior_is_sure_of_goes_straight_to_its_group() -> None:
     assert c.metrics["straight"] == 2 and c.metrics["screened"] == 0
     assert fake.calls == [[("a", 5), ("b", 5)]]  # G = 5: 1 − 2·0.5^5 ≈ 0.94 ≥ 0.9, one call
     assert c.rollouts == 10 and c.metrics["decided_only"] == 0
+
+
+def test_a_short_batch_is_filled_straight_after_the_screening_round() -> None:
+    """One screening round; flat screens decide and the rest of the batch is drawn straight at
+    the items' G (a pool with few learnable prompts still trains a full batch); rounds = 0
+    screens nothing."""
+    from pipeline.selection.posterior import ScreenConfig, posterior_screen
+
+    keys = [f"k{i}" for i in range(12)]
+    rate = {k: (0, 1) for k in keys}  # nothing is ever right: every screen is flat
+    items = [Item(k, k, 8, key=k) for k in keys]
+    for rounds, screened in ((1, 3), (0, 0)):
+        fake = Graded(rate)
+        collect = posterior_screen(lambda s, r: items, {k: "c" for k in keys}, Observations(), 3,
+                                   seed=0, screen=ScreenConfig(g_max=8, rounds=rounds))  # fmt: skip
+        c = collect(fake, 0)
+        assert len(c.items) == 3 and all(len(g) == 8 for g in c.groups)  # a full batch
+        assert c.metrics["screened"] == screened and c.metrics["filled"] == 3
+        assert c.metrics["decided_only"] == 4 * screened  # only the flat screens
+        assert c.rollouts == 3 * 8 + 4 * screened
+        screened_keys = {k for call in fake.calls[:1] for k, g in call if g == 4}
+        assert not screened_keys & {it.key for it in c.items}  # fill takes other candidates
