@@ -1184,9 +1184,7 @@ def demo_real_night(r: Results) -> str:
     """What one night of `make demo-real` does, from the code that runs it
     (`flows.loop.demo_real_settings`), with each cell's pass rate from the results."""
     from flows.loop import demo_real_settings
-    from pipeline.recipes import RECIPES, load_settings
-
-    from pipeline.recipes import curation_sampling
+    from pipeline.recipes import RECIPES, curation_sampling, load_settings
 
     curate, train, _ = demo_real_settings()
     curate, _ = curation_sampling(curate, Path("chat"), (), train)  # what the night curates at
@@ -1267,6 +1265,8 @@ def verifier_agreement(r: Results) -> str:
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "headline-selection": docs_headline.headline_selection,
     "headline-selection-runs": docs_headline.headline_selection_runs,
+    "headline-selection-tiny": docs_headline.headline_selection_tiny,
+    "headline-selection-tiny-runs": docs_headline.headline_selection_tiny_runs,
     "headline-real-curriculum": headline_real_curriculum,
     "real-curriculum-levels": real_curriculum_levels,
     "real-curriculum-runs": real_curriculum_runs,

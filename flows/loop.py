@@ -9,8 +9,8 @@ starting at `start`, so each night's curation seed differs (see `flows/nightly.p
 of a night that already finished adds nothing new (ids follow from the inputs; training resumes).
 
 `demo` is the main job end to end on the embedded default: the foundation check (problems in the
-ledger, verifiers agree), the tiny policy bootstrapped if missing (a shorter budget than
-`sieve bootstrap` so the whole demo fits in ~10 minutes on 2 cores), one night, and a summary.
+ledger, verifiers agree), the tiny policy bootstrapped if missing (`sieve bootstrap`'s own
+700 steps at seed 0: the same weights, the start of the tiny headline), one night, and a summary.
 
 Prefect is imported only when a night runs (after `pipeline.runlog.quiet_prefect`), so the CLI's
 `sieve stats` and `sieve train` can use `heldout_by_revision` and `before_after` without it.
