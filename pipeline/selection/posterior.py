@@ -156,6 +156,28 @@ class Observations:
         return cls([(str(a), str(b), float(c), float(d), int(e)) for a, b, c, d, e in rows])
 
 
+def _candidates(
+    source: Callable[[int, int], Sequence[Item]],
+    cell_of: Mapping[str, str],
+    obs: Observations,
+    cfg: PosteriorConfig,
+    seed: int,
+    step: int,
+    size: int,
+    now: int,
+) -> tuple[list[Item], pl.DataFrame, np.random.Generator]:
+    """A step's distinct candidates, their posteriors at update `now` (in their order) and the
+    step's Thompson generator; a TrainerError when they cannot fill a batch of `size`."""
+    cands = list({it.key: it for it in source(step, 0)}.values())
+    if len(cands) < size:
+        raise TrainerError(f"{len(cands)} candidates for a batch of {size} at step {step}")
+    prompts = pl.DataFrame(
+        {"problem_id": [it.key for it in cands], "cell": [cell_of[it.key] for it in cands]}
+    )
+    post = prompt_posterior(obs.frame(), prompts, cfg, now)
+    return cands, post, np.random.default_rng(derive_seed(seed, "posterior", step))
+
+
 def posterior_select(
     source: Callable[[int, int], Sequence[Item]],
     cell_of: Mapping[str, str],
@@ -173,15 +195,8 @@ def posterior_select(
 
     def collect(t: Rollouts, step: int) -> Collected:
         size = batch(step) if callable(batch) else batch
-        cands = list({it.key: it for it in source(step, 0)}.values())
-        if len(cands) < size:
-            raise TrainerError(f"{len(cands)} candidates for a batch of {size} at step {step}")
         now = update_of(step)
-        prompts = pl.DataFrame(
-            {"problem_id": [it.key for it in cands], "cell": [cell_of[it.key] for it in cands]}
-        )
-        post = prompt_posterior(obs.frame(), prompts, cfg, now)
-        rng = np.random.default_rng(derive_seed(seed, "posterior", step))
+        cands, post, rng = _candidates(source, cell_of, obs, cfg, seed, step, size, now)
         idx = select_batch(post["alpha"].to_numpy(), post["beta"].to_numpy(), size, rng)
         kept = [cands[int(i)] for i in idx]
         groups, scores, ts, tr = t.sample_and_score(kept, t.step_seed(step))
@@ -355,16 +370,9 @@ def posterior_screen(
 
     def collect(t: Rollouts, step: int) -> Collected:
         size = batch(step) if callable(batch) else batch
-        cands = list({it.key: it for it in source(step, 0)}.values())
-        if len(cands) < size:
-            raise TrainerError(f"{len(cands)} candidates for a batch of {size} at step {step}")
         now = update_of(step)
-        prompts = pl.DataFrame(
-            {"problem_id": [it.key for it in cands], "cell": [cell_of[it.key] for it in cands]}
-        )
-        post = prompt_posterior(obs.frame(), prompts, cfg, now)
+        cands, post, rng = _candidates(source, cell_of, obs, cfg, seed, step, size, now)
         alpha, beta = post["alpha"].to_numpy(), post["beta"].to_numpy()
-        rng = np.random.default_rng(derive_seed(seed, "posterior", step))
         order = select_batch(alpha, beta, len(cands), rng)  # every candidate, best first
         item_g = np.array([it.group_size for it in cands])
         direct_g = group_size_for(alpha, beta, item_g, max(screen.g_max, int(item_g.max())),
