@@ -36,8 +36,15 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pipeline.store import Ledger
+
+# Property tests check properties, not time: no per-example deadline and no "too slow" health
+# check, both wall-clock verdicts that a loaded 2-core machine fails at random (a test that
+# sets its own @settings keeps these unless it names them).
+settings.register_profile("sieve", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("sieve")
 
 # conftest is imported before any test module, so before torch (see the docstring)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
