@@ -659,9 +659,10 @@ def start_point(
         cost = None
     digest = weights_hash(pol.model)
     record_path = runs_dir / f"start_{setting}_{digest}.json"
-    if record_path.is_file():
-        record = json.loads(record_path.read_text())
-    else:
+    old = json.loads(record_path.read_text()) if record_path.is_file() else None
+    if old is not None and old.get("verifier") == verifier_version():
+        record = old
+    else:  # none yet, or scored under another verifier than the runs will be: score it again
         ev = evaluate(setup, pol, held, full=True)
         record = {
             "setting": setting,
