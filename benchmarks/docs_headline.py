@@ -32,6 +32,8 @@ def _f(x: Any, digits: int = 3) -> str:
 def _ci(d: Any, digits: int = 3) -> str:
     if d is None:
         return "–"
+    if d.get("seeds") == 1 and "problems" not in d:  # an interval over one seed says nothing
+        return f"{_f(d['mean'], digits)} (1 seed)"
     lo, hi = d["ci95"]
     return f"{_f(d['mean'], digits)} [{_f(lo, digits)}, {_f(hi, digits)}]"
 
