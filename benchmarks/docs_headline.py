@@ -43,9 +43,17 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
 
 
+def _no_target(block: Any) -> bool:
+    """Uniform ended at or below the start's greedy accuracy: every arm 'reaches' its final at
+    0 rollouts, so rollouts-to-target says nothing."""
+    u = block["arms"].get("uniform")
+    return u is not None and u["final_greedy"]["mean"] <= block["start"]["greedy"]
+
+
 def _setting_table(block: Any) -> str:
     arms = block["arms"]
     runs = block["runs"]
+    no_target = _no_target(block)
     rows = []
     for arm in ORDER:
         if arm not in arms:
@@ -64,7 +72,9 @@ def _setting_table(block: Any) -> str:
             _ci(a["final_sampled"]),
             _ci(a["final_greedy"]),
             "–" if arm == "uniform" else _ci(diff) + sig,
-            "1.00×" if arm == "uniform" else ("–" if ratio is None else _ci(ratio, 2) + "×"),
+            "n/a" if no_target
+            else "1.00×" if arm == "uniform"
+            else ("–" if ratio is None else _ci(ratio, 2) + "×"),
             "/".join(str(u) for u in a["updates"]),
             _f(sum(informative) / len(informative), 2) if informative else "–",
             str(sum(r["rollouts_decided_not_trained"] for r in mine)),
@@ -89,7 +99,12 @@ def _verdict(block: Any) -> str:
     ratio = reach[-1]["ratio_to_uniform"] if reach else None
     diff = s.get("diff_sampled_vs_uniform")
     parts = []
-    if ratio is None:
+    if _no_target(block):
+        parts.append(
+            "uniform ended at or below the start's greedy accuracy, so rollouts to its final "
+            "say nothing (n/a)"
+        )
+    elif ratio is None:
         parts.append("Sieve did not reach uniform's final greedy accuracy on any paired seed")
     else:
         parts.append(
@@ -102,7 +117,7 @@ def _verdict(block: Any) -> str:
             f"{word} difference in final sampled pass@1 ({_ci(diff)}, {diff['seeds']} paired seeds)"
         )
     met = (
-        ratio is not None and ratio["ci95"][1] <= 0.5 and diff is not None
+        not _no_target(block) and ratio is not None and ratio["ci95"][1] <= 0.5 and diff is not None
         and diff["significant"] and diff["mean"] > 0 and len(s["paired_seeds"]) >= 4
     )  # fmt: skip
     return "; ".join(parts) + (". **Goal met.**" if met else ". **Goal not met** (yet).")
