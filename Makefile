@@ -73,8 +73,8 @@ test-all: $(STAMP) report-deps sandbox-deps
 	$(BIN)/pytest -q -m "not gpu"
 
 lint: $(STAMP)
-	$(BIN)/ruff check pipeline grpo_core flows tests benchmarks
-	$(BIN)/ruff format --check pipeline grpo_core flows tests benchmarks
+	$(BIN)/ruff check pipeline grpo_core flows tests benchmarks docs/render
+	$(BIN)/ruff format --check pipeline grpo_core flows tests benchmarks docs/render
 	$(BIN)/mypy pipeline grpo_core flows
 
 format: $(STAMP)
@@ -94,10 +94,10 @@ bench-curate: $(STAMP)
 # the benchmark figures of README.md and docs/*.md, rendered from benchmarks/results/*.json
 # between `<!-- generated:begin NAME -->` markers; docs-check (CI) fails on a stale block
 docs: $(STAMP)
-	$(BIN)/python benchmarks/render_docs.py
+	$(BIN)/python docs/render/render_docs.py
 
 docs-check: $(STAMP)
-	$(BIN)/python benchmarks/render_docs.py --check
+	$(BIN)/python docs/render/render_docs.py --check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

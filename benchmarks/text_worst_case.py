@@ -11,12 +11,15 @@ time at 2n and its ratio to n (about 2 when linear, about 4 when quadratic).
 
 Run: `.venv/bin/python benchmarks/text_worst_case.py [--repeat 3] [--check]`
 (`--check`: exit 1 when an input takes 0.5 s or more at 2n, the bound the tests once timed).
-Prints only; nothing is written.
+Writes benchmarks/results/text_worst_case.json (a row per input, with the machine's load) and
+text_worst_case.png (the 2n / n ratio per input against the linear 2 and quadratic 4).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -72,12 +75,35 @@ def best_of(step: Callable[[str], Any], text: str, repeat: int) -> float:
     return min(times)
 
 
+def write(rows: list[dict[str, Any]], load: float, repeat: int) -> None:
+    """results/text_worst_case.json and .png (ratios: ~2 linear, ~4 quadratic)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(__file__).parent / "results"
+    out.mkdir(exist_ok=True)
+    data = {"benchmark": "text_worst_case", "repeat": repeat, "bound_seconds": BOUND_S,
+            "cpus": os.cpu_count(), "load_1m": round(load, 2), "rows": rows}  # fmt: skip
+    (out / "text_worst_case.json").write_text(json.dumps(data, indent=1) + "\n")
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.5))
+    ax.barh([r["input"][:50] for r in rows], [r["ratio_2n_over_n"] for r in rows])
+    for x, label in ((2, "linear"), (4, "quadratic")):
+        ax.axvline(x, color="k", ls="--", lw=1)
+        ax.text(x, -0.9, label, ha="center", fontsize=8)
+    ax.set_xlabel("time at 2n / time at n (best of repeats)")
+    fig.tight_layout()
+    fig.savefig(out / "text_worst_case.png", dpi=100)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    slow = []
+    slow, rows = [], []
+    load = os.getloadavg()[0]
     print(f"{'input':<60} {'chars 2n':>9} {'ms 2n':>8} {'2n / n':>7}")
     for name, step, build, n in cases():
         small, large = build(n), build(2 * n)
@@ -85,8 +111,11 @@ def main() -> None:
         t_large = best_of(step, large, args.repeat)
         ratio = t_large / t_small if t_small > 0 else float("nan")
         print(f"{name[:60]:<60} {len(large):>9,} {t_large * 1e3:>8.2f} {ratio:>7.1f}")
+        rows.append({"input": name, "chars_2n": len(large), "seconds_n": t_small,
+                     "seconds_2n": t_large, "ratio_2n_over_n": ratio})  # fmt: skip
         if t_large >= BOUND_S:
             slow.append(name)
+    write(rows, load, args.repeat)
     if slow:
         print(f"{len(slow)} input(s) at {BOUND_S} s or more: {', '.join(slow)}")
     if args.check and slow:

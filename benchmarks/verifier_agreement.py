@@ -22,7 +22,7 @@ Shares are given on the scored rows (whose expectation does not depend on non-de
 math-verify options) and on all rows, overall and per upstream file.
 
 Results: `benchmarks/results/verifier_agreement.json`, rendered into docs/verifier.md by
-`benchmarks/render_docs.py` (block `verifier-agreement`, which refuses results that stop short
+`docs/render/render_docs.py` (block `verifier-agreement`, which refuses results that stop short
 of the current version or were measured on another table).
 
 Run: `.venv/bin/python benchmarks/verifier_agreement.py` (a few minutes: one process per version).

@@ -1,4 +1,4 @@
-"""The docs renderer (`benchmarks/render_docs.py`, `make docs` / `make docs-check`): a fresh
+"""The docs renderer (`docs/render/render_docs.py`, `make docs` / `make docs-check`): a fresh
 render passes the check, a stale block is reported one line per block, and a missing results
 file or key is one clear error. Every registered block renders from the committed results and
 sits on a page. Fast: small pages in a temporary folder, no benchmark is run."""
@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 _spec = importlib.util.spec_from_file_location(
-    "render_docs", ROOT / "benchmarks" / "render_docs.py"
+    "render_docs", ROOT / "docs" / "render" / "render_docs.py"
 )
 assert _spec is not None and _spec.loader is not None
 render_docs = importlib.util.module_from_spec(_spec)

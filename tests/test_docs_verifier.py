@@ -1,4 +1,4 @@
-"""docs/verifier.md's agreement block (`benchmarks/docs_verifier.py`, rendered by
+"""docs/verifier.md's agreement block (`docs/render/docs_verifier.py`, rendered by
 `render_docs.py` from `verifier_agreement.json`): it reaches the verifier version in the code and
 was measured on the committed `math_verify_cases.csv`, or it refuses to render (one line), so a
 version bump without `benchmarks/verifier_agreement.py` fails `make docs-check`.
@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "docs" / "render"))
 import docs_verifier  # noqa: E402 - benchmarks/ is a folder of scripts
 
 from pipeline.scoring import VERIFIER_VERSION  # noqa: E402

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "render"))
 import headline as hl
 
 from grpo_core.types import Scores

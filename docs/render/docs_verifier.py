@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCORING = ROOT / "tests" / "scoring"
 PR_FILE = "test_mixed_number_extraction.py"  # an unmerged pull request's file (see the .md)
 _VERSION = re.compile(r'VERIFIER_VERSION = f"sieve-math/(\d+)\+')

@@ -7,7 +7,7 @@ A page holds a generated block between two marker lines:
     <!-- generated:end NAME -->
 
 NAME is a key of `BLOCKS`; its function reads the results files and returns the block's
-Markdown. `python benchmarks/render_docs.py` (`make docs`) rewrites every block in place;
+Markdown. `python docs/render/render_docs.py` (`make docs`) rewrites every block in place;
 `--check` (`make docs-check`, run by `.ci/run`) renders into memory and prints one line per
 block whose committed text differs, exit 1. A missing results file or key is one `error:` line
 naming the file and the key, exit 2. Tested in `tests/test_docs.py`.
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import docs_headline  # the selection headline's blocks
 import docs_verifier  # the verifier's agreement block
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BEGIN = re.compile(r"^<!-- generated:begin ([a-z0-9-]+) -->$", re.MULTILINE)
 BLOCK = re.compile(
     r"^(?P<head><!-- generated:begin (?P<name>[a-z0-9-]+) -->\n)"
