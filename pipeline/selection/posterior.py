@@ -201,9 +201,7 @@ def posterior_select(
         kept = [cands[int(i)] for i in idx]
         groups, scores, ts, tr = t.sample_and_score(kept, t.step_seed(step))
         for it, part in zip(kept, _split(scores, groups), strict=True):
-            known = [x for x in part.correct if x is not None]
-            if known:
-                obs.add(it.key, cell_of[it.key], sum(known), len(known), now)
+            _observe(obs, cell_of, it, [part], now)
         m = post["mean"].to_numpy()[idx]
         g = np.array([it.group_size for it in kept], dtype=np.float64)
         metrics = {  # a group of G is informative unless all G agree (at the posterior mean)
@@ -397,10 +395,10 @@ def posterior_screen(
         short = [int(i) for i in order[at : at + size - len(got.items)]]
         if short:  # the rest of the batch straight at the items' G, unscreened
             picks = [(cands[i], int(max(direct_g[i], item_g[i])), 0) for i in short]
-            counts["filled"] = len(picks)
+            counts["filled"] = 0
             observe = lambda item, part: _observe(obs, cell_of, item, [part], now)  # noqa: E731
-            _screen_round(got, t, t.step_seed(step, screen.rounds), picks, counts, observe)
-            counts["straight"] -= len(picks)  # counted as filled, not as sure
+            seed_ = t.step_seed(step, screen.rounds)
+            _screen_round(got, t, seed_, picks, counts, observe, straight="filled")
         if full and len(got.items) < size:
             counts["decided_only"] += sum(len(g) for g in got.groups)
             got.items, got.groups, got.parts = [], [], []
@@ -420,6 +418,7 @@ def _screen_round(
     picks: Sequence[tuple[Item, int, int]],
     counts: dict[str, int],
     observe: Callable[[Item, Scores], None],
+    straight: str = "straight",
 ) -> None:
     """One round of `posterior_screen`: sample every pick at its first G in one call; keep the
     straight ones; continue the screens that disagree to the G they end at in a second call
@@ -431,7 +430,7 @@ def _screen_round(
     cont = []
     for (_, g, end), (item, grp, part) in zip(picks, first, strict=True):
         if not end:
-            counts["straight"] += 1
+            counts[straight] += 1  # sure of it, or filling the batch ("filled")
             got.keep(item, grp, part)
             observe(item, part)
             continue
