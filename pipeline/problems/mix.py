@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from grpo_core.validate import STRICT
 from pipeline.errors import SieveError
-from pipeline.problems import FAMILIES, parse_levels
+from pipeline.problems.registry import FAMILIES, parse_levels
 from pipeline.tomlconfig import read_toml, validate_toml
 
 
