@@ -10,7 +10,8 @@ registered reasoning-gym dataset is refused with the list of those that do.
 Reproducible source: every problem's `params` JSON holds `rg_version` (the installed package
 version), `dataset`, `config` (the full keyword config, `seed` and `size` included) and `index`;
 `item(params)` rebuilds it with `reasoning_gym.create_dataset(dataset, **config)[index]`, which
-is what the "rg" verifier (pipeline/scoring/rg.py) scores against. The dataset seed is fixed
+is what the "rg" verifier (pipeline/scoring/rg.py) scores against; that rebuilding lives in
+pipeline/scoring/rg_source.py, which both sides import. The dataset seed is fixed
 per config (`RG_SEED`); Sieve's seed picks the index through the family's random stream, so the
 same Sieve seed gives the same problems, as for every family.
 
@@ -20,15 +21,13 @@ Test: `.venv/bin/pytest tests/problems/test_rg.py -q`.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import random
 from dataclasses import dataclass
-from functools import cache, lru_cache
-from importlib import metadata
+from functools import cache
 from typing import Any
 
 from pipeline.errors import SieveError
+from pipeline.scoring.rg_source import item, rg_version
 
 PREFIX = "rg:"
 VERIFIER = "rg"
@@ -129,18 +128,6 @@ LEVEL_CONFIGS: dict[str, dict[int, dict[str, Any]]] = {
 }  # fmt: skip
 
 
-@cache
-def rg_version() -> str:
-    """The installed reasoning-gym version; SieveError saying how to install it otherwise."""
-    try:
-        return metadata.version("reasoning-gym")
-    except metadata.PackageNotFoundError:
-        raise SieveError(
-            "rg: families need reasoning-gym: pip install 'grpo-sieve[gym]' "
-            "(or .venv/bin/pip install reasoning-gym==0.1.25)"
-        ) from None
-
-
 def dataset_name(family_name: str) -> str:
     """`leg_counting` for `rg:leg_counting`; SieveError for a dataset without levels here."""
     name = family_name.removeprefix(PREFIX)
@@ -173,44 +160,6 @@ def level_config(dataset: str, level: int) -> dict[str, Any]:
 def describe(dataset: str, level: int) -> str:
     """One line naming a level's reasoning-gym settings, e.g. `min_terms=2, max_terms=2`."""
     return ", ".join(f"{k}={v}" for k, v in LEVEL_CONFIGS[dataset][level].items()) or "defaults"
-
-
-def _as_config(config_cls: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """JSON lists back to tuples where the config's default is a tuple (operators, styles)."""
-    tuples = {
-        f.name
-        for f in dataclasses.fields(config_cls)
-        if f.default is not dataclasses.MISSING and isinstance(f.default, tuple)
-    }
-    return {k: tuple(v) if k in tuples and isinstance(v, list) else v for k, v in config.items()}
-
-
-@lru_cache(maxsize=256)
-def _dataset(dataset: str, config_json: str) -> Any:
-    """The reasoning-gym dataset object of one config (cached: some load word lists)."""
-    rg_version()
-    from reasoning_gym.factory import DATASETS, create_dataset
-
-    if dataset not in DATASETS:
-        raise SieveError(f"reasoning-gym {rg_version()} has no dataset {dataset!r}")
-    config = _as_config(DATASETS[dataset][1], json.loads(config_json))
-    return create_dataset(dataset, **config)
-
-
-def dataset_for(dataset: str, config: dict[str, Any]) -> Any:
-    """The (cached) dataset object built from a stored config."""
-    return _dataset(dataset, json.dumps(config, sort_keys=True))
-
-
-@lru_cache(maxsize=8192)
-def _item(dataset: str, config_json: str, index: int) -> dict[str, Any]:
-    return dict(_dataset(dataset, config_json)[index])
-
-
-def item(params: dict[str, Any]) -> dict[str, Any]:
-    """The reasoning-gym entry (question, answer, metadata) a problem's params describe."""
-    config_json = json.dumps(params["config"], sort_keys=True)
-    return dict(_item(str(params["dataset"]), config_json, int(params["index"])))
 
 
 @dataclass

@@ -82,8 +82,8 @@ def equivalent(answer: str, candidate: str, raw: bool) -> bool:
 
 
 def rg_score(params_json: str, candidate: str, gold: str) -> tuple[float, str]:
-    """reasoning-gym's `score_answer` for one problem (pipeline/scoring/rg.py)."""
-    from pipeline.scoring.rg import score_here
+    """reasoning-gym's `score_answer` for one problem (pipeline/scoring/rg_source.py)."""
+    from pipeline.scoring.rg_source import score_here
 
     return score_here(params_json, candidate, gold)
 

@@ -16,7 +16,8 @@ dataset to score the answer. Steps:
    the words too and paid a partial score, unpaid: SmolLM2 lost 12 right answers that way in
    Sieve seed 1's ledger;
 4. `score_answer(answer, entry)` runs in the killable worker (pipeline/scoring/worker.py) under
-   the same deadline as math-verify: `correct` is score == 1, and so is the reward (the
+   the same deadline as math-verify (the child runs `score_here` of
+   pipeline/scoring/rg_source.py, which rebuilds the entry from the stored source): `correct` is score == 1, and so is the reward (the
    `correctness` component). A partial score is not paid: the base class's `score_answer`, which
    many datasets keep, gives len(gold) / len(answer) to any answer that contains the gold, so
    gold 15 answered 150 would earn 0.67 and gold 2 answered 12 0.5; GRPO learns to pad answers
@@ -36,7 +37,6 @@ Test: `.venv/bin/pytest tests/problems/test_rg.py -q`.
 from __future__ import annotations
 
 import json
-import math
 import re
 import threading
 
@@ -54,27 +54,6 @@ from pipeline.scoring.worker import STARTUP_TIMEOUT, default_worker
 
 _loaded = threading.Lock()
 _loaded_pid: list[int | None] = [None]  # the worker child that has imported reasoning-gym
-
-
-def score_here(params_json: str, candidate: str, gold: str) -> tuple[float, str]:
-    """(score, detail) from score_answer in this process (the worker child calls it). The entry
-    is rebuilt from the stored source and must give the stored gold answer (else ValueError).
-    score_answer raising on the model's answer (some parse it with `int()`) scores 0, and the
-    detail names the exception: the answer is unreadable, not the verifier broken."""
-    from pipeline.problems.rg import dataset_for, item
-
-    params = json.loads(params_json)
-    entry = item(params)
-    if str(entry["answer"]) != gold:
-        raise ValueError(
-            f"rg source {params['dataset']}[{params['index']}] no longer gives its gold answer"
-        )
-    dataset = dataset_for(str(params["dataset"]), params["config"])
-    try:
-        value = float(dataset.score_answer(candidate, entry) or 0.0)
-    except Exception as exc:
-        return 0.0, f"rg: score_answer raised {type(exc).__name__}"
-    return (min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0), "rg"
 
 
 def _source(context: StepContext | None) -> str:

@@ -17,6 +17,7 @@ from pipeline.problems import generate, generate_mix, parse_levels, rg
 from pipeline.problems.mix import load_mix
 from pipeline.scoring import VERIFIER_VERSION, StepContext, verify, verify_batch
 from pipeline.scoring.rg import rg_reading
+from pipeline.scoring.rg_source import as_config, dataset_for, score_here
 from pipeline.scoring.verifiers import RG_VERIFIER_VERSION
 from pipeline.store import Ledger
 
@@ -59,9 +60,7 @@ def test_every_cell_rebuilds_from_its_stored_source_and_its_gold_scores_one(
 
         entry = reasoning_gym.create_dataset(  # the stored source, rebuilt by hand
             dataset,
-            **rg._as_config(
-                type(rg.dataset_for(dataset, params["config"]).config), params["config"]
-            ),
+            **as_config(type(dataset_for(dataset, params["config"]).config), params["config"]),
         )[params["index"]]
         assert (entry["question"], str(entry["answer"])) == (row["question"], row["answer"])
         contexts.append(context(row))
@@ -104,8 +103,6 @@ def test_the_committed_answer_rule_runs_before_score_answer() -> None:
 def test_a_partial_score_is_not_paid(dataset: str, pad: str) -> None:
     """reasoning-gym's default score_answer pays len(gold)/len(answer) for any answer holding the
     gold; Sieve pays only the gold (priority 1: a padded answer must not earn reward)."""
-    from pipeline.scoring.rg import score_here
-
     row = one(dataset)
     gold = row["answer"]
     padded = pad.format(gold=gold)
