@@ -226,7 +226,7 @@ def real_curriculum_results(folder: Path, sieve_ratio: float | None, with_sieve:
 def test_the_real_model_headline_says_how_sieve_did_whichever_way(
     tmp_path: Path, ratio: float | None, with_sieve: bool, said: str
 ) -> None:
-    body = render_docs.headline_real_curriculum(
+    body = BLOCKS["headline-real-curriculum"](
         Results(real_curriculum_results(tmp_path, ratio, with_sieve))
     )
     assert said in body.splitlines()[0]
@@ -243,13 +243,13 @@ def test_a_seed_not_every_arm_has_finished_is_named_not_compared(tmp_path: Path)
         {"arm": "uniform", "seed": 3, "rollouts": 2048, "sampled": 0.2477, "greedy": 0.2864}
     ]
     path.write_text(json.dumps(data))
-    body = render_docs.headline_real_curriculum(Results(tmp_path))
+    body = BLOCKS["headline-real-curriculum"](Results(tmp_path))
     last = body.splitlines()[-1]
     assert "not compared" in last and "uniform seed 3 (0.2477 sampled, 0.2864 greedy)" in last
 
 
 def test_the_real_model_levels_show_each_cell_zone_and_each_arm_gain(tmp_path: Path) -> None:
-    body = render_docs.real_curriculum_levels(Results(real_curriculum_results(tmp_path, 0.4, True)))
+    body = BLOCKS["real-curriculum-levels"](Results(real_curriculum_results(tmp_path, 0.4, True)))
     lines = body.splitlines()
     assert lines[0].startswith("| cell | zone") and "**Sieve** (points)" in lines[0]
     assert lines[0].endswith("| **Sieve**: prompts kept of screened |")
@@ -258,7 +258,7 @@ def test_the_real_model_levels_show_each_cell_zone_and_each_arm_gain(tmp_path: P
 
 
 def test_the_real_model_hand_check_and_wall_times_per_arm(tmp_path: Path) -> None:
-    body = render_docs.real_curriculum_runs(Results(real_curriculum_results(tmp_path, 0.4, True)))
+    body = BLOCKS["real-curriculum-runs"](Results(real_curriculum_results(tmp_path, 0.4, True)))
     lines = body.splitlines()
     assert lines[0].startswith("| arm | steps per run (empty ones included) | prompt draws skipped")
     assert len(lines) == 5

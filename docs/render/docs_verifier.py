@@ -1,8 +1,9 @@
-"""docs/verifier.md's agreement block, rendered by `render_docs.py` from
-`benchmarks/results/verifier_agreement.json` (`benchmarks/verifier_agreement.py`).
+"""The generated blocks of docs/verifier.md: the sizes of the verifier's regression tables, and
+the agreement block, rendered from `benchmarks/results/verifier_agreement.json`
+(`benchmarks/verifier_agreement.py`).
 
-The block refuses results that were measured on another `math_verify_cases.csv` than the
-committed one, or that stop short of the verifier version in `pipeline/scoring/verifiers.py`:
+The agreement block refuses results that were measured on another `math_verify_cases.csv` than
+the committed one, or that stop short of the verifier version in `pipeline/scoring/verifiers.py`:
 a version bump without a new measurement fails `make docs-check`.
 """
 
@@ -11,8 +12,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from render_base import RenderError, Results, num
 
 ROOT = Path(__file__).resolve().parents[2]
 SCORING = ROOT / "tests" / "scoring"
@@ -120,3 +124,43 @@ def agreement(data: dict[str, Any]) -> str:
     lines += ["", f"The rows `{current['verifier']}` disagrees on, by reason:", ""]
     lines += [f"- {n} × {kind}" for kind, n in sorted(kinds.items())]
     return "\n".join(lines)
+
+
+def verifier_tables(r: Results) -> str:
+    """The sizes of the verifier's regression tables, counted in the committed test files."""
+    import csv
+    import io
+
+    scoring = ROOT / "tests" / "scoring"
+    with (scoring / "verifier_cases.csv").open(encoding="utf-8", newline="") as f:
+        cases = sum(1 for _ in csv.DictReader(f))
+    _, body = (scoring / "math_verify_cases.csv").read_text(encoding="utf-8").split("\n", 1)
+    rows = list(csv.DictReader(io.StringIO(body)))
+    scored = sum(r["scored"] == "1" for r in rows)
+    known = [
+        line
+        for line in (scoring / "math_verify_known_failures.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    return (
+        f"As committed: `verifier_cases.csv` has {num(cases)} rows; `math_verify_cases.csv` "
+        f"{num(len(rows))} rows, {num(scored)} of them scored, {len(known)} listed in "
+        "`math_verify_known_failures.txt`. `test_math_verify_table.py` fails on any other row "
+        f"that fails, so while it passes the verifier agrees on at least "
+        f"{num(scored - len(known))} of the {num(scored)} scored rows "
+        f"({num(1 - len(known) / scored, 3)})."
+    )
+
+
+def verifier_agreement(r: Results) -> str:
+    """Every verifier version's agreement with Math-Verify's tables (docs_verifier.py)."""
+    try:
+        return agreement(r("verifier_agreement"))
+    except AgreementError as e:
+        raise RenderError(str(e)) from e
+
+
+BLOCKS: dict[str, Callable[[Results], str]] = {
+    "verifier-tables": verifier_tables,
+    "verifier-agreement": verifier_agreement,
+}

@@ -1,0 +1,378 @@
+"""The generated blocks of docs/training.md and docs/process-rewards.md, and the README's
+every-rollout summary.
+
+Each function reads benchmarks/results/*.json (through `Results`) or the code and returns one
+block's Markdown; `BLOCKS` names them for `render_docs.py`, which puts each between its
+`<!-- generated:begin NAME -->` markers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from docs_benchmarks import CURRICULUM_ARMS
+from render_base import Results, binomial_halfwidth, num, pts, table, times
+
+
+def trainer_hotpaths(r: Results) -> str:
+    growth = r("trainer_hotpaths", "split_growth")
+    mem = r("trainer_hotpaths", "memory")
+    rows = [
+        [
+            "split, one part (no token budget)",
+            times(growth["old_tokens0"], 1),
+            times(growth["new_tokens0"], 1),
+        ],
+        [
+            "split, 16,384-token parts",
+            times(growth["old_tokens16384"], 1),
+            times(growth["new_tokens16384"], 1),
+        ],
+    ]
+    base = r("trainer_hotpaths", "base")
+    return (
+        f"Micro-batch split time growth from 512 to 8,192 rows (thread CPU time), before ({base}) "
+        "and after:\n\n"
+        + table(["case", "before", "after"], rows)
+        + f"\n\nOne update of SmolLM2-135M ({mem['prompts']} prompts × G = {mem['group']}, "
+        f"{mem['completion_tokens']} completion tokens, CPU fp32): peak RSS above the "
+        f"pre-update mark {num(mem['before']['update_peak_mib'])} → "
+        f"{num(mem['after']['update_peak_mib'])} MiB (activations, not logits, dominate it)."
+    )
+
+
+def real_train(r: Results) -> str:
+    s = r("real_train", "summary")
+    start = r("real_train", "start")
+    ev = r("real_train", "eval")
+    n = ev["heldout_per_level"] * len(r("real_train", "levels", "arith")) * ev["samples"]
+    label = {
+        "sieve-vllm": "Sieve, vLLM rollouts + weight push",
+        "sieve-hf": "Sieve, HF rollouts",
+        "trl": "TRL `GRPOTrainer`",
+    }
+    rows = [["before training", "", "", num(start["sampled"], 3), num(start["greedy"], 3)]]
+    for arm in ("sieve-vllm", "sieve-hf", "trl"):
+        a = s[arm]
+        rows.append(
+            [
+                label[arm],
+                f"{num(a['seconds_per_step'], 1)}, {num(a['median_seconds_per_step'], 1)}",
+                num(a["rollouts_per_s"], 2),
+                num(a["heldout_sampled_after"], 3),
+                num(a["heldout_greedy_after"], 3),
+            ]
+        )
+    ratio = r("real_train", "time_per_step_ratio")
+    noise = binomial_halfwidth(s["trl"]["heldout_sampled_after"], n)
+    afters = [s[arm]["heldout_sampled_after"] for arm in ("sieve-vllm", "sieve-hf", "trl")]
+    verdict = (
+        'so the three "after" figures are within each other\'s noise'
+        if max(afters) - min(afters) <= noise
+        else f'and the "after" figures spread {num(max(afters) - min(afters), 3)}, more than that'
+    )
+    return (
+        table(
+            [
+                "arm",
+                "s / step (mean, median)",
+                "rollouts / s",
+                "held-out sampled",
+                "held-out greedy",
+            ],
+            rows,
+        )
+        + f"\n\nTRL / Sieve time per step: {times(ratio['trl_over_sieve-vllm'])} with vLLM "
+        f"rollouts, {times(ratio['trl_over_sieve-hf'])} with HF rollouts. Held-out: {n} samples "
+        f"per arm; two binomial standard errors are about ±{num(noise, 2)}, {verdict}."
+    )
+
+
+def real_train_roofline(r: Results) -> str:
+    """Per arm of real_train.json: the update's FLOP/s against the measured fp32 matmul peak and
+    sampling's tokens/s against the compute bound and the engine alone; the TRL alignment."""
+    label = {"sieve-vllm": "Sieve, vLLM rollouts", "sieve-hf": "Sieve, HF rollouts",
+             "trl": "TRL `GRPOTrainer` (HF generation)"}  # fmt: skip
+    roofs = r("real_train", "roofline")
+    rows = []
+    for arm in ("sieve-vllm", "sieve-hf", "trl"):
+        if arm not in roofs:
+            continue
+        up, sa = roofs[arm]["update"], roofs[arm]["sampling"]
+        alone = sa.get("share_of_standalone")
+        rows.append(
+            [
+                label[arm],
+                f"{num(up['achieved_gflops'], 1)} of {num(up['peak_gflops'], 0)} "
+                f"({num(100 * up['share_of_peak'], 0)} %)",
+                f"{num(sa['tokens_per_s'], 1)} of {num(sa['compute_bound_tokens_per_s'], 0)} "
+                f"({num(100 * sa['share_of_compute_bound'], 0)} %)",
+                "" if alone is None else f"{num(100 * alone, 0)} %",
+            ]
+        )
+    alone = r("real_train", "standalone")
+    peaks = [p["gflops"] for a in roofs.values() for p in a["peaks"]["float32"]]
+    bf16 = [p["gflops"] for a in roofs.values() for p in a["peaks"]["bfloat16"]]
+    trl = r("real_train", "arms", "trl", "like_for_like")
+    sieve = trl["sieve"]
+    return (
+        table(
+            [
+                "arm",
+                "update GFLOP/s of the fp32 matmul peak",
+                "sampling tokens/s of the compute bound",
+                "sampling, share of the engine alone",
+            ],
+            rows,
+        )
+        + f"\n\nPeaks measured in each arm at its start and end: fp32 {num(min(peaks), 0)}-"
+        f"{num(max(peaks), 0)} GFLOP/s, bf16 {num(min(bf16), 1)}-{num(max(bf16), 1)} GFLOP/s (this "
+        f"CPU has no bf16 units: every arm ran fp32). The compute bound is the peak over "
+        f"2 × parameters FLOP per token; the engine alone (`--standalone`) sampled "
+        f"{num(alone['tokens_per_s'], 1)} tokens/s on the same steps' prompts. Like for like: "
+        f"Sieve ran with std_ddof {sieve['std_ddof']}, adv_eps {sieve['adv_eps']}, "
+        f"{sieve['aggregation']} aggregation and TRL with scale_rewards "
+        f"{trl['trl']['scale_rewards']!r}, loss {trl['trl']['loss_type']!r}, the same clip ε "
+        f"and grad clip; what no setting aligns: " + "; ".join(trl["gaps"]) + "."
+    )
+
+
+HEADROOM_ARMS = {
+    "mid_fresh": "fresh problems of the target levels",
+    "mid_fresh_p64": "fresh problems of the target levels",
+    "all_fresh": "fresh problems of every level solved at all",
+    "curated": "Sieve's default curriculum (stage 1 + stage 2)",
+    "curated_p64": "Sieve's default curriculum (stage 1 + stage 2)",
+    "curated_stage1": "Sieve's stage 1 only",
+    "curated_target_wide_p64": "Sieve curation of the target levels only, stage 2 off, "
+    "band [0.02, 1], replay 0.5",
+    "curated_target_lean_p64": "the same with `TINY_CURATE`",
+}
+
+
+HEADROOM_DEFAULT_SHAPE = (
+    16,
+    300,
+)  # benchmarks/grpo_headroom.py's defaults, for arms without keys
+
+
+def grpo_headroom(r: Results) -> str:
+    by_arm: dict[str, list[dict[str, Any]]] = {}
+    for arm in r("grpo_headroom", "arms"):
+        by_arm.setdefault(arm["arm"], []).append(arm)
+    rows = []
+    for name, runs in by_arm.items():
+        first, rest = runs[0], runs[1:]
+        shape = (
+            first.get("prompts_per_step", HEADROOM_DEFAULT_SHAPE[0]),
+            first.get("steps", HEADROOM_DEFAULT_SHAPE[1]),
+        )
+        target = f"{pts(first['target_sampled_gain'])} / {pts(first['target_greedy_gain'])}"
+        worst = pts(first["other_worst_sampled_gain"])
+        if rest:
+            target += " (seeds " + ", ".join(str(a["seed"]) for a in rest) + ": "
+            target += ", ".join(pts(a["target_sampled_gain"]) for a in rest) + ")"
+            worst += " (" + ", ".join(pts(a["other_worst_sampled_gain"]) for a in rest) + ")"
+        source = HEADROOM_ARMS.get(name, name)
+        if "items" in first:
+            source += f" ({num(first['curation_rollouts'])} curation rollouts → "
+            source += f"{num(first['items'])} prompts)"
+        rows.append([source, f"{shape[0]} × {shape[1]}", target, worst, num(first["kl_end"], 2)])
+    return table(
+        [
+            "prompt source",
+            "prompts × steps",
+            "target levels, sampled / greedy (points)",
+            "worst other level",
+            "KL at the end",
+        ],
+        rows,
+    )
+
+
+def step_time(arm: dict[str, Any]) -> str:
+    return f"{num(arm['seconds_per_step'], 3)} ({num(arm['median_seconds_per_step'], 3)})"
+
+
+def trainer_vs_trl(r: Results) -> str:
+    rows = []
+    for name in ("trainer_vs_trl", "trainer_vs_trl_p64"):
+        m = r(name, "mean")
+        per_seed = ", ".join(num(run["speedup"], 1) for run in r(name, "runs"))
+        shape = (
+            f"{r(name, 'prompts_per_step')} × {r(name, 'group_size')}, lr "
+            f"{r(name, 'lr'):g}, {r(name, 'steps')} steps (`{name}`)"
+        )
+        rows.append(
+            [
+                shape,
+                step_time(m["sieve"]),
+                step_time(m["trl"]),
+                f"**{times(r(name, 'speedup'), 1)}** ({per_seed})",
+                f"{num(m['sieve']['heldout_sampled'], 3)} / {num(m['trl']['heldout_sampled'], 3)}",
+                f"{num(m['sieve']['heldout_greedy'], 3)} / {num(m['trl']['heldout_greedy'], 3)}",
+            ]
+        )
+    start = r("trainer_vs_trl", "start")
+    split = r("trainer_vs_trl_p64", "sieve_split_seconds")
+    return (
+        table(
+            [
+                "shape, lr, steps",
+                "Sieve s/step (median)",
+                "TRL s/step (median)",
+                "speed-up (per seed)",
+                f"held-out sampled, start {num(start['sampled'], 3)}: Sieve / TRL",
+                f"greedy, start {num(start['greedy'], 3)}: Sieve / TRL",
+            ],
+            rows,
+        )
+        + "\n\nSieve's step at the larger shape, seed means: "
+        + ", ".join(f"{k} {num(1000 * v)} ms" for k, v in split.items())
+        + "."
+    )
+
+
+def process_rewards(r: Results) -> str:
+    runs = {run["arm"]: run for run in r("process_rewards", "runs")}
+    arms = [a for a in ("outcome", "outcome+steps") if a in runs] or list(runs)
+
+    def curve(run: dict[str, Any], key: str) -> str:
+        values = " → ".join(num(c[key], 3) for c in run["curve"])
+        return f"{values} ({pts(run['curve'][-1][key] - run['curve'][0][key])})"
+
+    rows = [
+        [
+            "target levels, sampled pass@1 (start → mid → end)",
+            *(curve(runs[a], "target_sampled") for a in arms),
+        ],
+        ["target levels, greedy", *(curve(runs[a], "target_greedy") for a in arms)],
+        [
+            "held-out prefix correctness",
+            *(curve(runs[a], "target_step_correct") for a in arms),
+        ],
+        [
+            "other levels, worst sampled change",
+            *(pts(runs[a]["other_worst_sampled_change"]) for a in arms),
+        ],
+        [
+            "groups with an outcome signal (mean per step)",
+            *(num(runs[a]["outcome_signal_share"], 2) for a in arms),
+        ],
+        [
+            "groups whose only signal is their fragments",
+            *(num(runs[a]["step_only_signal_share"], 2) for a in arms),
+        ],
+    ]
+    s = r("process_rewards", "settings")
+    held = sum(h["len"] for h in s["heldout_problems"] if h["target"])
+    other = sum(h["len"] for h in s["heldout_problems"] if not h["target"])
+    last = runs[arms[-1]]
+    rescued = last["step_only_signal_share"] / (1 - last["outcome_signal_share"])
+    return (
+        f"Seed {runs[arms[0]]['seed']}; {num(runs[arms[0]]['rollouts'])} rollouts per arm "
+        f"({s['grpo']['total_steps']} steps × {s['prompts_per_step']} prompts × G = {s['G']}); "
+        f"held-out {held} problems of the target levels × {s['heldout_samples']} samples, "
+        f"{other} of the other levels:\n\n"
+        + table(["", *arms], rows)
+        + f"\n\nOf the groups without an outcome signal, {num(100 * rescued)} % differ in their "
+        "fragments."
+    )
+
+
+def every_rollout(r: Results, name: str = "curriculum", ref: str = "uniform") -> str:
+    """Sieve vs "Sieve + every rollout counts" and its halves (replay only, skip only) on the
+    seeds the combined arm ran (results/<name>.json), against arm `ref`'s final accuracy."""
+    runs = {(x["arm"], x["seed"]): x for x in r(name, "runs")}
+    target = r(name, f"{ref}_final")
+    arms = ["sieve", "sieve_replay", "sieve_skip", "sieve_every_rollout"]
+    rows = []
+    for arm, seed in sorted(runs, key=lambda k: (k[1], arms.index(k[0]) if k[0] in arms else 9)):
+        if arm not in arms or ("sieve_every_rollout", seed) not in runs:
+            continue
+        run, nights = runs[(arm, seed)], runs[(arm, seed)]["nights"]
+        replayed = sum(n.get("train_replayed_rollouts", 0) for n in nights)
+        skipped = sum(n.get("train_skipped_zero_var", 0) for n in nights)
+        reach = r(name, f"rollouts_to_{ref}_final_by_seed", arm)
+        order = [x["seed"] for x in r(name, "runs") if x["arm"] == arm]  # summarise's
+        got = reach[order.index(seed)]
+        rows.append(
+            [
+                str(seed),
+                CURRICULUM_ARMS[arm],
+                num(run["curve"][-1]["sampled"], 4),
+                num(len(nights)),
+                num(run["curation_rollouts"]),
+                num(run["rollouts"] - run["curation_rollouts"]),
+                num(replayed),
+                num(skipped),
+                "never" if got is None else num(got),
+            ]
+        )
+    header = [
+        "seed", "arm", "final held-out pass@1, sampled", "nights", "curation rollouts",
+        "training rollouts (fresh)", "curation rollouts replayed in training (not counted again)",
+        "prompt visits skipped (zero-variance history)",
+        f"rollouts to reach {ref}'s final {num(target, 4)}",
+    ]  # fmt: skip
+    return table(header, rows)
+
+
+def every_rollout_apart(r: Results) -> str:
+    """Per seed, Sieve and its replay / skip / both variants (curriculum_every_rollout.json)."""
+    return every_rollout(r, "curriculum_every_rollout", "sieve")
+
+
+def every_rollout_summary(r: Results) -> str:
+    """What replay and skip bought, apart and together: curriculum_every_rollout.json (the Sieve
+    arm and the three variants on the same seeds and starting policy), each against the Sieve
+    arm: the rollouts it took to reach Sieve's final accuracy, and where it ended."""
+    name = "curriculum_every_rollout"
+    final = r(name, "final")
+    ratio = r(name, "rollouts_to_sieve_final_vs_sieve")
+    base = final["sieve"]
+    seeds = ", ".join(str(x) for x in r(name, "setup", "seeds"))
+    what = {
+        "sieve_replay": "**Replay** (curation samples as first-visit training groups, point 2)",
+        "sieve_skip": "**Skip** (prompts with a zero-variance history skipped, point 3)",
+        "sieve_every_rollout": "**Both**",
+    }
+    lines = [
+        f"Seeds {seeds}; Sieve alone ended at {num(base['sampled_mean'], 4)} ± "
+        f"{num(base['sampled_std'], 4)} (start {num(base['start_sampled'], 4)}):",
+        "",
+    ]
+    for arm, text in what.items():
+        if arm not in final:
+            continue
+        f, got = final[arm], ratio.get(arm)
+        reach = (
+            "never reached Sieve's final accuracy"
+            if got is None
+            else f"{times(got)} Sieve's rollouts to reach Sieve's final accuracy"
+        )
+        counts = []
+        if f.get("train_replayed_rollouts"):
+            counts.append(f"{num(f['train_replayed_rollouts'])} samples replayed")
+        if f.get("train_skipped_zero_var"):
+            counts.append(f"{num(f['train_skipped_zero_var'])} prompt visits skipped")
+        lines.append(
+            f"- {text}: {reach}; ended at "
+            f"{num(f['sampled_mean'], 4)} ± {num(f['sampled_std'], 4)}"
+            + (f" ({', '.join(counts)} per seed)" if counts else "")
+        )
+    return "\n".join(lines)
+
+
+BLOCKS: dict[str, Callable[[Results], str]] = {
+    "trainer-hotpaths": trainer_hotpaths,
+    "real-train": real_train,
+    "grpo-headroom": grpo_headroom,
+    "trainer-vs-trl": trainer_vs_trl,
+    "process-rewards": process_rewards,
+    "curriculum-every-rollout": every_rollout,
+    "every-rollout-summary": every_rollout_summary,
+    "every-rollout-apart": every_rollout_apart,
+    "real-train-roofline": real_train_roofline,
+}
