@@ -1,1 +1,1 @@
-"""Prefect flows: thin wrappers over `pipeline` functions. Filled in by the curation issue."""
+"""Prefect flows: each job's sequence written once, over `pipeline` functions."""

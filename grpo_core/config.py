@@ -1,12 +1,14 @@
 """`GRPOConfig`: every knob of the GRPO trainer, one documented line each, checked on creation.
 
-Each field says what it trades off and where its default comes from. Seed articles are in
-`../shared/seeds/` (000: advantages, length bias, length penalty; 002: engineering defaults such
-as lr, KL β). Modes are `Literal` types, so a typo is a type error for mypy and a `ValueError`
-at run time. Each field's type and range is its annotation (`Positive`: a finite number > 0,
-`Count`: an integer ≥ 0, ...), checked by `grpo_core.validate.check_fields` on creation, the layer
-every Sieve config goes through: no NaN, no inf, no bool or float for an int. Cross-field checks
-live in `__post_init__` and say how to fix the input.
+Each field says what it trades off and where its default comes from. "seed 000" and "seed 002" name
+the two GRPO engineering write-ups the project started from (000: advantages, length bias, length
+penalty; 002: engineering defaults such as lr and KL β); they are not in this repository, and each
+default they gave is stated in the field's own comment. Modes are `Literal` types, so a typo is a
+type error for mypy and a `ValueError` at run time. Each field's type and range is its annotation
+(`Positive`: a finite number > 0, `Count`: an integer ≥ 0, ...), checked by
+`grpo_core.validate.check_fields` on creation, the layer every Sieve config goes through: no NaN, no
+inf, no bool or float for an int. Cross-field checks live in `__post_init__` and say how to fix the
+input.
 
 There is no group size or prompts-per-step knob: each step's prompts are the batch source's
 items, and each item carries its own G (`Item.group_size`, from the curriculum).
@@ -77,6 +79,8 @@ SaveDtypeName = Literal["auto", "float32", "bfloat16"]
 
 @dataclass(frozen=True)
 class GRPOConfig:
+    """Every knob of the GRPO trainer, each with the trade-off it makes and its default's source."""
+
     # optimisation
     lr: Positive = 1e-4  # seed 002: 2e-6 for 7B; our tiny model needs ~1e-4..1e-3
     max_grad_norm: Positive = 1.0  # grad clipping; a common RLHF default (TRL, verl)

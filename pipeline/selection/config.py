@@ -89,7 +89,8 @@ class CurateConfig(BaseModel):
         description="With allocate_by_history, the share of candidates still spread evenly "
         "over every cell, so a cell that turns informative as the policy changes is found "
         "again: higher explores more at more screening cost. Default: 0.2, about the fifth "
-        "of zero-variance prompts that turn informative again (DESIGN.md step 2).",
+        "of zero-variance prompts that turn informative again (docs/architecture.md, curation "
+        "step 2).",
     )
     screen_g: int = Field(
         default=8,
@@ -103,7 +104,8 @@ class CurateConfig(BaseModel):
         ge=2,
         le=MAX_COUNT,
         description="Group size of the refine pass on screen survivors: larger narrows the "
-        "posterior interval at more cost. Default: DESIGN.md (G = 32).",
+        "posterior interval at more cost. Default: G = 32, the large group of the two-stage "
+        "design (docs/architecture.md, curation step 5).",
     )
     uncertain_hard_share: float = Field(
         default=0.25,
@@ -111,14 +113,15 @@ class CurateConfig(BaseModel):
         le=1.0,
         description="Share of 0/G screened prompts still refined: 0/8 is weak evidence "
         "(P(all wrong | p = 0.1, G = 8) = 0.43); higher recovers more hard prompts at more "
-        "cost. Default: DESIGN.md.",
+        "cost. Default: 0.25 (docs/architecture.md, curation step 4).",
     )
     history_revisions: int = Field(
         default=3,
         ge=1,
         le=MAX_COUNT,
         description="How many recent model revisions the history prior looks at: more "
-        "revisions trust older evidence longer. Default: DESIGN.md.",
+        "revisions trust older evidence longer. Default: 3 (docs/architecture.md, curation "
+        "step 2).",
     )
     history_skip_prob: float = Field(
         default=0.8,
@@ -126,7 +129,7 @@ class CurateConfig(BaseModel):
         le=1.0,
         description="Probability that a prompt zero-variance in every recent revision is "
         "skipped; the rest are re-explored, since about a fifth of them turn informative again "
-        "as the policy changes. Default: DESIGN.md.",
+        "as the policy changes. Default: 0.8 (docs/architecture.md, curation step 2).",
     )
     band_low: float = Field(
         default=0.1,
@@ -155,7 +158,8 @@ class CurateConfig(BaseModel):
         gt=0.0,
         lt=1.0,
         description="Stage-2 G per prompt is the smallest G with 1 - p^G - (1-p)^G >= target: "
-        "higher wastes fewer groups but samples more. Default: DESIGN.md (0.9).",
+        "higher wastes fewer groups but samples more. Default: 0.9 (docs/architecture.md, "
+        "curation step 7).",
     )
     max_group_size: int = Field(
         default=64,

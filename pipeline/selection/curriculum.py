@@ -1,4 +1,5 @@
-"""Build the two-stage curriculum from pooled posterior stats (DESIGN.md "Curation" steps 6–7).
+"""Build the two-stage curriculum from pooled posterior stats (docs/architecture.md: curation
+steps 6–7).
 
 `build_curriculum(pooled, all_correct, cfg)` is pure and deterministic (output sorted; the only
 randomness is `stable_uniform`). Per refined prompt, pooled over screen + refine samples, two
@@ -31,7 +32,8 @@ all-correct screen prompts, those with the smallest stable_uniform(seed, id, "re
 stage 1 with reason `replay` and weight `replay_weight`; the rest are rejected `all_correct`.
 
 Weights: mid_band and hard items get learnability / (mean learnability of those items), so they
-average 1 — DESIGN.md says only "∝ learnability"; the mean-1 scale keeps replay_weight readable.
+average 1 — the design asks only for weights ∝ learnability; the mean-1 scale keeps
+replay_weight readable.
 Positions: 0, 1, ... over the whole curriculum, stage 1 first, then stage 2; inside a stage by
 learnability, highest first, ties by problem_id. Departure from Pilot-Commit (which commits
 every pilot survivor to one large G): stage 2 picks G per prompt.

@@ -8,9 +8,9 @@ are sorted by problem_id.
 
 - `prefilter`: held-out problems → `heldout`; identical question text → `duplicate`.
 - `history_prior`: prompts zero-variance in every recent revision → `skipped_by_history` with
-  probability `history_skip_prob`, else re-explored (DESIGN.md "Curation" step 2); prompts whose
-  newest training group was all correct → `solved_in_training`, not screened again (the
-  curriculum takes them as replay candidates, `pipeline.curate.replay_pool`).
+  probability `history_skip_prob`, else re-explored (docs/architecture.md, curation step 2);
+  prompts whose newest training group was all correct → `solved_in_training`, not screened
+  again (the curriculum takes them as replay candidates, `pipeline.curate.replay_pool`).
 - `allocate_candidates`: candidates per family × level cell from how often each cell's groups
   were informative for recent revisions (an explored share stays even).
 - `screen_survivors`: small-G screen → refine the informative groups (reward spread
@@ -19,7 +19,8 @@ are sorted by problem_id.
   `all_wrong` (except a stable `uncertain_hard_share`, still refined), or `zero_variance` when its
   verdicts differ but its rewards do not; with `process_signal`, an uninformative prompt whose
   step verdicts vary is refined as `process_informative` instead.
-- `group_size_for`: smallest G with 1 − p^G − (1 − p)^G ≥ target (DESIGN.md step 7).
+- `group_size_for`: smallest G with 1 − p^G − (1 − p)^G ≥ target (docs/architecture.md,
+  curation step 7).
 
 Test: `.venv/bin/pytest tests/selection/test_rules.py -q`.
 """

@@ -1,4 +1,5 @@
-"""The SQL views compute what DESIGN.md says: group and pooled prompt statistics."""
+"""The SQL views compute what docs/ledger.md and docs/architecture.md say: group and pooled
+prompt statistics."""
 
 from __future__ import annotations
 
