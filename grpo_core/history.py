@@ -200,6 +200,37 @@ def replay_curation(
     return collect
 
 
+def replay_first_visits(
+    t: Rollouts,
+    step: int,
+    items: Sequence[Item],
+    stored: Mapping[str, Sequence[Sample]],
+    visited: set[str],
+) -> tuple[Collected, set[str]]:
+    """`items` collected with each one not in `visited` that has ≥ 2 stored samples replaying
+    them (weighted as `replay_curation` weighs them) and the rest sampled fresh; every key is
+    added to `visited`. Returns (the batch in item order, the keys replayed). The selection
+    before rollout (`pipeline.selection.posterior.posterior_select`) uses it so that a night's
+    screen samples train on a prompt's first pick."""
+    items = list(items)
+    replay = [
+        i
+        for i, it in enumerate(items)
+        if it.key not in visited and len(stored.get(it.key, ())) >= 2
+    ]
+    chosen = set(replay)
+    fresh = [i for i in range(len(items)) if i not in chosen]
+    unweighted = any(s.logprobs is None for i in replay for s in stored[items[i].key])
+    if unweighted and t.cfg.reference == "none":
+        raise TrainerError(
+            "replaying curation samples needs the reference log-probs (their behaviour "
+            "policy): set reference to frozen or lora_base, or turn replay off"
+        )
+    visited.update(it.key for it in items)
+    c = _assemble(t, step, items, replay, fresh, stored, None, 0)
+    return c, {items[i].key for i in replay}
+
+
 def skip_zero_variance(skip: ZeroVarSkip) -> Collector:
     """The plain batch source with GRESO-style skips and nothing replayed."""
     return replay_curation({}, skip=skip)

@@ -60,7 +60,8 @@ class TrainSettings(BaseModel):
         description="Each curriculum prompt's first visit trains on its stored screen/refine "
         "samples (re-tokenised, importance-weighted π_θ/π_ref, exact at step 0) instead of "
         "fresh ones: curation's rollouts count twice (issue 30; off until measured on a real "
-        "model, benchmarks/curriculum.py arm sieve_every_rollout on the tiny one).",
+        "model, benchmarks/curriculum.py arm sieve_every_rollout on the tiny one). With "
+        "selection = 'posterior', a prompt's first pick replays them.",
     )
     skip_zero_variance: bool = Field(
         default=False,
@@ -96,10 +97,16 @@ class TrainSettings(BaseModel):
 
     @model_validator(mode="after")
     def _one_selection(self) -> TrainSettings:
-        if self.selection != "curriculum" and (self.replay_curation or self.skip_zero_variance):
+        if self.selection != "curriculum" and self.skip_zero_variance:
             raise ValueError(
-                f"selection = {self.selection!r} does not combine with replay_curation or "
-                "skip_zero_variance yet: turn those off, or use selection = 'curriculum'"
+                f"selection = {self.selection!r} does not combine with skip_zero_variance (the "
+                "posterior already passes over flat prompts): turn it off, or use selection = "
+                "'curriculum'"
+            )
+        if self.selection == "posterior-screen" and self.replay_curation:
+            raise ValueError(
+                "selection = 'posterior-screen' does not combine with replay_curation yet (its "
+                "screens are its own): use selection = 'posterior' to replay the curation"
             )
         return self
 

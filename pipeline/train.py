@@ -76,6 +76,7 @@ from pipeline.sampling.hf import HFSampler
 from pipeline.selection.posterior import (
     Observations,
     PosteriorConfig,
+    lineage_observations,
     posterior_screen,
     posterior_select,
 )
@@ -182,7 +183,7 @@ def collector_for(
     if settings.selection != "curriculum":
         if batches is None:
             raise SieveError(f"selection = {settings.selection!r} needs the curriculum's batches")
-        return posterior_collector(ledger, run, batches)
+        return posterior_collector(ledger, run, batches, tokenizer)
     if not (settings.replay_curation or settings.skip_zero_variance):
         return None
     skip = None
@@ -199,31 +200,24 @@ def collector_for(
     return replay_curation(stored, skip=skip)
 
 
-def posterior_evidence(ledger: Ledger, run: TrainPlan) -> Observations:
-    """What the difficulty model starts from: the curriculum's curation groups (screen and
-    refine, sampled at temperature > 0 by the weights training starts from) at update 0, and
-    this run's own training groups at their step (a resumed run continues where it stopped)."""
-    screen, refine = curation_runs(run.curriculum_id)
-    rows = ledger.sql(
-        "SELECT g.problem_id, p.family || ' ' || p.level AS cell, g.k::DOUBLE AS k, "
-        "g.n::DOUBLE AS n, 0::BIGINT AS update FROM group_stats g "
-        "JOIN sampling_runs s USING (run_id) JOIN problems p USING (problem_id) "
-        "WHERE g.run_id IN ($screen, $refine) AND coalesce(s.temperature, 1.0) > 0 AND g.n > 0 "
-        "UNION ALL "
-        "SELECT t.problem_id, p.family || ' ' || p.level, t.k::DOUBLE, t.n::DOUBLE, "
-        "t.step::BIGINT FROM train_group_stats t JOIN problems p USING (problem_id) "
-        "WHERE t.train_id = $train AND t.n > 0 AND NOT t.skipped "
-        "ORDER BY update, problem_id",
-        {"screen": screen, "refine": refine, "train": run.train_id},
-    )
-    return Observations.load(rows.rows())
+def posterior_evidence(ledger: Ledger, run: TrainPlan) -> tuple[Observations, int]:
+    """(what the difficulty model starts from, the update clock of the run's start weights):
+    every curation group sampled by those weights or their ancestors and every training group
+    of the lineage that led to them (`lineage_observations`), this run's own at their step (a
+    resumed run continues where it stopped). Earlier nights' evidence counts, decayed by the
+    updates since; a first night reads its own curation."""
+    obs, now = lineage_observations(ledger, run.base_revision, run.train_id)
+    return Observations.load(obs.rows()), now
 
 
-def posterior_collector(ledger: Ledger, run: TrainPlan, batches: CurriculumBatches) -> Collector:
+def posterior_collector(
+    ledger: Ledger, run: TrainPlan, batches: CurriculumBatches, tokenizer: Any = None
+) -> Collector:
     """`selection = "posterior"`: each step's batch (as many prompts as the curriculum's draw
     would take) picked by Thompson-drawn learnability from 8x as many candidates of the step's
     stage; every training group becomes evidence as it is scored (the recorder writes the same
-    groups to train_rollouts)."""
+    groups to train_rollouts). With `replay_curation`, a prompt's first pick trains on its
+    stored screen/refine samples (the night's curation rollouts count twice)."""
     cfg = PosteriorConfig()
     cell_of = {
         pid: f"{fam} {lv}"
@@ -231,6 +225,7 @@ def posterior_collector(ledger: Ledger, run: TrainPlan, batches: CurriculumBatch
             run.frame["problem_id"], run.frame["family"], run.frame["level"], strict=True
         )
     }
+    evidence, clock = posterior_evidence(ledger, run)
 
     def size(step: int) -> int:
         return len(batches(step))
@@ -238,12 +233,29 @@ def posterior_collector(ledger: Ledger, run: TrainPlan, batches: CurriculumBatch
     def source(step: int, _round: int) -> list[Item]:
         return batches.candidates(step, cfg.candidates * size(step))
 
+    def update_of(step: int) -> int:
+        return clock + step
+
     if run.settings.selection == "posterior-screen":
         return posterior_screen(
-            source, cell_of, posterior_evidence(ledger, run), size, run.cfg.seed, cfg
+            source, cell_of, evidence, size, run.cfg.seed, cfg, update_of=update_of
         )
+    stored: dict[str, list[Any]] = {}
+    visited: set[str] = set()
+    if run.settings.replay_curation:
+        stored = stored_groups(
+            ledger, curation_runs(run.curriculum_id), tokenizer,
+            temperature=run.cfg.temperature, max_new_tokens=run.cfg.max_new_tokens,
+            revision=run.base_revision,
+        ).groups  # fmt: skip
+        visited = set(
+            ledger.sql(
+                "SELECT DISTINCT problem_id FROM train_group_stats WHERE train_id = $t",
+                {"t": run.train_id},
+            )["problem_id"].to_list()
+        )  # a resumed run replays only prompts it has not trained yet
     return posterior_select(
-        source, cell_of, posterior_evidence(ledger, run), size, run.cfg.seed, cfg
+        source, cell_of, evidence, size, run.cfg.seed, cfg, update_of, stored, visited
     )
 
 

@@ -395,6 +395,36 @@ def test_held_out_eval_samples_the_weights_being_trained(tiny_model_dir: Path) -
     assert isinstance(served, HFSampler) and served.model is model
 
 
+def store_flat_screen(ledger: Ledger, model: Path) -> None:
+    """A screen run of 4 samples per curriculum item of cur-test, sampled (as replay requires)
+    by the weights training starts from; every group flat (reward 0)."""
+    from pipeline.store.ids import curation_runs
+
+    screen, _ = curation_runs("cur-test")
+    ids = ledger.sql("SELECT problem_id FROM curriculum_items")["problem_id"].to_list()
+    ledger.run(  # sampled by the weights training starts from, as replay requires
+        "INSERT INTO sampling_runs (run_id, purpose, model, model_revision, backend, "
+        "group_size, temperature, top_p, max_new_tokens, started_at, status) VALUES "
+        "($r, 'screen', 'tiny', $rev, 'hf', 4, 1.0, 1.0, 4, now(), 'finished')",
+        {"r": screen, "rev": folder_revision(model)},
+    )
+    # even lengths: the replayed groups are flat under even_length too, so streaks grow
+    rows = [(pid, j, "12" if j % 2 else "34") for pid in ids for j in range(4)]
+    frame = pl.DataFrame(
+        {
+            "run_id": [screen] * len(rows),
+            "problem_id": [r[0] for r in rows],
+            "sample_idx": [r[1] for r in rows],
+            "completion": [r[2] for r in rows],
+            "n_tokens": [len(r[2]) for r in rows],
+            "finish_reason": ["stop"] * len(rows),
+            "reward": [0.0] * len(rows),  # every stored group flat: a streak of one
+            "correct": [False] * len(rows),
+        }
+    )
+    ledger.write("rollouts", frame)
+
+
 def test_sieve_train_replays_curation_samples_and_skips_flat_prompts(
     setup: tuple[Path, Path],
 ) -> None:
@@ -402,33 +432,9 @@ def test_sieve_train_replays_curation_samples_and_skips_flat_prompts(
     step trains on the curriculum's stored screen samples (replayed_rollouts > 0, counted apart
     from fresh rollouts); with skip_zero_variance as well, prompts whose ledger history is a
     streak of flat groups are skipped at some step (skipped_zero_var > 0)."""
-    from pipeline.store.ids import curation_runs
-
     home, model = setup
-    screen, _ = curation_runs("cur-test")
     with Ledger.open(home) as ledger:
-        ids = ledger.sql("SELECT problem_id FROM curriculum_items")["problem_id"].to_list()
-        ledger.run(  # sampled by the weights training starts from, as replay requires
-            "INSERT INTO sampling_runs (run_id, purpose, model, model_revision, backend, "
-            "group_size, temperature, top_p, max_new_tokens, started_at, status) VALUES "
-            "($r, 'screen', 'tiny', $rev, 'hf', 4, 1.0, 1.0, 4, now(), 'finished')",
-            {"r": screen, "rev": folder_revision(model)},
-        )
-        # even lengths: the replayed groups are flat under even_length too, so streaks grow
-        rows = [(pid, j, "12" if j % 2 else "34") for pid in ids for j in range(4)]
-        frame = pl.DataFrame(
-            {
-                "run_id": [screen] * len(rows),
-                "problem_id": [r[0] for r in rows],
-                "sample_idx": [r[1] for r in rows],
-                "completion": [r[2] for r in rows],
-                "n_tokens": [len(r[2]) for r in rows],
-                "finish_reason": ["stop"] * len(rows),
-                "reward": [0.0] * len(rows),  # every stored group flat: a streak of one
-                "correct": [False] * len(rows),
-            }
-        )
-        ledger.write("rollouts", frame)
+        store_flat_screen(ledger, model)
         for extra, name in (({}, "replay"), ({"skip_zero_variance": True}, "replay+skip")):
             settings = SMALL.model_copy(update={"replay_curation": True, **extra})
             settings = settings.with_steps(6)
@@ -493,8 +499,64 @@ def test_sieve_train_selects_by_the_posterior_before_sampling(setup: tuple[Path,
         assert len(cands) == 4 and min(cands) > max(groups["g"].to_list())
     with pytest.raises(ValueError, match="selection = 'posterior' does not combine"):
         TrainSettings.model_validate(
-            {**SMALL.model_dump(), "selection": "posterior", "replay_curation": True}
+            {**SMALL.model_dump(), "selection": "posterior", "skip_zero_variance": True}
         )
+    with pytest.raises(ValueError, match="'posterior-screen' does not combine"):
+        TrainSettings.model_validate(
+            {**SMALL.model_dump(), "selection": "posterior-screen", "replay_curation": True}
+        )
+
+
+def test_posterior_selection_replays_a_prompts_curation_samples_on_its_first_pick(
+    setup: tuple[Path, Path],
+) -> None:
+    """`selection = "posterior"` with `replay_curation` (issue 46 point 4: the night's screen
+    samples train on the first visit): a picked prompt with stored curation samples trains on
+    them the first time it is picked (no rollout sampled for it), fresh samples afterwards; a
+    step samples exactly its fresh groups; no prompt is replayed twice."""
+    home, model = setup
+    with Ledger.open(home) as ledger:
+        store_flat_screen(ledger, model)
+        settings = SMALL.model_copy(
+            update={"selection": "posterior", "replay_curation": True}
+        ).with_steps(4)
+        out = home / "post-replay"
+        result = train(ledger, "cur-test", model, settings, out, reward=even_length)
+        m = ledger.sql(
+            "SELECT step, name, value FROM train_metrics WHERE train_id = $t",
+            {"t": result.train_id},
+        )
+
+        def metric(name: str) -> dict[int, float]:
+            return dict(m.filter(pl.col("name") == name).select("step", "value").rows())
+
+        replayed, fresh_groups = metric("replayed_groups"), metric("fresh_groups")
+        assert replayed[0] > 0  # the first step's picks are all first visits
+        screened = set(
+            ledger.sql(
+                "SELECT DISTINCT problem_id FROM rollouts r JOIN sampling_runs s USING (run_id) "
+                "WHERE s.purpose IN ('screen', 'refine')"
+            )["problem_id"].to_list()
+        )
+        groups = ledger.sql(
+            "SELECT step, problem_id, n_samples FROM train_group_stats WHERE train_id = $t "
+            "ORDER BY step, problem_id",
+            {"t": result.train_id},
+        )
+        first: dict[str, int] = {}
+        for step, pid, _n in groups.rows():
+            first.setdefault(pid, step)
+        replay_expected = {
+            s: sum(1 for pid, f in first.items() if f == s and pid in screened) for s in range(4)
+        }
+        assert {s: int(v) for s, v in replayed.items()} == replay_expected
+        per_step = groups.group_by("step").agg(pl.len().alias("g"))
+        assert {s: int(replayed[s] + fresh_groups[s]) for s in range(4)} == dict(per_step.rows())
+        # rollouts sampled are the fresh groups' samples only
+        sampled, replayed_rollouts = metric("rollouts"), metric("replayed_rollouts")
+        trained = dict(groups.group_by("step").agg(pl.col("n_samples").sum()).rows())
+        for s in range(4):
+            assert int(sampled[s]) == int(trained[s] - replayed_rollouts[s])
 
 
 def test_sieve_train_two_stages_keep_the_screen_samples_in_the_group(

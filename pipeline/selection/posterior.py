@@ -186,12 +186,22 @@ def posterior_select(
     seed: int,
     cfg: PosteriorConfig = PosteriorConfig(),
     update_of: Callable[[int], int] = lambda step: step,
+    stored: Mapping[str, Sequence[Any]] | None = None,
+    visited: set[str] | None = None,
 ) -> Collector:
     """The trainer collector: candidates of (step, 0) (≥ cfg.candidates x `batch` of them),
     their posteriors at update `update_of(step)` from `obs`, the `batch` with the largest drawn
     learnability sampled, each group then added to `obs`. No rollout is spent to decide.
-    `batch` may be a function of the step (the curriculum's stages differ in G)."""
+    `batch` may be a function of the step (the curriculum's stages differ in G).
+
+    `stored` (key → samples, e.g. the night's screen/refine samples of the curriculum): a picked
+    prompt's first visit (its key not in `visited`, which the collector then extends) trains on
+    those samples instead of fresh ones (`grpo_core.history.replay_first_visits`); a replayed
+    group is not observed again (the ledger already holds it as curation evidence)."""
     from grpo_core.collect import _split
+    from grpo_core.history import replay_first_visits
+
+    seen_keys = visited if visited is not None else set()
 
     def collect(t: Rollouts, step: int) -> Collected:
         size = batch(step) if callable(batch) else batch
@@ -199,15 +209,23 @@ def posterior_select(
         cands, post, rng = _candidates(source, cell_of, obs, cfg, seed, step, size, now)
         idx = select_batch(post["alpha"].to_numpy(), post["beta"].to_numpy(), size, rng)
         kept = [cands[int(i)] for i in idx]
-        groups, scores, ts, tr = t.sample_and_score(kept, t.step_seed(step))
-        for it, part in zip(kept, _split(scores, groups), strict=True):
-            _observe(obs, cell_of, it, [part], now)
         m = post["mean"].to_numpy()[idx]
         g = np.array([it.group_size for it in kept], dtype=np.float64)
         metrics = {  # a group of G is informative unless all G agree (at the posterior mean)
             "candidates": float(len(cands)),
             "predicted_informative": float(np.mean(1.0 - m**g - (1.0 - m) ** g)),
         }
+        if stored:
+            c, replayed = replay_first_visits(t, step, kept, stored, seen_keys)
+            for it, part in zip(c.items, _split(c.scores, c.groups), strict=True):
+                if it.key not in replayed:
+                    _observe(obs, cell_of, it, [part], now)
+            c.metrics.update(metrics)
+            return c
+        groups, scores, ts, tr = t.sample_and_score(kept, t.step_seed(step))
+        for it, part in zip(kept, _split(scores, groups), strict=True):
+            _observe(obs, cell_of, it, [part], now)
+        seen_keys.update(it.key for it in kept)
         return Collected(kept, groups, scores, sum(len(g) for g in groups), ts, tr, metrics)
 
     return collect
@@ -283,6 +301,83 @@ def ledger_observations(ledger: Any) -> tuple[pl.DataFrame, int]:
     ).cast(OBSERVATION_SCHEMA)
     marks = [0, *clock.values()] + ([int(obs["update"].max())] if obs.height else [])
     return obs, max(marks)
+
+
+def lineage_observations(
+    ledger: Any, base_revision: str, train_id: str | None = None
+) -> tuple[pl.DataFrame, int]:
+    """(observations, clock of `base_revision`): the evidence a training run that starts from
+    `base_revision` has about its prompts — every curation group (screen, refine, T > 0) sampled
+    by those weights or by an ancestor of them, and every training group of the runs that led
+    to them (up to the step whose checkpoint the lineage continued from) and of `train_id`
+    itself (a resumed run), each at its update on the lineage clock (`lineage_clock`). Another
+    model's lineage in the same home adds nothing. The run's step s is update clock + s."""
+    runs = ledger.sql("SELECT train_id, base_revision FROM train_runs")
+    ckpts = ledger.sql("SELECT train_id, step, model_revision FROM checkpoints")
+    start = lineage_clock(runs, ckpts)
+    base_of = dict(zip(runs["train_id"], runs["base_revision"], strict=True))
+    made: dict[str, tuple[str, int]] = {}
+    for tid, step, rev in ckpts.select("train_id", "step", "model_revision").iter_rows():
+        if tid not in start:
+            continue
+        if rev not in made or start[tid] + step < checkpoint_clock(made[rev], start):
+            made[rev] = (tid, int(step))
+    revs: dict[str, int] = {}
+    upto: dict[str, int] = {}
+    at: str | None = base_revision
+    while at is not None and at not in revs:
+        hop = made.get(at)
+        revs[at] = checkpoint_clock(hop, start) if hop else 0
+        if hop is None:
+            break
+        upto[hop[0]] = max(hop[1], upto.get(hop[0], -1))
+        at = base_of.get(hop[0])
+    now = revs[base_revision]
+    if train_id is not None:
+        upto[train_id] = 1 << 62
+        start.setdefault(train_id, now)
+    cur = ledger.sql(
+        "SELECT g.problem_id, p.family || ' ' || p.level AS cell, g.k::DOUBLE AS k, "
+        "g.n::DOUBLE AS n, s.model_revision AS revision FROM group_stats g "
+        "JOIN sampling_runs s USING (run_id) JOIN problems p USING (problem_id) "
+        "WHERE s.purpose IN ('screen', 'refine') AND coalesce(s.temperature, 1.0) > 0 "
+        "AND g.n > 0 AND p.split = 'train' AND list_contains($revs, s.model_revision)",
+        {"revs": list(revs)},
+    )
+    trn = ledger.sql(
+        "SELECT t.problem_id, p.family || ' ' || p.level AS cell, t.k::DOUBLE AS k, "
+        "t.n::DOUBLE AS n, t.train_id, t.step FROM train_group_stats t "
+        "JOIN problems p USING (problem_id) WHERE t.n > 0 AND NOT t.skipped "
+        "AND p.split = 'train' AND list_contains($runs, t.train_id)",
+        {"runs": list(upto)},
+    )
+    limits = pl.DataFrame(
+        {
+            "train_id": list(upto),
+            "_upto": list(upto.values()),
+            "_start": [start.get(t, 0) for t in upto],
+        },
+        schema={"train_id": pl.String, "_upto": pl.Int64, "_start": pl.Int64},
+    )
+    rev_clock = pl.DataFrame(
+        {"revision": list(revs), "update": list(revs.values())},
+        schema={"revision": pl.String, "update": pl.Int64},
+    )
+    obs = pl.concat(
+        [
+            cur.join(rev_clock, on="revision", how="left").select(list(OBSERVATION_SCHEMA)),
+            trn.join(limits, on="train_id", how="left")
+            .filter(pl.col("step") <= pl.col("_upto"))
+            .with_columns(update=pl.col("_start") + pl.col("step").cast(pl.Int64))
+            .select(list(OBSERVATION_SCHEMA)),
+        ]
+    ).cast(OBSERVATION_SCHEMA)
+    return obs.sort("update", "problem_id", maintain_order=True), now
+
+
+def checkpoint_clock(hop: tuple[str, int], start: Mapping[str, int]) -> int:
+    """The update clock of the checkpoint (train_id, step) on the lineage."""
+    return start[hop[0]] + hop[1]
 
 
 def ledger_posterior(

@@ -156,3 +156,75 @@ def test_sieve_stats_shows_the_cell_posterior(tmp_path: Path) -> None:
     assert "difficulty model" in result.output
     for cell in ("arith 1", "arith 2", "linear 1"):
         assert cell in result.output
+
+
+def test_a_run_reads_the_evidence_of_its_own_lineage_only() -> None:
+    """`lineage_observations` (issue 46 point 4: a night's trainer reads the nights before it):
+    a run starting from r14 (t2's step 6, itself from t1's step 8) sees the base's screen, r8's
+    refine, t1's groups up to step 8 and t2's up to step 6, each at its lineage update; t3 (from
+    weights this lineage never had), greedy and eval runs, skips and held-out rows add nothing.
+    From r4 (t1's step 4) the same run sees t1 up to step 4 only and nothing of t2 or r8."""
+    from pipeline.selection.posterior import lineage_observations
+
+    with Ledger.memory() as ledger:
+        _ledger_with_history(ledger)
+        split = dict(ledger.sql("SELECT problem_id, split FROM problems").rows())
+        trained = ledger.sql(
+            "SELECT train_id, step, problem_id, count(*) AS n, sum(correct::INT) AS k "
+            "FROM train_rollouts GROUP BY ALL"
+        )
+        cur = ledger.sql(
+            "SELECT run_id, problem_id, count(*) AS n, sum(correct::INT) AS k FROM rollouts "
+            "GROUP BY ALL"
+        )
+
+        def expect(upto: dict[str, tuple[int, int]], runs: dict[str, int]) -> list[tuple]:
+            rows = [
+                (p, float(k), float(n), start + s)
+                for t, s, p, n, k in trained.rows()
+                if t in upto and s <= upto[t][1] and split[p] == "train"
+                for start in [upto[t][0]]
+            ]
+            rows += [
+                (p, float(k), float(n), runs[r])
+                for r, p, n, k in cur.rows()
+                if r in runs and split[p] == "train"
+            ]
+            return sorted(rows)
+
+        def got(rev: str) -> tuple[list[tuple], int]:
+            obs, now = lineage_observations(ledger, rev)
+            return sorted(obs.select("problem_id", "k", "n", "update").rows()), now
+
+        rows, now = got("r14")
+        assert now == 14
+        # t2 skipped a prompt at step 5: a skip has no samples, so no train_rollouts row
+        assert rows == expect({"t1": (0, 8), "t2": (8, 6)}, {"s0": 0, "f8": 8})
+        rows, now = got("r4")
+        assert now == 4
+        assert rows == expect({"t1": (0, 4)}, {"s0": 0})
+        rows, now = got("elsewhere")
+        assert now == 0 and rows == []
+        # a run of its own from r4 (resumed at step 2) adds its groups at 4 + step
+        ledger.run("INSERT INTO train_runs (train_id, base_revision, started_at, status) VALUES "
+                   "('t4', 'r4', now(), 'running')")  # fmt: skip
+        p = next(pid for pid, s in split.items() if s == "train")
+        ledger.write(
+            "train_rollouts",
+            pl.DataFrame(
+                [("t4", 2, p, i, "x", 1.0, True) for i in range(4)],
+                schema=[
+                    "train_id",
+                    "step",
+                    "problem_id",
+                    "sample_idx",
+                    "policy",
+                    "reward",
+                    "correct",
+                ],
+                orient="row",
+            ),
+        )
+        obs, now = lineage_observations(ledger, "r4", "t4")
+        assert now == 4
+        assert (p, 4.0, 4.0, 6) in obs.select("problem_id", "k", "n", "update").rows()
