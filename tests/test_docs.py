@@ -318,3 +318,92 @@ def test_the_verifier_tables_are_counted_in_the_committed_files() -> None:
         rows = len(list(csv.reader(f))) - 1  # the header
     body = BLOCKS["verifier-tables"](Results(RESULTS))
     assert f"`verifier_cases.csv` has {rows:,} rows" in body
+
+
+# --- issue 49 point 5: docs/architecture.md's lists are generated from the code ------------------
+
+
+def code_tree(root: Path) -> Path:
+    """A small tree with the three packages, a subpackage and one module without a docstring,
+    and an architecture page holding the `modules` block."""
+    files = {
+        "grpo_core/__init__.py": '"""The trainer. More text."""\n',
+        "grpo_core/loss.py": '"""The loss, e.g. `k3` of the KL. Then details."""\n',
+        "pipeline/__init__.py": '"""The pipeline."""\n',
+        "pipeline/jobs.py": '"""Jobs: one per command.\n\nA second paragraph."""\n',
+        "pipeline/store/__init__.py": '"""The ledger."""\n',
+        "pipeline/store/bare.py": "X = 1\n",
+        "flows/__init__.py": '"""Flows."""\n',
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (root / "docs").mkdir()
+    (root / "docs" / "architecture.md").write_text("# Architecture\n\n" + block("modules"))
+    (root / "benchmarks" / "results").mkdir(parents=True)
+    return root
+
+
+def test_the_module_list_names_every_module_with_its_first_sentence(tmp_path: Path) -> None:
+    body = BLOCKS["modules"](Results(tmp_path / "benchmarks" / "results", code_tree(tmp_path)))
+    assert body.splitlines() == [
+        "**`grpo_core/`** — The trainer.",
+        "",
+        "- `loss.py` — The loss, e.g. `k3` of the KL.",
+        "",
+        "**`pipeline/`** — The pipeline.",
+        "",
+        "- `jobs.py` — Jobs: one per command.",
+        "",
+        "**`pipeline/store/`** — The ledger.",
+        "",
+        "- `bare.py` — *(no docstring)*",
+        "",
+        "**`flows/`** — Flows.",
+    ]
+
+
+def test_a_new_module_makes_the_architecture_page_stale(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = code_tree(tmp_path)
+    assert main(["--root", str(root)]) == 0
+    capsys.readouterr()
+    assert check(root, capsys) == (0, [])
+    (root / "pipeline" / "store" / "views.py").write_text('"""The views."""\n')
+    assert check(root, capsys) == (
+        1,
+        ["docs/architecture.md: generated block 'modules' is stale (run `make docs`)"],
+    )
+
+
+def test_every_module_of_the_packages_has_a_docstring() -> None:
+    """The generated module list reads each module's docstring: none may be missing."""
+    body = BLOCKS["modules"](Results(RESULTS))
+    assert "(no docstring)" not in body
+    for package in ("grpo_core", "pipeline", "flows"):
+        for path in (ROOT / package).rglob("*.py"):
+            if path.name != "__init__.py":
+                assert f"- `{path.name}` — " in body, path
+
+
+def test_the_settings_tables_count_the_code_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The "now" columns come from settings_sprawl.py's count of the code at render time, not
+    from the results file: a changed count changes the page."""
+    import docs_architecture
+
+    now = dict(docs_architecture.counted_now(ROOT))
+    committed = json.loads((RESULTS / "settings_sprawl.json").read_text())["before"]
+    shape = BLOCKS["pipeline-shape"](Results(RESULTS))
+    row = "| import circles among pipeline modules | "
+    assert f"{row}{committed['pipeline_import_circles']} | {now['pipeline_import_circles']} |" in (
+        shape
+    )
+    circle = [["pipeline.a", "pipeline.b"]]
+    changed = {**now, "pipeline_import_circles": 1, "where": {**now["where"], "circles": circle}}
+    monkeypatch.setattr(docs_architecture, "counted_now", lambda root: changed)
+    shape = BLOCKS["pipeline-shape"](Results(RESULTS))
+    assert f"{row}{committed['pipeline_import_circles']} | 1 |" in shape
+    assert shape.endswith("Import circles in the code now: `pipeline.a` → `pipeline.b`.")
+    objects = BLOCKS["settings-objects"](Results(RESULTS))
+    assert "| `CurateConfig` | `pipeline/selection/config.py` |" in objects

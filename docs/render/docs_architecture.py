@@ -1,19 +1,108 @@
-"""The generated blocks of docs/architecture.md.
+"""The generated blocks of docs/architecture.md, all read from the code itself.
 
-Each function reads benchmarks/results/*.json (through `Results`) or the code and returns one
-block's Markdown; `BLOCKS` names them for `render_docs.py`, which puts each between its
-`<!-- generated:begin NAME -->` markers.
+- `modules`: every module of grpo_core/, pipeline/ and flows/ with the first sentence of its
+  docstring, folder by folder (a package's own docstring heads its folder);
+- `settings-objects`: every settings class (the classes `benchmarks/settings_sprawl.py` counts),
+  where it is, how many fields it has and the first sentence of its docstring;
+- `settings-sprawl` and `pipeline-shape`: `benchmarks/settings_sprawl.py`'s counts, the "now"
+  column counted from the code at render time (so `make docs-check` fails when the code moved
+  and the page did not) and the earlier revision's column read from its results file.
+
+The code is parsed, never imported, except for the CLI option counts, which settings_sprawl.py
+reads from the Typer app in a child process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ast
+import importlib.util
+import re
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-from render_base import Results, table
+from render_base import RenderError, Results, table
+
+PACKAGES = ("grpo_core", "pipeline", "flows")
+NO_DOCSTRING = "*(no docstring)*"
+# a sentence ends at . ! or ? followed by a space and a capital, a backtick or an opening bracket
+_SENTENCE_END = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?])\s+(?=[A-Z`(*\"])")
+
+
+def first_sentence(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, on one line."""
+    if not doc:
+        return NO_DOCSTRING
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    end = _SENTENCE_END.search(paragraph)
+    return paragraph[: end.start()] if end else paragraph
+
+
+def _docstring(path: Path) -> str | None:
+    return ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+
+
+def _folders(root: Path) -> Iterator[Path]:
+    """Every package folder of PACKAGES, each package before its subpackages."""
+    for package in PACKAGES:
+        top = root / package
+        yield top
+        yield from sorted(p.parent for p in top.rglob("*/__init__.py"))
+
+
+def modules(r: Results) -> str:
+    """Each package folder in bold with its purpose, then one line per module in it."""
+    parts = []
+    for folder in _folders(r.root):
+        init = folder / "__init__.py"
+        if not init.is_file():
+            raise RenderError(f"{folder.relative_to(r.root)}: not a package (no __init__.py)")
+        name = folder.relative_to(r.root).as_posix()
+        items = [
+            f"- `{path.name}` — {first_sentence(_docstring(path))}"
+            for path in sorted(folder.glob("*.py"))
+            if path.name != "__init__.py"
+        ]
+        head = f"**`{name}/`** — {first_sentence(_docstring(init))}"
+        parts.append(head + ("\n\n" + "\n".join(items) if items else ""))
+    return "\n\n".join(parts)
+
+
+@cache
+def _sprawl_module(root: Path) -> ModuleType:
+    """benchmarks/settings_sprawl.py of the tree at `root`, loaded as a module (not a package)."""
+    path = root / "benchmarks" / "settings_sprawl.py"
+    spec = importlib.util.spec_from_file_location("settings_sprawl", path)
+    if spec is None or spec.loader is None or not path.is_file():
+        raise RenderError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@cache
+def counted_now(root: Path) -> dict[str, Any]:
+    """settings_sprawl's counts of the code at `root` (once per render)."""
+    try:
+        return dict(_sprawl_module(root).count(root))
+    except SystemExit as e:  # settings_sprawl's one-line refusal (e.g. the CLI does not import)
+        raise RenderError(f"benchmarks/settings_sprawl.py: {e}") from None
+
+
+def _before_and_now(r: Results, labels: dict[str, str], title: str) -> str:
+    now = counted_now(r.root)
+    before = r("settings_sprawl", "before", "revision")
+    rows = [
+        [text, str(r("settings_sprawl", "before", key)), str(now[key])]
+        for key, text in labels.items()
+    ]
+    return table([title, f"at {before}", "now (counted from the code)"], rows)
 
 
 def settings_sprawl(r: Results) -> str:
-    """Where settings live, at the revision issue 34 was filed against and now."""
+    """Where settings live: at the revision issue 34 was filed against, and in the code now."""
     labels = {
         "classes": "settings classes (…Config/Params/Options/Settings/Args)",
         "toml_files": "committed TOML settings files",
@@ -23,21 +112,59 @@ def settings_sprawl(r: Results) -> str:
         "temperature_places": "places that give a temperature a value",
         "max_new_tokens_files": "source files naming max_new_tokens",
     }
-    before, now = (
-        r("settings_sprawl", "before", "revision"),
-        r("settings_sprawl", "now", "revision"),
+    return _before_and_now(r, labels, "count")
+
+
+def pipeline_shape(r: Results) -> str:
+    """pipeline/'s shape (issue 49): modules, folders, import edges and circles, __init__ logic,
+    then each import circle found now, by name."""
+    labels = {
+        "pipeline_modules": "modules in pipeline/",
+        "pipeline_loose_modules": "modules loose in pipeline/ beside its folders",
+        "pipeline_folders": "folders (packages) in pipeline/",
+        "pipeline_import_edges": "import edges between pipeline modules",
+        "pipeline_import_circles": "import circles among pipeline modules",
+        "pipeline_init_logic_lines": "lines of functions and classes in pipeline's `__init__.py`",
+        "cli_pipeline_modules": "pipeline modules that flows/cli/ imports",
+    }
+    body = _before_and_now(r, labels, "pipeline/")
+    found = counted_now(r.root)["where"]["circles"]
+    circles = "; ".join(" → ".join(f"`{m}`" for m in group) for group in found) or "none"
+    return body + f"\n\nImport circles in the code now: {circles}."
+
+
+def _fields(cls: ast.ClassDef) -> int:
+    """Annotated fields of a settings class (constants in capitals and ClassVars left out)."""
+    return sum(
+        1
+        for item in cls.body
+        if isinstance(item, ast.AnnAssign)
+        and isinstance(item.target, ast.Name)
+        and not item.target.id.isupper()
+        and "ClassVar" not in ast.unparse(item.annotation)
     )
-    rows = [
-        [
-            text,
-            str(r("settings_sprawl", "before", key)),
-            str(r("settings_sprawl", "now", key)),
-        ]
-        for key, text in labels.items()
-    ]
-    return table(["count", f"at {before}", f"at {now}"], rows)
+
+
+def settings_objects(r: Results) -> str:
+    """Every settings class: name, file, field count, the first sentence of its docstring."""
+    rows = []
+    for where in counted_now(r.root)["where"]["classes"]:
+        path, name = where.split(":")
+        tree = ast.parse((r.root / path).read_text(encoding="utf-8"))
+        cls = next(
+            (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), None
+        )
+        if cls is None:
+            raise RenderError(f"{path}: no class {name}")
+        rows.append(
+            [f"`{name}`", f"`{path}`", str(_fields(cls)), first_sentence(ast.get_docstring(cls))]
+        )
+    return table(["object", "file", "fields", "what it holds"], rows)
 
 
 BLOCKS: dict[str, Callable[[Results], str]] = {
+    "modules": modules,
+    "settings-objects": settings_objects,
     "settings-sprawl": settings_sprawl,
+    "pipeline-shape": pipeline_shape,
 }
