@@ -15,15 +15,15 @@ dataset to score the answer. Steps:
    14"), as the math verifier reads them, for a gold that is a number. Before rg/4 score_answer got
    the words too and paid a partial score, unpaid: SmolLM2 lost 12 right answers that way in
    Sieve seed 1's ledger;
-4. `score_answer(answer, entry)` runs in the killable worker (pipeline/scoring/worker.py) under
-   the same deadline as math-verify (the child runs `score_here` of
-   pipeline/scoring/rg_source.py, which rebuilds the entry from the stored source): `correct` is score == 1, and so is the reward (the
+4. `score_answer(answer, entry)` runs in the killable worker (pipeline/scoring/worker.py) under the
+   same deadline as math-verify (the child runs `score_here` of pipeline/scoring/rg_source.py, which
+   rebuilds the entry from the stored source): `correct` is score == 1, and so is the reward (the
    `correctness` component). A partial score is not paid: the base class's `score_answer`, which
-   many datasets keep, gives len(gold) / len(answer) to any answer that contains the gold, so
-   gold 15 answered 150 would earn 0.67 and gold 2 answered 12 0.5; GRPO learns to pad answers
-   with digits from that (SmolLM2's count_bits groups were "informative" on it alone, with no
-   correct answer). The detail keeps the unpaid score ("rg: partial score 0.5 not paid"). An
-   answer that makes score_answer raise scores 0 (detail "rg: score_answer raised ...").
+   many datasets keep, gives len(gold) / len(answer) to any answer that contains the gold, so gold
+   15 answered 150 would earn 0.67 and gold 2 answered 12 0.5; GRPO learns to pad answers with
+   digits from that (SmolLM2's count_bits groups were "informative" on it alone, with no correct
+   answer). The detail keeps the unpaid score ("rg: partial score 0.5 not paid"). An answer that
+   makes score_answer raise scores 0 (detail "rg: score_answer raised ...").
 
 A problem without params, made by another reasoning-gym version, or whose stored source no longer
 rebuilds the stored gold answer raises, which `verify` turns into "verifier_error" (no reward,
