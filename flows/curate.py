@@ -147,11 +147,14 @@ def make_curriculum(
     rejected: pl.DataFrame,
     solved_counts: pl.DataFrame,
     curriculum_id: str,
+    by_prior: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The curriculum from the refined prompts' pooled counts, the replay pool and (`screen =
+    "unknown"`) the unscreened candidates of known cells with their posteriors (`by_prior`)."""
     refined = screened.refine["problem_id"].implode()
     pooled = core.run_stats(ledger, runs).filter(pl.col("problem_id").is_in(refined))
     easy, rejected, solved = core.replay_pool(screened.all_correct, rejected, solved_counts)
-    items, dropped = build_curriculum(pooled, easy, cfg)
+    items, dropped = build_curriculum(pooled, easy, cfg, by_prior)
     solved_rest = pl.col("problem_id").is_in(solved.implode())  # not replayed: keep its reason
     dropped = dropped.with_columns(
         pl.when(solved_rest).then(pl.lit("solved_in_training")).otherwise("reason").alias("reason")
@@ -179,13 +182,14 @@ def curate(
     refine = core.run_info(pol, "refine", cfg.refine_g, key, cfg)
     runs = [screen.run_id, refine.run_id]
     n_cands, kept, rejected, solved = step(select_candidates, ledger, cfg, runs)
+    kept, by_prior = core.split_known_cells(ledger, kept, cfg, pol.model_revision, runs)
     sample_stage(ledger, pol, kept, screen, cfg, progress, fanout)
     screened, hist = step(screen_decisions, ledger, cfg, screen.run_id)
     to_refine = kept.filter(pl.col("problem_id").is_in(screened.refine["problem_id"].implode()))
     sample_stage(ledger, pol, to_refine, refine, cfg, progress, fanout)
     cid = curriculum_id(key)
     items, rejections = step(
-        make_curriculum, ledger, pol, cfg, runs, screened, rejected, solved, cid
+        make_curriculum, ledger, pol, cfg, runs, screened, rejected, solved, cid, by_prior
     )
     spent = core.rollouts_spent(ledger, runs)
     warned = audit.warning(ledger, runs, cfg.audit_warn, cid)

@@ -46,6 +46,12 @@ from pipeline.selection import (
     history_prior,
     prefilter,
 )
+from pipeline.selection.posterior import (
+    PosteriorConfig,
+    cell_posterior,
+    lineage_observations,
+    prompt_posterior,
+)
 from pipeline.selection.rules import concat_rejections
 from pipeline.store import Ledger
 from pipeline.timing import timed
@@ -85,7 +91,12 @@ class CurateResult:
     warnings: list[str] = field(default_factory=list)  # one line each (the verifier audit's)
 
 
-_ADDED_OFF = ("process_signal",)
+# switches added later: a config at the default keeps the key (and ids) it had before them
+_ADDED_DEFAULTS: dict[str, Any] = {
+    "process_signal": False,
+    "screen": "all",
+    "known_cell_samples": 32.0,
+}
 # Fields that observe a curation without deciding it (the verifier audit): never in the key.
 _NOT_OUTCOME = ("audit_share", "audit_warn")
 
@@ -93,8 +104,8 @@ _NOT_OUTCOME = ("audit_share", "audit_warn")
 def curation_key(cfg: CurateConfig, model_revision: str) -> str:
     """A short hash of everything that decides the curation's outcome."""
     dump = cfg.model_dump(mode="json")
-    for name in _ADDED_OFF:  # a switch added later keeps the keys (and ids) of runs without it
-        if not dump.get(name):
+    for name, default in _ADDED_DEFAULTS.items():
+        if dump.get(name, default) == default:
             dump.pop(name, None)
     for name in _NOT_OUTCOME:
         dump.pop(name, None)
@@ -130,6 +141,32 @@ def replay_pool(
     pool = pl.concat([all_correct, solved], how="diagonal_relaxed")
     rest = rejected.filter(pl.col("reason") != "solved_in_training")
     return pool, rest, solved["problem_id"]
+
+
+def split_known_cells(
+    ledger: Ledger, kept: pl.DataFrame, cfg: CurateConfig, revision: str, runs: Sequence[str]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`screen = "unknown"`: (the candidates to screen, the posteriors of those that go by their
+    cell's prior: problem_id, alpha, beta, mean). A candidate goes by the prior when its cell's
+    evidence in the lineage of `revision` (`lineage_observations`, weighted as the difficulty
+    model weighs it, without this curation's own `runs`, so a re-run decides as the first did)
+    reaches `known_cell_samples`; "all" screens every candidate."""
+    empty = pl.DataFrame(
+        schema={"problem_id": pl.String, "alpha": pl.Float64, "beta": pl.Float64,
+                "mean": pl.Float64}
+    )  # fmt: skip
+    if cfg.screen == "all" or kept.is_empty():
+        return kept, empty
+    pcfg = PosteriorConfig()
+    obs, now = lineage_observations(ledger, revision, exclude=runs)
+    _, cells = cell_posterior(obs, pcfg, now)
+    known = cells.filter(pl.col("wn") >= cfg.known_cell_samples)["cell"]
+    cell = pl.concat_str(pl.col("family"), pl.lit(" "), pl.col("level").cast(pl.String))
+    tagged = kept.with_columns(cell.alias("cell"))
+    by_prior = tagged.filter(pl.col("cell").is_in(known.implode()))
+    to_screen = tagged.filter(~pl.col("cell").is_in(known.implode())).drop("cell")
+    post = prompt_posterior(obs, by_prior.select("problem_id", "cell"), pcfg, now)
+    return to_screen, post.select("problem_id", "alpha", "beta", "mean")
 
 
 def allocation(cfg: CurateConfig, history: pl.DataFrame) -> pl.DataFrame | None:

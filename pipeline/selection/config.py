@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -213,6 +214,26 @@ class CurateConfig(BaseModel):
         "(process) reward. Off: such prompts are rejected as all_correct / all_wrong, as an "
         "outcome-only GRPO sees no signal in them. Default: off (seeds/003's fragment-level "
         "reward is optional in Sieve).",
+    )
+    screen: Literal["all", "unknown"] = Field(
+        default="all",
+        description="Which candidates the screen samples. all: every one the prior keeps. "
+        "unknown: the night refreshes the difficulty model instead of re-measuring it — a "
+        "candidate of a cell whose evidence in the model's lineage (the difficulty model's "
+        "decayed, capped samples, pipeline/selection/posterior.py) reaches known_cell_samples "
+        "joins the curriculum unscreened (reason cell_prior: stage 2, its posterior's mean, "
+        "the smallest G informative with probability >= informative_target, max_group_size "
+        "where none is: cell_prior_explore), and only the others are screened and refined. "
+        "Meant for selection = 'posterior' training, which picks among them before sampling. "
+        "Default: all.",
+    )
+    known_cell_samples: float = Field(
+        default=32.0,
+        gt=0.0,
+        le=MAX_COUNT,
+        allow_inf_nan=False,
+        description="With screen = 'unknown', the weighted samples a cell needs in the "
+        "lineage's evidence to go by its prior. Default: 32 (four groups of 8).",
     )
     chunk_size: int = Field(
         default=256,

@@ -50,6 +50,7 @@ import polars as pl
 
 from pipeline.errors import SieveError
 from pipeline.selection.config import CurateConfig
+from pipeline.selection.posterior import group_size_for
 from pipeline.selection.rules import (
     REJECTION_SCHEMA,
     concat_rejections,
@@ -57,7 +58,13 @@ from pipeline.selection.rules import (
     process_flag,
     stable_uniforms,
 )
-from pipeline.selection.stats import SPREAD_COLUMNS, posterior, require_columns, reward_informative
+from pipeline.selection.stats import (
+    INTERVAL,
+    SPREAD_COLUMNS,
+    posterior,
+    require_columns,
+    reward_informative,
+)
 
 ITEM_SCHEMA: dict[str, pl.DataType] = {
     "problem_id": pl.Utf8(),
@@ -156,8 +163,45 @@ def _ordered(items: pl.DataFrame) -> pl.DataFrame:
     return positioned.select([pl.col(c).cast(t) for c, t in ITEM_SCHEMA.items()])
 
 
+PRIOR_QUANTILE_DRAWS = 4096
+
+
+def prior_items(post: pl.DataFrame, cfg: CurateConfig) -> pl.DataFrame:
+    """Curriculum rows for candidates that go by their cell's prior (`screen = "unknown"`):
+    `post` holds problem_id, alpha, beta, mean (the difficulty model's posterior, no sample of
+    the prompt itself needed). Stage 2, G the smallest in [stage1_g, max_group_size] whose group
+    is informative with predictive probability ≥ informative_target (reason cell_prior), else
+    max_group_size (cell_prior_explore: the posterior is too unsure or too flat for any G; the
+    trainer's Thompson draw rarely picks such a prompt, and its cell's floor keeps it possible);
+    p_low / p_high are the posterior's 5 % / 95 % quantiles from 4,096 seeded draws (Beta
+    parameters below 1 are outside the closed-form approximation the screen's rows use)."""
+    if post.is_empty():
+        return pl.DataFrame(schema={**ITEM_SCHEMA, "learnability": pl.Float64()}).drop("position")
+    a, b = post["alpha"].to_numpy(), post["beta"].to_numpy()
+    g_min = np.full(len(a), cfg.stage1_g)
+    g = group_size_for(a, b, g_min, cfg.max_group_size, cfg.informative_target)
+    rng = np.random.default_rng(0)
+    draws = rng.beta(a[:, None], b[:, None], size=(len(a), PRIOR_QUANTILE_DRAWS))
+    low, high = np.quantile(draws, [INTERVAL[0], 1.0 - INTERVAL[0]], axis=1)
+    return post.select(
+        pl.col("problem_id").cast(pl.Utf8),
+        pl.lit(2, pl.Int32).alias("stage"),
+        pl.Series("group_size", np.where(g > 0, g, cfg.max_group_size), dtype=pl.Int64),
+        pl.col("mean").alias("p_mean"),
+        pl.Series("p_low", low, dtype=pl.Float64),
+        pl.Series("p_high", high, dtype=pl.Float64),
+        (pl.col("alpha") * pl.col("beta") / (
+            (pl.col("alpha") + pl.col("beta")) * (pl.col("alpha") + pl.col("beta") + 1)
+        )).alias("learnability"),
+        pl.Series("reason", np.where(g > 0, "cell_prior", "cell_prior_explore")),
+    )  # fmt: skip
+
+
 def build_curriculum(
-    pooled: pl.DataFrame, all_correct: pl.DataFrame, cfg: CurateConfig
+    pooled: pl.DataFrame,
+    all_correct: pl.DataFrame,
+    cfg: CurateConfig,
+    prior: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(items, rejections) from refined prompts' pooled counts and the screen's all-correct ones.
 
@@ -180,4 +224,6 @@ def build_curriculum(
     kept = ["mid_band", "hard", "process_informative"]
     dropped = tagged.filter(~pl.col("reason").is_in(kept))
     rejected = concat_rejections([dropped.select(list(REJECTION_SCHEMA)), easy_rejected])
+    if prior is not None and prior.height:  # unscreened candidates of known cells (stage 2)
+        main = pl.concat([main, prior_items(prior, cfg)], how="diagonal_relaxed")
     return _ordered(_weighted(main, process, replay, cfg)), rejected

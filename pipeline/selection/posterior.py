@@ -304,14 +304,18 @@ def ledger_observations(ledger: Any) -> tuple[pl.DataFrame, int]:
 
 
 def lineage_observations(
-    ledger: Any, base_revision: str, train_id: str | None = None
+    ledger: Any,
+    base_revision: str,
+    train_id: str | None = None,
+    exclude: Sequence[str] = (),
 ) -> tuple[pl.DataFrame, int]:
     """(observations, clock of `base_revision`): the evidence a training run that starts from
     `base_revision` has about its prompts — every curation group (screen, refine, T > 0) sampled
     by those weights or by an ancestor of them, and every training group of the runs that led
     to them (up to the step whose checkpoint the lineage continued from) and of `train_id`
     itself (a resumed run), each at its update on the lineage clock (`lineage_clock`). Another
-    model's lineage in the same home adds nothing. The run's step s is update clock + s."""
+    model's lineage in the same home adds nothing. The run's step s is update clock + s.
+    `exclude`: curation runs left out (a curation deciding from the evidence before its own)."""
     runs = ledger.sql("SELECT train_id, base_revision FROM train_runs")
     ckpts = ledger.sql("SELECT train_id, step, model_revision FROM checkpoints")
     start = lineage_clock(runs, ckpts)
@@ -341,8 +345,9 @@ def lineage_observations(
         "g.n::DOUBLE AS n, s.model_revision AS revision FROM group_stats g "
         "JOIN sampling_runs s USING (run_id) JOIN problems p USING (problem_id) "
         "WHERE s.purpose IN ('screen', 'refine') AND coalesce(s.temperature, 1.0) > 0 "
-        "AND g.n > 0 AND p.split = 'train' AND list_contains($revs, s.model_revision)",
-        {"revs": list(revs)},
+        "AND g.n > 0 AND p.split = 'train' AND list_contains($revs, s.model_revision) "
+        "AND NOT list_contains($exclude, g.run_id)",
+        {"revs": list(revs), "exclude": list(exclude)},
     )
     trn = ledger.sql(
         "SELECT t.problem_id, p.family || ' ' || p.level AS cell, t.k::DOUBLE AS k, "
