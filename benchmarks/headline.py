@@ -74,6 +74,13 @@ import numpy as np
 import polars as pl
 import torch
 
+if __name__ == "__main__":  # before anything imports Prefect: the night arm runs its flows
+    from pipeline.home import use_prefect_home
+
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    use_prefect_home(Path("/tmp/sieve-headline/prefect"))  # keyed by the Prefect version
+
 sys.path.insert(0, str(Path(__file__).parent))
 from real_curriculum import Policy, atomic_write, held_out, load, reward_fn, verifier_version
 
@@ -82,7 +89,7 @@ RESULTS = Path(__file__).parent / "results"
 STATE = Path("/tmp/sieve-headline")
 MODEL = Path("/tmp/sieve-real-model/models/smollm2-135m")
 MIX_FILE = ROOT / "data" / "configs" / "real_mix.toml"
-ARMS = ("uniform", "dapo", "greso", "mopps", "sieve", "sieve_screen")
+ARMS = ("uniform", "dapo", "greso", "mopps", "sieve", "sieve_screen", "night")
 SETTINGS = ("warm", "cold")
 ZONES = ((0.8, "always"), (0.05, "learnable"), (0.0, "never"))  # lower bounds, first match
 TOP_P = 1.0
@@ -595,6 +602,264 @@ def run_arm(
     return p
 
 
+# ---------------------------------------------------------------- the product's own night
+
+
+NIGHT_CANDIDATES = 8  # a night's curation generates this many x the batch's prompts
+NIGHT_SCREEN_G = 4  # its screen (unknown cells only): decides, does not train
+NIGHT_UPDATES = 12  # updates a night trains (the last night: what the budget has left)
+NIGHT_START = "2026-01-01"  # the first night's date (each night's curation seed follows it)
+
+
+def night_settings(setup: Setup, seed: int, updates: int, candidates: int) -> tuple[Any, Any]:
+    """(CurateConfig, TrainSettings) of the `night` arm: `sieve loop` as a user would set it to
+    train on what the ledger knows (issue 46 point 4) under the protocol. Curation refreshes the
+    difficulty model (screen = "unknown": only cells the lineage has no evidence of are
+    screened, with NIGHT_SCREEN_G samples; the rest enter by their cell's posterior); every
+    training group has the arm's G (stage1_g = max_group_size = G); training picks each batch
+    with the posterior before sampling (selection = "posterior", 8x candidates), carries AdamW
+    and the schedules over the nights (carry_over) at the protocol's constant lr and fixed β,
+    and `rollouts_per_step` = the batch, so an update trains batch_prompts x G rollouts."""
+    from pipeline.recipes import TrainSettings
+    from pipeline.sampling.budget import SamplingConfig
+    from pipeline.selection import CurateConfig, load_curate_config
+
+    g = setup.group_size
+    # the curation recipe a user of this policy has (the tiny policy's bands; CurateConfig's
+    # defaults for a chat model), under the protocol's G, sampling and budget
+    base = (
+        load_curate_config(ROOT / "data" / "configs" / "tiny_curate.toml")
+        if setup.recipe == "tiny_train.toml"
+        else CurateConfig()
+    )
+    curate = base.model_copy(
+        update=dict(
+            n_candidates=candidates,
+            mix={f: ",".join(map(str, lv)) for f, lv in NIGHT_MIX.items()},
+            seed=1_000 * seed,
+            screen="unknown",
+            screen_g=NIGHT_SCREEN_G,
+            refine_g=g,
+            stage1_g=g,
+            max_group_size=g,
+            sampling=SamplingConfig(
+                temperature=setup.temperature, top_p=TOP_P, max_new_tokens=setup.max_new_tokens
+            ),
+            allocate_by_history=False,
+        )
+    )
+    curate = CurateConfig.model_validate(curate.model_dump())  # the copy's fields checked
+    cfg = grpo(setup, seed)
+    knobs = {
+        k: getattr(cfg, k)
+        for k in ("lr", "lr_warmup_steps", "beta_schedule", "beta", "temperature", "seed",
+                  "max_new_tokens")
+    }  # fmt: skip
+    train = TrainSettings(
+        grpo={**knobs, "total_steps": updates, "checkpoint_every": updates},
+        rollouts_per_step=setup.per_update,
+        eval_per_level=1,
+        eval_samples=1,
+        tensorboard=False,
+        selection="posterior",
+        carry_over=True,
+    )
+    return curate, train
+
+
+NIGHT_MIX: dict[str, list[int]] = {}  # the arm's mix, set by run_night from the run's mix
+
+
+def night_steps(ledger: Any, train_id: str) -> list[dict[str, Any]]:
+    """One protocol step record per training step of `train_id`, read from the ledger."""
+    m = ledger.sql(
+        "SELECT step, name, value FROM train_metrics WHERE train_id = $t "
+        "AND name IN ('rollouts', 'trained_samples', 'predicted_informative', 'time_sample', "
+        "'time_score', 'time_update')",
+        {"t": train_id},
+    )
+    by: dict[int, dict[str, float]] = {}
+    for step, name, value in m.iter_rows():
+        by.setdefault(int(step), {})[name] = float(value)
+    g = ledger.sql(
+        "SELECT step, list(problem_id ORDER BY problem_id) AS keys, sum(n_samples) AS trained, "
+        "count(*) AS groups, sum(informative::INT) AS informative FROM train_group_stats "
+        "WHERE train_id = $t AND NOT skipped GROUP BY step",
+        {"t": train_id},
+    )
+    groups = {int(r["step"]): r for r in g.iter_rows(named=True)}
+    out = []
+    for step in sorted(by):
+        mm, gg = by[step], groups.get(step, {})
+        out.append(
+            {
+                "sampled": int(mm.get("rollouts", 0)),
+                "trained": int(gg.get("trained") or 0),
+                "groups": int(gg.get("groups") or 0),
+                "informative": int(gg.get("informative") or 0),
+                "update": mm.get("trained_samples", 0.0) > 0,
+                "keys": list(gg.get("keys") or []),
+                "unfilled": False,
+                "skipped": 0,
+                "predicted_informative": mm.get("predicted_informative"),
+                "seconds": round(
+                    mm.get("time_sample", 0.0) + mm.get("time_score", 0.0)
+                    + mm.get("time_update", 0.0), 2
+                ),
+                "load_1m": round(os.getloadavg()[0], 2),
+            }
+        )  # fmt: skip
+    return out
+
+
+def run_night(
+    setup: Setup,
+    setting: str,
+    seed: int,
+    pol: Policy,
+    start_weights: dict[str, torch.Tensor],
+    start: dict[str, Any],
+    mix: dict[str, list[int]],
+    held: pl.DataFrame,
+    runs_dir: Path,
+    state_dir: Path,
+    model_dir: Path,
+) -> dict[str, Any]:
+    """The `night` arm: the product's nightly loop (`flows.loop.loop`, the code `sieve loop`
+    runs) on a home of its own, one night per call, from the run's start weights, until the
+    budget is spent. Each night's curation rollouts are a record of their own (sampled, none
+    trained: they decided); each training step is one record read from the ledger. After a
+    night that passed an evaluation mark the night's weights are evaluated as every arm's are.
+    Resumable: a stopped run continues with the next unfinished night of its home (the loop
+    skips finished nights, and a crashed one resumes from its own checkpoints)."""
+    from datetime import date, timedelta
+
+    from flows.loop import loop
+    from pipeline.lineage import nightly_model
+    from pipeline.store import Ledger
+    from pipeline.store.ids import curation_runs
+
+    arm = "night"
+    NIGHT_MIX.clear()
+    NIGHT_MIX.update(mix)
+    path = progress_path(runs_dir, setting, arm, seed)
+    folder = state_dir / f"{setting}_{arm}_s{seed}"
+    home, start_dir = folder / "home", folder / "home" / "models" / "start"
+    p = fresh(setting, arm, seed, setup, start["hash"])
+    if path.is_file():
+        old = json.loads(path.read_text())
+        if old["done"] and old.get("verifier") == verifier_version():
+            return old
+        if (
+            old.get("verifier") == verifier_version()
+            and old["start"] == start["hash"]
+            and (home / "sieve.duckdb").is_file()
+        ):
+            p = {**old, "resumed": old["resumed"] + 1}
+        else:
+            print(f"{path.name}: starting over", flush=True)
+            p["restarts"] = old.get("restarts", 0) + 1
+    if not p["resumed"]:
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(model_dir, start_dir)
+        pol.model.load_state_dict(start_weights)
+        pol.model.save_pretrained(start_dir)  # the run's start weights, in the home
+    commits = p.setdefault("commits", [])
+    here = code_commit()
+    if here and (not commits or commits[-1] != here):
+        commits.append(here)
+    print(f"{setting} {arm} s{seed}" + (" (resumed)" if p["resumed"] else ""), flush=True)
+    began = time.perf_counter() - p["seconds"]
+    p["curve"] = p["curve"] or [
+        {"rollouts": 0, "updates": 0, "greedy": start["greedy"], "sampled": start["sampled"]}
+    ]
+    p.setdefault("nights", [])
+    marks = [round(setup.budget * (i + 1) / setup.marks) for i in range(setup.marks - 1)]
+    most = NIGHT_SCREEN_G + setup.group_size  # the most one candidate's curation can cost
+    first = date.fromisoformat(NIGHT_START)
+    while True:  # no night may overrun: its curation is costed as if every candidate refined
+        left = setup.budget - totals(p["steps"])["sampled"]
+        candidates = min(NIGHT_CANDIDATES * setup.batch_prompts, (left - setup.per_update) // most)
+        updates = min(NIGHT_UPDATES, (left - candidates * most) // setup.per_update)
+        if candidates < setup.batch_prompts or updates < 1:
+            break
+        night = first + timedelta(days=len(p["nights"]))
+        cur_cfg, train = night_settings(setup, seed, updates, candidates)
+        result = loop(
+            home, 1, cur_cfg, train, night, say=lambda line: print(f"    {line}", flush=True),
+            model=str(start_dir), backend=setup.backend,
+        )[0]  # fmt: skip
+        done = result.get("done")  # finished before a stop, its record not yet written
+        cid = done["curriculum_id"] if done else result["curate"]["curriculum_id"]
+        tid = done["train_id"] if done else (result.get("train") or {}).get("train_id")
+        with Ledger.open(home, read_only=True) as ledger:
+            spent = ledger.sql(
+                "SELECT count(*) FROM rollouts WHERE list_contains($runs, run_id)",
+                {"runs": list(curation_runs(cid))},
+            ).item()
+            kept = dict(
+                ledger.sql(
+                    "SELECT reason, count(*) FROM curriculum_items WHERE curriculum_id = $c "
+                    "GROUP BY reason ORDER BY reason",
+                    {"c": cid},
+                ).rows()
+            )
+            steps = [
+                {
+                    "sampled": spent, "trained": 0, "groups": 0, "informative": 0,
+                    "update": False, "keys": [], "unfilled": False, "skipped": 0,
+                    "predicted_informative": None, "seconds": 0.0,
+                    "load_1m": round(os.getloadavg()[0], 2), "curation": True,
+                }
+            ]  # fmt: skip
+            if tid is not None:
+                steps += night_steps(ledger, tid)
+            weights, _ = nightly_model(ledger, str(start_dir), home)
+        p["steps"] += steps
+        p["nights"].append(
+            {
+                "night": result["night"],
+                "curation_rollouts": spent,
+                "kept": sum(kept.values()),
+                "kept_by_reason": kept,
+                "updates": sum(bool(s["update"]) for s in steps),
+            }
+        )
+        from transformers import AutoModelForCausalLM
+
+        now = AutoModelForCausalLM.from_pretrained(weights, dtype=torch.float32)
+        pol.model.load_state_dict(now.state_dict())
+        pol.sync()
+        t = totals(p["steps"])
+        print(
+            f"    {setting} {arm} s{seed} night {len(p['nights'])}: {t['sampled']} sampled, "
+            f"{t['updates']} updates, {time.perf_counter() - began:.0f} s",
+            flush=True,
+        )
+        passed = sum(mk <= t["sampled"] for mk in marks)
+        if passed > len(p["curve"]) - 1:
+            ev = evaluate(setup, pol, held, full=False)
+            p["curve"].append(
+                {"rollouts": t["sampled"], "updates": t["updates"], "greedy": ev["greedy"],
+                 "sampled": None}
+            )  # fmt: skip
+        p["saved"] = len(p["steps"])
+        p["seconds"] = time.perf_counter() - began
+        atomic_write(path, p)
+    t = totals(p["steps"])
+    ev = evaluate(setup, pol, held, full=True)
+    p["curve"].append(
+        {"rollouts": t["sampled"], "updates": t["updates"], "greedy": ev["greedy"],
+         "sampled": ev["sampled"]}
+    )  # fmt: skip
+    p["final"], p["done"] = ev, True
+    p["seconds"] = time.perf_counter() - began
+    atomic_write(path, p)
+    print(f"    {setting} {arm} s{seed} done: {t['updates']} updates, {p['seconds']:.0f} s")
+    shutil.rmtree(folder, ignore_errors=True)
+    return p
+
+
 # ---------------------------------------------------------------- the start weights
 
 
@@ -1008,6 +1273,12 @@ def main(argv: list[str] | None = None) -> None:
         )
         for seed in args.seeds:
             for arm in arms:
+                if arm == "night":  # the product's own loop (`sieve loop`), nights of it
+                    run_night(
+                        setup, args.setting, seed, pol, weights, start, mix, held, runs_dir,
+                        state, model_dir,
+                    )  # fmt: skip
+                    continue
                 run_arm(
                     setup, args.setting, arm, seed, pol, weights, start, mix, held, runs_dir, state
                 )
