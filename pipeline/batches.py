@@ -74,6 +74,21 @@ class CurriculumBatches:
         _, items, weights = self.stages[index]
         return _draw(items, weights, derive_seed(self.seed, "candidates", step), n)
 
+    def candidates_all(self, step: int, n: int) -> list[Item]:
+        """Up to `n` items of the whole curriculum (every stage), weighted draws without
+        replacement seeded by (seed, step): what the difficulty model picks from, the stages'
+        order being its own decision (`selection = "posterior"`)."""
+        items = [it for _, stage_items, _ in self.stages for it in stage_items]
+        weights = np.concatenate([w for _, _, w in self.stages])
+        return _draw(items, weights, derive_seed(self.seed, "candidates", step), n)
+
+    def batch_prompts(self) -> int:
+        """Prompts a batch of the whole curriculum holds: the step's rollouts over the most
+        common group size (at least one, at most every item)."""
+        sizes = [it.group_size for _, items, _ in self.stages for it in items]
+        common = max(set(sizes), key=lambda g: (sizes.count(g), -g))
+        return max(1, min(len(sizes), self.budget // common))
+
     def __call__(self, step: int) -> list[Item]:
         index = next((i for i, end in enumerate(self.ends) if step < end), len(self.ends) - 1)
         _, items, weights = self.stages[index]

@@ -213,9 +213,11 @@ def posterior_evidence(ledger: Ledger, run: TrainPlan) -> tuple[Observations, in
 def posterior_collector(
     ledger: Ledger, run: TrainPlan, batches: CurriculumBatches, tokenizer: Any = None
 ) -> Collector:
-    """`selection = "posterior"`: each step's batch (as many prompts as the curriculum's draw
-    would take) picked by Thompson-drawn learnability from 8x as many candidates of the step's
-    stage; every training group becomes evidence as it is scored (the recorder writes the same
+    """`selection = "posterior"`: each step's batch (rollouts_per_step over the curriculum's most
+    common G, in prompts) picked by Thompson-drawn learnability from 8x as many candidates of
+    the whole curriculum (the model, not the stage order, decides what comes first: a night
+    that refreshes the model puts most of its prompts in stage 2 by their cell's prior);
+    every training group becomes evidence as it is scored (the recorder writes the same
     groups to train_rollouts). With `replay_curation`, a prompt's first pick trains on its
     stored screen/refine samples (the night's curation rollouts count twice)."""
     cfg = PosteriorConfig()
@@ -227,11 +229,13 @@ def posterior_collector(
     }
     evidence, clock = posterior_evidence(ledger, run)
 
+    prompts = batches.batch_prompts()  # the whole curriculum: the model picks across stages
+
     def size(step: int) -> int:
-        return len(batches(step))
+        return prompts
 
     def source(step: int, _round: int) -> list[Item]:
-        return batches.candidates(step, cfg.candidates * size(step))
+        return batches.candidates_all(step, cfg.candidates * prompts)
 
     def update_of(step: int) -> int:
         return clock + step

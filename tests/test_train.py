@@ -146,6 +146,17 @@ def test_batches_follow_stages_fill_the_budget_and_are_reproducible() -> None:
         assert items == batches(step)
     assert {it.key for it in batches(0)} <= {f"p{i}" for i in range(6)}
     assert {it.key for it in batches(9)} <= {f"p{i}" for i in range(6, 10)}
+    # what the difficulty model picks from (selection = "posterior"): every stage at every
+    # step, distinct, reproducible; a batch is the step's rollouts over the most common G
+    drawn = batches.candidates_all(0, 10)
+    assert sorted(it.key for it in drawn) == sorted(f"p{i}" for i in range(10))
+    assert [it.key for it in batches.candidates_all(3, 5)] == [
+        it.key for it in batches.candidates_all(3, 5)
+    ]
+    assert len({it.key for it in batches.candidates_all(3, 5)}) == 5
+    assert batches.batch_prompts() == 16 // 4
+    big = CurriculumBatches(frame, prompts, rollouts_per_step=1000, total_steps=10, seed=0)
+    assert big.batch_prompts() == 10  # never more prompts than the curriculum holds
 
 
 @pytest.mark.parametrize(
