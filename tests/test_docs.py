@@ -248,6 +248,23 @@ def test_a_seed_not_every_arm_has_finished_is_named_not_compared(tmp_path: Path)
     assert "not compared" in last and "uniform seed 3 (0.2477 sampled, 0.2864 greedy)" in last
 
 
+def test_a_retired_arms_lone_seed_is_named_never_to_be_compared(tmp_path: Path) -> None:
+    """A retired Sieve arm's other seeds will never run: its lone seed is not said to wait."""
+    path = real_curriculum_results(tmp_path, 0.4, True) / "real_curriculum.json"
+    data = json.loads(path.read_text())
+    lone = {"seed": 1, "rollouts": 2048, "sampled": 0.1557, "greedy": 0.1182}
+    data["pending_runs"] = [{**lone, "arm": "sieve_every_rollout"}]
+    path.write_text(json.dumps(data))
+    body = BLOCKS["headline-real-curriculum"](Results(tmp_path))
+    last = body.splitlines()[-1]
+    assert "never to be compared" in last and "retired" in last and "not compared yet" not in body
+    assert "Sieve + every rollout counts seed 1 (0.1557 sampled, 0.1182 greedy)" in last
+    data["pending_runs"].append({**lone, "arm": "uniform", "seed": 3})
+    path.write_text(json.dumps(data))
+    body = BLOCKS["headline-real-curriculum"](Results(tmp_path))
+    assert "not compared yet" in body and "uniform seed 3" in body.split("never to be")[0]
+
+
 def test_the_real_model_levels_show_each_cell_zone_and_each_arm_gain(tmp_path: Path) -> None:
     body = BLOCKS["real-curriculum-levels"](Results(real_curriculum_results(tmp_path, 0.4, True)))
     lines = body.splitlines()

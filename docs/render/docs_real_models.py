@@ -142,6 +142,11 @@ def headline_real(r: Results) -> str:
     )
 
 
+# benchmarks/real_curriculum.py's RETIRED: arms that ran a copy of the product's night, kept as
+# measured and never run again (issues 46/49)
+RETIRED_ARMS = ("sieve", "sieve_every_rollout")
+
+
 def headline_real_curriculum(r: Results) -> str:
     """The real-model headline: `curriculum`'s table over real_curriculum.json, with one line
     saying what Sieve's ratio to uniform's rollouts came to, whichever way it went."""
@@ -167,16 +172,25 @@ def headline_real_curriculum(r: Results) -> str:
         f"many updates each arm got, not its selection):\n\n"
     )
     pending = r(name, "pending_runs")
-    later = ""
-    if pending:
-        runs = "; ".join(
+
+    def listed(arms_retired: bool) -> str:
+        return "; ".join(
             f"{CURRICULUM_ARMS[p['arm']]} seed {p['seed']} ({num(p['sampled'], 4)} sampled, "
             f"{num(p['greedy'], 4)} greedy)"
             for p in pending
+            if (p["arm"] in RETIRED_ARMS) == arms_retired
         )
-        later = (
+
+    later = ""
+    if waiting := listed(False):
+        later += (
             f"\n\nFinished but not compared yet (the table compares arms on the same seeds "
-            f"only; a run joins when the arms and seeds it completes have finished): {runs}."
+            f"only; a run joins when the arms and seeds it completes have finished): {waiting}."
+        )
+    if closed := listed(True):
+        later += (
+            f"\n\nFinished but never to be compared (the table compares arms on the same seeds "
+            f"only, and this arm is retired: its other seeds will not run): {closed}."
         )
     return intro + curriculum(r, name).split("\n\n", 1)[1] + later
 
