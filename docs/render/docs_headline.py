@@ -15,8 +15,9 @@ ARM_NAMES = {
     "mopps": "MoPPS-style posterior",
     "greso": "GRESO with refill",
     "dapo": "DAPO dynamic sampling",
+    "night": "**Sieve's night** (`sieve loop`: refresh + posterior)",
 }
-ORDER = ("uniform", "sieve", "sieve_screen", "mopps", "greso", "dapo")
+ORDER = ("uniform", "sieve", "sieve_screen", "night", "mopps", "greso", "dapo")
 GOAL = (
     "Goal (issue 45): from the warm start, Sieve's default reaches uniform's final held-out "
     "accuracy with ≤ 0.5× of uniform's rollouts, all counted, ahead of GRESO, DAPO and the "

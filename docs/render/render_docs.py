@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import docs_architecture  # docs/architecture.md
 import docs_benchmarks  # docs/benchmarks.md
 import docs_curation  # docs/curation.md
+import docs_fresh  # README: the fresh-clone timings
 import docs_headline  # the selection headline (README, docs/real-models.md, docs/benchmarks.md)
 import docs_ledger  # docs/ledger.md
 import docs_real_models  # docs/real-models.md
@@ -76,6 +77,7 @@ PAGE_BLOCKS: tuple[dict[str, Callable[[Results], str]], ...] = (
     docs_ledger.BLOCKS,
     docs_verifier.BLOCKS,
     docs_architecture.BLOCKS,
+    docs_fresh.BLOCKS,
 )
 
 
