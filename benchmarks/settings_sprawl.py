@@ -15,10 +15,28 @@ Counts, read from the source (not timed, so any machine gives the same numbers):
   literal `temperature=` in pipeline/, grpo_core/ or flows/;
 - `max_new_tokens_files`: source files of pipeline/, grpo_core/ and flows/ naming max_new_tokens.
 
+One count is taken at run time instead (`train_job`, issue 49 point 2: a train job resolved once):
+one `sieve train --config F` on the built-in tiny policy (a random-init one; a 24-problem
+curriculum recorded as curated at the run's sampling; 1 step of 8 rollouts), run in a child
+process with `$SIEVE_HOME` naming a home made for it, counts how often, while the command runs
+(module imports left out):
+
+- `grpo_config_constructions`: a `GRPOConfig` is created (`dataclasses.replace` included);
+- `home_resolutions`: `resolve_home` runs, and `home_decisions`: of those, the ones given no home
+  (so they read `$SIEVE_HOME` / `./data` themselves);
+- `recipe_loads`: a TrainSettings TOML is loaded (`load_settings`), `config_reads`: the `--config`
+  file is read, `recipe_choices`: the recipe is chosen (`recipe_for`, `given_recipe`);
+- `curriculum_resolutions`: `resolve_curriculum` runs.
+
+Each count lists where it happened (the calling functions, innermost first). The train job is
+counted at HEAD's tree and at `--train-job-before` (default: the revision issue 49's point 2 was
+worked from), in git worktrees as above.
+
 Run: `.venv/bin/python benchmarks/settings_sprawl.py --before c17fec5^` (the revision the issue
 was filed against) writes benchmarks/results/settings_sprawl.json with both columns and the
 places behind each count. `--before` checks the revision out into a temporary git worktree and
-counts it with this script (the same code counts both sides).
+counts it with this script (the same code counts both sides). `--no-train-job` skips the run-time
+count (about a minute a side) and keeps the one in the results file.
 """
 
 from __future__ import annotations
@@ -26,11 +44,16 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType, ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -266,7 +289,203 @@ def count(root: Path) -> dict[str, Any]:
     }
 
 
-def count_revision(rev: str) -> tuple[str, dict[str, Any]]:
+# ---------------------------------------------------------------------- the train job, at run time
+
+# the tree issue 49's point 2 (a train job resolved once) was worked from
+TRAIN_JOB_BEFORE = "d0773b9"
+TRAIN_JOB_KEYS = (
+    "grpo_config_constructions",
+    "home_resolutions",
+    "home_decisions",
+    "recipe_loads",
+    "config_reads",
+    "recipe_choices",
+    "curriculum_resolutions",
+)
+# the --config file of the counted run: the tiny policy, one step of 8 rollouts, a small eval
+TRAIN_CONFIG = """\
+rollouts_per_step = 8
+eval_per_level = 1
+eval_samples = 1
+eval_families = ["arith"]
+tensorboard = false
+
+[grpo]
+total_steps = 1
+checkpoint_every = 0
+max_new_tokens = 4
+"""
+
+
+def train_job(root: Path) -> dict[str, Any]:
+    """The run-time counts of one `sieve train --config F` with the code at `root`, taken in a
+    child process (this script's `--train-job-child`) that imports that tree."""
+    with tempfile.TemporaryDirectory(prefix="sprawl-train-") as tmp:
+        out = Path(tmp) / "counts.json"
+        env = {
+            "PYTHONPATH": str(root),
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(Path.home()),
+            "OMP_NUM_THREADS": "1",  # a count, not a timing: one core is plenty
+            "MKL_NUM_THREADS": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "COLUMNS": "200",
+        }
+        done = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--train-job-child", str(out)],
+            cwd=tmp, env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        if done.returncode != 0 or not out.is_file():
+            tail = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
+            raise SystemExit(f"cannot count the train job of {root}: {tail}")
+        counts: dict[str, Any] = json.loads(out.read_text())
+        return counts
+
+
+def _in_packages(filename: str, root: Path) -> str | None:
+    """`filename` relative to `root` when it is a module of PACKAGES there, else None."""
+    try:
+        rel = Path(filename).resolve().relative_to(root)
+    except ValueError:
+        return None
+    return rel.as_posix() if rel.parts and rel.parts[0] in PACKAGES else None
+
+
+def _callers(frame: FrameType | None, root: Path, skip: tuple[str, ...] = ()) -> tuple[str, bool]:
+    """(the first three functions of PACKAGES on the stack from `frame` outwards, innermost
+    first, those in files ending in `skip` left out; whether a module is being imported)."""
+    names: list[str] = []
+    importing = False
+    while frame is not None:
+        rel = _in_packages(frame.f_code.co_filename, root)
+        if rel is not None:
+            importing |= frame.f_code.co_name == "<module>"
+            if len(names) < 3 and not rel.endswith(skip):
+                names.append(f"{rel}:{frame.f_code.co_name}")
+        frame = frame.f_back
+    return " < ".join(names), importing
+
+
+def _train_job_child(out: Path) -> None:
+    """In the child: make a home with the tiny policy and a small curriculum, count the calls
+    while `sieve train --config F` runs in this process, write the counts to `out`."""
+    import dataclasses
+    from datetime import UTC, datetime
+
+    import polars as pl
+
+    import flows.cli
+    import flows.cli.train
+    import pipeline.export
+    import pipeline.home
+    import pipeline.recipes
+    import pipeline.tomlconfig
+    from grpo_core.config import GRPOConfig
+    from pipeline.policy.model import create_tiny_model, folder_revision
+    from pipeline.problems import generate
+    from pipeline.store import Ledger
+
+    root = Path(pipeline.__file__).resolve().parents[1]
+    work = out.parent
+    home, config = work / "home", work / "train.toml"
+    model = home / "models" / "tiny"
+    create_tiny_model(model, seed=0)
+    problems = generate("arith", [1, 2], 24, seed=3).filter(pl.col("split") == "train")
+    n = problems.height
+    items = pl.DataFrame({
+        "curriculum_id": "cur-sprawl", "problem_id": problems["problem_id"],
+        "stage": [1 if i < n // 2 else 2 for i in range(n)], "position": list(range(n)),
+        "group_size": 4, "weight": 1.0, "p_mean": 0.5, "p_low": 0.2, "p_high": 0.8,
+        "reason": "mid_band",
+    })  # fmt: skip
+    head = pl.DataFrame({
+        "curriculum_id": ["cur-sprawl"], "created_at": [datetime(2026, 1, 1, tzinfo=UTC)],
+        "model": [str(model)], "model_revision": [folder_revision(model)],
+        "config": [json.dumps({"sampling": {"max_new_tokens": 4}})],  # as the run samples
+        "status": ["finished"],
+    })  # fmt: skip
+    with Ledger.open(home) as ledger:
+        ledger.write("problems", problems)
+        ledger.write_batch({"curricula": head, "curriculum_items": items})
+    config.write_text(TRAIN_CONFIG)
+    os.environ["SIEVE_HOME"] = str(home)
+    for name in ("PREFECT_HOME", "PREFECT_API_URL"):
+        os.environ.pop(name, None)
+
+    counts: Counter[str] = Counter()
+    where: dict[str, Counter[str]] = {key: Counter() for key in TRAIN_JOB_KEYS}
+    at_import: Counter[str] = Counter()
+
+    def tally(key: str, frame: FrameType | None, skip: tuple[str, ...] = ()) -> None:
+        place, importing = _callers(frame, root, skip)
+        if importing:  # a module-level constant built while a module is imported
+            at_import[key] += 1
+            return
+        counts[key] += 1
+        where[key][place] += 1
+
+    def wrap(module: ModuleType, name: str, keys: Callable[..., list[str]]) -> None:
+        """Count each call of `module.name` under `keys(*args)`, wherever it was imported."""
+        original = vars(module)[name]
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            for key in keys(*args, **kwargs):
+                tally(key, sys._getframe(1))
+            return original(*args, **kwargs)
+
+        for mod in list(sys.modules.values()):
+            if isinstance(mod, ModuleType) and vars(mod).get(name) is original:
+                setattr(mod, name, counted)
+
+    def home_keys(home: Any = None) -> list[str]:
+        return ["home_resolutions"] + (["home_decisions"] if home is None else [])
+
+    def read_keys(path: Any, *args: Any) -> list[str]:
+        return ["config_reads"] if Path(path).resolve() == config.resolve() else []
+
+    wrap(pipeline.home, "resolve_home", home_keys)
+    wrap(pipeline.recipes, "load_settings", lambda *a, **k: ["recipe_loads"])
+    wrap(pipeline.tomlconfig, "read_config_text", read_keys)
+    wrap(pipeline.recipes, "recipe_for", lambda *a, **k: ["recipe_choices"])
+    wrap(pipeline.recipes, "given_recipe", lambda *a, **k: ["recipe_choices"])
+    wrap(pipeline.export, "resolve_curriculum", lambda *a, **k: ["curriculum_resolutions"])
+    init = GRPOConfig.__init__
+
+    def counted_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        tally("grpo_config_constructions", sys._getframe(1), skip=("grpo_core/config.py",))
+        init(self, *args, **kwargs)
+
+    GRPOConfig.__init__ = counted_init  # type: ignore[method-assign]
+    assert dataclasses.is_dataclass(GRPOConfig)
+
+    argv = ["sieve", "train", "--config", str(config)]
+    sys.argv = argv
+    started = time.perf_counter()
+    try:
+        flows.cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0) if not isinstance(exc.code, str) else 1
+    seconds = time.perf_counter() - started
+    if code != 0:
+        raise SystemExit(f"`{' '.join(argv[:3])} ...` exited {code}")
+    result = {
+        "command": "sieve train --config F ($SIEVE_HOME: a tiny-policy home)",
+        "exit_code": code,
+        "seconds": round(seconds, 1),
+        **{key: counts[key] for key in TRAIN_JOB_KEYS},
+        "where": {key: dict(sorted(where[key].items())) for key in TRAIN_JOB_KEYS},
+        "at_import": dict(at_import),
+    }
+    out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+# ---------------------------------------------------------------------- revisions
+
+
+def at_revision(rev: str, measure: Callable[[Path], dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """(short sha, `measure` of the tree at `rev`, checked out in a temporary git worktree)."""
     sha = subprocess.run(
         ["git", "rev-parse", "--short", rev], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout.strip()
@@ -275,10 +494,14 @@ def count_revision(rev: str) -> tuple[str, dict[str, Any]]:
         subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), sha], cwd=ROOT,
                        check=True)  # fmt: skip
         try:
-            return sha, count(tree)
+            return sha, measure(tree)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
                            check=True)  # fmt: skip
+
+
+def count_revision(rev: str) -> tuple[str, dict[str, Any]]:
+    return at_revision(rev, count)
 
 
 def dirty() -> bool:
@@ -293,25 +516,55 @@ def dirty() -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="c17fec5^", help="the revision to compare with")
+    parser.add_argument(
+        "--train-job-before", default=TRAIN_JOB_BEFORE,
+        help="the revision to compare the run-time train job counts with",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-train-job", action="store_true",
+        help="skip the run-time train job count; keep the one in the results file",
+    )  # fmt: skip
+    parser.add_argument("--train-job-child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.train_job_child is not None:
+        _train_job_child(args.train_job_child)
+        return
     head = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True,
         text=True,
     ).stdout.strip()  # fmt: skip
+    revision = head + (" + working tree" if dirty() else "")
     before_rev, before = count_revision(args.before)
     now = count(ROOT)
     keys = [k for k in now if k != "where"]
-    report = {
+    out = RESULTS / "settings_sprawl.json"
+    report: dict[str, Any] = {
         "benchmark": "settings_sprawl",
         "before": {"revision": before_rev, **before},
-        "now": {"revision": head + (" + working tree" if dirty() else ""), **now},
+        "now": {"revision": revision, **now},
         "change": {k: now[k] - before[k] for k in keys},
     }
+    if args.no_train_job:
+        kept = json.loads(out.read_text()).get("train_job") if out.is_file() else None
+        if kept is not None:
+            report["train_job"] = kept
+    else:
+        job_rev, job_before = at_revision(args.train_job_before, train_job)
+        job_now = train_job(ROOT)
+        report["train_job"] = {
+            "before": {"revision": job_rev, **job_before},
+            "now": {"revision": revision, **job_now},
+            "change": {k: job_now[k] - job_before[k] for k in TRAIN_JOB_KEYS},
+        }
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "settings_sprawl.json"
     out.write_text(json.dumps(report, indent=1) + "\n")
     for k in keys:
-        print(f"{k:22} {before[k]:>4} -> {now[k]:>4}")
+        print(f"{k:26} {before[k]:>4} -> {now[k]:>4}")
+    job = report.get("train_job")
+    if job is not None:
+        print(f"train job ({job['before']['revision']} -> {job['now']['revision']}):")
+        for k in TRAIN_JOB_KEYS:
+            print(f"  {k:24} {job['before'][k]:>4} -> {job['now'][k]:>4}")
     print(f"wrote {out}")
 
 

@@ -8,13 +8,15 @@ held-out eval of the starting weights -> train (metrics, checkpoints registered,
 progress through the recorder's hooks) -> held-out eval of the trained weights -> status.
 
 The flow trains the model the curriculum was curated with unless `model` says otherwise, with the
-recipe for that model unless `settings` are given (`pipeline.lineage.curriculum_model`,
-`pipeline.recipes.recipe_for`). Steps keep no Prefect result cache: the trainer's own
-checkpoints are the resume mechanism, and `resume=True` continues from the newest valid one. The
-flow's ledger is transient: DuckDB's file lock is held only while metrics, evaluation rollouts or
-a checkpoint row are committed, so readers can query the ledger while training runs. A
-`Runtime` (`flows.runtime`) may hand it an open ledger, a reward function (tests; custom rewards;
-held-out evaluation always uses the verifiers) and the progress hook.
+recipe for that model unless `settings` are given, all resolved once into a
+`pipeline.lineage.TrainJob` (`resolve_train_job`); a caller that resolved the job already (`sieve
+train`, before Prefect starts) hands it over as `job`, and the flow resolves nothing again. Steps
+keep no Prefect result cache: the trainer's own checkpoints are the resume mechanism, and
+`resume=True` continues from the newest valid one. The flow's ledger is transient: DuckDB's file
+lock is held only while metrics, evaluation rollouts or a checkpoint row are committed, so readers
+can query the ledger while training runs. A `Runtime` (`flows.runtime`) may hand it an open
+ledger, a reward function (tests; custom rewards; held-out evaluation always uses the verifiers)
+and the progress hook.
 
 Run: `sieve train` (Prefect's ephemeral local API; nothing to start).
 Test: `pytest tests/flows/test_train_flow.py tests/test_train.py tests/test_train_crash.py`.
@@ -30,7 +32,7 @@ from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from flows.runtime import EngineParam, Runtime, step
 from grpo_core import checkpoint as ckpt
@@ -43,10 +45,10 @@ from pipeline.crash import crash_point
 from pipeline.errors import SieveError
 from pipeline.home import resolve_home
 from pipeline.hooks import Progress
-from pipeline.lineage import curriculum_model
+from pipeline.lineage import TrainJob, resolve_train_job
 from pipeline.policy.evaluate import overall
 from pipeline.policy.prompts import render
-from pipeline.recipes import TrainSettings, recipe_for
+from pipeline.recipes import TrainSettings, train_recipe
 from pipeline.sampling import EngineOptions
 from pipeline.sampling.training import make_group_sampler
 from pipeline.store import Ledger
@@ -75,6 +77,21 @@ class TrainParams(BaseModel):
     )
     max_steps: AtLeastOne | None = None
     resume: bool = False
+    job: TrainJob | None = Field(
+        default=None,
+        description="The run resolved already (`sieve train` resolves it before Prefect "
+        "starts): its curriculum id, model, home and settings are used as they are, and "
+        "curriculum, model, home and settings above are left unset.",
+    )
+
+    @model_validator(mode="after")
+    def _job_or_request(self) -> TrainParams:
+        asked = self.curriculum != "latest" or self.model or self.home or self.settings
+        if self.job is not None and asked:
+            raise ValueError(
+                "give a resolved job, or curriculum/model/home/settings to resolve, not both"
+            )
+        return self
 
 
 def summary(result: TrainResult) -> dict[str, Any]:
@@ -174,7 +191,7 @@ def train(
     started vllm engine on `model_dir`'s weights to use instead of a new one). Inside
     `train_flow` each step is a Prefect task; called directly, the same steps run as plain
     functions."""
-    settings = settings or recipe_for(model_dir).settings
+    settings = settings or train_recipe(model_dir)[1]
     run = step(plan_run, ledger, curriculum_id, model_dir, settings, home, backend, resume)
     rollouts = (backend, engine, base_urls)
     trainer, recorder = build(ledger, run, home, rollouts, reward, progress, engine_sampler)
@@ -196,34 +213,30 @@ def train(
     return core.result_of(run, trainer, seconds, (before, after), resumed_from, history)
 
 
-def resolve(ledger: Ledger, params: TrainParams) -> tuple[str, Path, TrainSettings]:
-    """(curriculum id, starting model, settings) from the parameters, each default named in
-    one printed line."""
-    from pipeline.export import resolve_curriculum
-
-    curriculum_id = resolve_curriculum(ledger, params.curriculum)
-    if params.model:
-        model = Path(params.model)
-    else:
-        model, note = curriculum_model(ledger, curriculum_id, params.home)
-        print(f"model {model} ({note})")
-    settings = params.settings
-    if settings is None:
-        recipe = recipe_for(model)
-        print(recipe.line())
-        settings = recipe.settings
-    return curriculum_id, model, settings
+def resolve(ledger: Ledger, params: TrainParams) -> TrainJob:
+    """The job the parameters name (`resolve_train_job`), each default it took named in one
+    printed line; `params.job` as it is when the caller resolved it already."""
+    if params.job is not None:
+        return params.job
+    model = Path(params.model) if params.model else None
+    job = resolve_train_job(ledger, params.curriculum, model, params.home, params.settings)
+    if model is None:
+        print(f"model {job.model} ({job.model_why})")
+    if job.recipe is not None:
+        print(job.recipe)
+    return job
 
 
 @flow(name="sieve-train", log_prints=True)
 def train_flow(params: TrainParams, runtime: Runtime | None = None) -> dict[str, Any]:
     """Train on a curriculum; returns a summary with the before/after held-out tables."""
     rt = runtime or Runtime()
-    ledger = rt.ledger or Ledger.open(params.home, transient=True)
+    home = params.job.home if params.job is not None else params.home
+    ledger = rt.ledger or Ledger.open(home, transient=True)
     try:
-        curriculum_id, model, settings = resolve(ledger, params)
+        job = resolve(ledger, params)
         result = train(
-            ledger, curriculum_id, model, settings, params.home,
+            ledger, job.curriculum_id, job.model, job.settings, job.home,
             resume=params.resume, max_steps=params.max_steps, progress=rt.progress,
             reward=rt.reward, backend=params.backend, engine=params.engine,
             base_urls=params.base_urls, engine_sampler=rt.engine,

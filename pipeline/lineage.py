@@ -4,6 +4,10 @@ or, for the nightly loop, the newest checkpoint of a model's lineage (`nightly_m
 nights of a lineage have finished (`finished_night`, `record_night`: a finished night is not run
 again by `sieve loop`).
 
+A training run is resolved once, into a `TrainJob` (`resolve_train_job`: curriculum id, model,
+home, settings, from one open ledger): `sieve train` resolves it before Prefect starts and hands
+it to the flow, which resolves nothing again (issue 49).
+
 Test: `pytest tests/flows/test_loop.py tests/cli/test_train_cli.py`.
 """
 
@@ -15,13 +19,75 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from grpo_core.validate import STRICT
 from pipeline.errors import SieveError
+from pipeline.export import resolve_curriculum
 from pipeline.home import from_home, resolve_home
 from pipeline.policy.model import folder_revision
+from pipeline.recipes import Recipe, TrainSettings, train_recipe
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger, load_query
+
+
+class TrainJob(BaseModel):
+    """A training run with every default decided: what the train flow trains (a flow parameter,
+    `flows.train.TrainParams.job`), and what `sieve train` checks and prints before it starts."""
+
+    model_config = ConfigDict(**STRICT, frozen=True)
+
+    curriculum_id: str = Field(description="The curriculum's id ('latest' resolved).")
+    model: Path = Field(description="The starting model folder.")
+    home: Path = Field(description="The Sieve home, decided once.")
+    settings: TrainSettings = Field(description="The training settings (`--steps` applied).")
+    model_why: str = Field(default="given", description="How the model was chosen.")
+    recipe: str | None = Field(
+        default=None, description="The recipe line (file and why); None: settings were given."
+    )
+    curated: SamplingConfig | None = Field(
+        default=None,
+        description="The sampling the curriculum was curated at; None: not recorded or not read.",
+    )
+
+
+def resolve_train_job(
+    ledger: Ledger | None,
+    curriculum: str,
+    model: Path | None,
+    home: str | Path | None,
+    settings: TrainSettings | None = None,
+    *,
+    recipe: Recipe | None = None,
+    steps: int | None = None,
+) -> TrainJob:
+    """The one place a training run is resolved, from one open ledger: the curriculum id
+    (`resolve_curriculum`), the sampling it was curated at (`curated_sampling`), the model
+    (`model`, else the one the curriculum was curated with: `curriculum_model`), the settings
+    (`settings`, else `pipeline.recipes.train_recipe`: `recipe`, a `--config` file, else the
+    model's recipe, with `steps`) and the home (`resolve_home`). `ledger` None reads nothing:
+    `model` must be given and `curriculum` stays as given (`sieve train --print-config
+    --model`)."""
+    if ledger is None:
+        if model is None:
+            raise SieveError("a train job without a ledger needs its model folder")
+        cid, curated = curriculum, None
+    else:
+        cid = resolve_curriculum(ledger, curriculum)
+        curated = curated_sampling(ledger, cid)
+    if model is not None:
+        folder, why = model, "given"
+    else:
+        assert ledger is not None
+        folder, why = curriculum_model(ledger, cid, home)
+    line = None
+    if settings is None:
+        chosen, settings = train_recipe(folder, recipe, steps)
+        line = chosen.line()
+    return TrainJob(
+        curriculum_id=cid, model=folder, home=resolve_home(home), settings=settings,
+        model_why=why, recipe=line, curated=curated,
+    )  # fmt: skip
 
 
 def curriculum_model(

@@ -1,10 +1,14 @@
 """Training settings and recipes: what `sieve train` trains with.
 
 `TrainSettings` is the `--config FILE` schema: top-level keys, GRPO knobs in a `[grpo]` table, a
-knob the table leaves out taking GRPOConfig's documented default. A recipe is such a file:
+knob the table leaves out taking GRPOConfig's documented default. The table is kept as written
+(it is part of a run's id, `pipeline.train.train_id_for`), and the `GRPOConfig` it gives is built
+once, when the settings are validated, and kept with them: `grpo_config()` hands out that one
+object (issue 49: a train job resolved once). A recipe is such a file:
 `data/configs/tiny_train.toml` for raw-prompt models (the built-in tiny policy) and
 `data/configs/real_train.toml` for chat models (`recipe_for`), unless a file is given; a file is
-read alone on top of GRPOConfig's defaults — nothing is merged in. `settings_toml` writes the
+read alone on top of GRPOConfig's defaults — nothing is merged in. `train_recipe` is the one
+place a run's recipe is chosen (a given file, else the model's). `settings_toml` writes the
 effective settings back out (`sieve train --print-config`).
 
 Test: `pytest tests/test_tiny_recipe.py tests/cli/test_train_cli.py`.
@@ -19,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 from grpo_core.config import GRPOConfig
 from grpo_core.validate import MAX_COUNT, STRICT, AtLeastOne, Count, FieldError
@@ -31,6 +42,19 @@ from pipeline.problems.rg import is_rg
 from pipeline.tomlconfig import CONFIGS, load_toml
 
 GRPO_FIELDS = {f.name for f in dataclasses.fields(GRPOConfig)}
+
+
+@dataclass(frozen=True, eq=False)
+class _Built:
+    """The GRPOConfig a settings object's `[grpo]` table gives, with the very dict it was built
+    from (a `model_copy` that replaces the table is noticed by identity). It is derived from the
+    fields, so it never makes two settings unequal (pydantic compares private attributes)."""
+
+    table: dict[str, Any] | None = None
+    config: GRPOConfig | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Built)
 
 
 class TrainSettings(BaseModel):
@@ -95,6 +119,27 @@ class TrainSettings(BaseModel):
         "schedules from step 0, the night's start as reference).",
     )
 
+    _grpo: _Built = PrivateAttr(default_factory=_Built)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _grpo_once(cls, data: Any, handler: ModelWrapValidatorHandler[TrainSettings]) -> Any:
+        """The `[grpo]` table checked by building its GRPOConfig, before the other fields (its
+        errors come first, one line each: `grpo.lr must be ...`), and that config kept."""
+        built = None
+        table = data.get("grpo") if isinstance(data, dict) else None
+        if isinstance(table, dict) and all(isinstance(k, str) for k in table):
+            unknown = sorted(k for k in table if k not in GRPO_FIELDS)
+            if unknown:
+                raise ValueError(
+                    f"grpo: unknown key {unknown[0]!r}; GRPOConfig has {sorted(GRPO_FIELDS)}"
+                )
+            built = grpo_config(table)  # type and range checks, one line each
+        settings = handler(data)
+        if built is not None and settings.grpo == table:
+            settings._grpo = _Built(settings.grpo, built)
+        return settings
+
     @model_validator(mode="after")
     def _one_selection(self) -> TrainSettings:
         if self.selection != "curriculum" and self.skip_zero_variance:
@@ -109,15 +154,6 @@ class TrainSettings(BaseModel):
                 "screens are its own): use selection = 'posterior' to replay the curation"
             )
         return self
-
-    @field_validator("grpo")
-    @classmethod
-    def _known_grpo_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(value) - GRPO_FIELDS)
-        if unknown:
-            raise ValueError(f"unknown key {unknown[0]!r}; GRPOConfig has {sorted(GRPO_FIELDS)}")
-        grpo_config(value)  # type and range checks, one line each
-        return value
 
     @field_validator("eval_families")
     @classmethod
@@ -140,15 +176,27 @@ class TrainSettings(BaseModel):
         return value
 
     def grpo_config(self, **overrides: Any) -> GRPOConfig:
-        return grpo_config({**self.grpo, **overrides})
+        """The GRPOConfig of these settings: the one built when they were validated (built here
+        once if the table was replaced since, e.g. by `model_copy`); with `overrides`, a copy
+        with those fields replaced (`dataclasses.replace`, checked as on creation)."""
+        built = self._grpo
+        if built.config is None or built.table is not self.grpo:
+            built = self._grpo = _Built(self.grpo, grpo_config(self.grpo))
+        assert built.config is not None
+        return replaced(built.config, overrides) if overrides else built.config
 
     def with_steps(self, total_steps: int | None) -> TrainSettings:
-        """These settings with `total_steps` replaced (`--steps`); unchanged for None."""
+        """These settings with `total_steps` replaced (`--steps`); unchanged for None. A value
+        GRPOConfig refuses is one ValueError line (`grpo.total_steps must be ...`)."""
         if total_steps is None:
             return self
         if total_steps < 1:
             raise SieveError(f"--steps must be >= 1, got {total_steps}")
-        return self.model_copy(update={"grpo": {**self.grpo, "total_steps": total_steps}})
+        config = self.grpo_config(total_steps=total_steps)
+        table = {**self.grpo, "total_steps": total_steps}
+        copy = self.model_copy(update={"grpo": table})
+        copy._grpo = _Built(table, config)
+        return copy
 
 
 def grpo_config(values: dict[str, Any]) -> GRPOConfig:
@@ -156,6 +204,16 @@ def grpo_config(values: dict[str, Any]) -> GRPOConfig:
     `grpo_core.validate`); an error is one line naming the field: `grpo.lr must be ...`."""
     try:
         return GRPOConfig(**values)
+    except FieldError as exc:
+        raise ValueError(f"grpo.{exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"grpo: {exc}") from None
+
+
+def replaced(config: GRPOConfig, overrides: dict[str, Any]) -> GRPOConfig:
+    """`config` with `overrides` (`dataclasses.replace`; errors as `grpo_config`'s)."""
+    try:
+        return dataclasses.replace(config, **overrides)
     except FieldError as exc:
         raise ValueError(f"grpo.{exc}") from None
     except ValueError as exc:
@@ -206,6 +264,20 @@ def recipe_for(model_dir: str | Path) -> Recipe:
 
 def given_recipe(path: Path) -> Recipe:
     return Recipe(path, load_settings(path), "--config")
+
+
+def train_recipe(
+    model_dir: str | Path, given: Recipe | None = None, steps: int | None = None
+) -> tuple[Recipe, TrainSettings]:
+    """The one place a run's recipe is chosen: `given` (a `--config` file, `given_recipe`, read
+    by the caller once), else the recipe for the model (`recipe_for`); (that recipe, its
+    settings with `--steps` as total_steps). A `--steps` GRPOConfig refuses is one SieveError
+    line naming it."""
+    recipe = given if given is not None else recipe_for(model_dir)
+    try:
+        return recipe, recipe.settings.with_steps(steps)
+    except ValueError as exc:  # `grpo.total_steps must be ...`: what --steps gave
+        raise SieveError(f"--steps {steps}: {exc}") from None
 
 
 def folder_prompt_format(model_dir: str | Path) -> PromptFormat:

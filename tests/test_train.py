@@ -3,6 +3,7 @@ recorder): a curriculum from the ledger trained with grpo_core, recorded in the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable, Sequence
@@ -11,13 +12,14 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from pydantic import ValidationError
 
-from flows.train import train
+from flows.train import TrainParams, resolve, train
 from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Item, Sample, Scores
 from pipeline.batches import CurriculumBatches
 from pipeline.errors import SieveError
-from pipeline.lineage import curriculum_model, latest_model, lineage_head, nightly_model
+from pipeline.lineage import TrainJob, curriculum_model, latest_model, lineage_head, nightly_model
 from pipeline.policy.model import SIEVE_META, folder_revision
 from pipeline.recipes import (
     RECIPES,
@@ -28,6 +30,7 @@ from pipeline.recipes import (
     settings_toml,
 )
 from pipeline.store import Ledger
+from pipeline.train import train_id_for
 
 METRICS = {
     "reward_mean", "reward_std", "pass_rate", "zero_var_share", "adv_std", "kl", "beta",
@@ -277,6 +280,83 @@ def test_print_config_round_trips_through_a_config_file(tmp_path: Path) -> None:
     assert again.grpo_config() == real.grpo_config()
     assert again.model_dump(exclude={"grpo"}) == real.model_dump(exclude={"grpo"})
     assert again.grpo_config().total_steps == 7
+
+
+def _id_of(text: str) -> str:
+    """A run's id from the text it hashes, written here as `train_id_for` documents it."""
+    return "train-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def test_train_ids_stay_what_they_were() -> None:
+    """A run's id hashes its settings' JSON (`train_id_for`: settings added later count only
+    when set); the GRPOConfig the settings keep (issue 49) is no part of it, so runs keep the
+    ids they had: computed here from the dump format itself, for settings fresh from their
+    file, after their config was handed out, and after copies."""
+    tiny = (
+        '{"grpo":{"lr":0.0002,"lr_warmup_steps":20,"total_steps":30,"max_new_tokens":16,'
+        '"checkpoint_every":20,"beta_schedule":"fixed","beta":0.02},"rollouts_per_step":512,'
+        '"eval_every":0,"eval_per_level":10,"eval_samples":4,"eval_families":null,'
+        '"tensorboard":true,"selection":"curriculum","carry_over":false}'
+    )
+    expected = _id_of(f"cur-test|rev0|{tiny}")
+    assert expected == "train-6b6b5cbd82ef"  # the tiny recipe's run of cur-test on rev0, as ever
+    fresh = load_settings(RECIPES / "tiny_train.toml")
+    assert train_id_for("cur-test", "rev0", fresh) == expected
+    fresh.grpo_config()
+    assert train_id_for("cur-test", "rev0", fresh) == expected
+    assert train_id_for("cur-test", "rev0", TINY_RECIPE.model_copy()) == expected
+    night = fresh.with_steps(5).model_copy(
+        update={"replay_curation": True, "selection": "posterior"}
+    )
+    text = tiny.replace('"total_steps":30', '"total_steps":5').replace(
+        '"tensorboard":true,"selection":"curriculum"',
+        '"tensorboard":true,"replay_curation":true,"selection":"posterior"',
+    )
+    assert train_id_for("cur-test", "rev0", night, "vllm") == _id_of(f"cur-test|rev0|{text}|vllm")
+    assert _id_of(f"cur-test|rev0|{text}|vllm") == "train-3b3b98d7e07b"
+
+
+def test_settings_keep_the_grpo_config_they_were_checked_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 49: the `[grpo]` table's GRPOConfig is built once, when the settings are validated,
+    and handed out from then on; `--steps` makes one checked copy; a copy whose table was
+    replaced builds its own; none of this makes two settings unequal."""
+    built: list[dict[str, object]] = []
+    init = GRPOConfig.__init__
+
+    def counted(self: GRPOConfig, **kwargs: object) -> None:
+        built.append(kwargs)
+        init(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(GRPOConfig, "__init__", counted)
+    settings = load_settings(RECIPES / "tiny_train.toml")
+    assert len(built) == 1
+    cfg = settings.grpo_config()
+    assert settings.grpo_config() is cfg and len(built) == 1
+    five = settings.with_steps(5)
+    assert len(built) == 2 and five.grpo_config().total_steps == 5 and len(built) == 2
+    assert five.grpo["total_steps"] == 5 and settings.grpo_config().total_steps == 30
+    assert five.grpo_config(seed=3).seed == 3 and five.grpo_config().seed == cfg.seed
+    with pytest.raises(ValueError, match=r"^grpo\.total_steps must be an integer"):
+        settings.with_steps(2**31)
+    other = settings.model_copy(update={"grpo": {**settings.grpo, "lr": 1e-3}})
+    assert other.grpo_config().lr == 1e-3 and settings.grpo_config() is cfg
+    assert settings == TINY_RECIPE and other != settings
+    assert five == load_settings(RECIPES / "tiny_train.toml").with_steps(5)
+
+
+def test_the_flow_takes_a_resolved_job_as_it_is(
+    ledger: Ledger, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """`sieve train` hands the flow its job resolved (issue 49): the flow resolves nothing
+    again (this ledger has no curriculum at all); a job comes alone."""
+    job = TrainJob(curriculum_id="cur-x", model=tiny_model_dir, home=tmp_path, settings=SMALL)
+    assert resolve(ledger, TrainParams(job=job)) is job
+    with pytest.raises(ValidationError, match="not both"):
+        TrainParams(job=job, curriculum="cur-y")
+    with pytest.raises(SieveError, match="no curriculum yet"):
+        resolve(ledger, TrainParams())
 
 
 # ---------------------------------------------------------------------- which model

@@ -6,7 +6,9 @@
   where it is, how many fields it has and the first sentence of its docstring;
 - `settings-sprawl` and `pipeline-shape`: `benchmarks/settings_sprawl.py`'s counts, the "now"
   column counted from the code at render time (so `make docs-check` fails when the code moved
-  and the page did not) and the earlier revision's column read from its results file.
+  and the page did not) and the earlier revision's column read from its results file;
+- `train-job`: the same script's run-time counts of one `sieve train --config F` (issue 49), both
+  columns read from its results file (a training run is not repeated at render time).
 
 The code is parsed, never imported, except for the CLI option counts, which settings_sprawl.py
 reads from the Typer app in a child process.
@@ -133,14 +135,37 @@ def pipeline_shape(r: Results) -> str:
     return body + f"\n\nImport circles in the code now: {circles}."
 
 
+def train_job(r: Results) -> str:
+    """One `sieve train --config F` on the tiny policy, counted while it runs (issue 49: a train
+    job resolved once), at the revision the work started from and at the one counted last."""
+    labels = {
+        "grpo_config_constructions": "`GRPOConfig` objects built",
+        "home_decisions": "times the home is decided (`resolve_home` given none)",
+        "home_resolutions": "`resolve_home` calls (a decided home passed down included)",
+        "config_reads": "reads of the `--config` file",
+        "recipe_loads": "recipe files loaded (`load_settings`)",
+        "recipe_choices": "recipes chosen (`recipe_for`, `given_recipe`)",
+        "curriculum_resolutions": "curriculum ids resolved (`resolve_curriculum`)",
+    }
+    sides = ("before", "now")
+    revisions = [str(r("settings_sprawl", "train_job", side, "revision")) for side in sides]
+    rows = [
+        [text, *(str(r("settings_sprawl", "train_job", side, key)) for side in sides)]
+        for key, text in labels.items()
+    ]
+    return table(["while one `sieve train --config F` runs", *(f"at {v}" for v in revisions)], rows)
+
+
 def _fields(cls: ast.ClassDef) -> int:
-    """Annotated fields of a settings class (constants in capitals and ClassVars left out)."""
+    """Annotated fields of a settings class (constants in capitals, ClassVars and private
+    attributes, named with a leading underscore, left out)."""
     return sum(
         1
         for item in cls.body
         if isinstance(item, ast.AnnAssign)
         and isinstance(item.target, ast.Name)
         and not item.target.id.isupper()
+        and not item.target.id.startswith("_")
         and "ClassVar" not in ast.unparse(item.annotation)
     )
 
@@ -167,4 +192,5 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "settings-objects": settings_objects,
     "settings-sprawl": settings_sprawl,
     "pipeline-shape": pipeline_shape,
+    "train-job": train_job,
 }

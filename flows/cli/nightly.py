@@ -38,7 +38,6 @@ from flows.cli.options import (
     check_folders,
     option_blocks,
 )
-from flows.cli.train import train_recipe
 from pipeline.errors import SieveError
 
 if TYPE_CHECKING:
@@ -297,6 +296,7 @@ def loop(
 
     A night already finished on this lineage (a --start date run before) is skipped.
     """
+    from pipeline.recipes import given_recipe, train_recipe
     from pipeline.store import Ledger
 
     if nights < 1:
@@ -310,7 +310,8 @@ def loop(
     check_backend(backend, base_url)
     options = engine.options()
     folder, why = _loop_start(model, backend, home)
-    recipe, settings = train_recipe(train_config, folder, steps)
+    given = given_recipe(train_config) if train_config is not None else None
+    recipe, settings = train_recipe(folder, given, steps)
     out.print(
         f"loop: night 1 starts from {folder} ({why}); {recipe.line()}",
         markup=False,

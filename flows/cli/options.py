@@ -1,8 +1,10 @@
 """Options that several `sieve` commands share, and the blocks of them that commands repeat.
 
 `--home` and the sampler's `--model`, `--backend` and `--base-url` are `Annotated` types used as
-they are. The sampling overrides (curate, eval) and the vLLM engine settings (curate, eval,
-train, loop) are blocks generated from the settings objects they set (`SamplingConfig`,
+they are; `DecidedHomeOpt` is `--home` handing the command the home it decided (the folder
+given, else $SIEVE_HOME's, else ./data), so the command resolves its home once and passes it
+down. The sampling overrides (curate, eval) and the vLLM engine settings (curate, eval, train,
+loop) are blocks generated from the settings objects they set (`SamplingConfig`,
 `EngineOptions`), so a field and its option are written once, its help the field's own
 description. Sampling is one option per field (`--temperature 0.6`); the engine, whose settings
 only the vllm backend reads, is one repeatable option of KEY=VALUE pairs named after its fields
@@ -46,6 +48,13 @@ def checked_home(home: Path | None) -> Path | None:
     """`--home` as given, once the home it names (else $SIEVE_HOME's, else ./data) can be a
     folder: not a file, a device, a dangling or looping symlink, or a path below a file (each
     would fail later, in whatever first creates a file there, as a traceback)."""
+    decided_home(home)
+    return home
+
+
+def decided_home(home: Path | None) -> Path:
+    """The home `--home` names, else $SIEVE_HOME's, else ./data, decided once for the command
+    (`DecidedHomeOpt`) and checked as `checked_home` says."""
     from pipeline.home import resolve_home
 
     folder = resolve_home(home)
@@ -60,7 +69,7 @@ def checked_home(home: Path | None) -> Path | None:
             if not parent.is_dir():
                 raise SieveError(f"{where} is below {parent}, which is not a folder")
             break
-    return home
+    return folder
 
 
 def check_folders(home: Path | None, *names: str) -> None:
@@ -68,22 +77,27 @@ def check_folders(home: Path | None, *names: str) -> None:
     folder (a file there failed deep inside the run, as a traceback)."""
     from pipeline.home import resolve_home
 
+    root = resolve_home(home)
     for name in names:
-        path = resolve_home(home) / name
+        path = root / name
         if (path.exists() or path.is_symlink()) and not path.is_dir():
             raise SieveError(f"{path} is not a folder; this command writes its {name} there")
 
 
-HomeOpt = Annotated[
-    Path | None,
-    typer.Option(
+def _home_option(callback: Callable[[Path | None], Path | None]) -> Any:
+    """`--home`, written once; `callback` says what the command gets."""
+    return typer.Option(
         "--home",
         help="Sieve home (ledger, models); default $SIEVE_HOME or ./data.",
         parser=home_path,
         metavar="<path>",
-        callback=checked_home,
-    ),
-]
+        callback=callback,
+    )
+
+
+HomeOpt = Annotated[Path | None, _home_option(checked_home)]  # the value as given
+# the home decided by the option (never None from the command line): a command resolves it once
+DecidedHomeOpt = Annotated[Path | None, _home_option(decided_home)]
 BackendOpt = Annotated[str, typer.Option("--backend", help="Sampler: hf, vllm or openai.")]
 ModelOpt = Annotated[
     Path | None,

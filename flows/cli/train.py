@@ -1,9 +1,11 @@
 """`sieve train`: GRPO on a curated curriculum, with the recipe for the model.
 
-Everything is decided before Prefect starts: the curriculum, the starting model (by default the
-one the curriculum was curated with) and the recipe (`--config FILE`, else the recipe file for
-that model's prompt format; `--steps` replaces its total). `--print-config` shows the result as
-TOML and stops. The call into the job is `run_train` (`flows.train.train_flow`).
+Everything is decided before Prefect starts, once, into a `pipeline.lineage.TrainJob`: the home
+(by `--home`'s own check), the curriculum, the starting model (by default the one the curriculum
+was curated with) and the recipe (`--config FILE`, read once, else the recipe file for that
+model's prompt format; `--steps` replaces its total). `--print-config` shows the result as TOML
+and stops. The call into the job is `run_train` (`flows.train.train_flow`), which is handed the
+resolved job.
 
 Test: `pytest tests/cli/test_train_cli.py`.
 """
@@ -30,7 +32,7 @@ from flows.cli.options import (
     ENGINE,
     BackendOpt,
     BaseUrlOpt,
-    HomeOpt,
+    DecidedHomeOpt,
     OptionBlock,
     check_folders,
     option_blocks,
@@ -41,9 +43,9 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from pipeline.hooks import ProgressEvent
-    from pipeline.recipes import Recipe, TrainSettings
+    from pipeline.lineage import TrainJob
+    from pipeline.recipes import Recipe
     from pipeline.sampling import EngineOptions
-    from pipeline.sampling.budget import SamplingConfig
 
 CurriculumOpt = Annotated[str, typer.Option(help="Curriculum id or 'latest'.")]
 RecipeOpt = Annotated[
@@ -90,42 +92,39 @@ def train(
     engine: OptionBlock = ENGINE,
     print_config: PrintConfigOpt = False,
     strict: StrictOpt = False,
-    home: HomeOpt = None,
+    home: DecidedHomeOpt = None,
 ) -> None:
     """GRPO on a curated curriculum; checkpoints are registered for the next curation."""
+    from pipeline.home import resolve_home
     from pipeline.recipes import settings_toml
     from pipeline.runlog import quiet_prefect
 
-    _check_args(max_steps, steps, config, backend, base_url)  # before anything is written
-    check_folders(home, "checkpoints", "tensorboard")
+    root = home if home is not None else resolve_home()  # --home's check decided it
+    given = _check_args(max_steps, steps, config, backend, base_url)  # before anything is written
+    check_folders(root, "checkpoints", "tensorboard")
     if not print_config:  # --print-config touches nothing on disk (no <home>/.prefect)
-        quiet_prefect(home)  # before Prefect is imported: this home's own state
+        quiet_prefect(root)  # before Prefect is imported: this home's own state
     options = engine.options()
     if model is not None and not (model / "config.json").is_file():
         raise SieveError(f"model folder {model} has no config.json")
-    if print_config and model is not None:  # no ledger needed to show settings
-        cid, folder, why, curated = curriculum, model, "given", None
-    else:
-        cid, folder, why, curated = _train_target(curriculum, model, home)
-    recipe, settings = train_recipe(config, folder, steps)
+    ledgerless = print_config and model is not None  # no ledger needed to show settings
+    job = train_job(curriculum, model, root, given, steps, read_ledger=not ledgerless)
     if print_config:
-        header = [f"sieve train: effective settings for {folder} ({why})", recipe.line()]
-        sys.stdout.write(settings_toml(settings, [*header, f"backend {backend}"]))
+        header = [f"sieve train: effective settings for {job.model} ({job.model_why})"]
+        header += [job.recipe or "", f"backend {backend}"]
+        sys.stdout.write(settings_toml(job.settings, header))
         return
-    check_sampling(cid, curated, folder, settings, strict)
+    check_sampling(job, strict)
     if resume:
-        check_resumable(cid, folder, settings, backend, home)
+        check_resumable(job, backend)
     out.print(
-        f"train {cid}: model {folder} ({why}); {recipe.line()}",
+        f"train {job.curriculum_id}: model {job.model} ({job.model_why}); {job.recipe}",
         markup=False,
         highlight=False,
         soft_wrap=True,
     )
     summary = run_train(
-        curriculum=cid,
-        model=str(folder),
-        home=home,
-        settings=settings,
+        job=job,
         backend=backend,
         base_urls=base_url or [],
         engine=options,
@@ -141,8 +140,9 @@ def _check_args(
     config: Path | None,
     backend: str,
     base_url: list[str] | None,
-) -> None:
-    """The checks that need neither a model nor the ledger, in the order they report."""
+) -> Recipe | None:
+    """The checks that need neither a model nor the ledger, in the order they report; the
+    `--config` file, read here once (None when not given)."""
     from grpo_core.validate import MAX_COUNT
     from pipeline.recipes import given_recipe
 
@@ -150,39 +150,45 @@ def _check_args(
         raise SieveError(f"--max-steps must be >= 1, got {max_steps}")
     if steps is not None and not 1 <= steps <= MAX_COUNT:
         raise SieveError(f"--steps must be an integer in [1, {MAX_COUNT}], got {steps}")
-    if config is not None:
-        given_recipe(config)  # a bad file fails first, whatever else is wrong
+    given = given_recipe(config) if config is not None else None  # a bad file fails first
     check_backend(backend, base_url)
+    return given
 
 
-def train_recipe(
-    config: Path | None, model: Path, steps: int | None
-) -> tuple[Recipe, TrainSettings]:
-    """(Recipe, TrainSettings): `--config FILE` alone on GRPOConfig's defaults, else the recipe
-    file for the model; `--steps` replaces total_steps."""
-    from pipeline.recipes import given_recipe, recipe_for
+def train_job(
+    curriculum: str,
+    model: Path | None,
+    home: Path,
+    given: Recipe | None,
+    steps: int | None,
+    *,
+    read_ledger: bool = True,
+) -> TrainJob:
+    """The job (`pipeline.lineage.resolve_train_job`), checked before Prefect starts, from one
+    read-only open of the ledger (none when `read_ledger` is off: `--print-config --model`)."""
+    from pipeline.home import LEDGER_NAME
+    from pipeline.lineage import resolve_train_job
+    from pipeline.store import Ledger
 
-    recipe = given_recipe(config) if config is not None else recipe_for(model)
-    settings = recipe.settings.with_steps(steps)
-    try:
-        settings.grpo_config()
-    except ValueError as exc:  # `grpo.total_steps must be ...`: what --steps gave
-        raise SieveError(f"--steps {steps}: {exc}" if steps is not None else str(exc)) from None
-    return recipe, settings
+    if not read_ledger:
+        return resolve_train_job(None, curriculum, model, home, recipe=given, steps=steps)
+    path = home / LEDGER_NAME
+    if not path.exists():
+        raise SieveError(f"no ledger at {path}: run `sieve curate` first")
+    with Ledger.open(home, read_only=True) as ledger:
+        return resolve_train_job(ledger, curriculum, model, home, recipe=given, steps=steps)
 
 
-def check_resumable(
-    cid: str, folder: Path, settings: TrainSettings, backend: str, home: Path | None
-) -> None:
+def check_resumable(job: TrainJob, backend: str) -> None:
     """SieveError when `--resume` finds no checkpoint of this run (the curriculum, model,
     settings and backend name it): it used to train a fresh run without a word."""
     from grpo_core import checkpoint as ckpt
-    from pipeline.home import resolve_home
     from pipeline.policy.model import folder_revision
     from pipeline.train import train_id_for
 
-    train_id = train_id_for(cid, folder_revision(folder), settings, backend)
-    root = resolve_home(home) / "checkpoints" / train_id
+    cid, folder = job.curriculum_id, job.model
+    train_id = train_id_for(cid, folder_revision(folder), job.settings, backend)
+    root = job.home / "checkpoints" / train_id
     if not ckpt.list_steps(root):
         raise SieveError(
             f"--resume: training {train_id} (curriculum {cid}, model {folder}, these settings) "
@@ -191,81 +197,54 @@ def check_resumable(
         )
 
 
-def check_sampling(
-    cid: str, curated: SamplingConfig | None, folder: Path, settings: TrainSettings, strict: bool
-) -> None:
+def check_sampling(job: TrainJob, strict: bool) -> None:
     """One warning line (an error with --strict) when the run samples at other settings than
-    the curriculum was curated at (`curated`: `pipeline.lineage.curated_sampling`, None when
-    not recorded): its pass rates, and which groups are informative, were measured there."""
+    the curriculum was curated at (`job.curated`: `pipeline.lineage.curated_sampling`, None
+    when not recorded): its pass rates, and which groups are informative, were measured
+    there."""
     from pipeline.recipes import folder_prompt_format
     from pipeline.sampling.budget import training_mismatch
 
-    if curated is None:
+    if job.curated is None:
         return
-    cfg = settings.grpo_config()
-    fmt = folder_prompt_format(folder)
-    differences = training_mismatch(curated, fmt, cfg.temperature, cfg.max_new_tokens)
+    cfg = job.settings.grpo_config()
+    fmt = folder_prompt_format(job.model)
+    differences = training_mismatch(job.curated, fmt, cfg.temperature, cfg.max_new_tokens)
     if not differences:
         return
     line = (
-        f"curriculum {cid} was curated at other sampling settings than this run trains at: "
-        f"{'; '.join(differences)} (its pass rates were measured there"
+        f"curriculum {job.curriculum_id} was curated at other sampling settings than this run "
+        f"trains at: {'; '.join(differences)} (its pass rates were measured there"
     )
     if strict:
         raise SieveError(f"{line}; set them alike in the recipe, or drop --strict)")
     err.print(f"warning: {line}; --strict refuses)", soft_wrap=True)
 
 
-def _train_target(
-    curriculum: str, model: Path | None, home: Path | None
-) -> tuple[str, Path, str, SamplingConfig | None]:
-    """(curriculum id, model folder, why that folder, the sampling it was curated at), checked
-    before Prefect starts, from one read-only open of the ledger."""
-    from pipeline.export import resolve_curriculum
-    from pipeline.home import ledger_path
-    from pipeline.lineage import curated_sampling, curriculum_model
-    from pipeline.store import Ledger
-
-    if not ledger_path(home).exists():
-        raise SieveError(f"no ledger at {ledger_path(home)}: run `sieve curate` first")
-    with Ledger.open(home, read_only=True) as ledger:
-        cid = resolve_curriculum(ledger, curriculum)
-        curated = curated_sampling(ledger, cid)
-        if model is not None:
-            return cid, model, "given", curated
-        folder, why = curriculum_model(ledger, cid, home)
-    return cid, folder, why, curated
-
-
 def run_train(
     *,
-    curriculum: str,
-    model: str,
-    home: Path | None,
-    settings: TrainSettings,
+    job: TrainJob,
     backend: str,
     base_urls: list[str],
     engine: EngineOptions,
     max_steps: int | None,
     resume: bool,
 ) -> dict[str, Any]:
-    """The training job: the Prefect flow `flows.train.train_flow`, with a per-step bar."""
-    start_flows(home)
+    """The training job: the Prefect flow `flows.train.train_flow`, handed the resolved job,
+    with a per-step bar."""
+    start_flows(job.home)
     from flows.runtime import Runtime
     from flows.train import TrainParams, train_flow
 
     params = TrainParams(
-        curriculum=curriculum,
-        model=model,
-        home=str(home) if home is not None else None,
-        settings=settings,
+        job=job,
         backend=backend,
         base_urls=base_urls,
         engine=engine,
         max_steps=max_steps,
         resume=resume,
     )
-    total = settings.grpo_config().total_steps
+    total = job.settings.grpo_config().total_steps
     with progress("train") as bar:
         return train_flow(params, Runtime(progress=_train_progress(bar, total)))
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -65,11 +66,13 @@ def chat_copy(model_dir: Path, dest: Path) -> Path:
 
 @pytest.fixture
 def flow_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Records the `TrainParams` fields `sieve train` hands `run_train` instead of training."""
+    """Records what `sieve train` hands `run_train` instead of training: the resolved job's
+    curriculum, model, home and settings (as `TrainParams` names them) and the run's options."""
     calls: list[Any] = []
 
-    def fake(**params: Any) -> dict[str, Any]:
-        calls.append(SimpleNamespace(**params))
+    def fake(*, job: Any, **params: Any) -> dict[str, Any]:
+        resolved = {"curriculum": job.curriculum_id, "model": str(job.model), "home": job.home}
+        calls.append(SimpleNamespace(**resolved, settings=job.settings, job=job, **params))
         same = {"greedy": 0.1, "sampled": 0.1}
         return {
             "train_id": "train-x", "steps": 1, "rollouts": 8, "seconds": 0.1, "before": [],
@@ -99,6 +102,63 @@ def test_train_without_model_trains_the_curriculum_model_with_its_recipe(
     assert params.settings == TINY_RECIPE and params.backend == "hf"
     line = next(x for x in out.splitlines() if x.startswith("train cur-test"))
     assert "tiny_train.toml" in line and str(model) in line and "curated with" in line
+
+
+def test_sieve_train_resolves_its_job_once(
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    curated_home: Callable[[Path | None], Path],
+    flow_calls: list[Any],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 49: `sieve train --config F --steps 3` reads F once, builds its GRPOConfig once
+    (and the one --steps copy), decides the home once ($SIEVE_HOME here) and resolves the
+    curriculum once, and hands the flow that job (benchmarks/settings_sprawl.py counts the
+    whole command, the flow included)."""
+    import pipeline.export
+    import pipeline.home
+    import pipeline.tomlconfig
+
+    home = curated_home(tiny_model_dir)
+    config = tmp_path / "f.toml"
+    config.write_text("[grpo]\nlr = 5e-5\n")
+    monkeypatch.setenv("SIEVE_HOME", str(home))
+    calls: list[str] = []
+
+    def count(module: ModuleType, name: str, counts: Callable[..., bool]) -> None:
+        original = vars(module)[name]
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls.extend([name] if counts(*args, **kwargs) else [])
+            return original(*args, **kwargs)
+
+        for mod in list(sys.modules.values()):  # wherever it was imported by name
+            if isinstance(mod, ModuleType) and vars(mod).get(name) is original:
+                monkeypatch.setattr(mod, name, counted)
+
+    count(pipeline.home, "resolve_home", lambda home=None: home is None)  # a decision
+    count(pipeline.export, "resolve_curriculum", lambda *a: True)
+    count(pipeline.tomlconfig, "read_config_text", lambda *a: True)
+    init = GRPOConfig.__init__
+
+    def built(self: GRPOConfig, **kwargs: Any) -> None:
+        calls.append("GRPOConfig")
+        init(self, **kwargs)
+
+    monkeypatch.setattr(GRPOConfig, "__init__", built)
+    code, _, err = run_cli(["train", "--config", str(config), "--steps", "3"], capsys)
+    assert code == 0, err
+    assert sorted(calls) == [
+        "GRPOConfig", "GRPOConfig", "read_config_text", "resolve_curriculum", "resolve_home"
+    ]  # fmt: skip
+    (params,) = flow_calls
+    assert params.home == home and params.curriculum == "cur-test"
+    cfg = params.settings.grpo_config()
+    assert (cfg.lr, cfg.total_steps) == (
+        5e-5,
+        3,
+    ) and params.job.recipe == f"recipe {config} (--config)"
 
 
 def test_a_chat_model_gets_the_real_recipe_not_the_tiny_one(
