@@ -93,3 +93,64 @@ def test_two_nights_on_a_model_continue_its_own_lineage(
     assert "done already" in lines[-1] and len(lines) == 4
     with Ledger.open(home, read_only=True) as ledger:
         assert ledger.run("SELECT count(*) FROM train_runs WHERE status = 'finished'") == [(3,)]
+
+
+def test_nights_that_refresh_the_difficulty_model(tmp_path: Path, partly_trained_dir: Path) -> None:
+    """The product's night as a refresh (issue 46 point 4), through `sieve loop`'s code: night 1
+    screens its candidates (no evidence yet); night 2 screens none of the cells night 1
+    measured, takes their candidates by the cell's posterior, and trains with the posterior
+    reading night 1's training groups; every rollout a night's training samples trains and
+    lands in train_rollouts; the nights are one run (carry_over)."""
+    from pipeline.selection.posterior import lineage_observations
+    from pipeline.store.ids import curation_runs
+
+    home = tmp_path / "home"
+    base = tmp_path / "base"
+    shutil.copytree(partly_trained_dir, base)
+    # replay needs the curation sampled as training samples (8 tokens here, not the tiny
+    # policy's 16): the trainer refuses stored samples drawn under other settings
+    sampling = CURATE.sampling.model_copy(update={"max_new_tokens": 8})
+    curate = CURATE.model_copy(
+        update={"screen": "unknown", "known_cell_samples": 4.0, "sampling": sampling}
+    )
+    train = TRAIN.model_copy(
+        update={"selection": "posterior", "replay_curation": True, "carry_over": True}
+    )
+    nights = loop(home, 2, curate, train, date(2026, 11, 1), lambda _: None, model=str(base))
+    first, second = nights[0], nights[1]
+    assert first["curate"]["rollouts_spent"].get("screen", 0) > 0
+    assert second["curate"]["rollouts_spent"].get("screen", 0) == 0  # both cells known
+    with Ledger.open(home, read_only=True) as ledger:
+        reasons = ledger.sql(
+            "SELECT DISTINCT reason FROM curriculum_items WHERE curriculum_id = $c",
+            {"c": second["curate"]["curriculum_id"]},
+        )["reason"].to_list()
+        assert set(reasons) <= {"cell_prior", "cell_prior_explore"} and reasons
+        screen, _ = curation_runs(second["curate"]["curriculum_id"])
+        assert (
+            ledger.sql("SELECT count(*) FROM rollouts WHERE run_id = $r", {"r": screen}).item() == 0
+        )
+        t1, t2 = first["train"]["train_id"], second["train"]["train_id"]
+        obs, now = lineage_observations(ledger, second["train"]["base_revision"], t2)
+        steps = ledger.sql(
+            "SELECT count(DISTINCT step) FROM train_group_stats WHERE train_id = $t", {"t": t1}
+        ).item()
+        assert now == steps  # night 2 starts on the clock where night 1 ended
+        mine = ledger.sql(
+            "SELECT problem_id, sum(n_samples) AS n FROM train_group_stats "
+            "WHERE train_id = $t GROUP BY ALL",
+            {"t": t1},
+        )
+        assert obs.filter(pl.col("update") < now)["n"].sum() >= mine["n"].sum()
+        for tid in (t1, t2):  # fresh samples = samples stored; replayed ones were curation's
+            m = dict(
+                ledger.sql(
+                    "SELECT name, sum(value) FROM train_metrics WHERE train_id = $t "
+                    "AND name IN ('rollouts', 'replayed_rollouts') GROUP BY name",
+                    {"t": tid},
+                ).rows()
+            )
+            stored = ledger.sql(
+                "SELECT sum(n_samples) FROM train_group_stats WHERE train_id = $t", {"t": tid}
+            ).item()
+            assert m["rollouts"] + m.get("replayed_rollouts", 0.0) == stored
