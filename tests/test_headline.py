@@ -31,15 +31,20 @@ def coin_reward(setup: Any) -> Any:
     return reward
 
 
+# the arms the coin reward reaches (the night arm runs the product's loop, which scores with
+# Sieve's verifiers: on the random policy it pays nothing, so it runs once, for its accounting)
+ONLINE = [a for a in hl.ARMS if a != "night"]
+
+
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("headline")
     mp = pytest.MonkeyPatch()
     mp.setattr(hl, "reward_fn", coin_reward)
     try:
-        hl.main(["--smoke", "--results", str(out), "--seeds", "1", "2"])
+        hl.main(["--smoke", "--results", str(out), "--seeds", "1", "2", "--arms", ",".join(ONLINE)])
         hl.main(["--smoke", "--results", str(out), "--seeds", "1", "--setting", "cold",
-                 "--arms", "uniform"])  # fmt: skip
+                 "--arms", "uniform,night"])  # fmt: skip
     finally:
         mp.undo()
     return out
@@ -55,8 +60,13 @@ def runs(folder: Path) -> dict[str, dict[str, Any]]:
 def test_every_update_trains_the_same_number_of_rollouts_and_no_run_overruns(smoke: Path) -> None:
     setup = hl.SMOKE
     got = runs(smoke)
-    assert set(got) == {f"warm_{a}_s{s}" for a in hl.ARMS for s in (1, 2)} | {"cold_uniform_s1"}
+    assert set(got) == {f"warm_{a}_s{s}" for a in ONLINE for s in (1, 2)} | {
+        "cold_uniform_s1",
+        "cold_night_s1",
+    }
     for name, r in got.items():
+        if r["arm"] == "night":
+            continue  # test_the_night_arm_counts_its_curation_and_never_overruns
         steps = r["steps"]
         assert r["done"] and r["final"]["scored"] > 0, name
         assert sum(s["sampled"] for s in steps) <= setup.budget, name
@@ -76,6 +86,27 @@ def test_every_update_trains_the_same_number_of_rollouts_and_no_run_overruns(smo
                 assert s["trained"] in (0, setup.per_update) and s["sampled"] >= s["trained"]
                 assert s["trained"] == 0 or s["informative"] == setup.batch_prompts
         assert sum(s["update"] for s in steps) > 0, name  # the coin reward gives spread
+
+
+def test_the_night_arm_counts_its_curation_and_never_overruns(smoke: Path) -> None:
+    """The `night` arm (the product's `sieve loop`): each night's curation is a record of its
+    own (sampled, none trained), its training steps never train more than a batch, the nights'
+    curation adds up, and no night is started that the budget could not pay for."""
+    setup = hl.SMOKE
+    r = runs(smoke)["cold_night_s1"]
+    steps, nights = r["steps"], r["nights"]
+    assert r["done"] and r["final"]["scored"] > 0 and nights
+    assert sum(s["sampled"] for s in steps) <= setup.budget
+    curation = [s for s in steps if s.get("curation")]
+    assert len(curation) == len(nights)
+    assert [s["sampled"] for s in curation] == [n["curation_rollouts"] for n in nights]
+    assert all(s["trained"] == 0 and not s["update"] for s in curation)
+    for s in steps:
+        assert s["trained"] <= setup.per_update and s["groups"] <= setup.batch_prompts
+    assert sum(n["kept"] for n in nights) == sum(sum(n["kept_by_reason"].values()) for n in nights)
+    assert r["curve"][0]["rollouts"] == 0 and r["curve"][-1]["rollouts"] == sum(
+        s["sampled"] for s in steps
+    )
 
 
 def test_the_warm_start_is_shared_and_cells_are_measured_from_it(smoke: Path) -> None:
@@ -102,7 +133,7 @@ def test_a_second_invocation_runs_nothing_again(smoke: Path, monkeypatch: Any) -
 def test_the_summary_pairs_arms_to_uniform_with_intervals(smoke: Path) -> None:
     result = json.loads((smoke / "headline_smoke.json").read_text())
     warm = result["settings"]["warm"]
-    assert set(warm["arms"]) == set(hl.ARMS)
+    assert set(warm["arms"]) == set(ONLINE)
     for arm in ("dapo", "greso", "mopps"):
         d = warm["arms"][arm]["diff_sampled_vs_uniform"]
         assert d["seeds"] == 2 and d["ci95"][0] <= d["mean"] <= d["ci95"][1]
@@ -149,7 +180,7 @@ def test_the_readme_block_gives_a_verdict_against_the_goal_whichever_way(smoke: 
     assert "**Goal not met** (yet)." in body and "GRESO with refill" in body
     assert "*Cold start* (the base model;" in body
     runs = docs_headline.headline_selection_runs(results)
-    assert runs.count("\n| warm |") == 2 * len(hl.ARMS) and "| cold | uniform | 1 |" in runs
+    assert runs.count("\n| warm |") == 2 * len(ONLINE) and "| cold | uniform | 1 |" in runs
     # no finished run: the start records still show what each start is
     started = dict(json.loads((smoke / "headline.json").read_text()), settings={})
     (smoke / "headline.json").write_text(json.dumps(started))
