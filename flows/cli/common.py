@@ -382,10 +382,34 @@ def _install(before: dict[int, Any]) -> None:
             return
 
 
+SIGNAL_RETRY_S = 0.05  # how soon a signal that arrived inside an import is delivered again
+
+
+def _inside_import(frame: FrameType | None) -> bool:
+    """True when `frame` runs inside a module being imported (importlib's frames on the stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     """The first SIGINT or SIGTERM raises KeyboardInterrupt, remembered in `_run`, and from then
     on stderr output is dropped unless verbose; a later SIGINT raises again, a later SIGTERM
-    (Prefect sends its own again, once its handler is done) only waits for the first."""
+    (Prefect sends its own again, once its handler is done) only waits for the first.
+
+    A first signal that lands inside an import is delivered again a moment later instead: an
+    exception raised in a module's top-level code can cross a C++ extension's frame there
+    (torch.distributed's import), and pybind11 then aborts the process with `terminate called
+    after throwing an instance of 'pybind11::error_already_set'` instead of the one line."""
+    if _run.signal is None and _inside_import(frame):
+        import threading
+
+        timer = threading.Timer(SIGNAL_RETRY_S, os.kill, (os.getpid(), signum))
+        timer.daemon = True
+        timer.start()
+        return
     first = _run.signal is None
     _run.signal = signum
     if first:

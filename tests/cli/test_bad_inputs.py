@@ -1641,3 +1641,44 @@ def test_a_home_without_its_recorded_checkpoint_is_one_line(
         "from another model with --model"
     )
     assert checksums(copy) == before
+
+
+def test_a_signal_inside_an_import_is_delivered_again_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first SIGTERM that lands while a module is being imported (CI: inside torch's import,
+    where the KeyboardInterrupt crossed pybind11 and the process aborted with `terminate
+    called ...`) raises nothing there: it is sent again a moment later; outside an import it
+    raises as before."""
+    import importlib
+    import threading
+
+    from flows.cli import common
+
+    sent: list[tuple[int, int]] = []
+    started = threading.Event()
+
+    class Timer:
+        def __init__(self, delay: float, fn: Any, args: tuple[int, int]) -> None:
+            assert delay == common.SIGNAL_RETRY_S and fn is os.kill
+            self.args, self.daemon = args, False
+
+        def start(self) -> None:
+            sent.append(self.args)
+            started.set()
+
+    monkeypatch.setattr(threading, "Timer", Timer)
+    monkeypatch.setattr(common, "_run", common._Run())
+    monkeypatch.setattr(sys, "stderr", sys.stderr)  # the handler swaps stderr for devnull
+    (tmp_path / "mod_signalled.py").write_text(
+        "import sys\nfrom flows.cli import common\n"
+        "common._on_signal(15, sys._getframe())\nREACHED = True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("mod_signalled")
+    assert mod.REACHED and started.is_set()
+    assert sent == [(os.getpid(), 15)]
+    assert common._run.signal is None  # not taken yet: the re-sent one is the first
+    with pytest.raises(KeyboardInterrupt):
+        common._on_signal(15, sys._getframe())
+    assert common._run.signal == 15
