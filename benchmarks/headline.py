@@ -611,7 +611,9 @@ NIGHT_UPDATES = 12  # updates a night trains (the last night: what the budget ha
 NIGHT_START = "2026-01-01"  # the first night's date (each night's curation seed follows it)
 
 
-def night_settings(setup: Setup, seed: int, updates: int, candidates: int) -> tuple[Any, Any]:
+def night_settings(
+    setup: Setup, seed: int, updates: int, candidates: int, mix: dict[str, list[int]]
+) -> tuple[Any, Any]:
     """(CurateConfig, TrainSettings) of the `night` arm: `sieve loop` as a user would set it to
     train on what the ledger knows (issue 46 point 4) under the protocol. Curation refreshes the
     difficulty model (screen = "unknown": only cells the lineage has no evidence of are
@@ -635,7 +637,7 @@ def night_settings(setup: Setup, seed: int, updates: int, candidates: int) -> tu
     curate = base.model_copy(
         update=dict(
             n_candidates=candidates,
-            mix={f: ",".join(map(str, lv)) for f, lv in NIGHT_MIX.items()},
+            mix={f: ",".join(map(str, lv)) for f, lv in mix.items()},
             seed=1_000 * seed,
             screen="unknown",
             screen_g=NIGHT_SCREEN_G,
@@ -665,9 +667,6 @@ def night_settings(setup: Setup, seed: int, updates: int, candidates: int) -> tu
         carry_over=True,
     )
     return curate, train
-
-
-NIGHT_MIX: dict[str, list[int]] = {}  # the arm's mix, set by run_night from the run's mix
 
 
 def night_steps(ledger: Any, train_id: str) -> list[dict[str, Any]]:
@@ -740,8 +739,6 @@ def run_night(
     from pipeline.store.ids import curation_runs
 
     arm = "night"
-    NIGHT_MIX.clear()
-    NIGHT_MIX.update(mix)
     path = progress_path(runs_dir, setting, arm, seed)
     folder = state_dir / f"{setting}_{arm}_s{seed}"
     home, start_dir = folder / "home", folder / "home" / "models" / "start"
@@ -784,7 +781,7 @@ def run_night(
         if candidates < setup.batch_prompts or updates < 1:
             break
         night = first + timedelta(days=len(p["nights"]))
-        cur_cfg, train = night_settings(setup, seed, updates, candidates)
+        cur_cfg, train = night_settings(setup, seed, updates, candidates, mix)
         result = loop(
             home, 1, cur_cfg, train, night, say=lambda line: print(f"    {line}", flush=True),
             model=str(start_dir), backend=setup.backend,
