@@ -138,7 +138,9 @@ class GRPOConfig:
     weight_decay: NonNegative = 0.0  # AdamW decay; 0 as in TRL's GRPO default
     micro_batch_size: Count = 0  # sequences per forward/backward; 0 = the whole batch at once
     # padded prompt + completion tokens per forward/backward (bounds activation memory on long
-    # completions); 0 = no token limit. Combined with micro_batch_size: both bounds hold
+    # completions); 0 = no token limit. Combined with micro_batch_size: both bounds hold. With
+    # share_prefix, parts under the budget are also cut by completion length where that pads
+    # less (grpo_core.batch; same gradient, fewer padded tokens)
     micro_batch_tokens: Count = 0
     # "bf16": forward passes under torch.autocast(bfloat16), master weights and Adam stay fp32
     # (faster where the device has bf16 matmuls; log-softmax stays fp32); "off": plain dtype
