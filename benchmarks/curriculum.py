@@ -65,14 +65,14 @@ from grpo_core.collect import dynamic_sampling, pilot_commit
 from grpo_core.config import GRPOConfig
 from grpo_core.seeds import derive_seed, seed_torch
 from grpo_core.trainer import Hooks, Item, Trainer
-from pipeline.batches import raw_verifier_reward
-from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
+from pipeline.jobs.curriculum_batches import raw_verifier_reward
+from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set, overall
+from pipeline.jobs.recipes import TINY_GRPO, TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
 from pipeline.policy.model import load_policy
 from pipeline.problems import FAMILIES, family_levels, generate_mix
-from pipeline.recipes import TINY_GRPO, TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
 from pipeline.sampling.budget import SamplingConfig
+from pipeline.sampling.group_sampler import HFGroupSampler
 from pipeline.sampling.hf import HFSampler
-from pipeline.sampling.training import HFGroupSampler
 from pipeline.selection import TINY_CURATE
 from pipeline.store import Ledger
 
@@ -85,7 +85,7 @@ MIX = {f: list(family_levels(f)) for f in FAMILIES}  # the whole generator mix
 G = 8
 # the trainer settings of every arm (on top of TINY_GRPO) and the retired sieve arms' curation
 # (still recorded in `setup`, so a new run's setup compares with the committed ones): the tiny
-# policy's recipe, as `sieve demo` uses it (pipeline.train / pipeline.selection.config)
+# policy's recipe, as `sieve demo` uses it (pipeline.jobs.recipes / pipeline.selection.config)
 BENCH_GRPO: dict[str, Any] = {**TINY_RECIPE_GRPO, "beta": 0.02, "beta_schedule": "fixed"}
 SIEVE_CURATE: dict[str, Any] = dict(TINY_CURATE)
 

@@ -58,7 +58,7 @@ from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Item, Scores, Trainer
 from pipeline.policy.tokenizer import build_tokenizer
 from pipeline.sampling.hf import HFSampler
-from pipeline.sampling.training import HFGroupSampler
+from pipeline.sampling.group_sampler import HFGroupSampler
 
 tok = build_tokenizer()
 config = LlamaConfig(  # SmolLM2-135M's shape with the tiny character vocabulary

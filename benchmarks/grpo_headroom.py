@@ -45,14 +45,18 @@ from flows.curate import curate
 from grpo_core.config import GRPOConfig
 from grpo_core.seeds import seed_torch
 from grpo_core.trainer import Hooks, Item, Trainer
-from pipeline.batches import CurriculumBatches, curriculum_frame, raw_verifier_reward
-from pipeline.curate import policy_for
-from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.jobs.curate import policy_for
+from pipeline.jobs.curriculum_batches import (
+    CurriculumBatches,
+    curriculum_frame,
+    raw_verifier_reward,
+)
+from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set
 from pipeline.policy.model import load_policy
 from pipeline.problems import generate_mix
 from pipeline.sampling.budget import SamplingConfig
+from pipeline.sampling.group_sampler import HFGroupSampler
 from pipeline.sampling.hf import HFSampler
-from pipeline.sampling.training import HFGroupSampler
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
 

@@ -75,7 +75,7 @@ import polars as pl
 import torch
 
 if __name__ == "__main__":  # before anything imports Prefect: the night arm runs its flows
-    from pipeline.home import use_prefect_home
+    from pipeline.core.home import use_prefect_home
 
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -167,8 +167,8 @@ TINY_MODEL = ROOT / "data" / "models" / "tiny"
 
 def grpo(setup: Setup, seed: int) -> Any:
     """real_train.toml's recipe with the protocol's schedules: constant lr, fixed β."""
-    from pipeline.recipes import load_settings
-    from pipeline.train import for_device
+    from pipeline.jobs.recipes import load_settings
+    from pipeline.jobs.trainee import for_device
 
     settings = load_settings(ROOT / "data" / "configs" / setup.recipe)
     cfg = settings.grpo_config(
@@ -222,8 +222,8 @@ def pool_items(setup: Setup, mix: dict[str, list[int]], pol: Policy, seed: int) 
 
 def evaluate(setup: Setup, pol: Policy, held: pl.DataFrame, full: bool) -> dict[str, Any]:
     """Greedy (and with `full`, `samples` samples at T) on the held-out set, per problem."""
-    from pipeline.policy.evaluate import EvalConfig, overall
-    from pipeline.policy.evaluate import evaluate as run_eval
+    from pipeline.jobs.evaluate import EvalConfig, overall
+    from pipeline.jobs.evaluate import evaluate as run_eval
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.store import Ledger
 
@@ -270,8 +270,8 @@ def measure_cells(setup: Setup, pol: Policy, mix: dict[str, list[int]]) -> list[
     """Every cell's pass rate from the current weights: `cell_prompts` train-split prompts (a
     seed of their own) x `cell_samples` samples at the training temperature; zone and the share
     of prompts whose group disagreed (informative at this G)."""
+    from pipeline.jobs.rollouts import RunInfo, record_run
     from pipeline.problems import generate_cells
-    from pipeline.rollouts import RunInfo, record_run
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.store import Ledger
 
@@ -622,7 +622,7 @@ def night_settings(
     with the posterior before sampling (selection = "posterior", 8x candidates), carries AdamW
     and the schedules over the nights (carry_over) at the protocol's constant lr and fixed β,
     and `rollouts_per_step` = the batch, so an update trains batch_prompts x G rollouts."""
-    from pipeline.recipes import TrainSettings
+    from pipeline.jobs.recipes import TrainSettings
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.selection import CurateConfig, load_curate_config
 
@@ -734,7 +734,7 @@ def run_night(
     from datetime import date, timedelta
 
     from flows.loop import loop
-    from pipeline.lineage import nightly_model
+    from pipeline.jobs.lineage import nightly_model
     from pipeline.store import Ledger
     from pipeline.store.ids import curation_runs
 
@@ -1245,7 +1245,7 @@ def main(argv: list[str] | None = None) -> None:
         mix = {f: list(family_levels(f)) for f in FAMILIES}
         model_dir = args.model or TINY_MODEL
     else:
-        from pipeline.problems.mix import load_mix
+        from pipeline.selection.config import load_mix
 
         out, state = args.results or RESULTS, args.state or STATE
         mix = load_mix(MIX_FILE).levels()

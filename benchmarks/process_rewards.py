@@ -9,7 +9,7 @@ achieves on the tiny policy"). They differ only in the advantage:
 
 - `outcome`: GRPO's group-relative advantage of the verifier's reward (`advantage="outcome"`);
 - `outcome+steps`: plus `step_weight` 0.5 × a group-relative advantage per checkable fragment
-  on its tokens (`advantage="outcome+steps"`, `Scores.steps` from `pipeline.batches.
+  on its tokens (`advantage="outcome+steps"`, `Scores.steps` from `pipeline.jobs.curriculum_batches.
   verifier_reward`). The tiny policy answers with a bare number, so its fragments are aligned
   prefixes of the answer: fragment k is right iff the first k characters match the gold's.
 
@@ -58,13 +58,13 @@ from grpo_core.config import GRPOConfig
 from grpo_core.seeds import seed_torch
 from grpo_core.trainer import Item, Trainer
 from grpo_core.types import Sample, Scores
-from pipeline.batches import verifier_reward
-from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall
+from pipeline.jobs.curriculum_batches import verifier_reward
+from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set, overall
+from pipeline.jobs.recipes import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
 from pipeline.policy.model import load_policy
-from pipeline.recipes import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
 from pipeline.sampling.budget import SamplingConfig
+from pipeline.sampling.group_sampler import HFGroupSampler
 from pipeline.sampling.hf import HFSampler
-from pipeline.sampling.training import HFGroupSampler
 from pipeline.store import Ledger
 
 RESULTS = Path(__file__).parent / "results"

@@ -206,7 +206,7 @@ def load_cells(mix: dict[str, list[int]]) -> list[dict[str, Any]]:
 
 
 def held_out(mix: dict[str, list[int]], per_level: int) -> pl.DataFrame:
-    from pipeline.policy.evaluate import heldout_set
+    from pipeline.jobs.evaluate import heldout_set
 
     return heldout_set(per_level, mix)
 
@@ -234,7 +234,7 @@ class Policy:
 
 def load(setup: Setup, model_dir: Path) -> Policy:
     from pipeline.policy.model import load_policy
-    from pipeline.sampling.training import make_group_sampler
+    from pipeline.sampling.group_sampler import make_group_sampler
 
     model, tok = load_policy(model_dir)
     model = model.float()
@@ -259,8 +259,8 @@ def load(setup: Setup, model_dir: Path) -> Policy:
 
 def grpo(setup: Setup, seed: int, steps: int) -> Any:
     """real_train.toml's GRPOConfig with this benchmark's lr, temperature and token budget."""
-    from pipeline.recipes import load_settings
-    from pipeline.train import for_device
+    from pipeline.jobs.recipes import load_settings
+    from pipeline.jobs.trainee import for_device
 
     settings = load_settings(ROOT / "data" / "configs" / "real_train.toml")
     cfg = settings.grpo_config(
@@ -275,7 +275,7 @@ def grpo(setup: Setup, seed: int, steps: int) -> Any:
 
 
 def reward_fn(setup: Setup) -> Any:
-    from pipeline.batches import verifier_reward
+    from pipeline.jobs.curriculum_batches import verifier_reward
 
     return partial(verifier_reward, marker_required=setup.prompt_format == "chat")
 
@@ -284,7 +284,7 @@ def reward_fn(setup: Setup) -> Any:
 
 
 def evaluate_policy(setup: Setup, pol: Policy, held: pl.DataFrame, label: str) -> dict[str, Any]:
-    from pipeline.policy.evaluate import EvalConfig, evaluate, overall
+    from pipeline.jobs.evaluate import EvalConfig, evaluate, overall
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.store import Ledger
 
@@ -933,7 +933,7 @@ def main(argv: list[str] | None = None) -> None:
             if not (model_dir / "config.json").is_file():
                 create_tiny_model(model_dir, seed=0)
     else:
-        from pipeline.problems.mix import load_mix
+        from pipeline.selection.config import load_mix
 
         out, state, name = args.results or RESULTS, args.state or STATE, "real_curriculum"
         mix = load_mix(MIX_FILE).levels()

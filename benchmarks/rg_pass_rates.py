@@ -87,13 +87,13 @@ def candidates(per_cell: int, seed: int, smoke: bool) -> pl.DataFrame:
 
 
 def policy(args: argparse.Namespace) -> Any:
-    from pipeline.curate import policy_for
+    from pipeline.jobs.curate import policy_for
     from pipeline.sampling import EngineOptions
 
     if args.backend == "hf":
         return policy_for(args.model)
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-    from pipeline.models import add_model, models_dir
+    from pipeline.policy.folders import add_model, models_dir
 
     folder = Path(args.model) if args.model else models_dir(args.home) / "smollm2-135m"
     if not (folder / "config.json").is_file():
@@ -146,7 +146,7 @@ def pool_rows(chunk: pl.DataFrame, groups: list, pol: Any, seconds: float) -> pl
 
 def analyse(pool: pl.DataFrame) -> pl.DataFrame:
     """Pass rate per cell under the rg verifier (marker required for chat completions)."""
-    from pipeline.rollouts import cut_flags, step_contexts
+    from pipeline.jobs.rollouts import cut_flags, step_contexts
     from pipeline.scoring import verify_batch
     from pipeline.selection import CurateConfig
 

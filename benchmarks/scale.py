@@ -60,9 +60,9 @@ def cluster(runner: str, workers: int) -> Iterator[dict[str, Any]]:
 
 def run_one(model: str, candidates: int, runner: str, workers: int) -> dict[str, Any]:
     from flows.curate import CurateParams, ScaleConfig, run
+    from pipeline.core.timing import TIMES, reset
     from pipeline.selection import CurateConfig
     from pipeline.store import Ledger
-    from pipeline.timing import TIMES, reset
 
     cfg = CurateConfig(n_candidates=candidates, chunk_size=CHUNK)
     with tempfile.TemporaryDirectory() as home:

@@ -15,6 +15,14 @@ Counts, read from the source (not timed, so any machine gives the same numbers):
   literal `temperature=` in pipeline/, grpo_core/ or flows/;
 - `max_new_tokens_files`: source files of pipeline/, grpo_core/ and flows/ naming max_new_tokens.
 
+pipeline/'s shape (issue 49 point 3), from every import of its modules (lazy ones too): its
+modules, those loose beside its folders, its folders, the import edges between its modules, the
+circles among them, the lines of logic in its `__init__.py` files, the pipeline modules flows/cli
+imports, and `pipeline_layer_violations`: the import edges from a module of one pipeline package
+to one of another that the layering forbids (`PIPELINE_LAYERS` in tests/test_layers.py, the one
+definition; a module of a tree from before the packages `core/` and `jobs/` existed is placed
+where it moved, `MOVED`, so an earlier revision is counted against the same layers).
+
 One count is taken at run time instead (`train_job`, issue 49 point 2: a train job resolved once):
 one `sieve train --config F` on the built-in tiny policy (a random-init one; a 24-problem
 curriculum recorded as curated at the run's sampling; 1 step of 8 rollouts), run in a child
@@ -43,6 +51,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
+import importlib.util
 import json
 import os
 import re
@@ -58,6 +68,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+LAYERS_TEST = ROOT / "tests" / "test_layers.py"  # where pipeline's layering is defined
+# where the modules of pipeline/ moved when its listing was made to read as the architecture
+# (issue 49 point 3): a module (or package) of an older tree -> the package of pipeline/ it is in
+MOVED = {
+    **{f"pipeline.{m}": "core" for m in
+       ("errors", "home", "hooks", "procs", "runlog", "crash", "timing", "tomlconfig", "outputs")},
+    **{f"pipeline.{m}": "jobs" for m in
+       ("audit", "backtest", "curate", "demo", "export", "plan", "rescore", "shards", "replay",
+        "rollouts", "lineage", "recipes", "batches", "train", "report", "policy.bootstrap",
+        "policy.evaluate")},
+    "pipeline.models": "policy",
+}  # fmt: skip
 PACKAGES = ("pipeline", "grpo_core", "flows")
 CLASS_NAME = re.compile(r"(Config|Params|Options|Settings|Args)$")
 
@@ -220,6 +242,39 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def pipeline_layers() -> dict[str, tuple[str, ...]]:
+    """`PIPELINE_LAYERS` of tests/test_layers.py (each pipeline package -> the other pipeline
+    packages it may import), read from that file without importing the tests package."""
+    spec = importlib.util.spec_from_file_location("sieve_test_layers", LAYERS_TEST)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {LAYERS_TEST}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.PIPELINE_LAYERS)
+
+
+def place(module: str) -> str:
+    """The package of pipeline/ a module is in (`MOVED` for a module of an older tree)."""
+    for old, package in MOVED.items():
+        if module == old or module.startswith(old + "."):
+            return package
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """`a -> b` for each import edge from one pipeline package to another that the layering
+    forbids (a module in no package of the layering counts with every edge out of it)."""
+    layers = pipeline_layers()
+    found = []
+    for a, targets in sorted(graph.items()):
+        for b in sorted(targets):
+            pa, pb = place(a), place(b)
+            if pa and pb and pa != pb and pb not in layers.get(pa, ()):
+                found.append(f"{a} -> {b}")
+    return found
+
+
 def init_logic_lines(root: Path, package: str = "pipeline") -> dict[str, int]:
     """Lines of each `__init__.py` of `package` inside definitions (functions, classes)."""
     out = {}
@@ -236,9 +291,9 @@ def init_logic_lines(root: Path, package: str = "pipeline") -> dict[str, int]:
 
 
 def structure(root: Path) -> dict[str, Any]:
-    """pipeline/'s shape (issue 49): modules, loose modules beside folders, import edges and
-    circles among its modules, logic in __init__ files, and the pipeline modules flows/cli
-    imports."""
+    """pipeline/'s shape (issue 49): modules, loose modules beside folders, import edges,
+    circles and edges against the layering among its modules, logic in __init__ files, and the
+    pipeline modules flows/cli imports."""
     graph = import_graph(root)
     loose = [p for p in (root / "pipeline").glob("*.py") if p.name != "__init__.py"]
     folders = [p for p in (root / "pipeline").iterdir() if (p / "__init__.py").is_file()]
@@ -249,15 +304,21 @@ def structure(root: Path) -> dict[str, Any]:
         ".".join(i.split(".")[:k]) for i in cli for k in range(2, len(i.split(".")) + 1)
     }
     inits = init_logic_lines(root)
+    against = layer_violations(graph)
     return {
         "pipeline_modules": len(graph),
         "pipeline_loose_modules": len(loose),
         "pipeline_folders": len(folders),
         "pipeline_import_edges": sum(len(v) for v in graph.values()),
         "pipeline_import_circles": len(circles(graph)),
+        "pipeline_layer_violations": len(against),
         "pipeline_init_logic_lines": sum(inits.values()),
         "cli_pipeline_modules": len(cli_modules),
-        "structure_where": {"circles": circles(graph), "init_logic": inits},
+        "structure_where": {
+            "circles": circles(graph),
+            "layer_violations": against,
+            "init_logic": inits,
+        },
     }
 
 
@@ -367,6 +428,18 @@ def _callers(frame: FrameType | None, root: Path, skip: tuple[str, ...] = ()) ->
     return " < ".join(names), importing
 
 
+def _first_module(*names: str) -> ModuleType:
+    """The first of `pipeline.<name>` that imports: the counted tree may be laid out before or
+    after pipeline/'s modules moved into core/ and jobs/ (issue 49 point 3)."""
+    for name in names:
+        try:
+            return importlib.import_module(f"pipeline.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not f"pipeline.{name}".startswith(exc.name):
+                raise
+    raise SystemExit(f"none of pipeline.{{{', '.join(names)}}} imports")
+
+
 def _train_job_child(out: Path) -> None:
     """In the child: make a home with the tiny policy and a small curriculum, count the calls
     while `sieve train --config F` runs in this process, write the counts to `out`."""
@@ -377,16 +450,17 @@ def _train_job_child(out: Path) -> None:
 
     import flows.cli
     import flows.cli.train
-    import pipeline.export
-    import pipeline.home
-    import pipeline.recipes
-    import pipeline.tomlconfig
+    import pipeline
     from grpo_core.config import GRPOConfig
     from pipeline.policy.model import create_tiny_model, folder_revision
     from pipeline.problems import generate
     from pipeline.store import Ledger
 
     root = Path(pipeline.__file__).resolve().parents[1]
+    home_mod = _first_module("core.home", "home")
+    toml_mod = _first_module("core.tomlconfig", "tomlconfig")
+    export_mod = _first_module("jobs.export", "export")
+    recipes_mod = _first_module("jobs.recipes", "recipes")
     work = out.parent
     home, config = work / "home", work / "train.toml"
     model = home / "models" / "tiny"
@@ -444,12 +518,12 @@ def _train_job_child(out: Path) -> None:
     def read_keys(path: Any, *args: Any) -> list[str]:
         return ["config_reads"] if Path(path).resolve() == config.resolve() else []
 
-    wrap(pipeline.home, "resolve_home", home_keys)
-    wrap(pipeline.recipes, "load_settings", lambda *a, **k: ["recipe_loads"])
-    wrap(pipeline.tomlconfig, "read_config_text", read_keys)
-    wrap(pipeline.recipes, "recipe_for", lambda *a, **k: ["recipe_choices"])
-    wrap(pipeline.recipes, "given_recipe", lambda *a, **k: ["recipe_choices"])
-    wrap(pipeline.export, "resolve_curriculum", lambda *a, **k: ["curriculum_resolutions"])
+    wrap(home_mod, "resolve_home", home_keys)
+    wrap(recipes_mod, "load_settings", lambda *a, **k: ["recipe_loads"])
+    wrap(toml_mod, "read_config_text", read_keys)
+    wrap(recipes_mod, "recipe_for", lambda *a, **k: ["recipe_choices"])
+    wrap(recipes_mod, "given_recipe", lambda *a, **k: ["recipe_choices"])
+    wrap(export_mod, "resolve_curriculum", lambda *a, **k: ["curriculum_resolutions"])
     init = GRPOConfig.__init__
 
     def counted_init(self: Any, *args: Any, **kwargs: Any) -> None:

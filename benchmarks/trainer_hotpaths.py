@@ -283,7 +283,7 @@ def main() -> None:
     }
     if not args.skip_memory:
         if args.model is None:
-            from pipeline.models import models_dir
+            from pipeline.policy.folders import models_dir
 
             args.model = models_dir(None) / "smollm2-135m"
         if not (args.model / "config.json").is_file():

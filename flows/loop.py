@@ -12,8 +12,8 @@ of a night that already finished adds nothing new (ids follow from the inputs; t
 ledger, verifiers agree), the tiny policy bootstrapped if missing (`sieve bootstrap`'s own
 700 steps at seed 0: the same weights, the start of the tiny headline), one night, and a summary.
 
-Prefect is imported only when a night runs (after `pipeline.runlog.quiet_prefect`), so the CLI's
-`sieve stats` and `sieve train` can use `heldout_by_revision` and `before_after` without it.
+Prefect is imported only when a night runs (after `pipeline.core.runlog.quiet_prefect`), so the
+CLI's `sieve stats` and `sieve train` can use `heldout_by_revision` and `before_after` without it.
 
 Run: `sieve loop --nights 2`, `sieve demo` (`flows/cli/nightly.py`).
 Test: `pytest tests/flows/test_loop.py` (the nightly chain), `tests/cli/test_train_cli.py` (what
@@ -30,12 +30,12 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.backtest import CurationBacktest, backtest_curation
-from pipeline.errors import SieveError
-from pipeline.home import resolve_home
-from pipeline.hooks import Progress
-from pipeline.recipes import TINY_RECIPE, TrainSettings
-from pipeline.runlog import quiet_prefect
+from pipeline.core.errors import SieveError
+from pipeline.core.home import resolve_home
+from pipeline.core.hooks import Progress
+from pipeline.core.runlog import quiet_prefect
+from pipeline.jobs.backtest import CurationBacktest, backtest_curation
+from pipeline.jobs.recipes import TINY_RECIPE, TrainSettings
 from pipeline.sampling import EngineOptions
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger, load_query
@@ -122,10 +122,10 @@ def night_line(index: int, result: dict[str, Any]) -> str:
 
 def night_done(home: str | Path | None, night: date, model: str | None) -> dict[str, Any] | None:
     """The `nights` row of `night` on the lineage a night would continue now (the head
-    `pipeline.lineage.nightly_model` picks, or an ancestor of it, ended the night); None on a
+    `pipeline.jobs.lineage.nightly_model` picks, or an ancestor of it, ended the night); None on a
     fresh home, for a served model (no weights here), or when that night has not finished."""
-    from pipeline.home import ledger_path
-    from pipeline.lineage import finished_night, nightly_model
+    from pipeline.core.home import ledger_path
+    from pipeline.jobs.lineage import finished_night, nightly_model
     from pipeline.policy.model import folder_revision
 
     if not ledger_path(home).exists():
@@ -139,7 +139,7 @@ def night_done(home: str | Path | None, night: date, model: str | None) -> dict[
 
 def record(home: str | Path | None, night: date, result: dict[str, Any]) -> None:
     """A night the nightly flow ended (trained, or with nothing kept) as finished in `nights`."""
-    from pipeline.lineage import record_night
+    from pipeline.jobs.lineage import record_night
     from pipeline.policy.model import folder_revision
 
     train = result.get("train")
@@ -184,7 +184,8 @@ def heldout_by_revision(ledger: Ledger) -> pl.DataFrame:
 @dataclass
 class DemoRun:
     """One demo night: its summary, the before/after table (`before_after`), and what its
-    curation bought (`pipeline.backtest.backtest_curation`; `bought_note` says why not, if not)."""
+    curation bought (`pipeline.jobs.backtest.backtest_curation`; `bought_note` says why not, if
+    not)."""
 
     home: Path
     bootstrapped: bool
@@ -214,7 +215,7 @@ def demo(
     model = root / "models" / "tiny"
     bootstrapped = False
     if not (model / "config.json").is_file():
-        from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
+        from pipeline.jobs.bootstrap import BootstrapConfig, save_atomically, train_tiny
 
         say(f"bootstrapping the tiny policy ({bootstrap_steps} supervised steps) -> {model}")
         cfg = BootstrapConfig(max_steps=bootstrap_steps)
@@ -227,7 +228,7 @@ def demo(
     run = DemoRun(root, bootstrapped, night, table)
     run.bought, run.bought_note = curation_bought(home, night)
     try:
-        from pipeline.report import build_report
+        from pipeline.jobs.report import build_report
 
         with Ledger.open(home) as ledger:
             run.report = build_report(ledger, root / "report").path
@@ -254,8 +255,8 @@ def demo_real_settings() -> tuple[CurateConfig, TrainSettings, EngineOptions]:
     """The real-model demo's curation, training and engine settings: the chat recipe
     (data/configs/real_train.toml) cut down as the comment above says; the night curates at
     its temperature and answer budget by the one rule every night follows
-    (`pipeline.recipes.curation_sampling`)."""
-    from pipeline.recipes import RECIPES, load_settings
+    (`pipeline.jobs.recipes.curation_sampling`)."""
+    from pipeline.jobs.recipes import RECIPES, load_settings
 
     recipe = load_settings(RECIPES / "real_train.toml")
     grpo = {
@@ -297,7 +298,7 @@ def demo_real(
     model folder), then one night on vLLM (one in-process engine: curate -> train -> eval)."""
     from importlib.util import find_spec
 
-    from pipeline.models import BUILTIN, add_model
+    from pipeline.policy.folders import BUILTIN, add_model
 
     root = resolve_home(home)
     folder = Path(model)

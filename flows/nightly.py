@@ -1,8 +1,8 @@
 """The nightly flow: curate with the newest checkpoint -> train on that curriculum -> eval.
 
-Each night continues a lineage (`pipeline.lineage.nightly_model`): with a model folder given, the
-newest checkpoint trained from it (or from a checkpoint trained from it, and so on; finished runs
-only), else the folder itself; without one, the lineage of the model the newest curriculum was
+Each night continues a lineage (`pipeline.jobs.lineage.nightly_model`): with a model folder given,
+the newest checkpoint trained from it (or from a checkpoint trained from it, and so on; finished
+runs only), else the folder itself; without one, the lineage of the model the newest curriculum was
 curated with, and on a fresh home the bootstrapped tiny policy. So each night samples from what
 the previous night trained, and a checkpoint of another model's lineage is never picked up.
 Curation reads the ledger's history (prompt_stats of recent revisions) for its prior. Training
@@ -39,11 +39,11 @@ from flows.curate import CurateParams, curate_flow
 from flows.runtime import EngineParam, Runtime
 from flows.train import TrainParams, train_flow
 from grpo_core.validate import STRICT
-from pipeline.curate import policy_for
-from pipeline.home import ledger_path, resolve_home
-from pipeline.hooks import Progress, report
-from pipeline.lineage import nightly_model
-from pipeline.recipes import TrainSettings, curation_sampling
+from pipeline.core.home import ledger_path, resolve_home
+from pipeline.core.hooks import Progress, report
+from pipeline.jobs.curate import policy_for
+from pipeline.jobs.lineage import nightly_model
+from pipeline.jobs.recipes import TrainSettings, curation_sampling
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 
@@ -69,7 +69,7 @@ class NightlyParams(BaseModel):
     keep_sampling: list[str] = Field(
         default_factory=list,
         description="[sampling] fields the user set; the others follow the training settings "
-        "for a chat model (pipeline.recipes.curation_sampling).",
+        "for a chat model (pipeline.jobs.recipes.curation_sampling).",
     )
     train: TrainSettings | None = Field(
         default=None, description="None: the recipe for the model (data/configs/*_train.toml)."
@@ -142,7 +142,7 @@ def night_engine(params: NightlyParams, folder: Path, progress: Progress | None 
         return None
     import torch
 
-    from pipeline.sampling.training import training_engine, training_engine_sampler
+    from pipeline.sampling.group_sampler import training_engine, training_engine_sampler
 
     report(progress, "night", "engine", 0, 1)
     engine = training_engine_sampler(folder, training_engine(params.engine, torch.float32))
@@ -154,7 +154,7 @@ def write_report(home: str | None, night: date) -> str | None:
     """The HTML report of the ledger, linked from the flow run as a Prefect artifact."""
     from prefect.artifacts import create_link_artifact
 
-    from pipeline.report import build_report
+    from pipeline.jobs.report import build_report
 
     with Ledger.open(home, read_only=True) as ledger:  # readers are not locked out meanwhile
         path = build_report(ledger, resolve_home(home) / "report").path.resolve()
@@ -168,7 +168,7 @@ def write_report(home: str | None, night: date) -> str | None:
 
 
 def current_model(home: str | None, model: str | None = None) -> tuple[Path, str]:
-    """What a night starts from, and why (`pipeline.lineage.nightly_model`)."""
+    """What a night starts from, and why (`pipeline.jobs.lineage.nightly_model`)."""
     if not ledger_path(home).exists():
         return nightly_model(None, model, home)
     with Ledger.open(home, read_only=True) as ledger:

@@ -1,7 +1,7 @@
 """What a flow run takes besides its JSON parameters, and how a flow's steps run.
 
 `Runtime` carries objects a Prefect parameter cannot be (they are not JSON): the progress hook
-(`pipeline.hooks.Progress`), an open ledger, a loaded policy, a reward function, and a started
+(`pipeline.core.hooks.Progress`), an open ledger, a loaded policy, a reward function, and a started
 in-process vLLM engine that training reuses (the nightly flow's one engine per night). Every flow
 takes one as an optional second argument; what it leaves unset the flow builds from its
 parameters (the ledger of `params.home`, the policy of `params.model`, the problems' verifiers).
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from prefect import Task
 
     from grpo_core.types import RewardFn
-    from pipeline.curate import Policy
-    from pipeline.hooks import Progress
+    from pipeline.core.hooks import Progress
+    from pipeline.jobs.curate import Policy
     from pipeline.store import Ledger
 
 P = ParamSpec("P")

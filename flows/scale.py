@@ -3,7 +3,7 @@
 `ScaleConfig` (the curate flow's `scale` parameter) picks the runner:
 
 - `local` (default): the chunks run one after another in the flow process, each committing its
-  own rows (`pipeline.curate.sample_chunk`); nothing here is used.
+  own rows (`pipeline.jobs.curate.sample_chunk`); nothing here is used.
 - `dask`: `prefect_dask.DaskTaskRunner` on the cluster at `runner_address`
   (`tcp://scheduler:8786`), or on a local `distributed.LocalCluster` of `workers` processes
   with one thread each.
@@ -12,9 +12,9 @@
   started is reused).
 
 With dask or ray, `sharded_stage` submits one `sample_to_shard` task per pending chunk; each
-worker builds its policy once (`pipeline.shards.PolicySpec`), samples, scores and writes a
+worker builds its policy once (`pipeline.jobs.shards.PolicySpec`), samples, scores and writes a
 Parquet shard under `shard_root`; the flow process commits each shard as its task finishes
-(`pipeline.shards.commit_shard`, idempotent on the rollouts' natural key). Shards left by an
+(`pipeline.jobs.shards.commit_shard`, idempotent on the rollouts' natural key). Shards left by an
 earlier, interrupted try are committed first when they belong to a chunk still missing. Once
 the run is finished in the ledger its shard folder is deleted (`keep_shards` keeps it).
 A worker process that dies mid-chunk is re-run by the cluster itself (Dask's
@@ -42,11 +42,11 @@ from prefect.futures import PrefectFuture, as_completed
 from pydantic import BaseModel, Field
 
 from grpo_core.validate import STRICT, AtLeastOne
-from pipeline import curate as core
-from pipeline import shards
-from pipeline.errors import SieveError
-from pipeline.hooks import Progress, report
-from pipeline.rollouts import RunInfo
+from pipeline.core.errors import SieveError
+from pipeline.core.hooks import Progress, report
+from pipeline.jobs import curate as core
+from pipeline.jobs import shards
+from pipeline.jobs.rollouts import RunInfo
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 
@@ -151,7 +151,7 @@ def sharded_stage(
     progress: Progress | None,
     fanout: Fanout,
 ) -> int:
-    """`pipeline.curate.sample_run` with the chunks as tasks on the runner, committed from
+    """`pipeline.jobs.curate.sample_run` with the chunks as tasks on the runner, committed from
     their shards as they finish. Returns the number of rollouts the run holds."""
     parts = core.chunks(problems, cfg)
     todo = core.pending_chunks(ledger, info, parts)

@@ -1,5 +1,6 @@
 """The training job, written once: `train_flow` (a Prefect flow) and `train` (the same sequence
-called without a Prefect run), over the steps and the recorder in `pipeline.train`.
+called without a Prefect run), over a run's steps (`pipeline.jobs.trainee`) and its recorder
+(`pipeline.jobs.recorder`).
 
 plan (ids, curriculum, settings; fails fast on a run that exists without `--resume`) -> load the
 trainee (fp32, LoRA-wrapped when the recipe trains adapters) -> sampler, held-out evaluator,
@@ -9,9 +10,9 @@ progress through the recorder's hooks) -> held-out eval of the trained weights -
 
 The flow trains the model the curriculum was curated with unless `model` says otherwise, with the
 recipe for that model unless `settings` are given, all resolved once into a
-`pipeline.lineage.TrainJob` (`resolve_train_job`); a caller that resolved the job already (`sieve
-train`, before Prefect starts) hands it over as `job`, and the flow resolves nothing again. Steps
-keep no Prefect result cache: the trainer's own checkpoints are the resume mechanism, and
+`pipeline.jobs.lineage.TrainJob` (`resolve_train_job`); a caller that resolved the job already
+(`sieve train`, before Prefect starts) hands it over as `job`, and the flow resolves nothing again.
+Steps keep no Prefect result cache: the trainer's own checkpoints are the resume mechanism, and
 `resume=True` continues from the newest valid one. The flow's ledger is transient: DuckDB's file
 lock is held only while metrics, evaluation rollouts or a checkpoint row are committed, so readers
 can query the ledger while training runs. A `Runtime` (`flows.runtime`) may hand it an open
@@ -39,20 +40,29 @@ from grpo_core import checkpoint as ckpt
 from grpo_core.seeds import seed_torch
 from grpo_core.trainer import RewardFn, Trainer, TrainerError
 from grpo_core.validate import STRICT, AtLeastOne
-from pipeline import train as core
-from pipeline.batches import CurriculumBatches, verifier_reward
-from pipeline.crash import crash_point
-from pipeline.errors import SieveError
-from pipeline.home import resolve_home
-from pipeline.hooks import Progress
-from pipeline.lineage import TrainJob, resolve_train_job
-from pipeline.policy.evaluate import overall
+from pipeline.core.crash import crash_point
+from pipeline.core.errors import SieveError
+from pipeline.core.home import resolve_home
+from pipeline.core.hooks import Progress
+from pipeline.jobs.curriculum_batches import CurriculumBatches, verifier_reward
+from pipeline.jobs.evaluate import overall
+from pipeline.jobs.lineage import TrainJob, resolve_train_job
+from pipeline.jobs.recipes import TrainSettings, train_recipe
+from pipeline.jobs.recorder import Recorder, recorder_for
+from pipeline.jobs.trainee import (
+    TrainPlan,
+    TrainResult,
+    carry_lineage,
+    collector_for,
+    eval_sampler,
+    load_trainee,
+    result_of,
+)
+from pipeline.jobs.trainee import plan as plan_of
 from pipeline.policy.prompts import render
-from pipeline.recipes import TrainSettings, train_recipe
 from pipeline.sampling import EngineOptions
-from pipeline.sampling.training import make_group_sampler
+from pipeline.sampling.group_sampler import make_group_sampler
 from pipeline.store import Ledger
-from pipeline.train import Recorder, TrainPlan, TrainResult
 
 
 class TrainParams(BaseModel):
@@ -113,7 +123,7 @@ def summary(result: TrainResult) -> dict[str, Any]:
 
 
 # The steps that are one call of a pipeline function or method, as tasks of their own name.
-plan_run = task(name="plan_run", cache_policy=NO_CACHE)(core.plan)
+plan_run = task(name="plan_run", cache_policy=NO_CACHE)(plan_of)
 evaluate_base = task(name="evaluate_base", cache_policy=NO_CACHE)(Recorder.evaluate_base)
 train_steps = task(name="train_steps", cache_policy=NO_CACHE)(Trainer.train)
 evaluate_live = task(name="evaluate_live", cache_policy=NO_CACHE)(Recorder.evaluate_live)
@@ -141,7 +151,7 @@ def build(
     """Trainee, sampler, evaluator, recorder, trainer: each built once, around one model
     (`engine_sampler`: a started in-process vLLM engine on the same weights, reused)."""
     backend, engine, base_urls = rollouts
-    trainee = core.load_trainee(run.model_dir, run.cfg)
+    trainee = load_trainee(run.model_dir, run.cfg)
     model, tokenizer, fmt = trainee
     prompts = render(run.frame["question"].to_list(), fmt, tokenizer)
     batches = CurriculumBatches(
@@ -151,17 +161,19 @@ def build(
         backend, model, tokenizer, str(run.model_dir), engine=engine, base_urls=base_urls,
         sampler=engine_sampler,
     )  # fmt: skip
-    evaluator = core.eval_sampler(sampler, backend, model, tokenizer, str(run.model_dir))
-    recorder = core.recorder_for(ledger, run, trainee, evaluator, batches.stage_of, progress, home)
+    evaluator = eval_sampler(sampler, backend, model, tokenizer, str(run.model_dir))
+    recorder = recorder_for(ledger, run, trainee, evaluator, batches.stage_of, progress, home)
     reward = recorder.judging(reward or partial(verifier_reward, marker_required=fmt == "chat"))
     seed_torch(run.cfg.seed, run.cfg.deterministic)  # the flow owns the process's torch state
-    collect = core.collector_for(ledger, run, tokenizer, recorder, batches)  # replay/skip/posterior
+    collect = collector_for(
+        ledger, run, tokenizer, recorder.skipped, batches
+    )  # replay/skip/posterior
     trainer = Trainer(
         model, tokenizer, sampler, reward, batches, run.cfg, run.root,
         hooks=recorder, crash_point=crash_point, collector=collect,
     )  # fmt: skip
     if run.settings.carry_over:  # before a resume, which then restores the run's own state
-        print(core.carry_lineage(ledger, run, trainer, resolve_home(home)))
+        print(carry_lineage(ledger, run, trainer, resolve_home(home)))
     return trainer, recorder
 
 
@@ -187,7 +199,7 @@ def train(
     """Train on a curriculum; see the module docstring. Errors are one-line SieveErrors.
 
     `settings` None: the recipe for the model. `backend`, `engine`, `base_urls` choose how
-    rollouts are sampled (`pipeline.sampling.training.make_group_sampler`; `engine_sampler`: a
+    rollouts are sampled (`pipeline.sampling.group_sampler.make_group_sampler`; `engine_sampler`: a
     started vllm engine on `model_dir`'s weights to use instead of a new one). Inside
     `train_flow` each step is a Prefect task; called directly, the same steps run as plain
     functions."""
@@ -210,7 +222,7 @@ def train(
     except BaseException:
         recorder.finish("failed")
         raise
-    return core.result_of(run, trainer, seconds, (before, after), resumed_from, history)
+    return result_of(run, trainer, seconds, (before, after), resumed_from, history)
 
 
 def resolve(ledger: Ledger, params: TrainParams) -> TrainJob:

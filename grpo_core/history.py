@@ -13,14 +13,14 @@
   are not new rollouts (`Collected.rollouts` counts only fresh ones; `replayed_rollouts` reports
   the others). Needs a reference model (`reference` not "none") and `tis_cap` > 0; matching the
   sampling settings (temperature, top-p, token budget) is the job of whoever loads the stored
-  samples (`pipeline.replay`).
+  samples (`pipeline.jobs.replay`).
 - Selection bias, measured (issue 46 point 5): a replayed group is, unless the caller says
   otherwise (`selecting`), the very samples the curation kept its prompt on; it was kept because
   it disagreed (its pass rate was inside the band), so it is not a fresh draw of the prompt and
   is informative more often than a fresh group of the same prompt. Each step reports
   `replayed_groups`, `replayed_selecting_groups` (of those, the selecting samples),
   `replayed_flat_groups` and `fresh_groups` / `fresh_flat_groups` (zero-variance by the task
-  reward and `zero_var_tol`, as the skip decides); `pipeline.replay.replay_bias` sums them per
+  reward and `zero_var_tol`, as the skip decides); `pipeline.jobs.replay.replay_bias` sums them per
   training run. Nothing here selects on other samples.
 - `with_behaviour_logprobs`: samples drawn from weights that are *not* the reference (a later
   night's curation, after training moved the policy) carry their behaviour log-probs instead,
@@ -38,13 +38,13 @@
   Streaks of whole visits stay Python ints. The step's sampling budget
   goes to the next prompts: the step costs fewer rollouts and the caller's rollout budget buys
   more steps. Skips are counted (`skipped_zero_var`) and reported one by one to `on_skip`
-  (pipeline.train writes them to the ledger's `train_skips`, rows of `train_group_stats`).
+  (pipeline.jobs.recorder writes them to the ledger's `train_skips`, rows of `train_group_stats`).
   Departure from GRESO: its exploration probability is tuned online against a target
   zero-variance share; here it is a fixed schedule.
 
 Resume: which prompts are first visits is a pure function of the step (the batch source is);
 the skip's draws derive from (seed, step, key), but its streaks live in memory: a resumed run
-rebuilds them from the ledger (`pipeline.replay.zero_var_streaks`), which holds the run's own
+rebuilds them from the ledger (`pipeline.jobs.replay.zero_var_streaks`), which holds the run's own
 recorded steps.
 
 Test: `.venv/bin/pytest tests/grpo_core/test_history.py -q`.
@@ -93,7 +93,8 @@ class ZeroVarSkip:
     rate: float = 0.5  # how fast the skip probability grows with the streak k
     max_skip: float = 0.9  # the skip probability's ceiling: 1 − this is the re-exploration floor
     seed: int = 0
-    # told of every skip as (step, key, streak, p_skip): pipeline.train writes them to the ledger
+    # told of every skip as (step, key, streak, p_skip): pipeline.jobs.recorder writes them to the
+    # ledger
     on_skip: Callable[[int, str, float, float], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

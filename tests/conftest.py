@@ -9,7 +9,7 @@ Rich or Prefect and inherited by every child process a test starts:
 - a 1,000-column console (COLUMNS): Rich wraps at the console width (80 when not a terminal),
   so text that a test looks for would depend on where a line breaks, which a temp path's length
   moves. Set in `pytest_configure`, so pytest's own report keeps the terminal's width.
-- a 120 s start-up limit for Prefect's temporary API server (the value `pipeline.runlog`
+- a 120 s start-up limit for Prefect's temporary API server (the value `pipeline.core.runlog`
   gives a Sieve run): a test process imports Prefect long before any CLI code sets it, and
   Prefect's 20 s default timed out on a loaded 2-core machine ("Prefect's temporary API server
   did not start"). A value already set is kept.
@@ -131,7 +131,7 @@ def partly_trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny policy trained for 300 supervised steps on arith 2-3: partly right, so curation
     keeps prompts and GRPO has informative groups (built once per test session, ~30 s). Tests
     that write next to it copy it first."""
-    from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
+    from pipeline.jobs.bootstrap import BootstrapConfig, save_atomically, train_tiny
     from pipeline.problems.mix import MixConfig
 
     cfg = BootstrapConfig(

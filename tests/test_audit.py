@@ -1,4 +1,4 @@
-"""The verifier audit inside curation (pipeline/audit.py): which rollouts are audited (seeded,
+"""The verifier audit inside curation (pipeline/jobs/audit.py): which rollouts are audited (seeded,
 resumable, every guessed verdict), that the rows land in the chunk's transaction, that eval runs
 and code problems are left out, the curation's one-line warning, and that the audit's knobs
 change no curation key.
@@ -14,13 +14,13 @@ from typing import Any
 import polars as pl
 import pytest
 
-import pipeline.audit as audit_module
-import pipeline.curate as core
-import pipeline.rollouts as rollouts_module
+import pipeline.jobs.audit as audit_module
+import pipeline.jobs.curate as core
+import pipeline.jobs.rollouts as rollouts_module
 from flows.curate import curate
-from pipeline.audit import AUDIT_SCHEMA, audit_rows, selected
-from pipeline.curate import Policy, curation_key
-from pipeline.rollouts import RunInfo, Scored
+from pipeline.jobs.audit import AUDIT_SCHEMA, audit_rows, selected
+from pipeline.jobs.curate import Policy, curation_key
+from pipeline.jobs.rollouts import RunInfo, Scored
 from pipeline.scoring import GUESSED_DETAILS, Verdict
 from pipeline.selection import CurateConfig
 from pipeline.selection.config import TINY_CURATE

@@ -1,4 +1,4 @@
-"""`pipeline.backtest` and `sieve backtest`: each policy on a hand-made pool whose answers fix
+"""`pipeline.jobs.backtest` and `sieve backtest`: each policy on a hand-made pool whose answers fix
 every count; refusal (naming how many samples) when a policy needs more than is stored; the CLI
 over a curated home, checked against the ledger's own views.
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import pipeline.audit as audit_module
+import pipeline.jobs.audit as audit_module
 from flows.curate import curate
-from pipeline import backtest as bt
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
+from pipeline.jobs import backtest as bt
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 from tests.cli_runner import error_line, run_cli

@@ -1,5 +1,5 @@
-"""The backtest's select-before-rollout arm (`pipeline.backtest.posterior_arm`, issue 46 point 7):
-the trainer's own collector (`posterior_select`) replayed over stored samples. A hand-computed
+"""The backtest's select-before-rollout arm (`pipeline.jobs.backtest.posterior_arm`, issue 46 point
+7): the trainer's own collector (`posterior_select`) replayed over stored samples. A hand-computed
 pool whose picks follow from the model's formulas; every rollout it reads trains; it sees a
 prompt's samples only once it picks them; deterministic under a seed; the depth cap; refusals
 and parameters as one line.
@@ -15,8 +15,8 @@ import re
 import polars as pl
 import pytest
 
-from pipeline import backtest as bt
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
+from pipeline.jobs import backtest as bt
 from pipeline.selection import CurateConfig
 from pipeline.selection.posterior import PosteriorConfig
 

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from flows.curate import curate
-from pipeline.curate import Policy
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
+from pipeline.jobs.curate import Policy
 from pipeline.sampling.base import Completion, Sampler
 from pipeline.scoring import VERIFIER_VERSION
 from pipeline.selection import REASONS, CurateConfig
@@ -226,7 +226,7 @@ def test_a_refresh_night_screens_only_cells_the_lineage_does_not_know(
     import hashlib
     import json
 
-    from pipeline.curate import curation_key
+    from pipeline.jobs.curate import curation_key
 
     plain = cfg.model_copy(update={"mix": {"arith": "1-3"}})
     assert curation_key(refresh, "r") != curation_key(plain, "r")

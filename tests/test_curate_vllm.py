@@ -32,7 +32,7 @@ max_new_tokens = 128
 
 
 def test_sieve_curate_on_the_vllm_backend(tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    from pipeline.models import add_model
+    from pipeline.policy.folders import add_model
     from pipeline.policy.model import folder_revision
     from pipeline.store import Ledger
 

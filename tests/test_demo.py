@@ -25,7 +25,7 @@ from flows.loop import (
     demo_summary,
     moved_lines,
 )
-from pipeline.demo import EXAMPLE_SQL, perturb, run_demo
+from pipeline.jobs.demo import EXAMPLE_SQL, perturb, run_demo
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
 
@@ -71,7 +71,7 @@ def test_the_real_demo_cells_are_the_ones_smollm2_learns_in() -> None:
     assert curate.mix == train.eval_families == DEMO_REAL_CELLS
     assert curate.max_group_size <= train.rollouts_per_step  # a group fits in one step
     cfg = train.grpo_config()
-    from pipeline.recipes import curation_sampling
+    from pipeline.jobs.recipes import curation_sampling
 
     night, _ = curation_sampling(curate, Path("a-served-chat-model"), (), train)  # the night's rule
     assert (night.sampling.temperature, night.sampling.max_new_tokens) == (
@@ -85,7 +85,7 @@ def test_the_real_demo_names_what_is_missing_and_writes_nothing(tmp_path: Path) 
     import importlib.util
 
     from flows.loop import demo_real
-    from pipeline.errors import SieveError
+    from pipeline.core.errors import SieveError
 
     with pytest.raises(SieveError, match="neither a model folder nor a built-in model"):
         demo_real(tmp_path, "no-such-model")
@@ -101,7 +101,7 @@ def test_stage_lines_say_each_stage_once_off_a_terminal(
     import time
 
     from flows.cli.common import progress, stage_lines
-    from pipeline.hooks import report
+    from pipeline.core.hooks import report
 
     with progress("night") as bar:
         hook = stage_lines(bar, time.monotonic())
@@ -134,7 +134,7 @@ UNMOVED_FAMILY = "word"  # no cell of it moves: named only by --wide
 @pytest.fixture
 def night_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home to curate in, with the curation's verifier audit off (as tests/test_backtest.py)."""
-    import pipeline.audit as audit_module
+    import pipeline.jobs.audit as audit_module
 
     monkeypatch.setattr(audit_module, "math_verify_only", lambda text, answer, timeout: None)
     return home

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.curate import curate
-from pipeline.errors import SieveError
-from pipeline.export import (
+from pipeline.core.errors import SieveError
+from pipeline.jobs.export import (
     EVIDENCE_COLUMNS,
     FORMATS,
     SIEVE_COLUMNS,

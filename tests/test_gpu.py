@@ -23,8 +23,8 @@ from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Hooks, Item, Sample, Scores, Trainer
 from pipeline.policy.model import TinySize, new_tiny_model
 from pipeline.sampling.base import SamplingParams
+from pipeline.sampling.group_sampler import HFGroupSampler
 from pipeline.sampling.hf import HFSampler
-from pipeline.sampling.training import HFGroupSampler
 
 CUDA = pytest.param(
     "cuda",
@@ -90,7 +90,7 @@ def make(device: str, tmp: Path | None = None, **kw: Any) -> Trainer:
         tmp,
         hooks=Hooks(warning=lambda m: None),
     )
-    hf.model = t.model  # under LoRA the wrapped model samples, as in pipeline/train.py
+    hf.model = t.model  # under LoRA the wrapped model samples, as in pipeline/jobs/trainee.py
     hook = on_device_hook(torch.device(device))
     for m in (t.model, t.ref_model):
         if m is not None:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.home import use_prefect_home
+from pipeline.core.home import use_prefect_home
 
 CODE = (
-    "import os, sys; import pipeline.home as h; "
+    "import os, sys; import pipeline.core.home as h; "
     "h._prefect_version = (lambda: sys.argv[2]) if len(sys.argv) > 2 else h._prefect_version; "
     "print(h.use_prefect_home(sys.argv[1])); print(os.environ.get('PREFECT_HOME'))"
 )

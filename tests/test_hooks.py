@@ -1,12 +1,12 @@
-"""`pipeline.hooks`: one progress protocol; curation, evaluation and training all report through
-it (the flows' own events are checked in tests/flows/test_runtime.py)."""
+"""`pipeline.core.hooks`: one progress protocol; curation, evaluation and training all report
+through it (the flows' own events are checked in tests/flows/test_runtime.py)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from pipeline.hooks import ProgressEvent, report
-from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.core.hooks import ProgressEvent, report
+from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set
 from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.store import Ledger
 

@@ -1,4 +1,5 @@
-"""The import layers cli -> flows -> pipeline -> grpo_core, checked by parsing, not importing.
+"""The import layers cli -> flows -> pipeline -> grpo_core, and the layers inside pipeline/,
+checked by parsing, not importing.
 
 Every module under grpo_core/, pipeline/ and flows/ is parsed with `ast`, and every import in
 it is checked wherever it sits (top level, inside a function or class, under `if
@@ -6,8 +7,18 @@ TYPE_CHECKING:` or `try:`): `import x`, `import x.y as z`, `from x import y`, `f
 z`, relative imports resolved against the module's package, and `importlib.import_module` /
 `__import__` called with a literal name. `grpo_core` may import neither `pipeline` nor `flows`,
 and `pipeline` may not import `flows`; a failure lists each offending import as file:line.
-The self-tests run the checker on violating snippets, so the check cannot pass by finding
-nothing.
+
+Inside pipeline/, every module sits in a package (no module loose beside the folders), and each
+package imports only the pipeline packages `PIPELINE_LAYERS` lists for it (a package may import
+itself freely): plumbing (`core`) at the bottom, then the ledger (`store`), the verifiers
+(`scoring`), the problem families (`problems`, which name their verifiers), the policy's files
+(`policy`), the samplers (`sampling`, which load a policy), the selection rules (`selection`,
+over problem mixes and sampling settings) and the adapters for other trainers (`integrations`),
+and the jobs on top (`jobs`, which may import all of them and each other). The pipeline modules'
+imports form no circle. `benchmarks/settings_sprawl.py` counts the imports against this table
+(the `pipeline-shape` table of docs/architecture.md, which also shows the table itself).
+
+The self-tests run the checkers on violating snippets, so no check can pass by finding nothing.
 
 Test: `.venv/bin/pytest tests/test_layers.py -q`.
 """
@@ -27,6 +38,28 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "pipeline": ("flows",),
     "flows": (),
 }
+# each package of pipeline/ and the other pipeline packages it may import, bottom to top
+PIPELINE_LAYERS: dict[str, tuple[str, ...]] = {
+    "core": (),  # plumbing: errors, the home, progress hooks, child processes, TOML files, outputs
+    "store": ("core",),  # the DuckDB ledger
+    "scoring": ("core",),  # the verifiers
+    "problems": ("core", "scoring"),  # problem families, each naming its verifier
+    "policy": ("core",),  # model folders, the tiny policy, prompt rendering
+    "sampling": ("core", "policy"),  # sampling backends (hf loads a policy folder)
+    "selection": ("core", "problems", "sampling"),  # group stats, posterior, rules, curriculum
+    "integrations": ("core", "store", "scoring"),  # adapters for TRL, verl, dataset cards
+    # the jobs (curation, training, evaluation, export, the report, ...): any package below
+    "jobs": (
+        "core",
+        "store",
+        "scoring",
+        "problems",
+        "policy",
+        "sampling",
+        "selection",
+        "integrations",
+    ),
+}
 
 
 def module_name(path: Path) -> str:
@@ -44,14 +77,22 @@ def _from_base(node: ast.ImportFrom, module: str, is_package: bool) -> str:
     return ".".join([*base, *([node.module] if node.module else [])])
 
 
-def imported_names(tree: ast.AST, module: str, is_package: bool) -> Iterator[tuple[int, str]]:
-    """(line, absolute module name) of every import anywhere in `tree`."""
+def imported_names(
+    tree: ast.AST, module: str, is_package: bool, members: bool = False
+) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) of every import anywhere in `tree`; with `members`, a `from x
+    import a, b` gives `x.a` and `x.b` (a submodule or a name of x) instead of `x`."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom):  # `from pkg import sub`: sub is inside pkg
-            yield node.lineno, _from_base(node, module, is_package)
+            base = _from_base(node, module, is_package)
+            if members:
+                for alias in node.names:
+                    yield node.lineno, f"{base}.{alias.name}"
+            else:
+                yield node.lineno, base
         elif isinstance(node, ast.Call) and _is_dynamic_import(node.func) and node.args:
             arg = node.args[0]
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
@@ -77,6 +118,78 @@ def violations(source: str, path: str, module: str, is_package: bool = False) ->
     return found
 
 
+def pipeline_package(module: str) -> str | None:
+    """`pipeline.jobs.report.page` -> `jobs`; None for `pipeline` itself and names outside it."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "pipeline" else None
+
+
+def pipeline_violations(source: str, path: str, module: str, is_package: bool = False) -> list[str]:
+    """`path:line: <module> imports <name> (<package> may import ...)`, one per imported name
+    against PIPELINE_LAYERS; a module that sits in no package of the table is one violation."""
+    own = pipeline_package(module)
+    if own is None:
+        return []
+    allowed = PIPELINE_LAYERS.get(own)
+    if allowed is None:
+        where = "loose in pipeline/" if module.count(".") == 1 else f"in pipeline/{own}/"
+        return [f"{path}:1: {module} sits {where}, which PIPELINE_LAYERS does not place"]
+    found = []
+    for line, name in imported_names(ast.parse(source, path), module, is_package, members=True):
+        other = pipeline_package(name)
+        if other is None or other == own or other.startswith("__"):
+            continue
+        if other not in allowed:
+            may = ", ".join(allowed) or "no other pipeline package"
+            found.append(f"{path}:{line}: {module} imports {name} ({own} may import {may})")
+    return found
+
+
+def pipeline_graph(modules: dict[str, str]) -> dict[str, set[str]]:
+    """Module -> the pipeline modules it imports, from {module: source} (a package's source
+    keyed by the package); a name resolves to the longest module it starts with, a module's
+    imports of itself and of its own packages left out."""
+    graph: dict[str, set[str]] = {}
+    for module, source in modules.items():
+        is_package = any(m.startswith(module + ".") for m in modules)
+        tree = ast.parse(source)
+        targets = set()
+        for _, name in imported_names(tree, module, is_package, members=True):
+            parts = name.split(".")
+            hit = next(
+                (".".join(parts[:k]) for k in range(len(parts), 0, -1)
+                 if ".".join(parts[:k]) in modules),
+                None,
+            )  # fmt: skip
+            if hit and hit != module and not module.startswith(hit + "."):
+                targets.add(hit)
+        graph[module] = targets
+    return graph
+
+
+def a_circle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle of `graph` as [a, b, ..., a], or [] when it has none (depth-first)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(v: str) -> list[str]:
+        state[v] = 1
+        path.append(v)
+        for w in sorted(graph.get(v, ())):
+            if state.get(w) == 1:
+                return [*path[path.index(w) :], w]
+            if w not in state and (found := visit(w)):
+                return found
+        state[v] = 2
+        path.pop()
+        return []
+
+    for v in sorted(graph):
+        if v not in state and (found := visit(v)):
+            return found
+    return []
+
+
 def layer_modules() -> list[Path]:
     return sorted(p for layer in FORBIDDEN for p in (ROOT / layer).rglob("*.py"))
 
@@ -95,6 +208,38 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         )
     ]
     assert not found, "imports against cli -> flows -> pipeline -> grpo_core:\n" + "\n".join(found)
+
+
+def pipeline_sources() -> dict[str, str]:
+    return {module_name(p): p.read_text() for p in sorted((ROOT / "pipeline").rglob("*.py"))}
+
+
+def test_every_pipeline_package_is_placed_and_imports_only_the_layers_below() -> None:
+    paths = sorted((ROOT / "pipeline").rglob("*.py"))
+    packages = {pipeline_package(module_name(p)) for p in paths} - {None}
+    assert packages == set(PIPELINE_LAYERS), packages ^ set(PIPELINE_LAYERS)
+    found = [
+        v
+        for p in paths
+        for v in pipeline_violations(
+            p.read_text(), str(p.relative_to(ROOT)), module_name(p), p.name == "__init__.py"
+        )
+    ]
+    assert not found, "imports against pipeline's layers (PIPELINE_LAYERS):\n" + "\n".join(found)
+
+
+def test_pipeline_layers_are_ordered_bottom_to_top() -> None:
+    """Each package may import only packages listed before it, so the table itself has no
+    circle."""
+    order = list(PIPELINE_LAYERS)
+    for package, allowed in PIPELINE_LAYERS.items():
+        assert all(order.index(a) < order.index(package) for a in allowed), package
+
+
+def test_pipeline_modules_import_in_no_circle() -> None:
+    graph = pipeline_graph(pipeline_sources())
+    assert len(graph) > 50 and sum(map(len, graph.values())) > 100  # the walk found the imports
+    assert a_circle(graph) == []
 
 
 BAD = [
@@ -128,6 +273,70 @@ BAD = [
         ":2: pipeline.x imports flows.train",
     ),
 ]
+
+
+PIPELINE_BAD = [
+    ("pipeline/core/x.py", "from pipeline.store import Ledger\n", ":1: pipeline.core.x imports"),
+    (
+        "pipeline/store/x.py",
+        "def f():\n    from pipeline.jobs import curate\n",
+        ":2: pipeline.store.x imports pipeline.jobs.curate (store may import core)",
+    ),
+    ("pipeline/scoring/x.py", "from ..problems import rg\n", "imports pipeline.problems.rg"),
+    ("pipeline/sampling/x.py", "from pipeline import store\n", "imports pipeline.store"),
+    (
+        "pipeline/problems/x.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from pipeline.selection.config import CurateConfig\n",
+        ":3: pipeline.problems.x imports pipeline.selection.config",
+    ),
+    (
+        "pipeline/policy/x.py",
+        "import importlib\nm = importlib.import_module('pipeline.sampling.hf')\n",
+        ":2: pipeline.policy.x imports pipeline.sampling.hf",
+    ),
+    ("pipeline/x.py", "import os\n", "pipeline.x sits loose in pipeline/"),
+    ("pipeline/extra/x.py", "import os\n", "pipeline.extra.x sits in pipeline/extra/"),
+    ("pipeline/core/x.py", "import pipeline.jobs.report.page\n", "imports pipeline.jobs.report"),
+]
+
+
+@pytest.mark.parametrize(("path", "source", "needle"), PIPELINE_BAD)
+def test_the_checker_catches_an_import_against_pipelines_layers(
+    path: str, source: str, needle: str
+) -> None:
+    found = pipeline_violations(source, path, module_name(ROOT / path))
+    assert len(found) == 1 and needle in found[0], found
+
+
+@pytest.mark.parametrize(
+    ("path", "source"),
+    [
+        ("pipeline/jobs/x.py", "from pipeline.core.errors import E\nfrom pipeline import store\n"),
+        ("pipeline/jobs/report/x.py", "from pipeline.jobs import audit\nfrom .. import export\n"),
+        ("pipeline/sampling/x.py", "from pipeline.policy.model import m\nfrom . import base\n"),
+        ("pipeline/problems/x.py", "import pipeline.scoring.code\nimport grpo_core.seeds\n"),
+        ("pipeline/core/x.py", "from . import errors\nimport pipelines.other\n"),
+        ("flows/x.py", "from pipeline.jobs import curate\n"),
+    ],
+)
+def test_the_checker_allows_imports_down_pipelines_layers(path: str, source: str) -> None:
+    assert pipeline_violations(source, path, module_name(ROOT / path)) == []
+
+
+def test_the_circle_finder_finds_a_circle_through_lazy_and_relative_imports() -> None:
+    modules = {
+        "pipeline.jobs.a": "from pipeline.jobs.b import f\n",
+        "pipeline.jobs.b": "def g():\n    from . import c\n",
+        "pipeline.jobs.c": "import pipeline.jobs.a\n",
+        "pipeline.jobs.d": "from pipeline.jobs import a\n",
+    }
+    graph = pipeline_graph(modules)
+    assert graph["pipeline.jobs.b"] == {"pipeline.jobs.c"}
+    assert a_circle(graph) == ["pipeline.jobs.a", "pipeline.jobs.b", "pipeline.jobs.c",
+                               "pipeline.jobs.a"]  # fmt: skip
+    del modules["pipeline.jobs.c"]
+    assert a_circle(pipeline_graph(modules)) == []
 
 
 @pytest.mark.parametrize(("path", "source", "needle"), BAD)

@@ -17,11 +17,11 @@ from PIL import Image
 
 from flows import cli
 from flows.curate import curate
-from pipeline.curate import Policy
-from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set
-from pipeline.report import build_report
-from pipeline.report.page import table_html
-from pipeline.report.sections import CURVES, heldout_table, verifier_audit
+from pipeline.jobs.curate import Policy
+from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.jobs.report import build_report
+from pipeline.jobs.report.page import table_html
+from pipeline.jobs.report.sections import CURVES, heldout_table, verifier_audit
 from pipeline.sampling.base import Completion
 from pipeline.scoring.verdict import Verdict, verifier_error
 from pipeline.selection import CurateConfig
@@ -161,8 +161,8 @@ def test_the_cli_tables_and_the_report_agree_on_runs_with_verifier_errors(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from flows.train import summary
-    from pipeline.train import TrainResult
-    from pipeline.train import heldout_table as revision_heldout
+    from pipeline.jobs.recorder import heldout_table as revision_heldout
+    from pipeline.jobs.trainee import TrainResult
 
     with Ledger.open(home) as ledger:
         add_problems(ledger, CELLS)
@@ -217,9 +217,9 @@ def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
 ) -> None:
     """`sieve eval`'s own code path (`flows.cli.curate.run_eval`) against the report, on a run
     whose verifier fails on every level-1 completion."""
-    import pipeline.rollouts
+    import pipeline.jobs.rollouts
 
-    real = pipeline.rollouts.verify_batch
+    real = pipeline.jobs.rollouts.verify_batch
 
     def failing(texts: list[str], *args: object, **kwargs: object) -> list[Verdict]:
         verdicts = real(texts, *args, **kwargs)  # type: ignore[arg-type]
@@ -228,7 +228,7 @@ def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
             for t, v in zip(texts, verdicts, strict=True)
         ]
 
-    monkeypatch.setattr(pipeline.rollouts, "verify_batch", failing)
+    monkeypatch.setattr(pipeline.jobs.rollouts, "verify_batch", failing)
     held = heldout_set(2)
     prompt = {q: f"{q}=" for q in held["question"]}
     answers = {prompt[q]: a for q, a in zip(held["question"], held["answer"], strict=True)}
@@ -254,7 +254,7 @@ def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
 
 
 def test_the_verifier_audit_of_the_latest_curation_is_shown(busy: Ledger, tmp_path: Path) -> None:
-    from pipeline.audit import by_family
+    from pipeline.jobs.audit import by_family
     from pipeline.store.ids import curation_runs
 
     section = verifier_audit(busy)

@@ -1,4 +1,4 @@
-"""Rescoring stored completions (pipeline/rescore.py): new verdicts land beside the stored ones
+"""Rescoring stored completions (pipeline/jobs/rescore.py): new verdicts land beside the stored ones
 under the current verifier version, the rollouts stay byte-identical, a second rescore adds
 nothing, another version adds a second set, and `verdict_changes` lists what changed.
 
@@ -13,12 +13,12 @@ from typing import Any
 import polars as pl
 import pytest
 
-import pipeline.audit as audit_module
-import pipeline.rescore as rescore_module
+import pipeline.jobs.audit as audit_module
+import pipeline.jobs.rescore as rescore_module
 from flows.curate import curate
-from pipeline.curate import CurateResult
-from pipeline.errors import SieveError
-from pipeline.rescore import rescore
+from pipeline.core.errors import SieveError
+from pipeline.jobs.curate import CurateResult
+from pipeline.jobs.rescore import rescore
 from pipeline.scoring import VERIFIER_VERSION, StepContext, Verdict
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from pipeline.jobs.rollouts import RunInfo, record_run
 from pipeline.problems import generate
-from pipeline.rollouts import RunInfo, record_run
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.scoring import VERIFIER_VERSION
 from pipeline.store import Ledger

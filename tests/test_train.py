@@ -1,5 +1,6 @@
-"""Training (`flows.train.train`, the training flow's sequence, over `pipeline.train`'s
-recorder): a curriculum from the ledger trained with grpo_core, recorded in the ledger."""
+"""Training (`flows.train.train`, the training flow's sequence, over `pipeline.jobs.trainee`'s
+steps and `pipeline.jobs.recorder`): a curriculum from the ledger trained with grpo_core, recorded
+in the ledger."""
 
 from __future__ import annotations
 
@@ -17,11 +18,16 @@ from pydantic import ValidationError
 from flows.train import TrainParams, resolve, train
 from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Item, Sample, Scores
-from pipeline.batches import CurriculumBatches
-from pipeline.errors import SieveError
-from pipeline.lineage import TrainJob, curriculum_model, latest_model, lineage_head, nightly_model
-from pipeline.policy.model import SIEVE_META, folder_revision
-from pipeline.recipes import (
+from pipeline.core.errors import SieveError
+from pipeline.jobs.curriculum_batches import CurriculumBatches
+from pipeline.jobs.lineage import (
+    TrainJob,
+    curriculum_model,
+    latest_model,
+    lineage_head,
+    nightly_model,
+)
+from pipeline.jobs.recipes import (
     RECIPES,
     TINY_RECIPE,
     TrainSettings,
@@ -29,8 +35,9 @@ from pipeline.recipes import (
     recipe_for,
     settings_toml,
 )
+from pipeline.jobs.trainee import train_id_for
+from pipeline.policy.model import SIEVE_META, folder_revision
 from pipeline.store import Ledger
-from pipeline.train import train_id_for
 
 METRICS = {
     "reward_mean", "reward_std", "pass_rate", "zero_var_share", "adv_std", "kl", "beta",
@@ -213,11 +220,11 @@ def test_trainer_log_probs_equal_the_samplers(tiny_model_dir: Path) -> None:
 
     from grpo_core.config import GRPOConfig
     from grpo_core.trainer import Trainer
-    from pipeline.batches import verifier_reward
+    from pipeline.jobs.curriculum_batches import verifier_reward
     from pipeline.policy.model import load_policy
     from pipeline.sampling.base import SamplingParams
+    from pipeline.sampling.group_sampler import HFGroupSampler
     from pipeline.sampling.hf import HFSampler
-    from pipeline.sampling.training import HFGroupSampler
 
     model, tok = load_policy(tiny_model_dir)
     hf = HFSampler(model=model, tokenizer=tok)
@@ -469,9 +476,9 @@ def test_a_lineage_is_followed_to_its_newest_checkpoint(ledger: Ledger, tmp_path
 
 
 def test_held_out_eval_samples_the_weights_being_trained(tiny_model_dir: Path) -> None:
+    from pipeline.jobs.trainee import eval_sampler
     from pipeline.policy.model import load_policy
     from pipeline.sampling.hf import HFSampler
-    from pipeline.train import eval_sampler
 
     class Engine:  # a synced in-process engine (vllm) or a server (openai)
         def sample(self, *args: object) -> list:
@@ -694,7 +701,7 @@ def test_a_carried_night_continues_the_lr_schedule_of_the_night_before(
     its lr warm-up at update 2 (3/4 of lr with a 4-step warm-up); without it the warm-up
     starts again (1/4). The exact continuation (moments, β, reference) is
     tests/grpo_core/test_checkpoint.py's carried-run test."""
-    from pipeline.home import from_home
+    from pipeline.core.home import from_home
 
     home, model = setup
     grpo = {**SMALL.grpo, "total_steps": 2, "lr_warmup_steps": 4}

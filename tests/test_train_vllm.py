@@ -35,8 +35,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.errors import SieveError
-from pipeline.models import add_model
+from pipeline.core.errors import SieveError
+from pipeline.policy.folders import add_model
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("vllm")
@@ -46,7 +46,7 @@ import torch  # noqa: E402
 from grpo_core.config import GRPOConfig  # noqa: E402
 from grpo_core.trainer import Item, Sample, Scores, Trainer  # noqa: E402
 from pipeline.sampling import EngineOptions  # noqa: E402
-from pipeline.sampling.training import VLLMGroupSampler, make_group_sampler  # noqa: E402
+from pipeline.sampling.group_sampler import VLLMGroupSampler, make_group_sampler  # noqa: E402
 
 TOLERANCE = 1e-3  # max |engine − trainer| log-prob per token, fp32 engine (measured 3e-5)
 QUESTIONS = ["What is 12 + 7? Answer with the number only.", "Name three primary colours."]

@@ -4,6 +4,9 @@
   docstring, folder by folder (a package's own docstring heads its folder);
 - `settings-objects`: every settings class (the classes `benchmarks/settings_sprawl.py` counts),
   where it is, how many fields it has and the first sentence of its docstring;
+- `pipeline-layers`: each package of pipeline/, the pipeline packages it may import
+  (`PIPELINE_LAYERS` in tests/test_layers.py, which checks every import against it) and the
+  first sentence of its docstring;
 - `settings-sprawl` and `pipeline-shape`: `benchmarks/settings_sprawl.py`'s counts, the "now"
   column counted from the code at render time (so `make docs-check` fails when the code moved
   and the page did not) and the earlier revision's column read from its results file;
@@ -135,6 +138,19 @@ def pipeline_shape(r: Results) -> str:
     return body + f"\n\nImport circles in the code now: {circles}."
 
 
+def pipeline_layers(r: Results) -> str:
+    """pipeline/'s packages bottom to top, what each may import, what each holds."""
+    layers = _sprawl_module(r.root).pipeline_layers()
+    rows = []
+    for package, allowed in layers.items():
+        init = r.root / "pipeline" / package / "__init__.py"
+        if not init.is_file():
+            raise RenderError(f"PIPELINE_LAYERS names {package}, which pipeline/ does not hold")
+        may = ", ".join(f"`{a}`" for a in allowed) or "no other pipeline package"
+        rows.append([f"`{package}/`", may, first_sentence(_docstring(init))])
+    return table(["package", "may import", "what it holds"], rows)
+
+
 def train_job(r: Results) -> str:
     """One `sieve train --config F` on the tiny policy, counted while it runs (issue 49: a train
     job resolved once), at the revision the work started from and at the one counted last."""
@@ -190,6 +206,7 @@ def settings_objects(r: Results) -> str:
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "modules": modules,
     "settings-objects": settings_objects,
+    "pipeline-layers": pipeline_layers,
     "settings-sprawl": settings_sprawl,
     "pipeline-shape": pipeline_shape,
     "train-job": train_job,

@@ -19,7 +19,7 @@ Every command takes `--home` (else `$SIEVE_HOME`, else `./data`). A user error p
 `error: ...`, on stderr and exits 1 (a full disk too, whatever was writing); usage errors exit 2
 (Typer's convention). Commands that run Prefect flows keep Prefect's logs in
 `<home>/logs/prefect.log` unless `sieve --verbose CMD`, and tie Prefect's temporary API server to
-their own process (`pipeline.procs`). The CLI sits above `flows`: it builds a job's parameters,
+their own process (`pipeline.core.procs`). The CLI sits above `flows`: it builds a job's parameters,
 calls the job in one function per job (`curate.run_curate`, `curate.run_eval`,
 `train.run_train`, `nightly.run_schedule`, `nightly.run_loop`) and prints the result.
 

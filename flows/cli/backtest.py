@@ -1,5 +1,5 @@
 """`sieve backtest`: replay prompt-selection policies over the samples a ledger (or a Parquet pool)
-already holds, and compare what each spends per informative group (`pipeline.backtest`).
+already holds, and compare what each spends per informative group (`pipeline.jobs.backtest`).
 
     sieve backtest                                  # the home's newest screened revision
     sieve backtest --pool benchmarks/results/real_model_pool.parquet \\
@@ -23,7 +23,7 @@ import typer
 
 from flows.cli.common import out, show
 from flows.cli.options import ConfigOpt, HomeOpt
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 
 class Output(StrEnum):
@@ -67,9 +67,9 @@ def backtest(
     --config) over stored samples: rollouts spent,
     informative groups, rollouts per informative group, and recall / precision of the prompts
     each trains on against those whose pass rate over all samples is in the config's band."""
-    from pipeline import backtest as bt
-    from pipeline.home import ledger_path
-    from pipeline.outputs import check_output
+    from pipeline.core.home import ledger_path
+    from pipeline.core.outputs import check_output
+    from pipeline.jobs import backtest as bt
     from pipeline.selection import CurateConfig, load_curate_config
 
     if png is not None:  # before the work: a PNG file, never the ledger nor any DuckDB database

@@ -11,7 +11,7 @@ dropped unless --verbose. Help texts are shown as written, brackets included.
 `start_flows` is what a command does before it runs a Prefect flow.
 
 Text is never markup: the consoles (`console`) read no Rich markup or emoji codes, and show
-control characters escaped (`pipeline.errors.printable`), so ledger text, file and column names
+control characters escaped (`pipeline.core.errors.printable`), so ledger text, file and column names
 and user arguments print as they are, in tables, titles and lines alike. Styled text is built
 as `rich.text.Text`.
 
@@ -38,14 +38,14 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
-from pipeline.errors import SieveError, printable
-from pipeline.runlog import verbose
+from pipeline.core.errors import SieveError, printable
+from pipeline.core.runlog import verbose
 
 if TYPE_CHECKING:
     import polars as pl
     from pydantic import BaseModel
 
-    from pipeline.hooks import ProgressEvent
+    from pipeline.core.hooks import ProgressEvent
 
 M = TypeVar("M", bound="BaseModel")
 
@@ -89,7 +89,7 @@ def options(
     ] = False,
 ) -> None:
     """Options for every command (put them before the command: `sieve --verbose curate`)."""
-    from pipeline.runlog import VERBOSE_ENV
+    from pipeline.core.runlog import VERBOSE_ENV
 
     if verbose:
         os.environ[VERBOSE_ENV] = "1"
@@ -219,7 +219,7 @@ def validated(model: type[M], values: dict[str, object]) -> M:
     """`model.model_validate(values)` with a pydantic error as one SieveError line."""
     from pydantic import ValidationError
 
-    from pipeline.tomlconfig import first_error
+    from pipeline.core.tomlconfig import first_error
 
     try:
         return model.model_validate(values)
@@ -240,9 +240,9 @@ def start_flows(home: str | Path | None) -> None:
     """Before a command runs Prefect flows: Prefect set up for this home, its logs (a failed
     task's traceback among them) in <home>/logs/prefect.log unless --verbose, so a failure shows
     as `run_app`'s one `error:` line; and its temporary API server started tied to this process,
-    so a killed run leaves no server behind (`pipeline.procs`)."""
-    from pipeline.procs import start_prefect_server
-    from pipeline.runlog import quiet_prefect
+    so a killed run leaves no server behind (`pipeline.core.procs`)."""
+    from pipeline.core.procs import start_prefect_server
+    from pipeline.core.runlog import quiet_prefect
 
     start_prefect_server(quiet_prefect(home))
 

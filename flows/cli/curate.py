@@ -37,13 +37,13 @@ from flows.cli.options import (
     OptionBlock,
     option_blocks,
 )
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 if TYPE_CHECKING:
     from flows.scale import ScaleConfig
-    from pipeline.curate import Policy
-    from pipeline.hooks import ProgressEvent, SamplingPlan
-    from pipeline.policy.evaluate import EvalConfig
+    from pipeline.core.hooks import ProgressEvent, SamplingPlan
+    from pipeline.jobs.curate import Policy
+    from pipeline.jobs.evaluate import EvalConfig
     from pipeline.sampling import EngineOptions
     from pipeline.selection import CurateConfig
 
@@ -60,8 +60,8 @@ def bootstrap(
     home: HomeOpt = None,
 ) -> None:
     """Train the built-in tiny policy from scratch, save it, evaluate it on held-out problems."""
-    from pipeline.curate import policy_for
-    from pipeline.policy.bootstrap import BootstrapConfig, save_atomically, train_tiny
+    from pipeline.jobs.bootstrap import BootstrapConfig, save_atomically, train_tiny
+    from pipeline.jobs.curate import policy_for
 
     if (max_minutes is not None and max_minutes <= 0) or max_steps < 1:
         raise SieveError("--max-minutes must be > 0 and --max-steps >= 1")
@@ -115,7 +115,7 @@ def check_curate_config(cfg: CurateConfig, config: Path | None) -> None:
 def eval_config(**values: Any) -> EvalConfig:
     """`EvalConfig(**values)`, a value out of range as one line naming its option."""
     from grpo_core.validate import FieldError
-    from pipeline.policy.evaluate import EvalConfig
+    from pipeline.jobs.evaluate import EvalConfig
 
     try:
         cfg = EvalConfig(**values)
@@ -143,7 +143,7 @@ def eval_cmd(
     home: HomeOpt = None,
 ) -> None:
     """Held-out pass@1 by family x level (greedy and sampled), recorded in the ledger."""
-    from pipeline.curate import policy_for
+    from pipeline.jobs.curate import policy_for
     from pipeline.sampling.budget import SamplingConfig
 
     folder = current_model(model, home)
@@ -175,7 +175,7 @@ def curate(
     workers: Annotated[int, typer.Option(help="Workers of a local dask/ray cluster.")] = 2,
 ) -> None:
     """Screen, refine and select a two-stage curriculum for the model (a Prefect flow)."""
-    from pipeline.runlog import quiet_prefect
+    from pipeline.core.runlog import quiet_prefect
     from pipeline.selection import CurateConfig, load_curate_config
 
     cfg = load_curate_config(config) if config is not None else CurateConfig()
@@ -204,9 +204,9 @@ def curate(
 
 
 def with_recipe_sampling(cfg: CurateConfig, folder: Path, chosen: set[str]) -> CurateConfig:
-    """`cfg` at the sampling the model trains at (`pipeline.recipes.curation_sampling`) for
+    """`cfg` at the sampling the model trains at (`pipeline.jobs.recipes.curation_sampling`) for
     the fields neither a flag nor the config file set, named in one line when any is taken."""
-    from pipeline.recipes import curation_sampling
+    from pipeline.jobs.recipes import curation_sampling
 
     cfg, line = curation_sampling(cfg, folder, sorted(chosen))
     if line:
@@ -216,8 +216,8 @@ def with_recipe_sampling(cfg: CurateConfig, folder: Path, chosen: set[str]) -> C
 
 def sampling_plan(cfg: CurateConfig, folder: str) -> SamplingPlan:
     """The upper bounds of what curating `folder` with `cfg` samples."""
-    from pipeline.hooks import SamplingPlan
-    from pipeline.recipes import folder_prompt_format
+    from pipeline.core.hooks import SamplingPlan
+    from pipeline.jobs.recipes import folder_prompt_format
 
     return SamplingPlan(
         cfg.n_candidates,
@@ -229,7 +229,7 @@ def sampling_plan(cfg: CurateConfig, folder: str) -> SamplingPlan:
 
 def tiny_model(home: Path | None) -> Path:
     """Where the built-in tiny policy lives in this home."""
-    from pipeline.home import resolve_home
+    from pipeline.core.home import resolve_home
 
     return resolve_home(home) / "models" / "tiny"
 
@@ -238,8 +238,8 @@ def current_model(model: Path | None, home: Path | None) -> Path:
     """`--model`, else what the nightly flow would use: the newest checkpoint of the lineage of
     the newest curriculum's model (else that model; on a fresh home the tiny policy), named in
     one line, so `sieve curate --model M` → `sieve train` → `sieve eval` needs M only once."""
-    from pipeline.home import ledger_path
-    from pipeline.lineage import nightly_model
+    from pipeline.core.home import ledger_path
+    from pipeline.jobs.lineage import nightly_model
     from pipeline.store import Ledger
 
     if model is not None:

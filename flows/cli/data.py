@@ -13,7 +13,7 @@ import typer
 
 from flows.cli.common import err, out, table
 from flows.cli.options import HomeOpt
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -38,7 +38,7 @@ def generate(
     """Generate problems into the ledger and print counts by level."""
     from pipeline.problems import generate as make_problems
     from pipeline.problems import generate_mix, parse_levels
-    from pipeline.problems.mix import load_mix
+    from pipeline.selection.config import load_mix
     from pipeline.store import Ledger
 
     if mix is not None and family is None:

@@ -12,7 +12,7 @@ import typer
 
 from flows.cli.common import out
 from flows.cli.options import HomeOpt
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 if TYPE_CHECKING:
     from pipeline.policy.prompts import PromptFormat
@@ -38,7 +38,7 @@ def export(
 ) -> None:
     """Export a curriculum (with stages, group sizes and evidence) for TRL, verl or OpenRLHF,
     with a dataset card (README.md) beside it."""
-    from pipeline.export import check_format, export_curriculum
+    from pipeline.jobs.export import check_format, export_curriculum
     from pipeline.store import Ledger
 
     check_format(format)
@@ -72,8 +72,8 @@ def report(
     home: HomeOpt = None,
 ) -> None:
     """Write an HTML report: pass rates, difficulty, curricula, training, held-out results."""
-    from pipeline.home import resolve_home
-    from pipeline.report import build_report
+    from pipeline.core.home import resolve_home
+    from pipeline.jobs.report import build_report
     from pipeline.store import Ledger
 
     folder = output if output is not None else resolve_home(home) / "report"

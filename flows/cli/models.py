@@ -13,7 +13,7 @@ from rich.text import Text
 
 from flows.cli.common import err, out, show
 from flows.cli.options import HomeOpt
-from pipeline.errors import printable
+from pipeline.core.errors import printable
 
 models_app = typer.Typer(help="Model folders under <home>/models.", no_args_is_help=True)
 
@@ -31,7 +31,7 @@ def add(
     home: HomeOpt = None,
 ) -> None:
     """Write a model folder (with sieve.json saying where it came from) under <home>/models."""
-    from pipeline.models import add_folder, add_model
+    from pipeline.policy.folders import add_folder, add_model
     from pipeline.policy.model import read_meta
 
     with err.status(Text(printable(f"adding {name}"))):  # a status reads markup otherwise
@@ -48,7 +48,7 @@ def list_cmd(home: HomeOpt = None) -> None:
     """Model folders under <home>/models with their content revision and source."""
     import polars as pl
 
-    from pipeline.models import list_models
+    from pipeline.policy.folders import list_models
 
     rows = list_models(home)
     show(pl.DataFrame(rows) if rows else pl.DataFrame(), "models")

@@ -2,7 +2,7 @@
 
 `schedule` serves `flows.nightly` as a Prefect deployment on a cron (`run_schedule`); `loop` runs
 N nights in this process (`run_loop`, over `flows.loop.loop`); `demo` is the main job end to end
-on the embedded default (`pipeline.demo`'s foundation check, then `flows.loop.demo`).
+on the embedded default (`pipeline.jobs.demo`'s foundation check, then `flows.loop.demo`).
 
 Test: `pytest tests/flows/test_schedule.py tests/cli/test_train_cli.py tests/flows/test_loop.py`.
 """
@@ -38,14 +38,15 @@ from flows.cli.options import (
     check_folders,
     option_blocks,
 )
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 if TYPE_CHECKING:
-    from pipeline.recipes import TrainSettings
+    from pipeline.jobs.recipes import TrainSettings
     from pipeline.sampling import EngineOptions
     from pipeline.selection import CurateConfig
 
-# printed after the demo, with pipeline.demo.EXAMPLE_SQL (tests/cli/test_sql_sandbox.py runs them)
+# printed after the demo, with pipeline.jobs.demo.EXAMPLE_SQL (tests/cli/test_sql_sandbox.py runs
+# them)
 LOOP_SQL = [
     "SELECT stage, count(*), avg(group_size) FROM curriculum_items GROUP BY stage",
     "SELECT step, value FROM train_metrics WHERE name = 'pass_rate' ORDER BY step",
@@ -96,7 +97,7 @@ def schedule(
         CronSchedule(cron=cron)
     except Exception as exc:
         raise SieveError(f"invalid --cron {cron!r}: {' '.join(str(exc).split())[:160]}") from exc
-    from pipeline.recipes import load_settings
+    from pipeline.jobs.recipes import load_settings
 
     check_backend(backend, base_url)
     cfg = load_curate_config(config) if config is not None else CurateConfig()
@@ -169,7 +170,7 @@ def demo(
 
     from flows.loop import DEMO_CURATE, DEMO_TRAIN, WIDTH, demo_real, demo_summary
     from flows.loop import demo as run_demo_night
-    from pipeline.demo import EXAMPLE_SQL
+    from pipeline.jobs.demo import EXAMPLE_SQL
 
     if n < 10 or bootstrap_steps < 1:
         raise SieveError("--n must be >= 10 and --bootstrap-steps >= 1")
@@ -255,7 +256,7 @@ def shown_path(path: Path | str | None) -> str:
 def _demo_problems(home: Path | None) -> Path | None:
     """Step 1 of the demo: the embedded problems in the ledger and the verifier's self-check,
     printed; returns the ledger's path."""
-    from pipeline.demo import run_demo
+    from pipeline.jobs.demo import run_demo
 
     found = run_demo(home, n=2000, seed=0)
     c = found.check
@@ -296,7 +297,7 @@ def loop(
 
     A night already finished on this lineage (a --start date run before) is skipped.
     """
-    from pipeline.recipes import given_recipe, train_recipe
+    from pipeline.jobs.recipes import given_recipe, train_recipe
     from pipeline.store import Ledger
 
     if nights < 1:
@@ -344,8 +345,8 @@ def _loop_config(config: Path | None, n: int | None) -> CurateConfig:
 
 def _loop_start(model: Path | None, backend: str, home: Path | None) -> tuple[Path, str]:
     """The model the first night starts from, and why; one error line when there is none."""
-    from pipeline.home import ledger_path
-    from pipeline.lineage import nightly_model
+    from pipeline.core.home import ledger_path
+    from pipeline.jobs.lineage import nightly_model
     from pipeline.store import Ledger
 
     local = backend != "openai"  # openai: --model may be a served name

@@ -32,7 +32,7 @@ from typing import Annotated, Any, get_type_hints
 
 import typer
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 
 def home_path(text: str) -> Path:
@@ -55,7 +55,7 @@ def checked_home(home: Path | None) -> Path | None:
 def decided_home(home: Path | None) -> Path:
     """The home `--home` names, else $SIEVE_HOME's, else ./data, decided once for the command
     (`DecidedHomeOpt`) and checked as `checked_home` says."""
-    from pipeline.home import resolve_home
+    from pipeline.core.home import resolve_home
 
     folder = resolve_home(home)
     given = "--home" if home is not None else "$SIEVE_HOME" if os.environ.get("SIEVE_HOME") else ""
@@ -75,7 +75,7 @@ def decided_home(home: Path | None) -> Path:
 def check_folders(home: Path | None, *names: str) -> None:
     """SieveError when `<home>/<name>`, a folder the command writes into, exists and is not a
     folder (a file there failed deep inside the run, as a traceback)."""
-    from pipeline.home import resolve_home
+    from pipeline.core.home import resolve_home
 
     root = resolve_home(home)
     for name in names:

@@ -1,7 +1,7 @@
 """`sieve plan`: before any training rollout, per policy (uniform, DAPO, GRESO, the posterior
 that selects before rollout, Sieve's curation) the informative share and the rollouts per
 informative group this pool and model would give, replayed on samples already stored, and
-whether curation pays on this data (`pipeline.plan`).
+whether curation pays on this data (`pipeline.jobs.plan`).
 
     sieve plan                                   # the home's newest screened revision
     sieve plan --model data/models/smollm2-135m  # that model's newest screened revision
@@ -23,7 +23,7 @@ import typer
 
 from flows.cli.common import out
 from flows.cli.options import ConfigOpt, HomeOpt
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 
 def plan(
@@ -61,8 +61,8 @@ def plan(
     pool and model: informative share and rollouts per informative group (every rollout
     counted) for uniform, DAPO, GRESO, the posterior and Sieve's curation, and whether curation
     pays here against uniform."""
-    from pipeline import backtest as bt
-    from pipeline import plan as pl_plan
+    from pipeline.jobs import backtest as bt
+    from pipeline.jobs import plan as pl_plan
     from pipeline.selection import CurateConfig, load_curate_config
 
     if g is not None and g < 2:

@@ -3,12 +3,12 @@ write it.
 
 `sql` runs one statement in `pipeline.store`'s sandbox (read-only, time and memory limits) and
 writes it as a table, CSV, a JSON array or Parquet, streamed batch by batch under the same limits
-(a table cuts cells at `CELL_CHARS`). `--output` is written by `pipeline.outputs`' guarded writer:
-never the ledger or one of its side files under any name (device and inode are compared) nor
+(a table cuts cells at `CELL_CHARS`). `--output` is written by `pipeline.core.outputs`' guarded
+writer: never the ledger or one of its side files under any name (device and inode are compared) nor
 any DuckDB database, `-` is stdout, a regular file is written as a new file beside it and renamed
 over it (through a symbolic link), a device or pipe in place, and nothing is removed but that
 new file. `audit` shows the verifier
-audit of a curation (`pipeline.audit`): math-verify's disagreement rate with Sieve's verdicts
+audit of a curation (`pipeline.jobs.audit`): math-verify's disagreement rate with Sieve's verdicts
 per family, the worst family x level cells and a few disagreements. Ledger text (answers,
 completions, column names) prints as it is, never as Rich markup (`flows.cli.common`'s consoles).
 
@@ -29,8 +29,8 @@ import typer
 
 from flows.cli.common import console, out, show, table
 from flows.cli.options import HomeOpt
-from pipeline.errors import SieveError
-from pipeline.outputs import PARTIAL, STDOUT, Mode, check_output, open_output
+from pipeline.core.errors import SieveError
+from pipeline.core.outputs import PARTIAL, STDOUT, Mode, check_output, open_output
 
 if TYPE_CHECKING:
     import polars as pl
@@ -245,7 +245,7 @@ def _text_out(output: Path | None) -> Iterator[IO[str]]:
 
 @contextmanager
 def _output_file(output: Path, mode: Mode) -> Iterator[IO[Any]]:
-    """`output` open for writing by the one guarded writer (`pipeline.outputs`)."""
+    """`output` open for writing by the one guarded writer (`pipeline.core.outputs`)."""
     with open_output(output, mode, label="--output ") as handle:
         yield handle
 
@@ -263,7 +263,7 @@ def stats(home: HomeOpt = None) -> None:
             "measured pass rate by family x level, newest revisions",
         )
         show(ledger.query("runs_latest"), "latest sampling runs")
-        from pipeline.curate import allocation, load_history
+        from pipeline.jobs.curate import allocation, load_history
         from pipeline.selection import CurateConfig
 
         cells = allocation(CurateConfig(), load_history(ledger, []))
@@ -311,7 +311,7 @@ def audit(
     """The verifier audit of a curation: how often math-verify disagrees with Sieve's verdicts,
     per family and in the worst family x level cells, with a few examples (`latest`: the newest
     curriculum's screen and refine runs; views verifier_audit_rates, verifier_disagreements)."""
-    from pipeline import audit as audit_lib
+    from pipeline.jobs import audit as audit_lib
     from pipeline.store import Ledger
 
     if examples < 0 or cells < 0:
@@ -344,7 +344,7 @@ def curriculum_show(
     home: HomeOpt = None,
 ) -> None:
     """Stages, group sizes and the top items of a curriculum."""
-    from pipeline.export import resolve_curriculum
+    from pipeline.jobs.export import resolve_curriculum
     from pipeline.store import Ledger
 
     with Ledger.open(home, read_only=True) as ledger:

@@ -1,6 +1,6 @@
 """`sieve rescore`: judge a run's stored completions again with the current verifier.
 
-The new verdicts are added to `rescored_verdicts` beside the stored ones (`pipeline.rescore`);
+The new verdicts are added to `rescored_verdicts` beside the stored ones (`pipeline.jobs.rescore`);
 the rollouts are never rewritten. It prints how many verdicts were re-judged, how many changed
 per family (right to wrong, wrong to right) under the current verifier version, and a few
 changed verdicts; ledger text in them prints as it is, never as Rich markup.
@@ -16,7 +16,7 @@ import typer
 
 from flows.cli.common import out, show
 from flows.cli.options import HomeOpt
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 
 def rescore(
@@ -30,7 +30,7 @@ def rescore(
     verdicts beside the old ones (`latest`: the newest curriculum's screen and refine runs;
     table rescored_verdicts, view verdict_changes). The rollouts are never rewritten; a second
     rescore under the same verifier version adds nothing."""
-    from pipeline import rescore as rescore_lib
+    from pipeline.jobs import rescore as rescore_lib
     from pipeline.store import Ledger
 
     if examples < 0:

@@ -1,6 +1,6 @@
 """`sieve train`: GRPO on a curated curriculum, with the recipe for the model.
 
-Everything is decided before Prefect starts, once, into a `pipeline.lineage.TrainJob`: the home
+Everything is decided before Prefect starts, once, into a `pipeline.jobs.lineage.TrainJob`: the home
 (by `--home`'s own check), the curriculum, the starting model (by default the one the curriculum
 was curated with) and the recipe (`--config FILE`, read once, else the recipe file for that
 model's prompt format; `--steps` replaces its total). `--print-config` shows the result as TOML
@@ -37,14 +37,14 @@ from flows.cli.options import (
     check_folders,
     option_blocks,
 )
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from pipeline.hooks import ProgressEvent
-    from pipeline.lineage import TrainJob
-    from pipeline.recipes import Recipe
+    from pipeline.core.hooks import ProgressEvent
+    from pipeline.jobs.lineage import TrainJob
+    from pipeline.jobs.recipes import Recipe
     from pipeline.sampling import EngineOptions
 
 CurriculumOpt = Annotated[str, typer.Option(help="Curriculum id or 'latest'.")]
@@ -95,9 +95,9 @@ def train(
     home: DecidedHomeOpt = None,
 ) -> None:
     """GRPO on a curated curriculum; checkpoints are registered for the next curation."""
-    from pipeline.home import resolve_home
-    from pipeline.recipes import settings_toml
-    from pipeline.runlog import quiet_prefect
+    from pipeline.core.home import resolve_home
+    from pipeline.core.runlog import quiet_prefect
+    from pipeline.jobs.recipes import settings_toml
 
     root = home if home is not None else resolve_home()  # --home's check decided it
     given = _check_args(max_steps, steps, config, backend, base_url)  # before anything is written
@@ -144,7 +144,7 @@ def _check_args(
     """The checks that need neither a model nor the ledger, in the order they report; the
     `--config` file, read here once (None when not given)."""
     from grpo_core.validate import MAX_COUNT
-    from pipeline.recipes import given_recipe
+    from pipeline.jobs.recipes import given_recipe
 
     if max_steps is not None and max_steps < 1:
         raise SieveError(f"--max-steps must be >= 1, got {max_steps}")
@@ -164,10 +164,10 @@ def train_job(
     *,
     read_ledger: bool = True,
 ) -> TrainJob:
-    """The job (`pipeline.lineage.resolve_train_job`), checked before Prefect starts, from one
+    """The job (`pipeline.jobs.lineage.resolve_train_job`), checked before Prefect starts, from one
     read-only open of the ledger (none when `read_ledger` is off: `--print-config --model`)."""
-    from pipeline.home import LEDGER_NAME
-    from pipeline.lineage import resolve_train_job
+    from pipeline.core.home import LEDGER_NAME
+    from pipeline.jobs.lineage import resolve_train_job
     from pipeline.store import Ledger
 
     if not read_ledger:
@@ -183,8 +183,8 @@ def check_resumable(job: TrainJob, backend: str) -> None:
     """SieveError when `--resume` finds no checkpoint of this run (the curriculum, model,
     settings and backend name it): it used to train a fresh run without a word."""
     from grpo_core import checkpoint as ckpt
+    from pipeline.jobs.trainee import train_id_for
     from pipeline.policy.model import folder_revision
-    from pipeline.train import train_id_for
 
     cid, folder = job.curriculum_id, job.model
     train_id = train_id_for(cid, folder_revision(folder), job.settings, backend)
@@ -199,10 +199,10 @@ def check_resumable(job: TrainJob, backend: str) -> None:
 
 def check_sampling(job: TrainJob, strict: bool) -> None:
     """One warning line (an error with --strict) when the run samples at other settings than
-    the curriculum was curated at (`job.curated`: `pipeline.lineage.curated_sampling`, None
+    the curriculum was curated at (`job.curated`: `pipeline.jobs.lineage.curated_sampling`, None
     when not recorded): its pass rates, and which groups are informative, were measured
     there."""
-    from pipeline.recipes import folder_prompt_format
+    from pipeline.jobs.recipes import folder_prompt_format
     from pipeline.sampling.budget import training_mismatch
 
     if job.curated is None:
@@ -250,7 +250,7 @@ def run_train(
 
 
 def _train_progress(bar: Progress, total: int) -> Callable[[ProgressEvent], None]:
-    """The per-step bar: one event per training step (`pipeline.hooks`)."""
+    """The per-step bar: one event per training step (`pipeline.core.hooks`)."""
     task = bar.add_task("starting", total=total)
 
     def update(e: ProgressEvent) -> None:

@@ -1,4 +1,5 @@
-"""Adapters that let other trainers use Sieve's pieces (today: TRL reward functions).
+"""Adapters that let other trainers use Sieve's pieces (a TRL reward function, a verl
+sampler, the dataset card `sieve export` writes).
 
 Why a separate package: `pipeline` must not depend on TRL; these modules only import what the
 caller's trainer already has, and only when used.

@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.store import Ledger
 
 COLUMNS = {

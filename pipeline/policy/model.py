@@ -29,7 +29,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.policy.tokenizer import build_tokenizer
 
 SIEVE_META = "sieve.json"  # written beside config.json: prompt format and how the model was made

@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 import polars as pl
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 Split = Literal["train", "heldout"]
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from grpo_core.seeds import derive_seed
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.problems.base import (
     Family,
     Row,

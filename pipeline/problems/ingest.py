@@ -60,7 +60,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.problems.base import Row, build_frame, check_heldout_pct, make_row, params_json
 from pipeline.scoring import verify_batch
 from pipeline.scoring.commit import fold

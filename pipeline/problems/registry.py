@@ -13,7 +13,7 @@ Test: `.venv/bin/pytest tests/problems -q`.
 
 from __future__ import annotations
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.problems import arith, code, linear, modular, rg, word
 from pipeline.problems.base import Family, check_level
 

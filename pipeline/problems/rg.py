@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.scoring.rg_source import item, rg_version
 
 PREFIX = "rg:"

@@ -15,7 +15,7 @@ from typing import Annotated, Literal, Protocol, runtime_checkable
 from annotated_types import Gt, Le
 
 from grpo_core.validate import Count, FieldError, StopStrings, Temperature, Tokens, check_fields
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 FinishReason = Literal["stop", "length"]
 

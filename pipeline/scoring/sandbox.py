@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 BWRAP_MISSING = (
     "bubblewrap (bwrap) is not installed; the code verifier refuses to run code without it: "

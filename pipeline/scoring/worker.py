@@ -34,7 +34,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.scoring import _mv_child
 
 DEFAULT_TIMEOUT = 3.0

@@ -1,4 +1,5 @@
-"""The curation knobs (`CurateConfig`) and reading them from TOML (`load_curate_config`).
+"""The curation knobs (`CurateConfig`) and reading them from TOML (`load_curate_config`; a mix
+file or a curate config's `[mix]`: `load_mix`).
 
 Every field says what it trades off and where its default comes from. The file holds the fields
 as top-level keys, the problem mix as a `[mix]` table (family = level spec) and the decoding
@@ -21,15 +22,16 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from grpo_core.validate import MAX_COUNT, STRICT, Seed
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
+from pipeline.core.tomlconfig import CONFIGS, load_toml, read_config_text, read_toml, validate_toml
 from pipeline.problems import FAMILIES, parse_levels
+from pipeline.problems.mix import MixConfig
 from pipeline.sampling.budget import SamplingConfig
-from pipeline.tomlconfig import CONFIGS, load_toml, read_config_text
 
 # The curation the built-in tiny policy learns with exists once, as data/configs/tiny_curate.toml
 # (its comments say why: stage 2 off, the stage-1 band opened to [0.02, 1], half as many replayed
@@ -242,8 +244,8 @@ class CurateConfig(BaseModel):
         description="Prompts per sampling chunk, the unit of crash-resume: smaller loses less "
         "work on a crash, larger batches better. Default: 256.",
     )
-    # The verifier audit (pipeline/audit.py) observes and never decides: these two fields are
-    # left out of the curation key (pipeline.curate.curation_key), so they change no run id.
+    # The verifier audit (pipeline/jobs/audit.py) observes and never decides: these two fields are
+    # left out of the curation key (pipeline.jobs.curate.curation_key), so they change no run id.
     audit_share: float = Field(
         default=0.02,
         ge=0.0,
@@ -311,3 +313,23 @@ class CurateConfig(BaseModel):
 def load_curate_config(path: str | Path) -> CurateConfig:
     """Read and validate a curate TOML file; any problem is one `SieveError` line."""
     return load_toml(path, CurateConfig)
+
+
+def load_mix(path: Path) -> MixConfig:
+    """Read and validate a mix file, or a curate config's `[mix]`; every problem is reported as
+    one line naming the file. The file is read once."""
+    raw = read_toml(path)
+    if _is_curate_config(raw):
+        return MixConfig(families=dict(validate_toml(Path(path), raw, CurateConfig).mix))
+    mix = validate_toml(Path(path), raw, MixConfig)
+    try:
+        mix.levels()
+    except SieveError as exc:
+        raise SieveError(f"{path}: {exc}") from None
+    return mix
+
+
+def _is_curate_config(raw: dict[str, Any]) -> bool:
+    """Parsed TOML without `[families]` whose keys are a curate config's (its `[mix]`, or
+    CurateConfig's default mix when it has none)."""
+    return "families" not in raw and bool(raw.keys() & CurateConfig.model_fields.keys())

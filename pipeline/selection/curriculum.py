@@ -48,7 +48,7 @@ import math
 import numpy as np
 import polars as pl
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.selection.config import CurateConfig
 from pipeline.selection.posterior import group_size_for
 from pipeline.selection.rules import (

@@ -10,7 +10,7 @@ are sorted by problem_id.
 - `history_prior`: prompts zero-variance in every recent revision → `skipped_by_history` with
   probability `history_skip_prob`, else re-explored (docs/architecture.md, curation step 2);
   prompts whose newest training group was all correct → `solved_in_training`, not screened
-  again (the curriculum takes them as replay candidates, `pipeline.curate.replay_pool`).
+  again (the curriculum takes them as replay candidates, `pipeline.jobs.curate.replay_pool`).
 - `allocate_candidates`: candidates per family × level cell from how often each cell's groups
   were informative for recent revisions (an explored share stays even).
 - `screen_survivors`: small-G screen → refine the informative groups (reward spread
@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.selection.config import CurateConfig
 from pipeline.selection.stats import SPREAD_COLUMNS, require_columns, reward_informative
 

@@ -36,7 +36,7 @@ from typing import Any
 import polars as pl
 
 from grpo_core.advantages import is_uninformative
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.selection.sqlexpr import when
 
 Z95 = 1.6448536269514722  # Φ⁻¹(0.95), the constant in sieve_beta_q

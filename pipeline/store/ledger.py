@@ -35,9 +35,9 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from pipeline.crash import crash_point
-from pipeline.errors import SieveError
-from pipeline.home import ledger_path
+from pipeline.core.crash import crash_point
+from pipeline.core.errors import SieveError
+from pipeline.core.home import ledger_path
 from pipeline.store import locks
 
 OnConflict = Literal["ignore", "replace"]
@@ -370,7 +370,7 @@ class Ledger:
     @property
     def home(self) -> Path | None:
         """The Sieve home this ledger file lies in (its folder); None in memory. Rows name the
-        folders inside it relative to it (`pipeline.home.to_home`)."""
+        folders inside it relative to it (`pipeline.core.home.to_home`)."""
         return self.path.parent if self.path is not None else None
 
     @property

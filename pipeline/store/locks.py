@@ -33,14 +33,14 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
+from pipeline.core.home import side_files
 
 LOCK_WAIT_ENV = "SIEVE_LOCK_WAIT"
 DEFAULT_LOCK_WAIT = 60.0  # seconds: a chunk commit takes well under one; a reader's query, a few
 _FIRST_PAUSE, _MAX_PAUSE = 0.05, 1.0
 _DAMAGED = re.compile(r"not a valid DuckDB database|Could not read enough bytes|corrupt", re.I)
 T = TypeVar("T")
-SIDE_SUFFIXES = (".wal", ".wal.recovery", ".wal.checkpoint")  # files DuckDB keeps by a database
 
 
 class Busy(Exception):
@@ -115,11 +115,6 @@ def connect(
     """A DuckDB connection to the file (with DuckDB `config` options), waiting while another
     process holds a conflicting lock."""
     return wait_for(lambda: _try_connect(path, read_only, config or {}), path)
-
-
-def side_files(path: Path) -> list[Path]:
-    """The files DuckDB may create beside the database at `path`."""
-    return [path.with_name(path.name + suffix) for suffix in SIDE_SUFFIXES]
 
 
 def check_side_files(path: Path) -> None:

@@ -44,7 +44,7 @@ from typing import Literal, NoReturn
 import duckdb
 import pyarrow as pa
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.store.ledger import check_read_only
 
 View = Literal["native", "text", "json"]

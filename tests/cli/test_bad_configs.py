@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import SieveError
-from pipeline.problems.mix import load_mix
-from pipeline.recipes import RECIPES, load_settings
+from pipeline.core.errors import SieveError
+from pipeline.core.tomlconfig import MAX_CONFIG_BYTES
+from pipeline.jobs.recipes import RECIPES, load_settings
 from pipeline.selection import load_curate_config
-from pipeline.tomlconfig import MAX_CONFIG_BYTES
+from pipeline.selection.config import load_mix
 from tests.cli_runner import error_line, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -267,12 +267,12 @@ def test_an_absurd_dotted_key_is_refused_before_it_is_parsed(
 ) -> None:
     """An 80 KB dotted key took the TOML parser GBs (OOM-killed at 23 GB, issue 47): the shape
     is checked first, and the parser is never called (here it would fail the test)."""
-    import pipeline.tomlconfig
+    import pipeline.core.tomlconfig
 
     def parse(text: str) -> dict:
         raise AssertionError("the TOML parser was called")
 
-    monkeypatch.setattr(pipeline.tomlconfig.tomllib, "loads", parse)
+    monkeypatch.setattr(pipeline.core.tomlconfig.tomllib, "loads", parse)
     config = tmp_path / "c.toml"
     config.write_text("a." * 40_000 + "a = 1\n", encoding="utf-8")
     with pytest.raises(SieveError, match="more than 32 dotted parts"):

@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.errors import printable
+from pipeline.core.errors import printable
 from pipeline.store import Ledger
 from tests.cli_runner import run_cli as run_sieve
 from tests.store.audit_rows import LONG, STRAY
@@ -998,7 +998,7 @@ def test_sigterm_names_what_was_committed_and_drops_later_stderr(
     no_flows: Callable[[str, Callable], None],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from pipeline.hooks import ProgressEvent
+    from pipeline.core.hooks import ProgressEvent
 
     def flow(params: object, runtime: Any) -> None:
         runtime.progress(ProgressEvent("curate", "screen", 3, 8))
@@ -1026,7 +1026,7 @@ def test_prefects_termination_signal_under_a_later_error_is_one_line(
     the whole process group) reporting the crash raised an httpx error instead, a traceback."""
     from prefect.exceptions import TerminationSignal
 
-    from pipeline.hooks import ProgressEvent
+    from pipeline.core.hooks import ProgressEvent
 
     def flow(params: object, runtime: Any) -> None:
         runtime.progress(ProgressEvent("curate", "screen", 3, 8))
@@ -1047,7 +1047,7 @@ def test_ctrl_c_in_training_names_the_steps_done(
     no_flows: Callable[[str, Callable], None],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from pipeline.hooks import ProgressEvent
+    from pipeline.core.hooks import ProgressEvent
 
     metrics = {"reward_mean": 0.5, "pass_rate": 0.5, "kl": 0.0, "zero_var_share": 0.1}
 
@@ -1227,8 +1227,8 @@ def test_an_interrupt_raised_in_a_string_exec_still_exits_with_the_signal_code(
 
 # ------------------------------------------------------------------------------ output paths
 
-# Issue 47: one guarded writer (pipeline.outputs) for every file a command writes where the user
-# said. `backtest --png` overwrote the ledger through a link, `report`/`export` replaced a link
+# Issue 47: one guarded writer (pipeline.core.outputs) for every file a command writes where the
+# user said. `backtest --png` overwrote the ledger through a link, `report`/`export` replaced a link
 # instead of writing through it, `sql --output /dev/stdout` renamed a file over /dev/stdout (as
 # root), and `--output -` wrote a file named `-`.
 
@@ -1414,7 +1414,7 @@ def test_write_outputs_is_all_or_nothing(tmp_path: Path) -> None:
     temporary file is left."""
     import errno
 
-    from pipeline.outputs import PARTIAL, write_outputs
+    from pipeline.core.outputs import PARTIAL, write_outputs
 
     first, second = tmp_path / "a.png", tmp_path / "b.html"
     first.write_bytes(b"old a")
@@ -1550,12 +1550,12 @@ def trained_home(
     tmp_path: Path, tiny_model_dir: Path, write_curriculum: Callable[[Ledger], object]
 ) -> Path:
     """A home as the pipeline's writers leave it: a curriculum curated with models/tiny
-    (`pipeline.curate.write_curriculum`) and one finished training of it (`flows.train.train`:
+    (`pipeline.jobs.curate.write_curriculum`) and one finished training of it (`flows.train.train`:
     its run, checkpoints and evaluations)."""
     from types import SimpleNamespace
 
     from flows.train import train
-    from pipeline.curate import write_curriculum as write_head
+    from pipeline.jobs.curate import write_curriculum as write_head
     from pipeline.policy.model import folder_revision
     from pipeline.selection import CurateConfig
     from tests.test_train import SMALL, even_length
@@ -1578,7 +1578,7 @@ def trained_home(
 
 def homes_model(home: Path) -> tuple[Path, Path]:
     """(what a night or `sieve curate` starts from, the model `sieve train` trains) in `home`."""
-    from pipeline.lineage import curriculum_model, nightly_model
+    from pipeline.jobs.lineage import curriculum_model, nightly_model
 
     with Ledger.open(home, read_only=True) as ledger:
         return nightly_model(ledger, None, home)[0], curriculum_model(ledger, "cur-test")[0]

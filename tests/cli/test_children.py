@@ -4,7 +4,7 @@ Real processes throughout: a run of `sieve curate`, `sieve train` or `sieve loop
 subprocess, left until Prefect's temporary API server (uvicorn) runs under it, then SIGKILLed,
 SIGTERMed or interrupted (SIGINT, as Ctrl-C). Every descendant recorded just before (by pid and
 start time, read from /proc) must be gone within a few seconds. A unit test checks the launcher
-(`pipeline.procs.popen_tied`) against an untied child, which does survive its parent, so the
+(`pipeline.core.procs.popen_tied`) against an untied child, which does survive its parent, so the
 check can fail. Linux only.
 
 Test: `pytest tests/cli/test_children.py` (about a minute per run on 2 busy cores). The four
@@ -129,7 +129,7 @@ def stop_and_check(proc: subprocess.Popen[bytes], sig: signal.Signals, log: Path
 def test_a_tied_child_dies_with_its_parent_and_an_untied_one_does_not(tied: bool) -> None:
     code = (
         "import subprocess, sys, time\n"
-        "from pipeline.procs import popen_tied\n"
+        "from pipeline.core.procs import popen_tied\n"
         f"spawn = popen_tied if {tied} else subprocess.Popen\n"
         "child = spawn(['sleep', '120'])\n"
         "print(child.pid, flush=True)\n"

@@ -63,7 +63,7 @@ def test_block_options_are_the_settings_objects_fields() -> None:
 
     from flows.cli import app
     from flows.cli.options import ENGINE, SAMPLING
-    from pipeline.errors import SieveError
+    from pipeline.core.errors import SieveError
     from pipeline.sampling import EngineOptions
     from pipeline.sampling.budget import SamplingConfig
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from flows.cli.curate import sampling_plan, with_recipe_sampling
-from pipeline.hooks import SamplingPlan
-from pipeline.recipes import RECIPES, chat_sampling_defaults, load_settings
+from pipeline.core.hooks import SamplingPlan
+from pipeline.jobs.recipes import RECIPES, chat_sampling_defaults, load_settings
 from pipeline.selection import CurateConfig
 
 SERVED = Path("a-served-chat-model")  # not a local folder: counts as a chat model
@@ -81,7 +81,7 @@ def test_the_nightly_flow_curates_at_the_sampling_it_trains_at(
 ) -> None:
     """Issue 46 point 4: sieve loop / schedule / the nightly flow curated a chat model at
     [sampling]'s T 1.0 / 512 tokens and trained it at the recipe's 0.6 / 256."""
-    from pipeline.recipes import TrainSettings
+    from pipeline.jobs.recipes import TrainSettings
 
     cfg = _night_config(monkeypatch, tmp_path)
     assert (cfg.sampling.temperature, cfg.sampling.max_new_tokens) == (0.6, 256)

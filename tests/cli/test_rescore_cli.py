@@ -14,10 +14,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import pipeline.audit as audit_module
+import pipeline.jobs.audit as audit_module
 from flows import cli
 from flows.curate import curate
-from pipeline import rescore as rescore_lib
+from pipeline.jobs import rescore as rescore_lib
 from pipeline.scoring import VERIFIER_VERSION
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger

@@ -20,8 +20,8 @@ import pytest
 
 from flows.cli import train as train_cli
 from grpo_core.config import GRPOConfig
+from pipeline.jobs.recipes import RECIPES, TINY_RECIPE, load_settings
 from pipeline.policy.model import SIEVE_META, folder_revision
-from pipeline.recipes import RECIPES, TINY_RECIPE, load_settings
 from pipeline.store import Ledger
 from tests.cli_runner import run_cli
 
@@ -116,9 +116,9 @@ def test_sieve_train_resolves_its_job_once(
     (and the one --steps copy), decides the home once ($SIEVE_HOME here) and resolves the
     curriculum once, and hands the flow that job (benchmarks/settings_sprawl.py counts the
     whole command, the flow included)."""
-    import pipeline.export
-    import pipeline.home
-    import pipeline.tomlconfig
+    import pipeline.core.home
+    import pipeline.core.tomlconfig
+    import pipeline.jobs.export
 
     home = curated_home(tiny_model_dir)
     config = tmp_path / "f.toml"
@@ -137,9 +137,9 @@ def test_sieve_train_resolves_its_job_once(
             if isinstance(mod, ModuleType) and vars(mod).get(name) is original:
                 monkeypatch.setattr(mod, name, counted)
 
-    count(pipeline.home, "resolve_home", lambda home=None: home is None)  # a decision
-    count(pipeline.export, "resolve_curriculum", lambda *a: True)
-    count(pipeline.tomlconfig, "read_config_text", lambda *a: True)
+    count(pipeline.core.home, "resolve_home", lambda home=None: home is None)  # a decision
+    count(pipeline.jobs.export, "resolve_curriculum", lambda *a: True)
+    count(pipeline.core.tomlconfig, "read_config_text", lambda *a: True)
     init = GRPOConfig.__init__
 
     def built(self: GRPOConfig, **kwargs: Any) -> None:
@@ -293,7 +293,7 @@ def test_eval_and_curate_without_model_follow_the_curated_models_lineage(
 ) -> None:
     """`sieve curate --model M` -> `sieve train` -> `sieve eval`: M is named once; eval (and the
     next curation) take the newest checkpoint trained from M, not the tiny policy."""
-    import pipeline.curate
+    import pipeline.jobs.curate
     from tests.test_train import register
 
     model = tmp_path / "elsewhere" / "tiny-copy"
@@ -312,7 +312,7 @@ def test_eval_and_curate_without_model_follow_the_curated_models_lineage(
         loaded.append(Path(folder))
         raise Stop
 
-    monkeypatch.setattr(pipeline.curate, "policy_for", fake_policy_for)
+    monkeypatch.setattr(pipeline.jobs.curate, "policy_for", fake_policy_for)
     for argv in (["eval", "--per-level", "1"], ["curate", "--n", "4"]):
         with pytest.raises(Stop):
             run_cli([*argv, "--home", str(home)], capsys)

@@ -21,9 +21,9 @@ import pytest
 from flows import curate as curate_flow
 from flows.runtime import Runtime
 from flows.train import TrainParams, train_flow
-from pipeline.hooks import ProgressEvent
+from pipeline.core.hooks import ProgressEvent
+from pipeline.jobs.recipes import TrainSettings
 from pipeline.policy.model import folder_revision
-from pipeline.recipes import TrainSettings
 from pipeline.store import Ledger
 
 pytestmark = pytest.mark.integration  # 13 s: flows with `sieve sql` children

@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from flows.loop import heldout_by_revision, loop
+from pipeline.jobs.recipes import TrainSettings
 from pipeline.policy.model import folder_revision
-from pipeline.recipes import TrainSettings
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 

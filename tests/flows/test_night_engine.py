@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import flows.nightly as nightly
-import pipeline.sampling.training as training
+import pipeline.sampling.group_sampler as training
 from pipeline.sampling import EngineOptions
 
 

@@ -1,6 +1,6 @@
 """Each job's sequence is written once (`flows.runtime.step`): the flow runs its steps as
 Prefect tasks, the plain call runs the same steps as functions, and both leave the same ledger;
-the flows report progress through the one protocol (`pipeline.hooks`)."""
+the flows report progress through the one protocol (`pipeline.core.hooks`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from prefect.context import TaskRunContext
 from flows.curate import CurateParams, curate, curate_flow
 from flows.evaluate import EvalParams, eval_flow, evaluate_model
 from flows.runtime import Runtime, in_flow_run, step
-from pipeline.hooks import ProgressEvent
-from pipeline.policy.evaluate import heldout_set
+from pipeline.core.hooks import ProgressEvent
+from pipeline.jobs.evaluate import heldout_set
 from pipeline.store import Ledger
 from tests.simulated import RATES, simulated_policy
 

@@ -22,9 +22,9 @@ import pytest
 
 from flows import curate as flow
 from flows.scale import ScaleConfig
-from pipeline import curate as core
-from pipeline import shards
-from pipeline.curate import Policy
+from pipeline.jobs import curate as core
+from pipeline.jobs import shards
+from pipeline.jobs.curate import Policy
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 from tests.curate_child import CFG, simulated_policy

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from flows.train import TrainParams, train_flow
+from pipeline.jobs.recipes import TrainSettings
 from pipeline.policy.model import folder_revision
-from pipeline.recipes import TrainSettings
 from pipeline.store import Ledger
 
 SETTINGS = TrainSettings(

@@ -27,11 +27,11 @@ from flows.train import TrainParams
 from grpo_core.config import GRPOConfig
 from grpo_core.distributed import DistributedConfig
 from grpo_core.validate import MAX_SEED, MAX_TOKENS, STRICT, describe
-from pipeline.errors import SieveError
-from pipeline.policy.bootstrap import BootstrapConfig
-from pipeline.policy.evaluate import EvalConfig
+from pipeline.core.errors import SieveError
+from pipeline.jobs.bootstrap import BootstrapConfig
+from pipeline.jobs.evaluate import EvalConfig
+from pipeline.jobs.recipes import TrainSettings
 from pipeline.problems.mix import MixConfig
-from pipeline.recipes import TrainSettings
 from pipeline.sampling import EngineOptions, SamplingParams
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.selection import CurateConfig

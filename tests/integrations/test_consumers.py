@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 
 from flows.curate import curate
-from pipeline.export import curriculum_table, export_curriculum
 from pipeline.integrations.verl import CurriculumSampler
+from pipeline.jobs.export import curriculum_table, export_curriculum
 from pipeline.policy.prompts import render_raw
 from pipeline.problems import generate_mix
 from pipeline.selection import CurateConfig

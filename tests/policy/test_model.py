@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.policy.model import create_tiny_model, load_policy, model_revision, read_meta
 
 

@@ -12,7 +12,7 @@ from fractions import Fraction
 import polars as pl
 import pytest
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.problems.base import (
     PROBLEM_SCHEMA,
     build_frame,

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.problems import FAMILIES, family_levels, generate, generate_mix, parse_levels
 from pipeline.problems import code as family
 from pipeline.problems.base import problem_id

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.problems import FAMILIES, family_levels, generate
 from pipeline.problems.base import canonical_number
 

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.problems import PROBLEM_SCHEMA, split_for
 from pipeline.problems.base import problem_id
 from pipeline.problems.ingest import (

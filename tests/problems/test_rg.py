@@ -12,13 +12,13 @@ import pytest
 
 pytest.importorskip("reasoning_gym")
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.problems import generate, generate_mix, parse_levels, rg
-from pipeline.problems.mix import load_mix
 from pipeline.scoring import VERIFIER_VERSION, StepContext, verify, verify_batch
 from pipeline.scoring.rg import rg_reading
 from pipeline.scoring.rg_source import as_config, dataset_for, score_here
 from pipeline.scoring.verifiers import RG_VERIFIER_VERSION
+from pipeline.selection.config import load_mix
 from pipeline.store import Ledger
 
 CELLS = [(d, lv) for d, levels in rg.LEVEL_CONFIGS.items() for lv in levels]
@@ -248,7 +248,7 @@ def test_an_rg_mix_curates_end_to_end_on_the_tiny_policy(
     """Real sampling (the hf tiny policy) and the real rg verifier; every candidate is kept or
     rejected with a reason, and no verdict is a verifier error."""
     from flows.curate import curate
-    from pipeline.curate import policy_for
+    from pipeline.jobs.curate import policy_for
     from pipeline.selection import CurateConfig
 
     cfg = CurateConfig(
@@ -277,7 +277,11 @@ def test_training_scores_rg_rows_from_their_stored_source() -> None:
     from datetime import UTC, datetime
 
     from grpo_core.trainer import Sample
-    from pipeline.batches import CurriculumBatches, curriculum_frame, verifier_reward
+    from pipeline.jobs.curriculum_batches import (
+        CurriculumBatches,
+        curriculum_frame,
+        verifier_reward,
+    )
 
     problems = generate("rg:basic_arithmetic", [1], 6, seed=2).filter(pl.col("split") == "train")
     n = problems.height

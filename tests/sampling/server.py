@@ -37,7 +37,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.sampling.base import Completion, Sampler, SamplingParams
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.sampling.budget import DEFAULT_MAX_NEW_TOKENS, SamplingConfig
 from pipeline.selection import CurateConfig, load_curate_config
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.policy.model import load_policy
 from pipeline.sampling.base import SamplingParams
 from pipeline.sampling.hf import HFSampler

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.policy.model import create_tiny_model
 from pipeline.sampling import EngineOptions, make_sampler
 from pipeline.sampling.base import Completion, FinishReason, SamplingParams, check_n

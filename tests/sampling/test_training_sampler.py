@@ -1,4 +1,4 @@
-"""Training samplers without a real engine (`pipeline.sampling.training`): the vLLM and openai
+"""Training samplers without a real engine (`pipeline.sampling.group_sampler`): the vLLM and openai
 group samplers against fakes, the weights they push (LoRA merged), and their one-line errors.
 
 `FakeEngine` stands in for an in-process `VLLMSampler`: it holds its own copy of a tiny model,
@@ -23,14 +23,12 @@ import torch
 
 from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Sample, Trainer
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.policy.model import new_tiny_model
 from pipeline.sampling import EngineOptions
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.sampling.engine import EngineLog, TokenCompletion
-from pipeline.sampling.hf import HFSampler
-from pipeline.sampling.openai import parse_choices
-from pipeline.sampling.training import (
+from pipeline.sampling.group_sampler import (
     OPENAI_WARNING,
     OpenAIGroupSampler,
     VLLMGroupSampler,
@@ -41,6 +39,8 @@ from pipeline.sampling.training import (
     training_engine,
     with_eos,
 )
+from pipeline.sampling.hf import HFSampler
+from pipeline.sampling.openai import parse_choices
 from pipeline.sampling.vllm import VLLMSampler
 from tests.sampling.server import running
 

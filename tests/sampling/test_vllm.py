@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.sampling import EngineOptions, make_sampler
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.sampling.engine import EngineLog, exception_text, first_exception

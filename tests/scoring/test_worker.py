@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.scoring import Verdict, math_verify_only, verify, verify_batch
 from pipeline.scoring.worker import TIMEOUT_ENV, default_worker, resolve_timeout
 from tests.scoring.waits import recorded

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.selection.config import TINY_CURATE, CurateConfig
 from pipeline.selection.curriculum import ITEM_SCHEMA, build_curriculum
 from pipeline.selection.rules import REJECTION_SCHEMA, stable_uniform

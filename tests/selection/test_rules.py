@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.problems import generate_mix
 from pipeline.selection.config import CurateConfig
 from pipeline.selection.rules import (

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from curate_child import CFG, simulated_policy
 
 from flows.curate import curate
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.store import Ledger, locks
 

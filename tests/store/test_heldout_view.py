@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from flows.loop import heldout_by_revision
-from pipeline.policy.evaluate import overall, revision_table, runs_table
+from pipeline.jobs.evaluate import overall, revision_table, runs_table
 from pipeline.store import Ledger
 from tests.store.eval_rows import Outcomes, add_problems, add_run, slow_pass1
 

@@ -20,7 +20,7 @@ from typing import TypeVar
 import duckdb
 import pytest
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.store import Ledger, locks
 
 pytestmark = pytest.mark.integration  # 53 s: waits on locks on purpose

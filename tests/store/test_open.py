@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.problems import generate_mix
 from pipeline.store import Ledger, migrations
 from pipeline.store import ledger as ledger_module

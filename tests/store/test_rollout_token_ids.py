@@ -13,11 +13,11 @@ import polars as pl
 import pytest
 
 import pipeline.store.ledger as ledger_module
-from pipeline import shards
+from pipeline.jobs import shards
+from pipeline.jobs.replay import stored_groups
+from pipeline.jobs.rollouts import RunInfo, record_run, score_groups
 from pipeline.policy.tokenizer import build_tokenizer
 from pipeline.problems import generate
-from pipeline.replay import stored_groups
-from pipeline.rollouts import RunInfo, record_run, score_groups
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.store import Ledger, migrations
 

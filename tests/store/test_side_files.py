@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.store import Ledger
 
 PRECIOUS = "someone else's file\n"

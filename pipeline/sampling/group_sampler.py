@@ -47,7 +47,7 @@ import torch
 
 from grpo_core.seeds import derive_seed
 from grpo_core.trainer import Sample
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.sampling import BACKENDS, EngineOptions
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.sampling.engine import TokenCompletion

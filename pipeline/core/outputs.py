@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
+from pipeline.core.home import side_files
 
 Mode = Literal["w", "wb"]
 STDOUT = "-"
@@ -259,8 +260,6 @@ def _refuse_ledger(info: os.stat_result, ledger: Path | None, name: str) -> None
     """SieveError when `info` is the ledger or one of its side files (same device and inode)."""
     if ledger is None:
         return
-    from pipeline.store.locks import side_files
-
     for own in (ledger, *side_files(ledger)):
         try:
             mine = os.stat(own)

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from pipeline.errors import SieveError
-from pipeline.home import resolve_home
+from pipeline.core.errors import SieveError
+from pipeline.core.home import resolve_home
 from pipeline.policy.model import SIEVE_META, folder_revision, read_meta
 
 

@@ -2,8 +2,8 @@
 
 `TrainSettings` is the `--config FILE` schema: top-level keys, GRPO knobs in a `[grpo]` table, a
 knob the table leaves out taking GRPOConfig's documented default. The table is kept as written
-(it is part of a run's id, `pipeline.train.train_id_for`), and the `GRPOConfig` it gives is built
-once, when the settings are validated, and kept with them: `grpo_config()` hands out that one
+(it is part of a run's id, `pipeline.jobs.trainee.train_id_for`), and the `GRPOConfig` it gives is
+built once, when the settings are validated, and kept with them: `grpo_config()` hands out that one
 object (issue 49: a train job resolved once). A recipe is such a file:
 `data/configs/tiny_train.toml` for raw-prompt models (the built-in tiny policy) and
 `data/configs/real_train.toml` for chat models (`recipe_for`), unless a file is given; a file is
@@ -34,12 +34,12 @@ from pydantic import (
 
 from grpo_core.config import GRPOConfig
 from grpo_core.validate import MAX_COUNT, STRICT, AtLeastOne, Count, FieldError
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
+from pipeline.core.tomlconfig import CONFIGS, load_toml
 from pipeline.policy.model import read_meta
 from pipeline.policy.prompts import PromptFormat, prompt_format
 from pipeline.problems import FAMILIES, OPT_IN_FAMILIES, parse_levels
 from pipeline.problems.rg import is_rg
-from pipeline.tomlconfig import CONFIGS, load_toml
 
 GRPO_FIELDS = {f.name for f in dataclasses.fields(GRPOConfig)}
 

@@ -11,7 +11,7 @@ nothing. A run's rollouts are all judged by one verifier version, the one its ro
 run crashed under an older version is not resumed under a newer one (`check_resume`; the way
 out is `sieve rescore RUN` for its stored verdicts, a new curation for fresh ones), while a
 finished one re-run stays a no-op. A chunk's tables include its verifier audit
-(`pipeline.audit`: math-verify's second opinion on a seeded sample of the verdicts and on every
+(`pipeline.jobs.audit`: math-verify's second opinion on a seeded sample of the verdicts and on every
 guessed one), which observes and never decides: its knobs stay out of the curation key.
 
 Test: `pytest tests/test_curate.py tests/test_curate_crash.py`.
@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from grpo_core.seeds import derive_seed
-from pipeline.audit import AUDITED_PURPOSES, audit_rows
-from pipeline.crash import crash_point
-from pipeline.errors import SieveError
-from pipeline.home import to_home
-from pipeline.hooks import Progress, report
+from pipeline.core.crash import crash_point
+from pipeline.core.errors import SieveError
+from pipeline.core.home import to_home
+from pipeline.core.hooks import Progress, report
+from pipeline.core.timing import timed
+from pipeline.jobs.audit import AUDITED_PURPOSES, audit_rows
+from pipeline.jobs.rollouts import RunInfo, run_row, score_groups
 from pipeline.problems import generate_cells, generate_mix, mix_cells
-from pipeline.rollouts import RunInfo, run_row, score_groups
 from pipeline.sampling.base import Sampler
 from pipeline.scoring import VERIFIER_VERSION
 from pipeline.selection import (
@@ -54,7 +55,6 @@ from pipeline.selection.posterior import (
 )
 from pipeline.selection.rules import concat_rejections
 from pipeline.store import Ledger
-from pipeline.timing import timed
 
 if TYPE_CHECKING:
     from pipeline.sampling import EngineOptions
@@ -232,7 +232,8 @@ def sample_rows(
 ) -> dict[str, pl.DataFrame]:
     """Sample and score one chunk: its tables (rollouts, step verdicts and, for a screen or
     refine run given an `audit_share`, the verifier audit), not yet written.
-    `sample_chunk` commits them; a cluster worker writes them as a shard (`pipeline.shards`)."""
+    `sample_chunk` commits them; a cluster worker writes them as a shard
+    (`pipeline.jobs.shards`)."""
     params = replace(info.params, seed=chunk_seed(seed, info.run_id, index))
     prompts = policy.render(chunk["question"].to_list())
     with timed("sampling"):

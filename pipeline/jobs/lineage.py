@@ -14,6 +14,7 @@ Test: `pytest tests/flows/test_loop.py tests/cli/test_train_cli.py`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,11 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grpo_core.validate import STRICT
-from pipeline.errors import SieveError
-from pipeline.export import resolve_curriculum
-from pipeline.home import from_home, resolve_home
+from pipeline.core.errors import SieveError
+from pipeline.core.home import from_home, resolve_home
+from pipeline.jobs.export import resolve_curriculum
+from pipeline.jobs.recipes import Recipe, TrainSettings, train_recipe
 from pipeline.policy.model import folder_revision
-from pipeline.recipes import Recipe, TrainSettings, train_recipe
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger, load_query
 
@@ -64,7 +65,7 @@ def resolve_train_job(
     """The one place a training run is resolved, from one open ledger: the curriculum id
     (`resolve_curriculum`), the sampling it was curated at (`curated_sampling`), the model
     (`model`, else the one the curriculum was curated with: `curriculum_model`), the settings
-    (`settings`, else `pipeline.recipes.train_recipe`: `recipe`, a `--config` file, else the
+    (`settings`, else `pipeline.jobs.recipes.train_recipe`: `recipe`, a `--config` file, else the
     model's recipe, with `steps`) and the home (`resolve_home`). `ledger` None reads nothing:
     `model` must be given and `curriculum` stays as given (`sieve train --print-config
     --model`)."""
@@ -116,7 +117,7 @@ def curriculum_model(
             f"curriculum {curriculum_id} was curated with the served model {model!r} (openai "
             "backend): pass --model FOLDER holding its weights"
         )
-    folder = from_home(str(model), _home(ledger, home), revision)
+    folder = from_home(str(model), _home(ledger, home), _has_revision(revision))
     if not (folder / "config.json").is_file():
         raise SieveError(
             f"curriculum {curriculum_id} was curated with model folder {folder}, which is not a "
@@ -165,7 +166,7 @@ def nightly_model(
     if rows and rows[0][1] and not str(rows[0][2] or "").startswith("served:"):
         cid, name, revision = rows[0]
         head = lineage_head(ledger, str(revision), home) if revision else None
-        folder = from_home(str(name), _home(ledger, home), revision)
+        folder = from_home(str(name), _home(ledger, home), _has_revision(revision))
         if head is not None:
             return head, f"the newest checkpoint trained from {folder} (curriculum {cid}'s model)"
         if (folder / "config.json").is_file():
@@ -197,7 +198,7 @@ def _on_disk(row: tuple[Any, ...], home: Path | None, which: str) -> Path:
     """The folder of a checkpoints row (path, model_revision, train_id, step), or one SieveError
     line naming it when it is not on disk."""
     path, revision, train_id, step = row
-    folder = from_home(str(path), home, str(revision), run=str(train_id))
+    folder = from_home(str(path), home, _has_revision(str(revision)), run=str(train_id))
     if not (folder / "config.json").is_file():
         raise SieveError(
             f"the newest checkpoint {which}, {folder} (training {train_id}, step {step}), is "
@@ -205,6 +206,21 @@ def _on_disk(row: tuple[Any, ...], home: Path | None, which: str) -> Path:
             "another model with --model"
         )
     return folder
+
+
+def _has_revision(revision: str | None) -> Callable[[Path], bool] | None:
+    """`from_home`'s check that a folder holds the model of `revision` (None: no check); a folder
+    that holds no model does not."""
+    if revision is None:
+        return None
+
+    def holds(folder: Path) -> bool:
+        try:
+            return folder_revision(folder) == revision
+        except SieveError:
+            return False
+
+    return holds
 
 
 def _home(ledger: Ledger, home: str | Path | None) -> Path | None:

@@ -24,12 +24,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from grpo_core.validate import problem
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 M = TypeVar("M", bound=BaseModel)
 
 MAX_CONFIG_BYTES = 1 << 20  # 1 MiB: the committed configs are about 2 KB
-CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"  # the committed recipes
+CONFIGS = Path(__file__).resolve().parents[2] / "data" / "configs"  # the committed recipes
 
 
 def first_error(exc: ValidationError, model: type | None = None) -> str:

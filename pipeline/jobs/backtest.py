@@ -61,7 +61,8 @@ from typing import Any
 import polars as pl
 from pydantic import ValidationError
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
+from pipeline.core.tomlconfig import first_error
 from pipeline.selection import (
     CurateConfig,
     build_curriculum,
@@ -71,7 +72,6 @@ from pipeline.selection import (
 )
 from pipeline.selection.posterior import PosteriorConfig
 from pipeline.store import Ledger
-from pipeline.tomlconfig import first_error
 
 POLICIES = ("uniform", "dapo", "greso", "speed", "pilot", "posterior", "sieve")
 
@@ -99,7 +99,7 @@ class Arm:
 
 def score(pool: pl.DataFrame, marker_required: bool = True) -> pl.DataFrame:
     """The pool with Sieve's verdicts (chat models: an answer must come from a marker)."""
-    from pipeline.rollouts import cut_flags
+    from pipeline.jobs.rollouts import cut_flags
     from pipeline.scoring import verify_batch
 
     verdicts = verify_batch(
@@ -763,7 +763,7 @@ def backtest(
 
 def plot(table: pl.DataFrame, path: Path, title: str, *, ledger: Path | None = None) -> None:
     """Rollouts per informative group, and recall / precision on the band, per policy, as a PNG
-    written by the one guarded writer (`pipeline.outputs`: `-` is stdout, never the ledger)."""
+    written by the one guarded writer (`pipeline.core.outputs`: `-` is stdout, never the ledger)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -787,7 +787,7 @@ def plot(table: pl.DataFrame, path: Path, title: str, *, ledger: Path | None = N
     right.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    from pipeline.outputs import write_output
+    from pipeline.core.outputs import write_output
 
     try:
         write_output(path, lambda handle: fig.savefig(handle, dpi=120, format="png"), "wb",

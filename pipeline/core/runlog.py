@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from pipeline.home import resolve_home, use_prefect_home
+from pipeline.core.home import resolve_home, use_prefect_home
 
 VERBOSE_ENV = "SIEVE_VERBOSE"
 

@@ -11,6 +11,6 @@ server, no JavaScript: figures are embedded as base64 PNGs and also written besi
 Test: `.venv/bin/pytest tests/test_report.py -q`.
 """
 
-from pipeline.report.page import ReportResult, build_report
+from pipeline.jobs.report.page import ReportResult, build_report
 
 __all__ = ["ReportResult", "build_report"]

@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from pipeline.errors import printable
+from pipeline.core.errors import printable
 
 BINS = [f"{i / 10:.1f}" for i in range(10)]  # run_summary's ten pass-rate bins, by lower edge
 

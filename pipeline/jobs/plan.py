@@ -1,6 +1,6 @@
 """`sieve plan`: before any training rollout, what each way of choosing prompts would get out of
 this pool and this model (issue 46 point 7), replayed on samples already stored with the arms of
-`pipeline.backtest`, so nothing is sampled.
+`pipeline.jobs.backtest`, so nothing is sampled.
 
 Per policy (`PLAN_POLICIES`: uniform, DAPO's dynamic sampling, GRESO's skip, the posterior that
 selects before rollout, Sieve's curation) it reports the groups it trains, the share of them that
@@ -15,7 +15,7 @@ its config's screen and reads as much refine as the pool leaves after its traini
 (`sieve_replays`; on a curated home that is refine_g − G, as `backtest_curation` replays a
 night). A policy the pool is too small for gets a row saying what it needs.
 
-Pools: a Parquet file (`pipeline.backtest.pool_samples`; `--model` keeps the rows of one
+Pools: a Parquet file (`pipeline.jobs.backtest.pool_samples`; `--model` keeps the rows of one
 `model_revision`), or a ledger (`ledger_pool`): the screen and refine samples of one model
 revision (`--model`: a revision, or a model as curation recorded it, its newest revision), else
 the training groups sampled by exactly those weights. A ledger with none says so in one line and
@@ -34,8 +34,8 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import backtest as bt
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
+from pipeline.jobs import backtest as bt
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 

@@ -32,7 +32,7 @@ there, or a README of the user's) is refused before the work, not overwritten.
 Rows keep the curriculum's training order (`position`; stage 1 before stage 2). Columns are built
 with Arrow compute in bulk, and the data file and its card are written all or nothing (each to a
 temporary name, both renamed only once both are written), so a reader never sees half a file and
-a failed export leaves the folder as it was, a folder it created removed (`pipeline.outputs`'
+a failed export leaves the folder as it was, a folder it created removed (`pipeline.core.outputs`'
 guarded writer: a name linked to the ledger is refused before the work, a symbolic link written
 through).
 
@@ -55,8 +55,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.errors import SieveError
-from pipeline.home import from_home
+from pipeline.core.errors import SieveError
+from pipeline.core.home import from_home
 from pipeline.store import Ledger, load_query
 
 if TYPE_CHECKING:  # pipeline.policy imports torch and transformers (seconds): load on use
@@ -236,10 +236,10 @@ def jsonl_table(table: pa.Table, fmt: PromptFormat) -> pa.Table:
 def write_atomically(
     path: Path, write: Callable[[IO[bytes]], object], *, ledger: Path | None = None
 ) -> None:
-    """`write(handle)` into `path` by the one guarded writer (`pipeline.outputs`): a new file
+    """`write(handle)` into `path` by the one guarded writer (`pipeline.core.outputs`): a new file
     beside it renamed onto it (through a symbolic link), never the ledger (`ledger`, under any
     name) nor any DuckDB database, a device in place."""
-    from pipeline.outputs import write_output
+    from pipeline.core.outputs import write_output
 
     write_output(path, write, "wb", ledger=ledger)
 
@@ -316,8 +316,8 @@ def export_curriculum(
     `data_source` prefixes verl's `data_source` column (`sieve/<family>`). `repeat_for_g`: see
     the module docstring (`repeat_rows`). The dataset card is written after the data file.
     """
+    from pipeline.core.outputs import check_output, write_outputs
     from pipeline.integrations.card import card_text, check_card_free
-    from pipeline.outputs import check_output, write_outputs
 
     kind = check_format(fmt)
     cid = resolve_curriculum(ledger, curriculum_id)

@@ -36,7 +36,7 @@ from grpo_core.validate import (
     Seed,
     check_fields,
 )
-from pipeline.hooks import Progress, report
+from pipeline.core.hooks import Progress, report
 from pipeline.policy.model import SIEVE_META, TinySize, new_tiny_model, save_policy
 from pipeline.problems import generate_mix
 from pipeline.problems.mix import MixConfig
@@ -187,8 +187,8 @@ def save_atomically(result: TrainResult, folder: Path, cfg: BootstrapConfig) -> 
 
 
 # The code the bootstrapped weights depend on besides the recipe: the model, its tokenizer, this
-# trainer and the problem generators that make its training data.
-_WEIGHT_SOURCES = ("policy", "problems")
+# trainer and the problem generators that make its training data (globs under `pipeline/`).
+_WEIGHT_SOURCES = ("policy/*.py", "problems/*.py", "jobs/bootstrap.py")
 
 
 def recipe(cfg: BootstrapConfig) -> dict:
@@ -209,9 +209,9 @@ def recipe_key(cfg: BootstrapConfig, package: Path | None = None) -> str:
     digest = hashlib.sha256(json.dumps(recipe(cfg), sort_keys=True).encode())
     digest.update(f"|torch {torch.__version__}|transformers {transformers.__version__}".encode())
     package = package or Path(__file__).resolve().parents[1]
-    for sub in _WEIGHT_SOURCES:
-        for path in sorted((package / sub).glob("*.py")):
-            digest.update(f"|{sub}/{path.name}|".encode() + path.read_bytes())
+    for pattern in _WEIGHT_SOURCES:
+        for path in sorted(package.glob(pattern)):
+            digest.update(f"|{path.relative_to(package).as_posix()}|".encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -20,7 +20,7 @@ import polars as pl
 
 from grpo_core.seeds import derive_seed
 from grpo_core.trainer import Item, Sample, Scores
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.scoring import StepContext, Verdict, verify_batch
 from pipeline.store import Ledger, load_query
 

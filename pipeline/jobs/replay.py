@@ -37,7 +37,7 @@ import polars as pl
 
 from grpo_core.history import FULL_GROUP
 from grpo_core.types import Sample
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 from pipeline.store import Ledger
 
 

@@ -1,10 +1,10 @@
 """Assemble the report's sections into one HTML page and write it with its PNG files.
 
 The page and its figures are written all or nothing (each to a temporary name, all renamed only
-once all are written: `pipeline.outputs.write_outputs`), so an open report is never
+once all are written: `pipeline.core.outputs.write_outputs`), so an open report is never
 half-written and a failed one leaves the folder as it was (a folder it created is removed);
 figure files of an earlier report that this one no longer draws are removed after.
-Files are written by `pipeline.outputs`' guarded writer: a name linked to the ledger is refused
+Files are written by `pipeline.core.outputs`' guarded writer: a name linked to the ledger is refused
 (before the work), a symbolic link is written through.
 Text goes into the page through `_text`: HTML-escaped, control characters shown escaped (a raw
 one is not even valid HTML).
@@ -24,10 +24,10 @@ from typing import IO
 
 import polars as pl
 
-from pipeline.errors import printable
-from pipeline.export import check_output_dir, output_folder
-from pipeline.outputs import check_output, write_outputs
-from pipeline.report.sections import SECTIONS, Section
+from pipeline.core.errors import printable
+from pipeline.core.outputs import check_output, write_outputs
+from pipeline.jobs.export import check_output_dir, output_folder
+from pipeline.jobs.report.sections import SECTIONS, Section
 from pipeline.store import Ledger
 
 PAGE = "report.html"

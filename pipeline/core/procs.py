@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from pipeline.errors import SieveError
+from pipeline.core.errors import SieveError
 
 MIN_FREE_BYTES = 8 << 20  # a fresh Prefect database with its write-ahead log took ~6 MB here
 # argv: PARENT_PID COMMAND... ; `python -S` (no site) keeps the launcher's own start-up short

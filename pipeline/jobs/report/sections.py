@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from pipeline.audit import by_family
-from pipeline.report import plots
+from pipeline.jobs.audit import by_family
+from pipeline.jobs.report import plots
 from pipeline.store import Ledger, load_query
 from pipeline.store.ids import curation_runs
 

@@ -1,28 +1,18 @@
-"""The recorder of a training run and the steps `flows/train.py` runs it with.
+"""The recorder of a training run: what the trainer's hooks write while it trains.
 
-The sequence of a training run is written once, in `flows/train.py`; here are its parts:
-
-- `plan` reads the curriculum's items with their problems (question, answer, verifier) and
-  derives a deterministic `train_id` from (curriculum, base revision, settings, and the sampling
-  backend when it is not hf), so a re-run of the same training finds its own checkpoints
-  (`--resume`) under `<home>/checkpoints/<train_id>`;
-- `load_trainee` loads the policy in fp32 master weights on the training device, LoRA-wrapped
-  when the recipe trains adapters, before anything that holds the model is built;
 - `Recorder` implements the trainer's hooks (`grpo_core.types.TrainerHooks`): metrics per step to
   `train_metrics` and TensorBoard (committed before each checkpoint is published), every
   checkpoint registered in `checkpoints` with its `model_revision` (so the next curation samples
   from it), held-out evaluation every `eval_every` steps and at the start and end, the run's
-  status, and one progress event per step (`pipeline.hooks`);
+  status, and one progress event per step (`pipeline.core.hooks`);
 - `Recorder.judging(reward)` wraps the reward function so that every completion a step sampled
   (its reward, verdict, finish reason, the engine's log-prob sum) is written to
   `train_rollouts`, one Arrow batch in the same transaction as that step's metrics (replace on
   (train_id, step, problem_id, sample_idx): a resumed run rewriting a step does not duplicate
   it). The policy column is the model revision of the sampling weights where the base or a
   checkpoint holds them, else `<train_id>@<step>`. Under torchrun rank 0 records what its reward
-  function judged: the whole step with broadcast rollouts, its own slice under `shard`.
-
-Which settings: `pipeline.recipes`. Which model: `pipeline.lineage`. Batches and reward:
-`pipeline.batches`.
+  function judged: the whole step with broadcast rollouts, its own slice under `shard`;
+- `Recorder.skipped` writes each prompt the zero-variance skip left out to `train_skips`.
 
 Training rollouts are not written to `rollouts` but to `train_rollouts` (migration 0010, views
 `train_group_stats` and `train_prompt_trajectory`): their weights change every step, so they do not
@@ -34,7 +24,6 @@ Test: `pytest tests/test_train.py tests/test_train_crash.py tests/test_train_rol
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -49,39 +38,23 @@ import polars as pl
 import torch
 
 from grpo_core import checkpoint as ckpt
-from grpo_core.config import GRPOConfig
-from grpo_core.history import ZeroVarSkip, replay_curation
-from grpo_core.lora import merged, with_lora
-from grpo_core.trainer import Item, RewardFn, Sample, Scores, Trainer
-from grpo_core.types import Collector
-from pipeline.batches import CurriculumBatches, curriculum_frame
-from pipeline.crash import crash_point
-from pipeline.errors import SieveError
-from pipeline.home import from_home, resolve_home, to_home
-from pipeline.hooks import Progress, report
-from pipeline.policy.evaluate import EvalConfig, evaluate, heldout_set, overall, revision_table
+from grpo_core.lora import merged
+from grpo_core.trainer import Item, RewardFn, Sample, Scores
+from pipeline.core.crash import crash_point
+from pipeline.core.home import resolve_home, to_home
+from pipeline.core.hooks import Progress, report
+from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set, overall, revision_table
+from pipeline.jobs.recipes import TrainSettings
+from pipeline.jobs.trainee import TrainPlan
 from pipeline.policy.model import (
     SIEVE_META,
-    folder_revision,
-    load_policy,
     model_revision,
     read_meta,
 )
-from pipeline.policy.prompts import PromptFormat, prompt_format, render
-from pipeline.recipes import TrainSettings
-from pipeline.replay import stored_groups, zero_var_streaks
+from pipeline.policy.prompts import PromptFormat, render
 from pipeline.sampling import Sampler
 from pipeline.sampling.budget import SamplingConfig
-from pipeline.sampling.hf import HFSampler
-from pipeline.selection.posterior import (
-    Observations,
-    PosteriorConfig,
-    lineage_observations,
-    posterior_screen,
-    posterior_select,
-)
 from pipeline.store import Ledger
-from pipeline.store.ids import curation_runs
 
 ROLLOUT_SCHEMA = {
     "problem_id": pl.Utf8,
@@ -92,6 +65,8 @@ ROLLOUT_SCHEMA = {
     "correct": pl.Boolean,
     "behaviour_logprob": pl.Float64,
 }
+
+
 SKIP_SCHEMA = {
     "train_id": pl.Utf8,
     "step": pl.Int32,
@@ -99,249 +74,6 @@ SKIP_SCHEMA = {
     "streak": pl.Float64,
     "p_skip": pl.Float64,
 }
-
-
-@dataclass
-class TrainResult:
-    train_id: str
-    curriculum_id: str
-    base_revision: str
-    final_revision: str
-    final_checkpoint: Path
-    steps: int
-    rollouts: int
-    seconds: float
-    before: pl.DataFrame
-    after: pl.DataFrame
-    resumed_from: int = 0
-    history: list[dict[str, float]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class TrainPlan:
-    """What a run is, decided before any weights are loaded."""
-
-    train_id: str
-    curriculum_id: str
-    model_dir: Path
-    base_revision: str
-    settings: TrainSettings
-    cfg: GRPOConfig
-    frame: pl.DataFrame  # the curriculum's items with their problems
-    root: Path  # <home>/checkpoints/<train_id>
-
-
-def train_id_for(
-    curriculum_id: str, base_revision: str, settings: TrainSettings, backend: str = "hf"
-) -> str:
-    """The run's id. The backend is part of it when it is not hf (another engine samples other
-    rollouts); hf runs keep the ids they had before backends were selectable."""
-    # settings added later count only when set, so runs started before them keep their ids
-    unset = {k for k in ("replay_curation", "skip_zero_variance") if not getattr(settings, k)}
-    text = f"{curriculum_id}|{base_revision}|{settings.model_dump_json(exclude=unset)}"
-    text += f"|{backend}" if backend != "hf" else ""
-    return "train-" + hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def plan(
-    ledger: Ledger,
-    curriculum_id: str,
-    model_dir: Path,
-    settings: TrainSettings,
-    home: str | Path | None,
-    backend: str,
-    resume: bool,
-) -> TrainPlan:
-    """The run's identity and inputs; an error when it has checkpoints and `resume` is off."""
-    frame = curriculum_frame(ledger, curriculum_id)
-    base_revision = folder_revision(model_dir)  # the same identity curation records
-    train_id = train_id_for(curriculum_id, base_revision, settings, backend)
-    root = resolve_home(home) / "checkpoints" / train_id
-    if ckpt.list_steps(root) and not resume:
-        raise SieveError(
-            f"training {train_id} already has checkpoints in {root}; "
-            "pass --resume to continue it (or remove that folder)"
-        )
-    cfg = for_device(settings.grpo_config(), torch.device(train_device()))
-    return TrainPlan(train_id, curriculum_id, model_dir, base_revision, settings, cfg, frame, root)
-
-
-def collector_for(
-    ledger: Ledger,
-    run: TrainPlan,
-    tokenizer: Any,
-    recorder: Recorder | None = None,
-    batches: CurriculumBatches | None = None,
-) -> Collector | None:
-    """The batch source with `replay_curation` (the curriculum's stored screen/refine samples
-    on each prompt's first visit) and/or `skip_zero_variance` (streaks read from the ledger's
-    curation and training history, so a resumed run starts where it stopped; each skip told to
-    `recorder`, which writes it with its step); with `selection = "posterior"`, Sieve's
-    difficulty model picks each batch from `batches`' candidates (`posterior_collector`);
-    None: plain."""
-    settings = run.settings
-    if settings.selection != "curriculum":
-        if batches is None:
-            raise SieveError(f"selection = {settings.selection!r} needs the curriculum's batches")
-        return posterior_collector(ledger, run, batches, tokenizer)
-    if not (settings.replay_curation or settings.skip_zero_variance):
-        return None
-    skip = None
-    if settings.skip_zero_variance:
-        on_skip = recorder.skipped if recorder is not None else None
-        skip = ZeroVarSkip(streaks=zero_var_streaks(ledger), seed=run.cfg.seed, on_skip=on_skip)
-    stored: dict[str, list[Any]] = {}
-    if settings.replay_curation:
-        stored = stored_groups(
-            ledger, curation_runs(run.curriculum_id), tokenizer,
-            temperature=run.cfg.temperature, max_new_tokens=run.cfg.max_new_tokens,
-            revision=run.base_revision,
-        ).groups  # fmt: skip
-    return replay_curation(stored, skip=skip)
-
-
-def posterior_evidence(ledger: Ledger, run: TrainPlan) -> tuple[Observations, int]:
-    """(what the difficulty model starts from, the update clock of the run's start weights):
-    every curation group sampled by those weights or their ancestors and every training group
-    of the lineage that led to them (`lineage_observations`), this run's own at their step (a
-    resumed run continues where it stopped). Earlier nights' evidence counts, decayed by the
-    updates since; a first night reads its own curation."""
-    obs, now = lineage_observations(ledger, run.base_revision, run.train_id)
-    return Observations.load(obs.rows()), now
-
-
-def posterior_collector(
-    ledger: Ledger, run: TrainPlan, batches: CurriculumBatches, tokenizer: Any = None
-) -> Collector:
-    """`selection = "posterior"`: each step's batch (rollouts_per_step over the curriculum's most
-    common G, in prompts) picked by Thompson-drawn learnability from 8x as many candidates of
-    the whole curriculum (the model, not the stage order, decides what comes first: a night
-    that refreshes the model puts most of its prompts in stage 2 by their cell's prior);
-    every training group becomes evidence as it is scored (the recorder writes the same
-    groups to train_rollouts). With `replay_curation`, a prompt's first pick trains on its
-    stored screen/refine samples (the night's curation rollouts count twice)."""
-    cfg = PosteriorConfig()
-    cell_of = {
-        pid: f"{fam} {lv}"
-        for pid, fam, lv in zip(
-            run.frame["problem_id"], run.frame["family"], run.frame["level"], strict=True
-        )
-    }
-    evidence, clock = posterior_evidence(ledger, run)
-
-    prompts = batches.batch_prompts()  # the whole curriculum: the model picks across stages
-
-    def size(step: int) -> int:
-        return prompts
-
-    def source(step: int, _round: int) -> list[Item]:
-        return batches.candidates_all(step, cfg.candidates * prompts)
-
-    def update_of(step: int) -> int:
-        return clock + step
-
-    if run.settings.selection == "posterior-screen":
-        return posterior_screen(
-            source, cell_of, evidence, size, run.cfg.seed, cfg, update_of=update_of
-        )
-    stored: dict[str, list[Any]] = {}
-    visited: set[str] = set()
-    if run.settings.replay_curation:
-        stored = stored_groups(
-            ledger, curation_runs(run.curriculum_id), tokenizer,
-            temperature=run.cfg.temperature, max_new_tokens=run.cfg.max_new_tokens,
-            revision=run.base_revision,
-        ).groups  # fmt: skip
-        visited = set(
-            ledger.sql(
-                "SELECT DISTINCT problem_id FROM train_group_stats WHERE train_id = $t",
-                {"t": run.train_id},
-            )["problem_id"].to_list()
-        )  # a resumed run replays only prompts it has not trained yet
-    return posterior_select(
-        source, cell_of, evidence, size, run.cfg.seed, cfg, update_of, stored, visited
-    )
-
-
-def carry_lineage(ledger: Ledger, run: TrainPlan, trainer: Trainer, home: Path | None) -> str:
-    """`carry_over`: when the run's weights are a checkpoint of an earlier training run in this
-    ledger, continue that run (`Trainer.carry`): its moments and schedule state, the schedules
-    offset by the lineage's updates so far (`lineage_clock`), and the lineage's first weights
-    as the KL reference. Returns one line saying what carried over (or why nothing did)."""
-    from pipeline.selection.posterior import lineage_clock
-
-    runs = ledger.sql("SELECT train_id, base_revision, base_model FROM train_runs")
-    ckpts = ledger.sql("SELECT train_id, step, model_revision FROM checkpoints")
-    made = ckpts.filter(pl.col("model_revision") == run.base_revision).sort("step")
-    if made.height == 0:
-        return "carry_over: the start weights are no checkpoint of this ledger (a first night)"
-    tid, step = str(made["train_id"][0]), int(made["step"][0])
-    offset = lineage_clock(runs.select("train_id", "base_revision"), ckpts).get(tid, 0) + step
-    base_of = {r["train_id"]: r for r in runs.iter_rows(named=True)}
-    by_rev = {r: t for t, r in zip(ckpts["train_id"], ckpts["model_revision"], strict=True)}
-    root, hops = tid, 0
-    while base_of[root]["base_revision"] in by_rev and hops < 1000:  # up to the first weights
-        root, hops = by_rev[base_of[root]["base_revision"]], hops + 1
-    reference = None
-    if run.cfg.reference == "frozen" and base_of[root]["base_model"]:
-        first = from_home(base_of[root]["base_model"], home)
-        if (first / "config.json").is_file():
-            ref_model, _ = load_policy(first, train_device())
-            reference = {k: v.float() for k, v in ref_model.state_dict().items()}
-    if not trainer.carry(run.model_dir, offset, reference):
-        return (
-            f"carry_over: {run.model_dir} kept no optimiser state (only a run's newest "
-            "checkpoint does): a fresh start"
-        )
-    ref = "the lineage's first weights" if reference is not None else "this run's start"
-    return f"carry_over: continues {tid} at update {offset} (moments, schedules; reference {ref})"
-
-
-def load_trainee(model_dir: Path, cfg: GRPOConfig) -> tuple[torch.nn.Module, Any, PromptFormat]:
-    """(model, tokenizer, prompt format): fp32 master weights on the training device (a
-    bf16-saved checkpoint continues at full precision; the recipe's `autocast` decides what the
-    forward passes compute in), LoRA-wrapped when the recipe trains adapters."""
-    model, tokenizer = load_policy(model_dir, train_device())
-    if next(model.parameters()).dtype != torch.float32:
-        model = model.float()
-    return with_lora(model, cfg), tokenizer, prompt_format(model_dir, tokenizer)
-
-
-def train_device() -> str:
-    """Where the policy trains: the first CUDA GPU when there is one, else the CPU."""
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def for_device(cfg: GRPOConfig, device: torch.device) -> GRPOConfig:
-    """`autocast = "bf16"` where the device computes in bf16 natively (a CUDA GPU with bf16, a
-    CPU with AVX512-BF16 or AMX); elsewhere emulated bf16 is slower than fp32, so it is turned
-    off, with a warning line."""
-    if getattr(cfg, "autocast", "off") != "bf16" or bf16_native(device):
-        return cfg
-    print(f"warning: {device} has no native bf16: autocast off (fp32)", file=sys.stderr)
-    return dataclasses.replace(cfg, autocast="off")
-
-
-def bf16_native(device: torch.device) -> bool:
-    if device.type == "cuda":
-        return bool(torch.cuda.is_bf16_supported())
-    if device.type == "cpu":
-        from pipeline.sampling.vllm import cpu_bf16_native
-
-        return cpu_bf16_native()
-    return False
-
-
-def eval_sampler(
-    group_sampler: Any, backend: str, model: Any, tokenizer: Any, name: str
-) -> Sampler:
-    """What held-out evaluation samples with: the training sampler's own engine where it holds
-    the trained weights (hf; vllm, synced after every update), else hf over the live model (an
-    openai server keeps serving the weights it started with)."""
-    inner = getattr(group_sampler, "sampler", None)
-    if backend != "openai" and inner is not None and hasattr(inner, "sample"):
-        return inner
-    return HFSampler(model=model, tokenizer=tokenizer, model_name=name)
 
 
 def _writer(settings: TrainSettings, home: str | Path | None, train_id: str) -> Any:
@@ -599,33 +331,6 @@ def recorder_for(
     model, tokenizer, fmt = trainee
     writer = _writer(run.settings, home, run.train_id)
     return Recorder(ledger, run, fmt, tokenizer, model, evaluator, stage_of, progress, writer)
-
-
-def result_of(
-    run: TrainPlan,
-    trainer: Trainer,
-    seconds: float,
-    tables: tuple[pl.DataFrame, pl.DataFrame],
-    resumed_from: int,
-    history: list[dict[str, float]],
-) -> TrainResult:
-    """The run's summary once training stopped (finished, or at `max_steps`)."""
-    final = ckpt.list_steps(run.root)[-1][1]
-    before, after = tables
-    return TrainResult(
-        run.train_id,
-        run.curriculum_id,
-        run.base_revision,
-        read_meta(final).get("model_revision", ""),
-        final,
-        trainer.step,
-        trainer.counters.rollouts,
-        seconds,
-        before,
-        after,
-        resumed_from,
-        history,
-    )
 
 
 def _logprob_sum(s: Sample) -> float | None:

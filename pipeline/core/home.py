@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 LEDGER_NAME = "sieve.duckdb"
+SIDE_SUFFIXES = (".wal", ".wal.recovery", ".wal.checkpoint")  # files DuckDB keeps by a database
 
 
 def resolve_home(home: str | Path | None = None) -> Path:
@@ -51,14 +53,18 @@ _HOME_TAIL = re.compile(r"/((?:models/[^/]+)|(?:checkpoints/[^/]+/[^/]+))/*$")
 
 
 def from_home(
-    stored: str, home: Path | None, revision: str | None = None, run: str | None = None
+    stored: str,
+    home: Path | None,
+    holds: Callable[[Path], bool] | None = None,
+    run: str | None = None,
 ) -> Path:
     """The folder a ledger row names (`to_home`): a relative name under `home`; an absolute one
     as recorded, except a name recorded absolute before names were relative (issue 47), outside
     `home`: the home was moved or copied, and its own folder is meant, not the original home's
     (or one that is gone). A checkpoint of training `run` (an end checkpoints/RUN/STEP) is this
     home's, on disk or not; a model folder (models/NAME) or another checkpoint is, where `home`
-    holds it (with the recorded `revision`, when given)."""
+    holds it (and `holds(folder)` says yes, when given: the caller's check that the folder is the
+    recorded model, `pipeline.jobs.lineage` compares its revision)."""
     path = Path(stored)
     if not path.is_absolute():
         return (home if home is not None else Path.cwd()) / path
@@ -70,20 +76,18 @@ def from_home(
         return own  # a run of this ledger wrote it into this ledger's home
     if not (own / "config.json").is_file():
         return path
-    if revision is not None:
-        from pipeline.errors import SieveError
-        from pipeline.policy.model import folder_revision
-
-        try:
-            if folder_revision(own) != revision:
-                return path
-        except SieveError:
-            return path
+    if holds is not None and not holds(own):
+        return path
     return own
 
 
 def ledger_path(home: str | Path | None = None) -> Path:
     return resolve_home(home) / LEDGER_NAME
+
+
+def side_files(path: Path) -> list[Path]:
+    """The files DuckDB may create beside the database at `path`."""
+    return [path.with_name(path.name + suffix) for suffix in SIDE_SUFFIXES]
 
 
 def use_prefect_home(home: str | Path | None = None) -> Path | None:

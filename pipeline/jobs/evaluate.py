@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from grpo_core.validate import AtLeastOne, Seed, check_fields
-from pipeline.hooks import Progress, report
+from pipeline.core.hooks import Progress, report
+from pipeline.jobs.rollouts import RunInfo, record_run
 from pipeline.problems import FAMILIES, family_levels, generate, parse_levels
-from pipeline.rollouts import RunInfo, record_run
 from pipeline.sampling.base import Sampler
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger
