@@ -417,10 +417,12 @@ def test_the_settings_tables_count_the_code_as_it_is(monkeypatch: pytest.MonkeyP
         shape
     )
     circle = [["pipeline.a", "pipeline.b"]]
-    changed = {**now, "pipeline_import_circles": 1, "where": {**now["where"], "circles": circle}}
+    where = {**now["where"], "circles": circle, "layer_violations": ["pipeline.a -> pipeline.b"]}
+    changed = {**now, "pipeline_import_circles": 1, "where": where}
     monkeypatch.setattr(docs_architecture, "counted_now", lambda root: changed)
     shape = BLOCKS["pipeline-shape"](Results(RESULTS))
     assert f"{row}{committed['pipeline_import_circles']} | 1 |" in shape
     assert shape.endswith("Import circles in the code now: `pipeline.a` → `pipeline.b`.")
+    assert "Imports against the layers in the code now: `pipeline.a -> pipeline.b`." in shape
     objects = BLOCKS["settings-objects"](Results(RESULTS))
     assert "| `CurateConfig` | `pipeline/selection/config.py` |" in objects

@@ -121,21 +121,27 @@ def settings_sprawl(r: Results) -> str:
 
 
 def pipeline_shape(r: Results) -> str:
-    """pipeline/'s shape (issue 49): modules, folders, import edges and circles, __init__ logic,
-    then each import circle found now, by name."""
+    """pipeline/'s shape (issue 49): modules, folders, import edges, circles and imports against
+    the layers, __init__ logic, then each circle and each import against the layers found now."""
     labels = {
         "pipeline_modules": "modules in pipeline/",
         "pipeline_loose_modules": "modules loose in pipeline/ beside its folders",
         "pipeline_folders": "folders (packages) in pipeline/",
         "pipeline_import_edges": "import edges between pipeline modules",
         "pipeline_import_circles": "import circles among pipeline modules",
+        "pipeline_layer_violations": "imports against pipeline's layers (module to module)",
         "pipeline_init_logic_lines": "lines of functions and classes in pipeline's `__init__.py`",
         "cli_pipeline_modules": "pipeline modules that flows/cli/ imports",
     }
     body = _before_and_now(r, labels, "pipeline/")
     found = counted_now(r.root)["where"]["circles"]
     circles = "; ".join(" → ".join(f"`{m}`" for m in group) for group in found) or "none"
-    return body + f"\n\nImport circles in the code now: {circles}."
+    against = counted_now(r.root)["where"]["layer_violations"]
+    upward = "; ".join(f"`{edge}`" for edge in against) or "none"
+    return (
+        body + f"\n\nImports against the layers in the code now: {upward}."
+        f"\n\nImport circles in the code now: {circles}."
+    )
 
 
 def pipeline_layers(r: Results) -> str:
