@@ -1035,6 +1035,35 @@ def run_row(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def cells_vs_uniform(
+    mine: list[dict[str, Any]], uniform: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per held-out cell (family × level), the arm's final pass@1 against uniform's on the same
+    seeds: sampled where the final evaluation sampled, else greedy; means over the paired seeds
+    (the runs' own `by_level`), most gained first. Where an arm's overall difference comes from."""
+    key = "sampled" if all(f.get("sampled") is not None for f in (*mine, *uniform)) else "greedy"
+    cells: dict[tuple[str, int], dict[str, Any]] = {}
+    for a, u in zip(mine, uniform, strict=True):
+        theirs = {(c["family"], c["level"]): c for c in u["by_level"]}
+        for c in a["by_level"]:
+            other = theirs.get((c["family"], c["level"]))
+            if other is None or c[key] is None or other[key] is None:
+                continue
+            cell = cells.setdefault(
+                (c["family"], c["level"]),
+                {"family": c["family"], "level": c["level"], "problems": c["problems"],
+                 "arm": [], "uniform": []},
+            )  # fmt: skip
+            cell["arm"].append(c[key])
+            cell["uniform"].append(other[key])
+    out = []
+    for cell in cells.values():
+        arm, uni = float(np.mean(cell["arm"])), float(np.mean(cell["uniform"]))
+        out.append({**cell, "arm": arm, "uniform": uni, "delta": arm - uni,
+                    "seeds": len(cell["uniform"]), "measure": key})  # fmt: skip
+    return sorted(out, key=lambda c: -c["delta"])
+
+
 def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict[str, Any]:
     """One setting's comparison: arms paired to uniform on the seeds (and start) they share."""
     rng = np.random.default_rng(0)
@@ -1071,6 +1100,10 @@ def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict
                     [uni[s]["final"][f"per_problem_{key}"] for s in paired],
                     rng,
                 )
+        if arm != "uniform" and paired:
+            row["cells_vs_uniform"] = cells_vs_uniform(
+                [mine[s]["final"] for s in paired], [uni[s]["final"] for s in paired]
+            )
         if uni:
             reached = []
             for tgt in out["targets_greedy"]:

@@ -1,8 +1,9 @@
 """The selection headline's generated blocks (results/headline.json, benchmarks/headline.py),
 registered in render_docs.BLOCKS: `headline-selection` (README) and `headline-selection-runs`
-(docs/real-models.md, the per-run accounting); the tiny policy's run of the same protocol
-(results/headline_tiny.json, `--policy tiny`): `headline-selection-tiny` (README) and
-`headline-selection-tiny-runs` (docs/benchmarks.md)."""
+(docs/real-models.md, the per-run accounting) and `headline-selection-cells` (there too: where
+each arm's difference comes from, per held-out cell); the tiny policy's run of the same protocol
+(results/headline_tiny.json, `--policy tiny`): `headline-selection-tiny` (README),
+`headline-selection-tiny-runs` and `headline-selection-tiny-cells` (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ ARM_NAMES = {
     "dapo": "DAPO dynamic sampling",
     "night": "**Sieve's night** (`sieve loop`: refresh + posterior)",
 }
+MIN_CELL_PROBLEMS = 12  # held-out problems per cell the protocol asks for (issue 45 point 4)
 ORDER = ("uniform", "sieve", "sieve_screen", "night", "mopps", "greso", "dapo")
 GOAL = (
     "Goal (issue 45): from the warm start, Sieve's default reaches uniform's final held-out "
@@ -234,9 +236,73 @@ def headline_selection_runs(r: Any, name: str = "headline") -> str:
     )  # fmt: skip
 
 
+def _points(x: float) -> str:
+    """A difference in pass@1 as signed points: 0.0389 -> '+3.9', -0.05 -> '−5.0'."""
+    v = round(100 * x, 1)
+    return "0.0" if v == 0 else f"{v:+.1f}".replace("-", "−")
+
+
+def _cell(c: dict[str, Any]) -> str:
+    """'arith 3 (16) +9.4': the cell, its held-out problems, the difference in points."""
+    return f"{c['family']} {c['level']} ({c['problems']}) {_points(c['delta'])}"
+
+
+def headline_selection_cells(r: Any, name: str = "headline") -> str:
+    """Per setting and arm, the held-out cells where the arm ended furthest ahead of uniform and
+    furthest behind it (final pass@1, mean over the paired seeds)."""
+    rows = []
+    for setting, b in r(name, "settings").items():
+        for arm in ORDER:
+            cells = b["arms"].get(arm, {}).get("cells_vs_uniform")
+            if not cells:
+                continue
+            ahead = [c for c in cells if c["delta"] > 0][:3]
+            behind = [c for c in reversed(cells) if c["delta"] < 0][:3]
+            rows.append([
+                setting, ARM_NAMES[arm], str(cells[0]["seeds"]), cells[0]["measure"],
+                ", ".join(map(_cell, ahead)) or "none",
+                ", ".join(map(_cell, behind)) or "none",
+                str(sum(c["delta"] > 0 for c in cells)), str(sum(c["delta"] < 0 for c in cells)),
+            ])  # fmt: skip
+    if not rows:
+        return "No arm has a seed paired with uniform yet."
+    small = []
+    for setting, b in r(name, "settings").items():
+        cells = next(
+            (a["cells_vs_uniform"] for a in b["arms"].values() if a.get("cells_vs_uniform")), []
+        )
+        few = sorted(
+            (c for c in cells if c["problems"] < MIN_CELL_PROBLEMS), key=lambda c: c["problems"]
+        )
+        if few:
+            small.append(
+                f"{setting}: {len(few)} of {len(cells)} cells ("
+                + ", ".join(f"{c['family']} {c['level']} ({c['problems']})" for c in few)
+                + ")"
+            )
+    note = (
+        f"\n\nCells with fewer than {MIN_CELL_PROBLEMS} held-out problems scored (issue 45's "
+        f"floor): {'; '.join(small)}."
+        if small
+        else f"\n\nEvery cell has at least {MIN_CELL_PROBLEMS} held-out problems scored."
+    )
+    return _table(
+        [
+            "start", "arm", "paired seeds", "pass@1",
+            "furthest ahead of uniform: cell (problems) points", "furthest behind", "cells ahead",
+            "cells behind",
+        ],
+        rows,
+    ) + note  # fmt: skip
+
+
 def headline_selection_tiny(r: Any) -> str:
     return headline_selection(r, "headline_tiny")
 
 
 def headline_selection_tiny_runs(r: Any) -> str:
     return headline_selection_runs(r, "headline_tiny")
+
+
+def headline_selection_tiny_cells(r: Any) -> str:
+    return headline_selection_cells(r, "headline_tiny")

@@ -66,6 +66,8 @@ HEADLINE_BLOCKS: dict[str, Callable[[Results], str]] = {
     "headline-selection-runs": docs_headline.headline_selection_runs,
     "headline-selection-tiny": docs_headline.headline_selection_tiny,
     "headline-selection-tiny-runs": docs_headline.headline_selection_tiny_runs,
+    "headline-selection-cells": docs_headline.headline_selection_cells,
+    "headline-selection-tiny-cells": docs_headline.headline_selection_tiny_cells,
 }
 PAGE_BLOCKS: tuple[dict[str, Callable[[Results], str]], ...] = (
     HEADLINE_BLOCKS,
