@@ -146,6 +146,38 @@ def test_the_summary_pairs_arms_to_uniform_with_intervals(smoke: Path) -> None:
     assert "cold" in result["settings"] and (smoke / "headline_smoke.png").is_file()
 
 
+def test_cells_vs_uniform_pairs_seeds_per_cell_and_ranks_gains_first(smoke: Path) -> None:
+    def final(sampled: dict[tuple[str, int], float | None]) -> dict[str, Any]:
+        return {
+            "sampled": 0.1 if None not in sampled.values() else None,
+            "by_level": [
+                {"family": f, "level": lv, "problems": 16, "greedy": 0.0, "sampled": v}
+                for (f, lv), v in sampled.items()
+            ],
+        }
+
+    mine = [
+        final({("arith", 1): 0.5, ("linear", 2): 0.1}),
+        final({("arith", 1): 0.7, ("linear", 2): 0.2}),
+    ]
+    uni = [
+        final({("arith", 1): 0.4, ("linear", 2): 0.3}),
+        final({("arith", 1): 0.4, ("linear", 2): 0.2}),
+    ]
+    cells = hl.cells_vs_uniform(mine, uni)
+    assert [(c["family"], c["level"]) for c in cells] == [("arith", 1), ("linear", 2)]
+    assert cells[0]["delta"] == pytest.approx(0.2) and cells[1]["delta"] == pytest.approx(-0.1)
+    assert all(c["seeds"] == 2 and c["measure"] == "sampled" for c in cells)
+    # a final without a sampled evaluation falls back to greedy for every cell
+    greedy = hl.cells_vs_uniform([final({("arith", 1): None})], [final({("arith", 1): 0.4})])
+    assert greedy[0]["measure"] == "greedy" and greedy[0]["delta"] == 0.0
+    # the smoke campaign's summary carries the table for every arm paired with uniform
+    warm = json.loads((smoke / "headline_smoke.json").read_text())["settings"]["warm"]
+    for arm in ("dapo", "greso", "mopps"):
+        got = warm["arms"][arm]["cells_vs_uniform"]
+        assert got and [c["delta"] for c in got] == sorted((c["delta"] for c in got), reverse=True)
+
+
 def test_isotonic_fit_and_reach() -> None:
     assert hl.isotonic([0.1, 0.3, 0.2, 0.4]) == pytest.approx([0.1, 0.25, 0.25, 0.4])
     assert hl.isotonic([0.5, 0.1]) == pytest.approx([0.3, 0.3])
