@@ -10,8 +10,9 @@ sampling compute bound, and the per-arm report built from them.
   Sieve's trainer runs it (`grpo_core.trainer._optimise`): policy forward + backward (3 × the
   forward, i.e. 6·N·T) per iteration, the reference forward (2·N·T) when a reference model is
   scored, the old-log-prob forward when num_iterations > 1. A forward is 2·N_lin per token fed
-  (every linear layer, the LM head included: Sieve's trainer computes logits at every position
-  it feeds, TRL only at the completion positions, `head_on_completions_only`) plus
+  (every linear layer, the LM head where it runs: TRL and, since issue 48, Sieve's trainer
+  (`grpo_core.logprobs.head_support`, for forwards that take a position mask) compute logits
+  at the completion positions only, `head_on_completions_only`) plus
   4·layers·width per (query, key) pair for QKᵀ and AV, counted dense (S² per sequence, as the
   kernels compute, not the causal half). With `share_prefix` (the trainer's
   default) a group's prompt is fed once and its G completions attend to it. Padding is not
@@ -226,10 +227,15 @@ class SieveStepLog:
     def __init__(self, shape: ModelShape, tokenizer: Any, cfg: Any) -> None:
         self.shape, self.tokenizer, self.cfg = shape, tokenizer, cfg
         self.sampled_tokens = 0
+        self.head_only = False
         self.rows: tuple[list[int], list[int], list[int]] = ([], [], [])
 
     def watch(self, sampler: Any, trainer: Any) -> None:
+        from grpo_core.logprobs import head_support
+
         draw, build = sampler.sample_groups, trainer._tensors
+        # the trainer's LM head runs on completion positions only where the forward takes a mask
+        self.head_only = head_support(trainer.model)[1]
 
         def sample_groups(*args: Any, **kwargs: Any) -> Any:
             groups = draw(*args, **kwargs)
@@ -259,6 +265,7 @@ class SieveStepLog:
         flops = update_flops(
             self.shape, prompt, comp, groups=owner if cfg.share_prefix else None,
             reference=cfg.reference != "none", num_iterations=cfg.num_iterations,
+            head_on_completions_only=self.head_only,
         )  # fmt: skip
         entry = {
             "update_flops": flops,

@@ -174,6 +174,7 @@ def test_step_log_sees_the_rows_the_update_runs_on(share: bool) -> None:
     """SieveStepLog on the toy trainer: its rows are the update batch's (uninformative groups
     dropped), its FLOPs are update_flops of that batch's own prompt and completion lengths."""
     from grpo_core.config import GRPOConfig
+    from grpo_core.logprobs import head_support
     from grpo_core.trainer import Hooks, Trainer
     from tests.grpo_core.conftest import (
         ToySampler,
@@ -207,7 +208,10 @@ def test_step_log_sees_the_rows_the_update_runs_on(share: bool) -> None:
             prompt, owner = b.prompt_attn.sum(-1)[b.owner], b.owner.tolist()
         else:
             prompt, owner = b.attn.sum(-1) - comp, None
-        want = update_flops(ModelShape.of(model), prompt.tolist(), comp.tolist(), groups=owner)
+        want = update_flops(
+            ModelShape.of(model), prompt.tolist(), comp.tolist(), groups=owner,
+            head_on_completions_only=head_support(model)[1],
+        )  # fmt: skip
         assert e["update_rows"] == b.adv.shape[0]
         assert e["update_flops"] == pytest.approx(want)
     assert all(e["completion_tokens"] > 0 and e["sample_seconds"] > 0 for e in entries)
