@@ -7,8 +7,8 @@ advantages of ±1.4. 0/1 rewards, and any spread ≥ 1e-3 of rewards within ±10
 to ±5), are classified as before, so their advantages are bit for bit those of the old rule
 (tested). This is the
 ONE definition: the trainer applies it here and again on the task (verifier) reward, whatever
-penalties its combined reward carries (`grpo_core.scoring.step_advantages`, `group_informative`),
-the screen and the curriculum (`pipeline.selection`,
+penalties its combined reward carries (`grpo_core.step_advantages.step_advantages`,
+`group_informative`), the screen and the curriculum (`pipeline.selection`,
 via `stats.reward_informative`) call `is_uninformative` on the group's reward spread, and the
 ledger's macros `sieve_zero_var_tol()` / `sieve_uninformative(max, min)`, which `group_stats`,
 `prompt_stats` and the history prior use, are rendered from it (migration 0009,
@@ -35,13 +35,13 @@ Process (per-fragment) advantages, `fragment_advantages` (`GRPOConfig.advantage 
 that index, (c − mean_gj) / (std_gj + eps) of their 0/1 correctness with the same `ddof`/`eps`;
 a (group, j) cell with max − min ≤ tol (fewer than 2 fragments, or all agree) gives 0. The
 trainer adds `step_weight` × this to the outcome advantage of the fragment's tokens
-(`grpo_core.scoring.step_token_advantages`). It always normalises by the std (GRPO-style),
+(`grpo_core.step_advantages.step_token_advantages`). It always normalises by the std (GRPO-style),
 whichever outcome estimator is chosen.
 
 Departures: `batch` takes its std over every *judged* reward of the batch (`judged`, default all),
 uninformative groups included (the batch's reward spread); the 0 placeholders that
-`grpo_core.scoring` gives unjudged samples (verifier errors) are left out of it. A size-1 group is
-always uninformative (its spread is 0).
+`grpo_core.step_advantages` gives unjudged samples (verifier errors) are left out of it. A size-1
+group is always uninformative (its spread is 0).
 
 Test: `.venv/bin/pytest tests/grpo_core -q`.
 """

@@ -15,7 +15,7 @@ where the padding saved outweighs re-feeding the part's prompts (`_length_parts`
 programme over length blocks), and keeps the split with fewer padded tokens.
 
 The advantage is per row (B,), or per completion token (B, Tc) under per-fragment advantages
-(`grpo_core.scoring.step_token_advantages`); a (N, T) input is cut or zero-padded to Tc.
+(`grpo_core.step_advantages.step_token_advantages`); a (N, T) input is cut or zero-padded to Tc.
 
 Test: `.venv/bin/pytest tests/grpo_core/test_batch.py tests/grpo_core/test_trainer_prefix.py -q`.
 """

@@ -61,7 +61,7 @@ import torch
 from grpo_core.advantages import is_uninformative
 from grpo_core.collect import _join, _split
 from grpo_core.config import GRPOConfig
-from grpo_core.policy import Policy, pad_id
+from grpo_core.logp_policy import Policy, pad_id
 from grpo_core.seeds import derive_seed
 from grpo_core.types import Collected, Collector, Item, Rollouts, Sample, Scores, TrainerError
 

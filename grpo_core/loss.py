@@ -1,7 +1,7 @@
 """The GRPO policy loss: clipped surrogate, KL penalty, aggregation, and step metrics.
 
 Per token, with ratio = exp(logp − old_logp) and the sequence's advantage A (or the token's,
-when `adv` is (B, T): per-fragment advantages, `grpo_core.scoring.step_token_advantages`):
+when `adv` is (B, T): per-fragment advantages, `grpo_core.step_advantages.step_token_advantages`):
 
     loss = −min(ratio · A, clip(ratio, 1 − eps_low, 1 + eps_high) · A) + β · k(logp, ref_logp)
 

@@ -14,8 +14,9 @@ The trainer knows nothing about ledgers or problem generators. It receives four 
 
 Per step, in order: sample with seed (cfg.seed, step); score; under `kl_in_reward` (β > 0) one
 no-grad forward of the judged samples under the policy and the reference gives each reward its
-−β·Σ_t(logπ_old − logπ_ref), and the loss then has no KL term; advantages (`grpo_core.scoring`; a
-sample the verifier could not judge is a group of its own, so it carries no advantage);
+−β·Σ_t(logπ_old − logπ_ref), and the loss then has no KL term; advantages
+(`grpo_core.step_advantages`; a sample the verifier could not judge is a group of its own, so it
+carries no advantage);
 uninformative groups are dropped *before* any forward pass; the rows become padded tensors on the
 model's device, cut into micro-batches (`grpo_core.batch`); old log-probs are taken once when
 `num_iterations` > 1; each iteration backpropagates the loss (`grpo_core.loss`) micro-batch by
@@ -75,11 +76,13 @@ from grpo_core import state as ckpt_state
 from grpo_core.batch import Batch, StepInputs, denominators, share
 from grpo_core.collect import plain as collect
 from grpo_core.config import GRPOConfig
+from grpo_core.logp_policy import Policy, pad_id
 from grpo_core.lora import with_lora
 from grpo_core.optim import make_optimiser
-from grpo_core.policy import Policy, pad_id
 from grpo_core.rewards import Component
-from grpo_core.scoring import (
+from grpo_core.seeds import derive_seed, seeded
+from grpo_core.state import TrainerState
+from grpo_core.step_advantages import (
     empty_update_metrics,
     no_samples_metrics,
     score_metrics,
@@ -87,8 +90,6 @@ from grpo_core.scoring import (
     step_token_advantages,
     update_metrics,
 )
-from grpo_core.seeds import derive_seed, seeded
-from grpo_core.state import TrainerState
 from grpo_core.types import (
     BatchSource,
     Collected,

@@ -216,8 +216,9 @@ def test_length_penalty_after_normalisation() -> None:
 def test_batch_std_leaves_unjudged_placeholders_out(
     ddof: int, batch: tuple[list[float], list[int]], data: st.DataObject
 ) -> None:
-    """Unjudged samples (reward placeholder 0, each its own group, as `grpo_core.scoring` builds
-    them) change no judged sample's `batch` advantage: the std is over judged rewards only."""
+    """Unjudged samples (reward placeholder 0, each its own group, as
+    `grpo_core.step_advantages` builds them) change no judged sample's `batch` advantage: the
+    std is over judged rewards only."""
     rewards, group = batch
     judged = data.draw(st.lists(st.booleans(), min_size=len(rewards), max_size=len(rewards)))
     r = [x if j else 0.0 for x, j in zip(rewards, judged, strict=True)]

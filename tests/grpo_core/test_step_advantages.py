@@ -23,7 +23,7 @@ from grpo_core.batch import build_batch, micro_batches
 from grpo_core.config import GRPOConfig
 from grpo_core.loss import grpo_loss
 from grpo_core.rewards import Component
-from grpo_core.scoring import step_advantages, step_token_advantages
+from grpo_core.step_advantages import step_advantages, step_token_advantages
 from grpo_core.trainer import Hooks, Item, Sample, Scores, Trainer
 from tests.grpo_core.test_advantages import slow_advantages
 from tests.grpo_core.test_trainer import applied_gradients, params, same
@@ -409,7 +409,7 @@ def test_groups_with_only_a_step_signal_are_trained(toy: dict[str, Any]) -> None
 def test_an_inactive_reward_component_is_not_computed(
     monkeypatch: pytest.MonkeyPatch, coef: float, start: int, step: int, computed: bool
 ) -> None:
-    import grpo_core.scoring as scoring
+    import grpo_core.step_advantages as scoring
 
     calls: list[int] = []
     real = scoring.repetition_penalty

@@ -17,7 +17,7 @@ import torch
 from grpo_core.advantages import ZERO_VAR_TOL, is_uninformative
 from grpo_core.config import GRPOConfig
 from grpo_core.rewards import Component
-from grpo_core.scoring import step_advantages
+from grpo_core.step_advantages import step_advantages
 from grpo_core.types import Sample
 from pipeline.selection import CurateConfig, build_curriculum, group_stats, screen_survivors
 from pipeline.store import Ledger
