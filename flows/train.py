@@ -46,7 +46,7 @@ from pipeline.core.home import resolve_home
 from pipeline.core.hooks import Progress
 from pipeline.jobs.curriculum_batches import CurriculumBatches, verifier_reward
 from pipeline.jobs.evaluate import overall
-from pipeline.jobs.lineage import TrainJob, resolve_train_job
+from pipeline.jobs.lineage import TrainJob, check_sampling, resolve_train_job
 from pipeline.jobs.recipes import TrainSettings, train_recipe
 from pipeline.jobs.recorder import Recorder, recorder_for
 from pipeline.jobs.trainee import (
@@ -87,6 +87,11 @@ class TrainParams(BaseModel):
     )
     max_steps: AtLeastOne | None = None
     resume: bool = False
+    strict_sampling: bool = Field(
+        default=False,
+        description="Refuse to train at other sampling settings than the curriculum was "
+        "curated at (else one warning line; `pipeline.jobs.lineage.check_sampling`).",
+    )
     job: TrainJob | None = Field(
         default=None,
         description="The run resolved already (`sieve train` resolves it before Prefect "
@@ -227,7 +232,9 @@ def train(
 
 def resolve(ledger: Ledger, params: TrainParams) -> TrainJob:
     """The job the parameters name (`resolve_train_job`), each default it took named in one
-    printed line; `params.job` as it is when the caller resolved it already."""
+    printed line, and its sampling checked against the curation's (`check_sampling`: a warning
+    line, or an error under `strict_sampling`); `params.job` as it is when the caller resolved
+    (and checked) it already."""
     if params.job is not None:
         return params.job
     model = Path(params.model) if params.model else None
@@ -236,6 +243,9 @@ def resolve(ledger: Ledger, params: TrainParams) -> TrainJob:
         print(f"model {job.model} ({job.model_why})")
     if job.recipe is not None:
         print(job.recipe)
+    line = check_sampling(job, params.strict_sampling)
+    if line is not None:
+        print(line)
     return job
 
 

@@ -198,27 +198,13 @@ def check_resumable(job: TrainJob, backend: str) -> None:
 
 
 def check_sampling(job: TrainJob, strict: bool) -> None:
-    """One warning line (an error with --strict) when the run samples at other settings than
-    the curriculum was curated at (`job.curated`: `pipeline.jobs.lineage.curated_sampling`, None
-    when not recorded): its pass rates, and which groups are informative, were measured
-    there."""
-    from pipeline.jobs.recipes import folder_prompt_format
-    from pipeline.sampling.budget import training_mismatch
+    """`pipeline.jobs.lineage.check_sampling` before Prefect starts: its warning line on
+    stderr, or its one-line error with --strict."""
+    from pipeline.jobs.lineage import check_sampling as check
 
-    if job.curated is None:
-        return
-    cfg = job.settings.grpo_config()
-    fmt = folder_prompt_format(job.model)
-    differences = training_mismatch(job.curated, fmt, cfg.temperature, cfg.max_new_tokens)
-    if not differences:
-        return
-    line = (
-        f"curriculum {job.curriculum_id} was curated at other sampling settings than this run "
-        f"trains at: {'; '.join(differences)} (its pass rates were measured there"
-    )
-    if strict:
-        raise SieveError(f"{line}; set them alike in the recipe, or drop --strict)")
-    err.print(f"warning: {line}; --strict refuses)", soft_wrap=True)
+    line = check(job, strict)
+    if line is not None:
+        err.print(line, soft_wrap=True)
 
 
 def run_train(

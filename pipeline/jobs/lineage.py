@@ -264,6 +264,32 @@ def record_night(
     ledger.write("nights", row, on_conflict="replace")
 
 
+def check_sampling(job: TrainJob, strict: bool) -> str | None:
+    """The rule "train at the sampling the curriculum was curated at", for every entry point
+    (`sieve train` before Prefect starts; the train flow when it resolves its own job: `sieve
+    loop`, `schedule`, the demo, benchmarks): None when the run samples as the curriculum was
+    curated (or the curriculum records nothing to compare with); otherwise one warning line
+    naming each difference, or, with `strict`, a one-line SieveError. A prompt's pass rate, and
+    so whether its group is informative, was measured at the curation's settings."""
+    from pipeline.jobs.recipes import folder_prompt_format
+    from pipeline.sampling.budget import training_mismatch
+
+    if job.curated is None:
+        return None
+    cfg = job.settings.grpo_config()
+    fmt = folder_prompt_format(job.model)
+    differences = training_mismatch(job.curated, fmt, cfg.temperature, cfg.max_new_tokens)
+    if not differences:
+        return None
+    line = (
+        f"curriculum {job.curriculum_id} was curated at other sampling settings than this run "
+        f"trains at: {'; '.join(differences)} (its pass rates were measured there"
+    )
+    if strict:
+        raise SieveError(f"{line}; set them alike in the recipe, or drop --strict)")
+    return f"warning: {line}; --strict refuses)"
+
+
 def curated_sampling(ledger: Ledger, curriculum_id: str) -> SamplingConfig | None:
     """The sampling settings a curriculum was curated at (its recorded CurateConfig's
     `[sampling]`); None where the curriculum records none (ledgers from before it was kept, or a

@@ -6,7 +6,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from flows.train import TrainParams, train_flow
+import pytest
+
+from flows.train import TrainParams, resolve, train_flow
+from pipeline.core.errors import SieveError
 from pipeline.jobs.recipes import TrainSettings
 from pipeline.policy.model import folder_revision
 from pipeline.store import Ledger
@@ -40,3 +43,41 @@ def test_the_flow_trains_the_curriculum_model(
         assert ledger.run("SELECT base_model, status FROM train_runs") == [
             (str(curated), "finished")
         ]
+
+
+def test_the_flow_checks_its_sampling_against_the_curation_when_it_resolves_the_job(
+    tmp_path: Path,
+    tiny_model_dir: Path,
+    write_curriculum: Callable[[Ledger], object],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`sieve loop`, the demo and benchmarks hand the flow no resolved job: the flow checks the
+    run's sampling against the curation's itself (one warning line; `strict_sampling` refuses),
+    as `sieve train` does before Prefect starts; a job handed in is not checked twice."""
+    from pipeline.selection import CurateConfig
+
+    home = tmp_path / "home"
+    curated = CurateConfig.model_validate({"sampling": {"temperature": 0.6}}).model_dump_json()
+    model = str(tiny_model_dir)
+    with Ledger.open(home) as ledger:
+        write_curriculum(ledger)
+        ledger.run("UPDATE curricula SET config = $c", {"c": curated})
+        job = resolve(ledger, TrainParams(home=str(home), model=model, settings=SETTINGS))
+        out = capsys.readouterr().out
+        warnings = [x for x in out.splitlines() if x.startswith("warning: ")]
+        assert len(warnings) == 1, out
+        assert "curriculum cur-test was curated at other sampling settings" in warnings[0]
+        assert "temperature 0.6 (curated) vs 1 (trained)" in warnings[0]
+        assert "max_new_tokens 16 (curated) vs 4 (trained)" in warnings[0]
+        strict = TrainParams(home=str(home), model=model, settings=SETTINGS, strict_sampling=True)
+        with pytest.raises(
+            SieveError, match=r"^curriculum cur-test was curated .*drop --strict\)$"
+        ):
+            resolve(ledger, strict)
+        assert resolve(ledger, TrainParams(job=job)) is job
+        assert "warning" not in capsys.readouterr().out
+        alike = SETTINGS.model_copy(
+            update={"grpo": {**SETTINGS.grpo, "temperature": 0.6, "max_new_tokens": 16}}
+        )
+        resolve(ledger, TrainParams(home=str(home), model=model, settings=alike))
+        assert "warning" not in capsys.readouterr().out
