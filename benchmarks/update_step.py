@@ -12,7 +12,11 @@ cut at `max_new_tokens`), every group informative; the update is data/configs/re
 `--no-deterministic`). It runs one warm-up update, then `--repeats` timed ones (`time_update`:
 reference forward, policy forward + backward, clip, AdamW). Reported per tree: median and best
 update seconds, peak RSS above the pre-update mark (`resource.getrusage`), micro-batches, padded
-and real tokens fed to the policy, and a gradient fingerprint of the warm-up update (each
+and real tokens fed to the policy, the update's useful GFLOP (benchmarks/roofline.py's
+`update_flops` with the LM head at completion positions only, TRL's convention, for both trees:
+the old tree's full-row head counts as waste) over its median seconds as GFLOP/s and as a share
+of the fp32 matmul peak (`matmul_peak`, measured before and after the children; the better one),
+and a gradient fingerprint of the warm-up update (each
 parameter's gradient norm and its dot with a fixed random vector); `grad_max_rel_diff` compares
 the trees' fingerprints (expected ≲ 1e-5: float32 summation order only). `--profile` adds the
 working tree's top operators by self CPU time (`torch.profiler`) over one more update.
@@ -92,6 +96,9 @@ real_inputs = trainer._step_inputs
 
 def step_inputs(step, batch):
     ctx = real_inputs(step, batch)
+    fed["prompt_lens"] = batch.prompt_attn.sum(-1)[batch.owner].tolist()  # per row
+    fed["completion_lens"] = batch.comp_mask.sum(-1).tolist()
+    fed["owner"] = batch.owner.tolist()
     fed["parts"] = len(ctx.parts)
     fed["padded_tokens"] = sum(p.prompt_ids.numel() + p.comp_ids.numel() for p in ctx.parts)
     fed["real_tokens"] = int(batch.comp_mask.sum() + batch.prompt_attn.sum())
@@ -126,6 +133,13 @@ if opt["profile"]:
         trainer.run_step(opt["repeats"] + 1)
     table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20)
     out["profile_top_ops"] = table.splitlines()
+sys.path.insert(0, opt["benchmarks"])  # benchmarks/roofline.py of the working tree (both runs)
+from roofline import ModelShape, update_flops
+shape = ModelShape.of(model)
+useful = update_flops(shape, fed["prompt_lens"], fed["completion_lens"], groups=fed["owner"],
+                      reference=True, head_on_completions_only=True)
+out["useful_gflop"] = useful / 1e9  # the update's work with the LM head at completions only
+out["achieved_gflops"] = useful / 1e9 / out["update_s_median"]
 print(json.dumps(out))
 """
 
@@ -187,6 +201,11 @@ def main() -> None:
         "tokens": args.tokens, "repeats": args.repeats, "seed": 0, "profile": False,
         "deterministic": not args.no_deterministic,
     }  # fmt: skip
+    settings["benchmarks"] = str(ROOT / "benchmarks")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from roofline import matmul_peak
+
+    peaks = [matmul_peak("float32")]  # the fp32 matmul peak before and after both children
     with tempfile.TemporaryDirectory() as tmp:
         model = tiny_model(Path(tmp)) if args.tiny else args.model
         assert model is not None
@@ -200,17 +219,21 @@ def main() -> None:
         for name, tree in trees.items():
             opts = {**settings, "profile": args.profile and name == "after"}
             result[name] = run_child(tree, model, opts)
-            brief = {
-                k: v for k, v in result[name].items() if k not in ("fingerprint", "profile_top_ops")
-            }
+            long = ("fingerprint", "profile_top_ops", "prompt_lens", "completion_lens", "owner")
+            brief = {k: v for k, v in result[name].items() if k not in long}
             print(name, json.dumps(brief), flush=True)
+    peaks.append(matmul_peak("float32"))
+    result["fp32_peak_gflops"] = [pk.gflops for pk in peaks]
+    peak = max(pk.gflops for pk in peaks)
     before, after = result["before"], result["after"]
+    for side in (before, after):
+        side["share_of_peak"] = side["achieved_gflops"] / peak
     result["speedup"] = before["update_s_median"] / after["update_s_median"]
     result["padded_tokens_ratio"] = after["padded_tokens"] / before["padded_tokens"]
     result["grad_max_rel_diff"] = max_rel_diff(after["fingerprint"], before["fingerprint"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    keys = ("speedup", "padded_tokens_ratio", "grad_max_rel_diff")
+    keys = ("speedup", "padded_tokens_ratio", "grad_max_rel_diff", "fp32_peak_gflops")
     print(json.dumps({k: result[k] for k in keys}))
 
 
