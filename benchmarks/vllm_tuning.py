@@ -34,6 +34,9 @@ Run next session, on a quiet machine (.venv-vllm, the curriculum and the model p
                                                                  256 completions) ≈ 30-40 min
     .venv-vllm/bin/python benchmarks/vllm_tuning.py --smoke    # one setting, 8 prompts × 2
 → benchmarks/results/vllm_tuning.json + .png (tokens/s per setting, its ratio to BASE);
+  `--fp32` (a CPU without bf16 units, such as this AVX2 one) starts from what Sieve runs there
+  (float32, OpenMP threads bound to every core) and varies bf16 and vLLM's own binding instead
+  → results/vllm_tuning_fp32.json + .png;
   --smoke writes vllm_tuning_smoke.json + .png instead (a wiring check, not a measurement)
 """
 
@@ -69,19 +72,33 @@ SWEEP: dict[str, list[Any]] = {
     "omp_threads_bind": ["nobind", "0-1"],
     "enable_prefix_caching": [False],
 }
+# `--fp32`: a CPU without bf16 units (this AVX2 machine), where float32 is the real path and Sieve
+# binds the OpenMP threads to every core (pipeline/sampling/vllm.py): the base is what the
+# product runs there, and bf16 and vLLM's own binding are the variations
+FP32_BASE: dict[str, Any] = {**BASE, "dtype": "float32", "omp_threads_bind": "0-1"}
+FP32_SWEEP: dict[str, list[Any]] = {
+    **SWEEP,
+    "dtype": ["bfloat16"],
+    "omp_threads_bind": ["auto", "nobind"],
+}
 
 
-def settings() -> list[dict[str, Any]]:
-    """BASE, then BASE with one field changed, for every value in SWEEP."""
-    out = [dict(BASE)]
-    for field, values in SWEEP.items():
-        out += [{**BASE, field: v} for v in values]
+def base_of(args: argparse.Namespace) -> dict[str, Any]:
+    return FP32_BASE if getattr(args, "fp32", False) else BASE
+
+
+def settings(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The base, then the base with one field changed, for every value of the sweep."""
+    base, sweep = (FP32_BASE, FP32_SWEEP) if args.fp32 else (BASE, SWEEP)
+    out = [dict(base)]
+    for field, values in sweep.items():
+        out += [{**base, field: v} for v in values]
     return out
 
 
-def key(setting: dict[str, Any]) -> str:
-    """A stable name: the fields that differ from BASE ('base' for BASE itself)."""
-    diff = [f"{k}={v}" for k, v in setting.items() if BASE[k] != v]
+def key(setting: dict[str, Any], base: dict[str, Any]) -> str:
+    """A stable name: the fields that differ from the base ('base' for the base itself)."""
+    diff = [f"{k}={v}" for k, v in setting.items() if base[k] != v]
     return ",".join(diff) or "base"
 
 
@@ -158,9 +175,9 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
     path = RESULTS / f"{stem(args)}.json"
     done = json.loads(path.read_text()) if path.exists() and not args.redo else {}
     runs: dict[str, Any] = done.get("runs", {})
-    todo = settings()[:1] if args.smoke else settings()
+    todo = settings(args)[:1] if args.smoke else settings(args)
     for setting in todo:
-        name = key(setting)
+        name = key(setting, base_of(args))
         if name in runs and "error" not in runs[name]:
             continue
         cmd = [sys.executable, __file__, "--one", json.dumps(setting), *child_args(args)]
@@ -180,7 +197,8 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
 
 def stem(args: argparse.Namespace) -> str:
     """Results file name: a smoke run never overwrites the measurement."""
-    return "vllm_tuning_smoke" if args.smoke else "vllm_tuning"
+    name = "vllm_tuning_fp32" if args.fp32 else "vllm_tuning"
+    return f"{name}_smoke" if args.smoke else name
 
 
 def child_args(args: argparse.Namespace) -> list[str]:
@@ -215,7 +233,7 @@ def summary(runs: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
         "group_size": args.group_size,
         "max_new_tokens": args.max_new_tokens,
         "smoke": args.smoke,
-        "base": BASE,
+        "base": base_of(args),
         "ratio_to_base": ratios,
         "runs": runs,
     }
@@ -246,6 +264,11 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=256)
     ap.add_argument("--smoke", action="store_true", help="BASE only, 8 prompts × 2, 32 tokens")
     ap.add_argument("--redo", action="store_true", help="rerun every setting")
+    ap.add_argument(
+        "--fp32", action="store_true",
+        help="a CPU without bf16 units: base float32 with Sieve's core binding "
+        "(results/vllm_tuning_fp32.json)",
+    )  # fmt: skip
     ap.add_argument("--one", help="(internal) run this JSON setting and print its result")
     args = ap.parse_args()
     if args.smoke:

@@ -241,14 +241,22 @@ def test_trl_step_log_takes_generation_and_rewards_out_of_the_step() -> None:
     assert log.step(1.0)["update_rows"] == 0  # each step starts empty
 
 
-def test_vllm_tuning_sweeps_one_factor_at_a_time() -> None:
-    from vllm_tuning import BASE, SWEEP, key, last_json, settings
+@pytest.mark.parametrize("fp32", [False, True])
+def test_vllm_tuning_sweeps_one_factor_at_a_time(fp32: bool) -> None:
+    from argparse import Namespace
 
-    runs = settings()
-    assert runs[0] == BASE and key(runs[0]) == "base"
-    assert len(runs) == 1 + sum(len(v) for v in SWEEP.values())
-    assert len({key(s) for s in runs}) == len(runs)  # every setting has its own name
-    assert all(sum(s[k] != BASE[k] for k in BASE) == 1 for s in runs[1:])
+    from vllm_tuning import BASE, FP32_BASE, FP32_SWEEP, SWEEP, key, last_json, settings, stem
+
+    args = Namespace(fp32=fp32, smoke=False)
+    base, sweep = (FP32_BASE, FP32_SWEEP) if fp32 else (BASE, SWEEP)
+    runs = settings(args)
+    assert runs[0] == base and key(runs[0], base) == "base"
+    assert len(runs) == 1 + sum(len(v) for v in sweep.values())
+    assert len({key(s, base) for s in runs}) == len(runs)  # every setting has its own name
+    assert all(sum(s[k] != base[k] for k in base) == 1 for s in runs[1:])
+    # the fp32 base is what Sieve runs without bf16 units; its results never overwrite the other
+    assert (FP32_BASE["dtype"], FP32_BASE["omp_threads_bind"]) == ("float32", "0-1")
+    assert stem(args) == ("vllm_tuning_fp32" if fp32 else "vllm_tuning")
     noise = 'INFO engine started\n{"tokens_per_s": 1.0}\nWARNING [1, 2]\n{"tokens_per_s": 2.5}\n'
     assert last_json(noise) == {"tokens_per_s": 2.5}
     assert last_json("Traceback ...\nRuntimeError: boom") is None
