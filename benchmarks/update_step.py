@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -218,7 +219,8 @@ def main() -> None:
         }
         for name, tree in trees.items():
             opts = {**settings, "profile": args.profile and name == "after"}
-            result[name] = run_child(tree, model, opts)
+            load = os.getloadavg()[0]  # the machine's 1-minute load as the child starts
+            result[name] = {**run_child(tree, model, opts), "load_1m_before": load}
             long = ("fingerprint", "profile_top_ops", "prompt_lens", "completion_lens", "owner")
             brief = {k: v for k, v in result[name].items() if k not in long}
             print(name, json.dumps(brief), flush=True)
