@@ -1035,6 +1035,10 @@ def run_row(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+SIEVE_ARMS = ("sieve", "sieve_screen", "night")  # compared with every competitor too
+COMPETITORS = ("mopps", "greso", "dapo")  # the selection methods the goal names
+
+
 def cells_vs_uniform(
     mine: list[dict[str, Any]], uniform: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -1100,6 +1104,19 @@ def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict
                     [uni[s]["final"][f"per_problem_{key}"] for s in paired],
                     rng,
                 )
+        if arm in SIEVE_ARMS:  # the goal: ahead of the other selection methods, not only uniform
+            row["diff_sampled_vs_others"] = {}
+            for other in COMPETITORS:
+                theirs = {r["seed"]: r for r in runs if r["arm"] == other}
+                both = sorted(
+                    sd for sd in mine if sd in theirs and theirs[sd]["start"] == mine[sd]["start"]
+                )
+                if both:
+                    row["diff_sampled_vs_others"][other] = paired_bootstrap(
+                        [mine[sd]["final"]["per_problem_sampled"] for sd in both],
+                        [theirs[sd]["final"]["per_problem_sampled"] for sd in both],
+                        rng,
+                    )
         if arm != "uniform" and paired:
             row["cells_vs_uniform"] = cells_vs_uniform(
                 [mine[s]["final"] for s in paired], [uni[s]["final"] for s in paired]

@@ -137,6 +137,14 @@ def test_the_summary_pairs_arms_to_uniform_with_intervals(smoke: Path) -> None:
     for arm in ("dapo", "greso", "mopps"):
         d = warm["arms"][arm]["diff_sampled_vs_uniform"]
         assert d["seeds"] == 2 and d["ci95"][0] <= d["mean"] <= d["ci95"][1]
+    # the goal names the other methods too: Sieve's arms are paired with each of them
+    for arm in ("sieve", "sieve_screen"):
+        others = warm["arms"][arm]["diff_sampled_vs_others"]
+        assert set(others) == {"mopps", "greso", "dapo"}
+        assert all(
+            d["seeds"] == 2 and d["ci95"][0] <= d["mean"] <= d["ci95"][1] for d in others.values()
+        )
+    assert "diff_sampled_vs_others" not in warm["arms"]["mopps"]
     rows = {(r["arm"], r["seed"]): r for r in warm["runs"]}
     assert rows[("uniform", 1)]["rollouts_decided_not_trained"] == 0
     dapo = rows[("dapo", 1)]
@@ -210,6 +218,8 @@ def test_the_readme_block_gives_a_verdict_against_the_goal_whichever_way(smoke: 
     body = docs_headline.headline_selection(results)
     assert "*Warm start* (built by uniform GRPO for" in body
     assert "**Goal not met** (yet)." in body and "GRESO with refill" in body
+    assert "against the other methods, Sieve's final sampled pass@1 minus theirs: " in body
+    assert "MoPPS-style posterior " in body.split("minus theirs: ")[1]
     assert "*Cold start* (the base model;" in body
     runs = docs_headline.headline_selection_runs(results)
     assert runs.count("\n| warm |") == 2 * len(ONLINE) and "| cold | uniform | 1 |" in runs

@@ -119,9 +119,20 @@ def _verdict(block: Any) -> str:
         parts.append(
             f"{word} difference in final sampled pass@1 ({_ci(diff)}, {diff['seeds']} paired seeds)"
         )
+    others = s.get("diff_sampled_vs_others") or {}
+    if others:
+        parts.append(
+            "against the other methods, Sieve's final sampled pass@1 minus theirs: "
+            + ", ".join(
+                f"{ARM_NAMES[o]} {_ci(d)} ({'significant' if d['significant'] else 'n.s.'})"
+                for o, d in others.items()
+            )
+        )
+    ahead = all(d["significant"] and d["mean"] > 0 for d in others.values())
     met = (
         not _no_target(block) and ratio is not None and ratio["ci95"][1] <= 0.5 and diff is not None
         and diff["significant"] and diff["mean"] > 0 and len(s["paired_seeds"]) >= 4
+        and ahead and len(others) == 3
     )  # fmt: skip
     return "; ".join(parts) + (". **Goal met.**" if met else ". **Goal not met** (yet).")
 
