@@ -34,9 +34,9 @@ Run next session, on a quiet machine (.venv-vllm, the curriculum and the model p
                                                                  256 completions) ≈ 30-40 min
     .venv-vllm/bin/python benchmarks/vllm_tuning.py --smoke    # one setting, 8 prompts × 2
 → benchmarks/results/vllm_tuning.json + .png (tokens/s per setting, its ratio to BASE);
-  `--fp32` (a CPU without bf16 units, such as this AVX2 one) starts from what Sieve runs there
-  (float32, OpenMP threads bound to every core) and varies bf16 and vLLM's own binding instead
-  → results/vllm_tuning_fp32.json + .png;
+  `--fp32` starts from the training engine as Sieve runs it on a CPU (float32, the trainer's
+  weights' dtype, with the OpenMP threads bound to every core) and varies bf16 and vLLM's own
+  binding instead → results/vllm_tuning_fp32.json + .png (with `cpu_bf16_native`);
   --smoke writes vllm_tuning_smoke.json + .png instead (a wiring check, not a measurement)
 """
 
@@ -72,9 +72,10 @@ SWEEP: dict[str, list[Any]] = {
     "omp_threads_bind": ["nobind", "0-1"],
     "enable_prefix_caching": [False],
 }
-# `--fp32`: a CPU without bf16 units (this AVX2 machine), where float32 is the real path and Sieve
-# binds the OpenMP threads to every core (pipeline/sampling/vllm.py): the base is what the
-# product runs there, and bf16 and vLLM's own binding are the variations
+# `--fp32`: the base is the training engine as Sieve runs it on a CPU: float32 (the engine
+# follows the trainer's float32 weights, pipeline/sampling/group_sampler.py) with the OpenMP
+# threads bound to every core (pipeline/sampling/vllm.py); bf16 and vLLM's own binding are the
+# variations. The summary records whether the CPU computes bf16 natively.
 FP32_BASE: dict[str, Any] = {**BASE, "dtype": "float32", "omp_threads_bind": "0-1"}
 FP32_SWEEP: dict[str, list[Any]] = {
     **SWEEP,
@@ -223,6 +224,13 @@ def tail(text: str) -> str:
     return " ".join(lines[-1].split())[:300] if lines else "no output"
 
 
+def bf16_native() -> bool:
+    """Whether this CPU computes bf16 natively (the check `dtype = "auto"` uses on CPU)."""
+    from pipeline.sampling.vllm import cpu_bf16_native
+
+    return cpu_bf16_native()
+
+
 def summary(runs: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     base = runs.get("base", {}).get("tokens_per_s")
     ratios = {n: r["tokens_per_s"] / base for n, r in runs.items() if base and "tokens_per_s" in r}
@@ -234,6 +242,7 @@ def summary(runs: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
         "max_new_tokens": args.max_new_tokens,
         "smoke": args.smoke,
         "base": base_of(args),
+        "cpu_bf16_native": bf16_native(),
         "ratio_to_base": ratios,
         "runs": runs,
     }
@@ -266,7 +275,7 @@ def main() -> None:
     ap.add_argument("--redo", action="store_true", help="rerun every setting")
     ap.add_argument(
         "--fp32", action="store_true",
-        help="a CPU without bf16 units: base float32 with Sieve's core binding "
+        help="base: the training engine as Sieve runs it (float32, cores bound) "
         "(results/vllm_tuning_fp32.json)",
     )  # fmt: skip
     ap.add_argument("--one", help="(internal) run this JSON setting and print its result")

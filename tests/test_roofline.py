@@ -254,7 +254,7 @@ def test_vllm_tuning_sweeps_one_factor_at_a_time(fp32: bool) -> None:
     assert len(runs) == 1 + sum(len(v) for v in sweep.values())
     assert len({key(s, base) for s in runs}) == len(runs)  # every setting has its own name
     assert all(sum(s[k] != base[k] for k in base) == 1 for s in runs[1:])
-    # the fp32 base is what Sieve runs without bf16 units; its results never overwrite the other
+    # the fp32 base is the training engine as Sieve runs it; its results never overwrite the other
     assert (FP32_BASE["dtype"], FP32_BASE["omp_threads_bind"]) == ("float32", "0-1")
     assert stem(args) == ("vllm_tuning_fp32" if fp32 else "vllm_tuning")
     noise = 'INFO engine started\n{"tokens_per_s": 1.0}\nWARNING [1, 2]\n{"tokens_per_s": 2.5}\n'

