@@ -38,7 +38,6 @@ import os
 import platform
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -145,16 +144,6 @@ print(json.dumps(out))
 """
 
 
-def base_tree(commit: str, into: Path) -> Path:
-    """grpo_core at `commit`, unpacked with `git archive` (no worktree, no checkout)."""
-    tar = into / "base.tar"
-    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(tar), commit, "grpo_core"],
-                   check=True)  # fmt: skip
-    with tarfile.open(tar) as t:
-        t.extractall(into / "tree", filter="data")
-    return into / "tree"
-
-
 def run_child(tree: Path, model: Path, settings: dict[str, Any]) -> dict[str, Any]:
     res = subprocess.run(
         [sys.executable, "-c", CHILD, str(tree), str(model), json.dumps(settings)],
@@ -205,6 +194,7 @@ def main() -> None:
     settings["benchmarks"] = str(ROOT / "benchmarks")
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from roofline import matmul_peak
+    from trainer_hotpaths import base_tree  # grpo_core at a commit, by `git archive`
 
     peaks = [matmul_peak("float32")]  # the fp32 matmul peak before and after both children
     with tempfile.TemporaryDirectory() as tmp:

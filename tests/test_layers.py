@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.grpo_core.test_layering import cycles  # the circle finder grpo_core uses
+
 ROOT = Path(__file__).resolve().parents[1]
 # each layer and the layers above it, which it must not import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
@@ -167,29 +169,6 @@ def pipeline_graph(modules: dict[str, str]) -> dict[str, set[str]]:
     return graph
 
 
-def a_circle(graph: dict[str, set[str]]) -> list[str]:
-    """One import circle of `graph` as [a, b, ..., a], or [] when it has none (depth-first)."""
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(v: str) -> list[str]:
-        state[v] = 1
-        path.append(v)
-        for w in sorted(graph.get(v, ())):
-            if state.get(w) == 1:
-                return [*path[path.index(w) :], w]
-            if w not in state and (found := visit(w)):
-                return found
-        state[v] = 2
-        path.pop()
-        return []
-
-    for v in sorted(graph):
-        if v not in state and (found := visit(v)):
-            return found
-    return []
-
-
 def layer_modules() -> list[Path]:
     return sorted(p for layer in FORBIDDEN for p in (ROOT / layer).rglob("*.py"))
 
@@ -239,7 +218,7 @@ def test_pipeline_layers_are_ordered_bottom_to_top() -> None:
 def test_pipeline_modules_import_in_no_circle() -> None:
     graph = pipeline_graph(pipeline_sources())
     assert len(graph) > 50 and sum(map(len, graph.values())) > 100  # the walk found the imports
-    assert a_circle(graph) == []
+    assert cycles(graph) == []
 
 
 BAD = [
@@ -333,10 +312,9 @@ def test_the_circle_finder_finds_a_circle_through_lazy_and_relative_imports() ->
     }
     graph = pipeline_graph(modules)
     assert graph["pipeline.jobs.b"] == {"pipeline.jobs.c"}
-    assert a_circle(graph) == ["pipeline.jobs.a", "pipeline.jobs.b", "pipeline.jobs.c",
-                               "pipeline.jobs.a"]  # fmt: skip
+    assert cycles(graph) == [["pipeline.jobs.a", "pipeline.jobs.b", "pipeline.jobs.c"]]
     del modules["pipeline.jobs.c"]
-    assert a_circle(pipeline_graph(modules)) == []
+    assert cycles(pipeline_graph(modules)) == []
 
 
 @pytest.mark.parametrize(("path", "source", "needle"), BAD)
