@@ -244,13 +244,17 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def pipeline_layers() -> dict[str, tuple[str, ...]]:
     """`PIPELINE_LAYERS` of tests/test_layers.py (each pipeline package -> the other pipeline
-    packages it may import), read from that file without importing the tests package."""
-    spec = importlib.util.spec_from_file_location("sieve_test_layers", LAYERS_TEST)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {LAYERS_TEST}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return dict(module.PIPELINE_LAYERS)
+    packages it may import), read from that file's source as a literal: the test module imports
+    the tests package, which a benchmark or the docs renderer need not have on its path."""
+    tree = ast.parse(LAYERS_TEST.read_text(), str(LAYERS_TEST))
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id == "PIPELINE_LAYERS" and node.value:
+            table = ast.literal_eval(node.value)
+            return {str(k): tuple(v) for k, v in table.items()}
+    raise SystemExit(f"{LAYERS_TEST}: no PIPELINE_LAYERS table")
 
 
 def place(module: str) -> str:
