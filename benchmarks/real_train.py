@@ -15,16 +15,16 @@ Sieve's own `screen_survivors` / `build_curriculum` (as benchmarks/real_model.py
 results/real_train_curriculum.parquet so every arm trains on the same prompts. Step s trains on
 items s·P .. s·P + P − 1 (cycled), P prompts × G completions.
 
-Recipe: data/configs/real_train.toml (β warm-up 0.05 → 0.02, clip-higher 0.28, lr warm-up 5,
-bf16 autocast where native, micro-batches of 4096 tokens, 256 new tokens) with two departures,
-both flags: lr 1e-5 (the recipe's 3e-6 is sized for long runs; 30 steps of it barely move a
-135 M model) and sampling temperature 0.6 (the recipe's 1.0 makes this model write a right,
-marked answer 0.2 % of the time, so nearly every group is uninformative). TRL gets the same
-lr, warm-up, clip ε (low/high), loss aggregation (`dapo` = token mean), bf16, grad clip, and
-the same β schedule (a callback sets `trainer.beta` each step). Rewards: Sieve's verifier with
-the answer marker required (chat models, as curation); TRL's through
-`pipeline.integrations.trl.reward_function` (the same chat reading, and the tokenizer's stop ids
-to tell a completion cut at the budget).
+Recipe: data/configs/real_train.toml (β warm-up 0.05 → 0.02, clip-higher 0.28, lr warm-up 5, bf16
+autocast where native (`--fp32`: off in every arm, as on a CPU without bf16 units), micro-batches of
+4096 tokens, 256 new tokens) with two departures, both flags: lr 1e-5 (the recipe's 3e-6 is sized
+for long runs; 30 steps of it barely move a 135 M model) and sampling temperature 0.6 (the recipe's
+1.0 makes this model write a right, marked answer 0.2 % of the time, so nearly every group is
+uninformative). TRL gets the same lr, warm-up, clip ε (low/high), loss aggregation (`dapo` = token
+mean), bf16, grad clip, and the same β schedule (a callback sets `trainer.beta` each step). Rewards:
+Sieve's verifier with the answer marker required (chat models, as curation); TRL's through
+`pipeline.integrations.trl.reward_function` (the same chat reading, and the tokenizer's stop ids to
+tell a completion cut at the budget).
 
 Held-out: `pipeline.jobs.evaluate` on `--heldout` problems per level of LEVELS, 4 samples at
 T 0.6 / top-p 0.95 plus greedy, 256 tokens, always through vLLM (fp32): the sieve-vllm arm on
@@ -137,6 +137,8 @@ def recipe(args: argparse.Namespace) -> Any:
         checkpoint_every=0,
         **TRL_LIKE_SIEVE,  # TRL's std (Bessel) and eps, which TRL cannot change
     )
+    if args.fp32:  # every arm's update in float32 (TRL's bf16 flag follows cfg.autocast)
+        cfg = dataclasses.replace(cfg, autocast="off")
     return for_device(cfg, torch.device("cpu"))
 
 
@@ -663,6 +665,11 @@ def main() -> None:
     ap.add_argument("--candidates", type=int, default=64, help="curation candidates")
     ap.add_argument("--heldout", type=int, default=HELDOUT, help="held-out problems per level")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--fp32", action="store_true",
+        help="updates in float32 in every arm, whatever the recipe's autocast (runs on a CPU "
+        "with native bf16 compare with runs on one without)",
+    )  # fmt: skip
     ap.add_argument("--vllm-python", type=Path, default=ROOT / ".venv-vllm" / "bin" / "python")
     ap.add_argument("--recover-trl", type=Path, help="rebuild the trl arm from this console log")
     args = ap.parse_args()
