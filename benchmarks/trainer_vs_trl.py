@@ -65,7 +65,8 @@ LIKE_FOR_LIKE_GAPS = [
     "so its token mean is over informative groups' tokens; TRL's dapo divides by every "
     "completion token of the generation batch (zero-advantage rows included)",
     "KL: Sieve's uninformative groups carry no KL term either; TRL's KL covers every row",
-    "LM head: TRL computes logits at completion positions only, Sieve at every position fed",
+    # (the LM head is no longer a gap: since issue 48 Sieve, like TRL, computes logits at the
+    # completion positions only, grpo_core.logprobs.head_support)
     "sampling: TRL generates with HF generate (no vLLM in its venv); Sieve's arm as configured",
 ]
 
