@@ -58,7 +58,7 @@ def bare_sampling(model: str, home: str, chunk_size: int) -> tuple[float, int]:
         questions = part["question"].to_list()
         for index, s in enumerate(range(0, len(questions), chunk_size)):
             params = SamplingParams(
-                max_new_tokens=policy.max_new_tokens, seed=chunk_seed(0, str(run_id), index)
+                1.0, max_new_tokens=policy.max_new_tokens, seed=chunk_seed(0, str(run_id), index)
             )
             groups = policy.sampler.sample(
                 policy.render(questions[s : s + chunk_size]), int(g), params

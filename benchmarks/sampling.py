@@ -100,7 +100,7 @@ def loop_baseline(folder: Path, texts: list[str], g: int) -> tuple[int, int, flo
 def grouped(folder: Path, texts: list[str], g: int) -> tuple[int, int, float]:
     sampler = HFSampler(folder, device="cpu")
     params = SamplingParams(temperature=1.0, max_new_tokens=NEW_TOKENS, seed=0)
-    sampler.sample(texts[:2], 2, SamplingParams(max_new_tokens=2))  # warm-up, not timed
+    sampler.sample(texts[:2], 2, SamplingParams(1.0, max_new_tokens=2))  # warm-up, not timed
     start = time.perf_counter()
     groups = sampler.sample(texts, g, params)
     seconds = time.perf_counter() - start
@@ -183,7 +183,9 @@ def hf_child(spec: dict, old: bool) -> dict:
     start = time.perf_counter()
     sampler = StackedLogitsSampler(spec["model"]) if old else HFSampler(spec["model"], device="cpu")
     loaded = time.perf_counter()
-    sampler.sample(spec["texts"][:2], 2, SamplingParams(max_new_tokens=2))  # warm-up, not timed
+    sampler.sample(
+        spec["texts"][:2], 2, SamplingParams(1.0, max_new_tokens=2)
+    )  # warm-up, not timed
     params = SamplingParams(temperature=1.0, max_new_tokens=spec["new_tokens"], seed=0)
     begin = time.perf_counter()
     groups = sampler.sample(spec["texts"], spec["G"], params)

@@ -9,10 +9,13 @@ Counts, read from the source (not timed, so any machine gives the same numbers):
   the distinct option names among them, read from the Typer app itself; `cli_option_declarations`:
   the `typer.Option(` calls written in flows/cli/ (an option generated from a settings object's
   field is not one);
-- `temperature_places`: places that give a temperature a value: a class field named temperature
-  whose default is a value (not None), a `temperature = ...` line in a committed TOML file under
-  data/configs, an option help string that writes a temperature default out, and a call passing a
-  literal `temperature=` in pipeline/, grpo_core/ or flows/;
+- `temperature_places`: places in the code that give a temperature a value: a class field named
+  temperature whose default is a value (not None), an option help string that writes a
+  temperature default out, and a call passing a literal `temperature=` in pipeline/, grpo_core/
+  or flows/ (issue 49's target: 1, the trainer's default that every unset sampling takes);
+  `temperature_recipe_values`: the `temperature = ...` lines of the committed TOML recipes under
+  data/configs (a recipe choosing its temperature is what a recipe is for, so they are counted
+  apart);
 - `max_new_tokens_files`: source files of pipeline/, grpo_core/ and flows/ naming max_new_tokens.
 
 pipeline/'s shape (issue 49 point 3), from every import of its modules (lazy ones too): its
@@ -103,7 +106,11 @@ def toml_files(root: Path) -> list[str]:
 
 
 def _gives_value(value: ast.expr | None) -> bool:
-    """A field default that is a value (not None: unset)."""
+    """A field default that is a value (not None: unset; pydantic's `Field(default=None, ...)`
+    is unset too)."""
+    if isinstance(value, ast.Call) and getattr(value.func, "id", None) == "Field":
+        given = [kw.value for kw in value.keywords if kw.arg == "default"] + value.args[:1]
+        return any(_gives_value(v) for v in given)
     return value is not None and not (isinstance(value, ast.Constant) and value.value is None)
 
 
@@ -130,6 +137,12 @@ def temperature_places(root: Path) -> list[str]:
                     text = kw.value.value if isinstance(kw.value, ast.Constant) else None
                     if kw.arg == "help" and isinstance(text, str) and _states_temperature(text):
                         places.append(f"{where}:{node.lineno} help {text!r}")
+    return places
+
+
+def temperature_recipe_values(root: Path) -> list[str]:
+    """The `temperature = ...` lines of the committed TOML files under data/configs."""
+    places = []
     for name in toml_files(root):
         if not name.startswith("data/"):
             continue
@@ -331,6 +344,7 @@ def count(root: Path) -> dict[str, Any]:
     tomls = toml_files(root)
     cli = cli_options(root)
     temps = temperature_places(root)
+    recipe_temps = temperature_recipe_values(root)
     tokens = [str(p.relative_to(root)) for p in sources(root) if "max_new_tokens" in p.read_text()]
     declared = sum(
         p.read_text().count("typer.Option(") for p in (root / "flows" / "cli").glob("*.py")
@@ -343,12 +357,14 @@ def count(root: Path) -> dict[str, Any]:
         "cli_option_names": cli["distinct"],
         "cli_option_declarations": declared,
         "temperature_places": len(temps),
+        "temperature_recipe_values": len(recipe_temps),
         "max_new_tokens_files": len(tokens),
         **{k: v for k, v in shape.items() if k != "structure_where"},
         "where": {
             "classes": classes,
             "toml_files": tomls,
             "temperature_places": temps,
+            "temperature_recipe_values": recipe_temps,
             **shape["structure_where"],
         },
     }

@@ -77,6 +77,10 @@ AutocastName = Literal["off", "bf16"]
 SaveDtypeName = Literal["auto", "float32", "bfloat16"]
 
 
+# T 1 samples the policy's own distribution, which GRPO's group statistics estimate
+DEFAULT_TEMPERATURE = 1.0
+
+
 @dataclass(frozen=True)
 class GRPOConfig:
     """Every knob of the GRPO trainer, each with the trade-off it makes and its default's source."""
@@ -89,8 +93,9 @@ class GRPOConfig:
     # sampling (G and the step's prompts come from the batch source's items)
     max_new_tokens: Tokens = 64  # completion budget; longer ones are truncated
     # sampling temperature; log-probs (policy, old, reference) are of logits / T, the
-    # distribution sampled from (as TRL); < 1 makes more groups uninformative
-    temperature: Annotated[float, Gt(0), Le(MAX_TEMPERATURE)] = 1.0
+    # distribution sampled from (as TRL); < 1 makes more groups uninformative. The one default
+    # temperature of the project: curation left unset samples at it (pipeline.sampling.budget)
+    temperature: Annotated[float, Gt(0), Le(MAX_TEMPERATURE)] = DEFAULT_TEMPERATURE
     # advantages (grpo_core.advantages)
     estimator: EstimatorName = "grpo"  # grpo mean/std; rloo; dr_grpo (no std, Liu et al. 2025)
     # 0 population std (default), 1 Bessel; minimal GRPO repos differ here

@@ -1,7 +1,8 @@
 """Log-probs of the completion tokens under a model: full rows, or prompts once + KV cache.
 
-`completion_logp(model, batch, share_prefix, autocast)` is the one entry point the trainer uses
-for the policy, the old policy and the reference. With `autocast="bf16"` the forward runs under
+`completion_logp(model, batch, share_prefix, autocast, temperature)` is the one entry point the
+trainer uses for the policy, the old policy and the reference (the temperature has no default
+here: it is the trainer's, `GRPOConfig.temperature`). With `autocast="bf16"` the forward runs under
 `torch.autocast(device_type, bfloat16)` (weights stay in their own dtype, fp32 masters); the
 log-softmax is always taken in float32.
 
@@ -114,7 +115,7 @@ class SelectedLogSoftmax(torch.autograd.Function):
 
 
 def selected_logp(
-    logits: Tensor, targets: Tensor, temperature: float = 1.0, entropy: bool = False
+    logits: Tensor, targets: Tensor, temperature: float, entropy: bool = False
 ) -> tuple[Tensor, Tensor | None]:
     """(B, T) log-probs of `targets` (B, T) under softmax(logits / T) for logits (B, T, V), and
     the (B, T) entropy (detached) when asked."""
@@ -146,8 +147,8 @@ def completion_logp(
     model: torch.nn.Module,
     b: Batch,
     share_prefix: bool,
-    autocast: str = "off",
-    temperature: float = 1.0,
+    autocast: str,
+    temperature: float,
     entropy: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
     """Log-probs (B, Tc) of the completion tokens and, when `entropy`, the (B, Tc) entropy
@@ -194,7 +195,7 @@ def _completion_from(
 
 
 def gather_completion(
-    logits: Tensor, b: Batch, temperature: float = 1.0, entropy: bool = False
+    logits: Tensor, b: Batch, temperature: float, entropy: bool = False
 ) -> tuple[Tensor, Tensor | None]:
     """From full-row logits (B, L, V), the (B, Tc) log-probs of the completion tokens (each
     predicted at the position before it) and, when asked, their (B, Tc) entropy; 0 at padding."""
@@ -261,7 +262,7 @@ def scored_logits(
 
 
 def shared_prefix_logp(
-    model: torch.nn.Module, b: Batch, temperature: float = 1.0, entropy: bool = False
+    model: torch.nn.Module, b: Batch, temperature: float, entropy: bool = False
 ) -> tuple[Tensor, Tensor | None]:
     """`gather_completion`'s result with each distinct prompt run through the model once.
 

@@ -231,6 +231,8 @@ def test_a_refresh_night_screens_only_cells_the_lineage_does_not_know(
     plain = cfg.model_copy(update={"mix": {"arith": "1-3"}})
     assert curation_key(refresh, "r") != curation_key(plain, "r")
     dump = plain.model_dump(mode="json")
+    assert dump["sampling"]["temperature"] is None  # unset: hashed as the value it samples at
+    dump["sampling"]["temperature"] = plain.sampling.sampling_temperature
     for name in ("process_signal", "screen", "known_cell_samples", "audit_share", "audit_warn"):
         dump.pop(name)
     payload = json.dumps({"cfg": dump, "rev": "r"}, sort_keys=True).encode()

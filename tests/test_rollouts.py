@@ -23,7 +23,7 @@ def test_record_run_scores_and_writes_one_transaction(ledger: Ledger) -> None:
         [completion(answers[1])] * 3,
         [completion("0.5x")],  # groups may differ in size
     ]
-    info = RunInfo("screen", "tiny", "rev1", "hf", 3, SamplingParams(seed=4))
+    info = RunInfo("screen", "tiny", "rev1", "hf", 3, SamplingParams(1.0, seed=4))
     info, rows = record_run(ledger, info, problems, groups)
     assert info.run_id.startswith("screen-")
     assert rows.height == 7

@@ -174,7 +174,7 @@ def test_the_trainers_own_logprobs_match_the_engines(
     batch = build_batch(tokenizer, items, flat, torch.zeros(len(flat)), 0, torch.device("cpu"))
     assert batch.engine_lp is not None
     with torch.no_grad():
-        logp, _ = completion_logp(model, batch, share_prefix)  # (B, Tc)
+        logp, _ = completion_logp(model, batch, share_prefix, "off", 1.0)  # (B, Tc)
     gap = (logp - batch.engine_lp).abs()[batch.comp_mask]
     assert float(gap.max()) < TOLERANCE, float(gap.max())
 

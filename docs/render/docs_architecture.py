@@ -114,7 +114,8 @@ def settings_sprawl(r: Results) -> str:
         "cli_options": "CLI options, summed over commands",
         "cli_option_names": "distinct CLI option names",
         "cli_option_declarations": "CLI options written by hand (`typer.Option(`)",
-        "temperature_places": "places that give a temperature a value",
+        "temperature_places": "places in the code that give a temperature a value",
+        "temperature_recipe_values": "committed recipes that set a temperature",
         "max_new_tokens_files": "source files naming max_new_tokens",
     }
     return _before_and_now(r, labels, "count")

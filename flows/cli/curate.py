@@ -105,7 +105,7 @@ def check_curate_config(cfg: CurateConfig, config: Path | None) -> None:
                 f"{where}{name} = {value} is more samples of one prompt than a sampler holds at "
                 f"once; at most {MAX_GROUP_SIZE}"
             )
-    if cfg.sampling.temperature == 0:
+    if cfg.sampling.sampling_temperature == 0:
         raise SieveError(
             f"{where}temperature 0 (greedy) samples every prompt alike, so no group can "
             "disagree and the curriculum would be empty; curate at a temperature > 0"
@@ -136,7 +136,10 @@ def eval_cmd(
     backend: BackendOpt = "hf",
     base_url: BaseUrlOpt = None,
     per_level: Annotated[int, typer.Option(help="Held-out problems per level.")] = 40,
-    samples: Annotated[int, typer.Option(help="Samples per problem at temperature 1.")] = 8,
+    samples: Annotated[
+        int,
+        typer.Option(help="Samples per problem (at --temperature; unset: the trainer's default)."),
+    ] = 8,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
     sampling: OptionBlock = SAMPLING,
     engine: OptionBlock = ENGINE,
@@ -320,7 +323,7 @@ def run_eval(policy: Policy, cfg: EvalConfig, home: Path | None) -> None:
         sampling=cfg.sampling,
     )
     with progress("evaluating") as bar:
-        task = bar.add_task("greedy", total=2 if cfg.sampling.temperature > 0 else 1)
+        task = bar.add_task("greedy", total=2 if cfg.sampling.sampling_temperature > 0 else 1)
 
         def update(e: ProgressEvent) -> None:
             bar.update(task, completed=e.done, description=f"{e.stage} recorded")
@@ -331,7 +334,7 @@ def run_eval(policy: Policy, cfg: EvalConfig, home: Path | None) -> None:
     show(
         table,
         f"held-out pass@1 by family x level (greedy: T=0; sampled: {cfg.samples} per problem at "
-        f"T={cfg.sampling.temperature:g}; errors: verifier errors, counted as wrong)",
+        f"T={cfg.sampling.sampling_temperature:g}; errors: verifier errors, counted as wrong)",
     )
 
 

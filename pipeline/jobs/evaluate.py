@@ -134,7 +134,7 @@ def evaluate(
     ledger.write("problems", problems)
     prompts = [prompts_of[q] for q in problems["question"]]
     sampling = cfg.sampling
-    modes = [(1, True)] + ([(cfg.samples, False)] if sampling.temperature > 0 else [])
+    modes = [(1, True)] + ([(cfg.samples, False)] if sampling.sampling_temperature > 0 else [])
     run_ids = []
     for done, (n, greedy) in enumerate(modes, start=1):
         params = sampling.params(prompt_format, cfg.seed, greedy=greedy)

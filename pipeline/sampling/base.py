@@ -39,9 +39,10 @@ class Completion:
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """Decoding settings shared by all backends; temperature 0 means greedy."""
+    """Decoding settings shared by all backends; temperature 0 means greedy. The temperature has
+    no default: each caller passes the one it resolved (a `SamplingConfig`'s, the trainer's)."""
 
-    temperature: Temperature = 1.0
+    temperature: Temperature
     top_p: Annotated[float, Gt(0), Le(1)] = 1.0
     top_k: Count = 0  # 0: no top-k filter
     max_new_tokens: Tokens = 32

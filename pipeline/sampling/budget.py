@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from grpo_core.config import DEFAULT_TEMPERATURE
 from grpo_core.validate import MAX_TEMPERATURE, MAX_TOKENS, STRICT, StopStrings
 from pipeline.sampling.base import SamplingParams
 
@@ -40,13 +41,14 @@ class SamplingConfig(BaseModel):
         "proportional sampling cost. Unset: 16 for raw-format models (the tiny policy), 512 for "
         "chat models (DeepSeek-R1-style recipes use thousands; 512 fits a 135 M model on CPU).",
     )
-    temperature: float = Field(
-        default=1.0,
+    temperature: float | None = Field(
+        default=None,
         ge=0.0,
         le=MAX_TEMPERATURE,
-        description="Sampling temperature; 1.0 samples the policy's own distribution, which is "
-        "what GRPO's group statistics estimate. 0 is greedy (no spread: useless for curation). "
-        "`sieve curate` of a chat model takes its training recipe's when unset.",
+        description="Sampling temperature. 0 is greedy (no spread: useless for curation). Unset: "
+        "the temperature training samples at, the model's recipe's for a chat model (`sieve "
+        "curate` takes it) and the trainer's default (GRPOConfig.temperature, the policy's own "
+        "distribution) otherwise.",
     )
     top_p: float = Field(
         default=1.0,
@@ -62,6 +64,18 @@ class SamplingConfig(BaseModel):
         "end at their end-of-turn token.",
     )
 
+    @property
+    def sampling_temperature(self) -> float:
+        """The temperature answers are drawn at: the one set, else the trainer's default."""
+        return DEFAULT_TEMPERATURE if self.temperature is None else self.temperature
+
+    def resolved_temperature(self) -> SamplingConfig:
+        """This block with the temperature it samples at written in (what a curriculum records,
+        and what a curation's key hashes: unset and the trainer's value decide alike)."""
+        if self.temperature is not None:
+            return self
+        return self.model_copy(update={"temperature": self.sampling_temperature})
+
     def budget(self, prompt_format: Literal["raw", "chat"] | str) -> int:
         """The resolved `max_new_tokens` for a model of this prompt format."""
         if self.max_new_tokens is not None:
@@ -71,7 +85,7 @@ class SamplingConfig(BaseModel):
     def params(self, prompt_format: str, seed: int = 0, *, greedy: bool = False) -> SamplingParams:
         """`SamplingParams` for a model of this prompt format (greedy: temperature 0)."""
         return SamplingParams(
-            temperature=0.0 if greedy else self.temperature,
+            temperature=0.0 if greedy else self.sampling_temperature,
             top_p=self.top_p,
             max_new_tokens=self.budget(prompt_format),
             seed=seed,
@@ -86,7 +100,7 @@ def training_mismatch(
     ('temperature 1 (curated) vs 0.6 (trained)'); empty when they agree. Training always
     samples the whole distribution (top-p 1: its log-probs are the policy's own)."""
     pairs = [
-        ("temperature", curated.temperature, temperature),
+        ("temperature", curated.sampling_temperature, temperature),
         ("top-p", curated.top_p, 1.0),
         ("max_new_tokens", curated.budget(prompt_format), max_new_tokens),
     ]

@@ -65,13 +65,15 @@ def test_selected_logp_value_gradient_and_entropy_match_the_full_log_softmax(
 
 
 def test_entropy_is_zero_for_a_peaked_distribution_and_log_v_for_a_flat_one() -> None:
-    flat = selected_logp(torch.zeros(1, 2, 7), torch.zeros(1, 2, dtype=torch.long), entropy=True)
+    flat = selected_logp(
+        torch.zeros(1, 2, 7), torch.zeros(1, 2, dtype=torch.long), 1.0, entropy=True
+    )
     assert flat[1] is not None
     torch.testing.assert_close(flat[1], torch.full((1, 2), float(torch.log(torch.tensor(7.0)))))
     peaked = torch.tensor([[[50.0, 0.0, 0.0]]])
-    ent = selected_logp(peaked, torch.zeros(1, 1, dtype=torch.long), entropy=True)[1]
+    ent = selected_logp(peaked, torch.zeros(1, 1, dtype=torch.long), 1.0, entropy=True)[1]
     assert ent is not None and abs(float(ent)) < 1e-6
-    assert selected_logp(peaked, torch.zeros(1, 1, dtype=torch.long))[1] is None
+    assert selected_logp(peaked, torch.zeros(1, 1, dtype=torch.long), 1.0)[1] is None
 
 
 def test_bf16_logits_keep_no_float32_vocabulary_tensor_for_the_backward() -> None:

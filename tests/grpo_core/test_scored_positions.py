@@ -165,7 +165,7 @@ def test_the_head_sees_only_the_scored_positions(share_prefix: bool) -> None:
         lambda mod, args, out: rows.append(int(args[0].reshape(-1, args[0].shape[-1]).shape[0]))
     )
     try:
-        completion_logp(model, b, share_prefix)[0].sum().backward()
+        completion_logp(model, b, share_prefix, "off", 1.0)[0].sum().backward()
     finally:
         hook.remove()
     tokens = int(b.comp_mask.sum())
@@ -192,6 +192,6 @@ def test_lora_adapters_get_the_reference_gradient() -> None:
     w = weights_for(b)
     want = grads_of(model, lambda: reference_logp(model, b, 1.0), w)
     for share_prefix in (False, True):
-        got = grads_of(model, lambda s=share_prefix: completion_logp(model, b, s), w)
+        got = grads_of(model, lambda s=share_prefix: completion_logp(model, b, s, "off", 1.0), w)
         assert_same(got, want, b.comp_mask.bool())
     assert all("lora_" in k for k in want[2])

@@ -50,12 +50,12 @@ def test_shared_prefix_gives_the_full_row_log_probs_and_gradients() -> None:
     model = toy_model(3)
     b = ragged_batch(make_trainer(True, model))
     mask = b.comp_mask
-    full = _gather_completion(model(input_ids=b.ids, attention_mask=b.attn).logits, b)[0]
+    full = _gather_completion(model(input_ids=b.ids, attention_mask=b.attn).logits, b, 1.0)[0]
     weights = torch.randn(full.shape, generator=torch.Generator().manual_seed(1))
     (full * weights)[mask].sum().backward()
     grads_full = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
-    shared = _shared_prefix_logp(model, b)[0]
+    shared = _shared_prefix_logp(model, b, 1.0)[0]
     assert shared.shape == full.shape
     assert torch.allclose(shared[mask], full[mask], atol=1e-5)
     (shared * weights)[mask].sum().backward()
@@ -98,11 +98,11 @@ def test_log_probs_are_of_the_tempered_distribution() -> None:
     b = ragged_batch(make_trainer(True, model))
     with torch.no_grad():
         logits = model(input_ids=b.ids, attention_mask=b.attn).logits
-        raw = _gather_completion(logits, b)[0]
+        raw = _gather_completion(logits, b, 1.0)[0]
         for share in (False, True):
-            at_one = completion_logp(model, b, share, temperature=1.0)[0]
-            at_half = completion_logp(model, b, share, temperature=0.5)[0]
-            want = _gather_completion(logits / 0.5, b)[0]
+            at_one = completion_logp(model, b, share, "off", temperature=1.0)[0]
+            at_half = completion_logp(model, b, share, "off", temperature=0.5)[0]
+            want = _gather_completion(logits / 0.5, b, 1.0)[0]
             mask = b.comp_mask
             assert torch.allclose(at_one[mask], raw[mask], atol=1e-5)
             assert torch.allclose(at_half[mask], want[mask], atol=1e-5)

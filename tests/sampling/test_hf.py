@@ -25,7 +25,7 @@ def texts(groups: list) -> list[list[str]]:
 
 
 def test_n_completions_per_prompt_in_order(sampler: HFSampler) -> None:
-    groups = sampler.sample(PROMPTS, 4, SamplingParams(max_new_tokens=6, seed=1))
+    groups = sampler.sample(PROMPTS, 4, SamplingParams(1.0, max_new_tokens=6, seed=1))
     assert [len(g) for g in groups] == [4, 4, 4]
     for group in groups:
         for c in group:
@@ -34,10 +34,10 @@ def test_n_completions_per_prompt_in_order(sampler: HFSampler) -> None:
 
 
 def test_same_seed_same_completions_and_batching_does_not_leak(sampler: HFSampler) -> None:
-    params = SamplingParams(max_new_tokens=6, seed=7)
+    params = SamplingParams(1.0, max_new_tokens=6, seed=7)
     first = texts(sampler.sample(PROMPTS, 3, params))
     assert texts(sampler.sample(PROMPTS, 3, params)) == first
-    other = texts(sampler.sample(PROMPTS, 3, SamplingParams(max_new_tokens=6, seed=8)))
+    other = texts(sampler.sample(PROMPTS, 3, SamplingParams(1.0, max_new_tokens=6, seed=8)))
     assert other != first
 
 
@@ -74,11 +74,11 @@ def test_length_and_stop_finish_reasons(tiny_model_dir: Path) -> None:
 
 def test_bad_input(sampler: HFSampler) -> None:
     with pytest.raises(SieveError, match=r"n .samples per prompt. must be"):
-        sampler.sample(PROMPTS, 0, SamplingParams())
+        sampler.sample(PROMPTS, 0, SamplingParams(1.0))
     with pytest.raises(SieveError, match="exceeds the model"):
-        sampler.sample(["9" * 400], 1, SamplingParams())
+        sampler.sample(["9" * 400], 1, SamplingParams(1.0))
     with pytest.raises(SieveError, match="max_new_tokens"):
-        SamplingParams(max_new_tokens=0)
+        SamplingParams(1.0, max_new_tokens=0)
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])

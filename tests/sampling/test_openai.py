@@ -89,14 +89,14 @@ def test_greedy_is_temperature_zero_with_one_answer_repeated(
 def test_without_token_ids_the_ids_are_empty(fake: tuple[SamplerServer, str]) -> None:
     _, url = fake
     sampler = client(url, return_token_ids=False)
-    [[c]] = sampler.sample(["q"], 1, SamplingParams())
+    [[c]] = sampler.sample(["q"], 1, SamplingParams(1.0))
     assert c.token_ids == () and c.text == "q#0@1" and c.logprob == -0.5
 
 
 def test_two_503s_are_retried(fake: tuple[SamplerServer, str]) -> None:
     server, url = fake
     server.faults = iter([503, 503])
-    got = client(url, max_retries=4).sample(["a"], 2, SamplingParams())
+    got = client(url, max_retries=4).sample(["a"], 2, SamplingParams(1.0))
     assert [c.text for c in got[0]] == ["a#0@1", "a#1@1"]
     assert server.requests == 3
 
@@ -106,7 +106,7 @@ def test_503_forever_gives_up_after_max_retries(fake: tuple[SamplerServer, str])
     server.faults = itertools.repeat(503)
     sampler = client(url, max_retries=2)
     with pytest.raises(SieveError) as info:
-        sampler.sample(["a"], 1, SamplingParams())
+        sampler.sample(["a"], 1, SamplingParams(1.0))
     message = str(info.value)
     assert "\n" not in message
     assert f"{url}/v1/completions" in message and "3 attempts" in message and "503" in message
@@ -117,14 +117,14 @@ def test_400_raises_at_once(fake: tuple[SamplerServer, str]) -> None:
     server, url = fake
     server.faults = iter([400])
     with pytest.raises(SieveError, match=r"HTTP 400: injected fault 400$"):
-        client(url).sample(["a"], 1, SamplingParams())
+        client(url).sample(["a"], 1, SamplingParams(1.0))
     assert server.requests == 1
 
 
 def test_unknown_model_is_a_404_with_the_servers_message(fake: tuple[SamplerServer, str]) -> None:
     server, url = fake
     with pytest.raises(SieveError, match=r"HTTP 404: the model `other` does not exist"):
-        client(url, "other").sample(["a"], 1, SamplingParams())
+        client(url, "other").sample(["a"], 1, SamplingParams(1.0))
     assert server.requests == 1
 
 
@@ -133,22 +133,22 @@ def test_connection_refused_is_retried_then_reported() -> None:
         pass  # the port is closed again
     sampler = client(url, max_retries=1)
     with pytest.raises(SieveError, match=r"gave up after 2 attempts, last: ConnectError"):
-        sampler.sample(["a"], 1, SamplingParams())
+        sampler.sample(["a"], 1, SamplingParams(1.0))
 
 
 def test_requests_alternate_between_servers() -> None:
     with running(FakeSampler()) as (one, url1), running(FakeSampler()) as (two, url2):
         sampler = client([url1, url2], concurrency=2)
-        sampler.sample(["a", "b", "c"], 1, SamplingParams())
+        sampler.sample(["a", "b", "c"], 1, SamplingParams(1.0))
         assert (one.requests, two.requests) == (2, 1)
-        sampler.sample(["d"], 1, SamplingParams())  # the turn carries over between calls
+        sampler.sample(["d"], 1, SamplingParams(1.0))  # the turn carries over between calls
         assert (one.requests, two.requests) == (2, 2)
 
 
 def test_n_below_one_is_rejected(fake: tuple[SamplerServer, str]) -> None:
     server, url = fake
     with pytest.raises(SieveError, match="n \\(samples per prompt\\)"):
-        client(url).sample(["a"], 0, SamplingParams())
+        client(url).sample(["a"], 0, SamplingParams(1.0))
     assert server.requests == 0
 
 
@@ -163,7 +163,7 @@ def test_malformed_answer_is_a_sieve_error() -> None:
     with running(WrongCount()) as (_, url):
         sampler = client(url)
         with pytest.raises(SieveError, match="malformed completions answer: expected 2 choices"):
-            sampler.sample(["a"], 2, SamplingParams())
+            sampler.sample(["a"], 2, SamplingParams(1.0))
 
 
 def _tiny_model(tmp_path: Path) -> str:
@@ -207,7 +207,7 @@ def test_token_count_falls_back_to_the_logprob_tokens() -> None:
 
 def test_no_seed_is_sent_unless_asked(fake: tuple[SamplerServer, str]) -> None:
     server, url = fake
-    params = SamplingParams(seed=11)
+    params = SamplingParams(1.0, seed=11)
     client(url).sample(["a"], 1, params)  # auto: a vLLM CPU server dies of seeded requests
     assert server.last_body is not None and "seed" not in server.last_body
     client(url, per_request_seed=True).sample(["a"], 1, params)
@@ -243,7 +243,7 @@ def test_concurrency_is_per_server() -> None:
         running(two, serialize=False) as (_, url2),
     ):
         client([url1, url2], concurrency=2).sample(
-            [f"prompt{k}" for k in range(12)], 1, SamplingParams()
+            [f"prompt{k}" for k in range(12)], 1, SamplingParams(1.0)
         )
     assert (one.most, two.most) == (2, 2)  # both servers busy at their limit, never above
 

@@ -166,7 +166,7 @@ def test_sample_ids_sends_token_prompts_and_reads_per_token_logprobs(
         [None],
     ]
     with pytest.raises(SieveError, match="2 prompts but 1 group sizes"):
-        sampler.sample_ids([[1], [2]], [1], SamplingParams())
+        sampler.sample_ids([[1], [2]], [1], SamplingParams(1.0))
 
 
 # --- weight pushes -------------------------------------------------------------------------------

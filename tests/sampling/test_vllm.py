@@ -254,13 +254,13 @@ def test_sampling_params_map_to_vllm(vllm: Any) -> None:
 
 
 def test_without_per_request_seeds_the_request_has_none(vllm: Any) -> None:
-    got = to_vllm_params(SamplingParams(seed=5), 2, per_request_seed=False)
+    got = to_vllm_params(SamplingParams(1.0, seed=5), 2, per_request_seed=False)
     assert got.seed is None
     assert got.sampling_type == vllm.sampling_params.SamplingType.RANDOM
 
 
 def test_top_k_passes_through(vllm: Any) -> None:
-    assert to_vllm_params(SamplingParams(top_k=5), 2).top_k == 5
+    assert to_vllm_params(SamplingParams(1.0, top_k=5), 2).top_k == 5
 
 
 def test_greedy_maps_to_vllm_greedy_with_one_answer(vllm: Any) -> None:
@@ -271,7 +271,7 @@ def test_greedy_maps_to_vllm_greedy_with_one_answer(vllm: Any) -> None:
 
 def test_n_below_one_is_rejected(vllm: Any) -> None:
     with pytest.raises(SieveError, match="n \\(samples per prompt\\)"):
-        to_vllm_params(SamplingParams(), 0)
+        to_vllm_params(SamplingParams(1.0), 0)
 
 
 def _choice(vllm: Any, index: int, text: str, reason: str | None, lp: float | None) -> Any:
@@ -356,7 +356,7 @@ def test_sample_groups_by_prompt_and_repeats_greedy(vllm: Any, tmp_path: Path) -
     assert [c.text for c in greedy[0]] == ["a0", "a0", "a0"]
     assert [p.n for p in llm.seen] == [3, 1]
     assert llm.seen[0].seed is None  # per_request_seed off: the engine's seed governs
-    _sampler(llm, tmp_path, per_request_seed=True).sample(["a"], 2, SamplingParams(seed=4))
+    _sampler(llm, tmp_path, per_request_seed=True).sample(["a"], 2, SamplingParams(1.0, seed=4))
     assert llm.seen[-1].seed == 4
 
 
@@ -367,7 +367,7 @@ def test_engine_death_is_one_line_and_final(vllm: Any, tmp_path: Path) -> None:
     log.write_text("start-up noise\nOSError: an old, harmless error\n")  # before the call
     sampler = _sampler(FakeLLM(vllm, EngineDeadError(), (log, DEATH_LOG)), tmp_path)
     with pytest.raises(SieveError) as info:
-        sampler.sample(["a"], 2, SamplingParams())
+        sampler.sample(["a"], 2, SamplingParams(1.0))
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith(
@@ -376,16 +376,16 @@ def test_engine_death_is_one_line_and_final(vllm: Any, tmp_path: Path) -> None:
     assert "leave per_request_seed unset" in message
     sampler.llm = FakeLLM(vllm)  # even if it answered now, the sampler knows it is gone
     with pytest.raises(SieveError, match="the vLLM engine died earlier"):
-        sampler.sample(["a"], 2, SamplingParams())
+        sampler.sample(["a"], 2, SamplingParams(1.0))
 
 
 def test_a_refused_request_leaves_the_engine_usable(vllm: Any, tmp_path: Path) -> None:
     llm = FakeLLM(vllm, ValueError("The decoder prompt (length 5000) is longer than 1024"))
     sampler = _sampler(llm, tmp_path)
     with pytest.raises(SieveError, match=r"^vLLM refused the request: ValueError: The decoder"):
-        sampler.sample(["a"], 1, SamplingParams())
+        sampler.sample(["a"], 1, SamplingParams(1.0))
     llm.error = None
-    assert sampler.sample(["a"], 1, SamplingParams())[0][0].text == "a0"
+    assert sampler.sample(["a"], 1, SamplingParams(1.0))[0][0].text == "a0"
 
 
 def test_every_allowed_core_is_bound_as_vllm_ranges() -> None:

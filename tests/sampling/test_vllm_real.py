@@ -173,7 +173,7 @@ def test_seeded_requests_kill_the_cpu_engine_in_one_line(
         "the vLLM engine died while sampling: RuntimeError: CPU Generator does not use offset"
     )
     with pytest.raises(SieveError, match="the vLLM engine died earlier"):
-        engine.sample(prompts, 1, SamplingParams())
+        engine.sample(prompts, 1, SamplingParams(1.0))
 
 
 # --- OpenAI server -------------------------------------------------------------------------------

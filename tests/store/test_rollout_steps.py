@@ -36,7 +36,7 @@ def scored_run(ledger: Ledger) -> tuple[pl.DataFrame, pl.DataFrame, list[list[st
         [a, "9" + a, f"{a} = {a}\n1+1 = 3\n\\boxed{{{a}}}"],
         ["", "2+2=4\n\\boxed{0}"],
     ]
-    info = RunInfo("screen", "tiny", "rev1", "hf", 3, SamplingParams(seed=1), run_id="run-a")
+    info = RunInfo("screen", "tiny", "rev1", "hf", 3, SamplingParams(1.0, seed=1), run_id="run-a")
     record_run(ledger, info, problems, [[completion(t) for t in g] for g in texts])
     return problems, ledger.sql("SELECT * FROM rollout_steps ORDER BY ALL"), texts
 
