@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
 import platform
@@ -533,22 +534,33 @@ def merge() -> dict[str, Any]:
     return result
 
 
+def completions_fingerprint(correct: list[dict[str, Any]]) -> str:
+    """A short hash of an arm's stored judged-correct completions (question and text, in order):
+    the labels of real_train_hand_check.json are counted only for the completions they read."""
+    text = json.dumps([[c["question"], c["completion"]] for c in correct], ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def hand_check(arms: dict[str, Any]) -> dict[str, Any]:
     """The hand labels of each arm's judged-correct held-out completions
-    (results/real_train_hand_check.json, written by reading them), as counts."""
+    (results/real_train_hand_check.json, written by reading them), as counts; an arm whose
+    labels were written for other completions (another run) counts none and says so."""
     path = RESULTS / "real_train_hand_check.json"
     labels = json.loads(path.read_text()) if path.exists() else {}
-    out: dict[str, Any] = {"how": labels.get("how")}
+    out: dict[str, Any] = {"how": labels.get("how"), "run": labels.get("run")}
     for arm, r in arms.items():
         seen = len(r["after"]["correct"])
-        given = labels.get(arm, {}).get("labels", [])
+        mine = labels.get(arm, {})
+        same = mine.get("fingerprint") == completions_fingerprint(r["after"]["correct"])
+        given = mine.get("labels", []) if same else []
         out[arm] = {
             "judged_correct_read": seen,
             "labelled": len(given),
             "truly_correct": sum(x == "correct" for x in given),
             "contradicted": sum(x == "contradicted" for x in given),
             "wrong": sum(x == "wrong" for x in given),
-            "notes": labels.get(arm, {}).get("notes", {}),
+            "notes": mine.get("notes", {}) if same else {},
+            "labels_of_this_run": same,
         }
     return out
 

@@ -154,6 +154,87 @@ def vllm_tuning_fp32(r: Results) -> str:
     )
 
 
+def bf16_note(roofs: dict[str, Any], fp32_low: float, bf16_high: float) -> str:
+    """What the bf16 peak says about the CPU, and the dtype the arms' updates ran in."""
+    dtypes = sorted({a["update"]["dtype"] for a in roofs.values()})
+    ran = "every arm ran fp32" if dtypes == ["float32"] else f"the updates ran {', '.join(dtypes)}"
+    if bf16_high < 0.5 * fp32_low:  # emulated bf16 runs far below the fp32 peak
+        return f"this CPU has no bf16 units: {ran}"
+    forced = " (`--fp32`)" if dtypes == ["float32"] else ""
+    return f"this CPU has native bf16; {ran}{forced}"
+
+
+def real_train_steps(r: Results) -> str:
+    """real_train.json (this tree) next to real_train_before48.json (the run before issue 48's
+    update path, on the machine of that day): time per step, the update's seconds and FLOP rate,
+    and sampling's seconds, per arm."""
+    label = {"sieve-vllm": "Sieve, vLLM rollouts", "sieve-hf": "Sieve, HF rollouts",
+             "trl": "TRL `GRPOTrainer`"}  # fmt: skip
+    rows = []
+    for name, when in (("real_train_before48", "before"), ("real_train", "after")):
+        roofs = r(name, "roofline")
+        peaks = [p["gflops"] for a in roofs.values() for p in a["peaks"]["float32"]]
+        for arm in ("sieve-vllm", "sieve-hf", "trl"):
+            a, up = r(name, "arms", arm), roofs[arm]["update"]
+            split = a.get("split_seconds") or {}
+            rows.append([
+                f"{when}: {label[arm]}",
+                f"{num(a['seconds_per_step'], 1)}, {num(a['median_seconds_per_step'], 1)}",
+                num(split["sample"], 1) if "sample" in split else "",
+                num(up["gflops_per_step"] / up["achieved_gflops"], 1),
+                f"{num(up['achieved_gflops'], 1)} ({num(100 * up['share_of_peak'], 0)} %)",
+                f"{num(min(peaks), 0)}-{num(max(peaks), 0)}",
+            ])  # fmt: skip
+    header = [
+        "run: arm", "s / step (mean, median)", "sampling s / step", "update s / step",
+        "update GFLOP/s (of its peak)", "fp32 peak GFLOP/s",
+    ]  # fmt: skip
+    return table(header, rows) + "\n\n" + _real_train_reading(r)
+
+
+def _update_seconds(roof: dict[str, Any]) -> float:
+    up = roof["update"]
+    return float(up["gflops_per_step"] / up["achieved_gflops"])
+
+
+def _real_train_reading(r: Results) -> str:
+    """The sentences under real-train-steps: the step and the update before and after, the update
+    against TRL's on the same machine, and what bounds sampling (the step's batch: the same
+    engine on 256 sequences, vllm_tuning_fp32.json's base)."""
+    before, after = r("real_train_before48", "roofline"), r("real_train", "roofline")
+    sb = r("real_train_before48", "arms", "sieve-vllm", "seconds_per_step")
+    sa = r("real_train", "arms", "sieve-vllm", "seconds_per_step")
+    ub, ua = _update_seconds(before["sieve-vllm"]), _update_seconds(after["sieve-vllm"])
+    share_b = before["sieve-vllm"]["update"]["share_of_peak"]
+    share_a = after["sieve-vllm"]["update"]["share_of_peak"]
+    mine, trl = after["sieve-vllm"]["update"], after["trl"]["update"]
+    arm = r("real_train", "arms", "sieve-vllm")
+    seqs = arm["prompts_per_step"] * arm["group_size"]
+    samp = after["sieve-vllm"]["sampling"]
+    params = after["sieve-vllm"]["model_shape"]["linear_params"]
+    tune = r("vllm_tuning_fp32", "runs", "base")
+    tune_bound = tune["peaks"]["before"]["float32"] * 1e9 / (2 * params)
+    tune_share = tune["tokens_per_s"] / tune_bound
+    tune_seqs = r("vllm_tuning_fp32", "prompts") * r("vllm_tuning_fp32", "group_size")
+    faster = "faster" if mine["achieved_gflops"] >= trl["achieved_gflops"] else "slower"
+    return (
+        f"Sieve's step with vLLM rollouts: {num(sb, 1)} s before, {num(sa, 1)} s after "
+        f"({times(sb / sa)}); its update {num(ub, 1)} s → {num(ua, 1)} s, at "
+        f"{num(100 * share_b, 0)} % → {num(100 * share_a, 0)} % of the fp32 peak. The two runs "
+        "are on different machines (the peaks column), so the share of the peak, not seconds, "
+        "compares them. On the same machine, in the same run, Sieve's update ran at "
+        f"{num(mine['achieved_gflops'], 1)} GFLOP/s against TRL's {num(trl['achieved_gflops'], 1)} "
+        f"({times(mine['achieved_gflops'] / trl['achieved_gflops'])}, {faster} per FLOP). "
+        f"Sampling in training reached {num(100 * samp['share_of_compute_bound'], 0)} % of the "
+        f"compute bound at {seqs} sequences per step; the same engine on {tune_seqs} sequences "
+        f"(`benchmarks/results/vllm_tuning_fp32.json`, its base setting) sampled "
+        f"{num(tune['tokens_per_s'], 0)} tokens/s, {num(100 * tune_share, 0)} % of the bound. "
+        "A decode step multiplies each weight matrix by one row per sequence, and "
+        f"{seqs} rows leave these cores far below their matmul peak: the step's batch, not the "
+        "engine, bounds sampling here."
+    )
+
+
 def real_train_roofline(r: Results) -> str:
     """Per arm of real_train.json: the update's FLOP/s against the measured fp32 matmul peak and
     sampling's tokens/s against the compute bound and the engine alone; the TRL alignment."""
@@ -192,8 +273,8 @@ def real_train_roofline(r: Results) -> str:
             rows,
         )
         + f"\n\nPeaks measured in each arm at its start and end: fp32 {num(min(peaks), 0)}-"
-        f"{num(max(peaks), 0)} GFLOP/s, bf16 {num(min(bf16), 1)}-{num(max(bf16), 1)} GFLOP/s (this "
-        f"CPU has no bf16 units: every arm ran fp32). The compute bound is the peak over "
+        f"{num(max(peaks), 0)} GFLOP/s, bf16 {num(min(bf16), 1)}-{num(max(bf16), 1)} GFLOP/s "
+        f"({bf16_note(roofs, min(peaks), max(bf16))}). The compute bound is the peak over "
         f"2 × parameters FLOP per token; the engine alone (`--standalone`) sampled "
         f"{num(alone['tokens_per_s'], 1)} tokens/s on the same steps' prompts. Like for like: "
         f"Sieve ran with std_ddof {sieve['std_ddof']}, adv_eps {sieve['adv_eps']}, "
@@ -440,6 +521,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "every-rollout-summary": every_rollout_summary,
     "every-rollout-apart": every_rollout_apart,
     "real-train-roofline": real_train_roofline,
+    "real-train-steps": real_train_steps,
     "update-step": update_step,
     "vllm-tuning-fp32": vllm_tuning_fp32,
 }
