@@ -226,6 +226,17 @@ def eval_folder(folder: Path) -> dict[str, Any]:
     return heldout(policy.sampler, tokenizer, held, policy.model_revision)
 
 
+def check_eval_python(arm: str, python: Path) -> None:
+    """Before training: the arms whose held-out eval runs in vLLM's venv (`eval_elsewhere`) need
+    that Python, and a missing one would only fail after the whole run (a pinned checkout, e.g.
+    a `git worktree`, has no .venv-vllm of its own: pass --vllm-python)."""
+    if arm in ("trl", "sieve-hf") and not python.is_file():
+        raise SystemExit(
+            f"--vllm-python {python} does not exist: the {arm} arm evaluates its weights with "
+            "vLLM's Python (`make install-vllm`, or name it with --vllm-python)"
+        )
+
+
 def eval_elsewhere(model: Any, tokenizer: Any, arm: str, python: Path) -> dict[str, Any]:
     """Save the final weights; evaluate them with vLLM in its venv (`--eval-only`)."""
     folder = Path("/tmp/sieve-real-train") / arm  # ~0.5 GB of fp32 weights
@@ -694,6 +705,7 @@ def main() -> None:
     if args.arm:
         if not (args.model / "config.json").is_file():
             raise SystemExit(f"no model at {args.model}: `sieve models add smollm2-135m`")
+        check_eval_python(args.arm, args.vllm_python)
         began = time.perf_counter()
         if args.recover_trl is not None:
             res = recover_trl(args.recover_trl, args)

@@ -40,3 +40,15 @@ def test_labels_count_only_for_the_completions_they_read(
     assert got["sieve-vllm"]["labelled"] == 0 and got["sieve-vllm"]["labels_of_this_run"] is False
     assert got["sieve-vllm"]["judged_correct_read"] == 2
     assert got["trl"]["labelled"] == 0  # no labels for that arm at all
+
+
+def test_an_arm_that_evaluates_elsewhere_needs_that_python_before_it_trains(tmp_path: Path) -> None:
+    missing = tmp_path / ".venv-vllm" / "bin" / "python"
+    for arm in ("trl", "sieve-hf"):
+        with pytest.raises(SystemExit) as err:
+            rt.check_eval_python(arm, missing)
+        assert str(missing) in str(err.value) and "\n" not in str(err.value)
+    rt.check_eval_python("sieve-vllm", missing)  # evaluates on its own engine
+    python = tmp_path / "python"
+    python.write_text("")
+    rt.check_eval_python("trl", python)
