@@ -224,14 +224,9 @@ def tail(text: str) -> str:
     return " ".join(lines[-1].split())[:300] if lines else "no output"
 
 
-def bf16_native() -> bool:
-    """Whether this CPU computes bf16 natively (the check `dtype = "auto"` uses on CPU)."""
+def summary(runs: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     from pipeline.sampling.vllm import cpu_bf16_native
 
-    return cpu_bf16_native()
-
-
-def summary(runs: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     base = runs.get("base", {}).get("tokens_per_s")
     ratios = {n: r["tokens_per_s"] / base for n, r in runs.items() if base and "tokens_per_s" in r}
     return {
@@ -242,7 +237,7 @@ def summary(runs: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
         "max_new_tokens": args.max_new_tokens,
         "smoke": args.smoke,
         "base": base_of(args),
-        "cpu_bf16_native": bf16_native(),
+        "cpu_bf16_native": cpu_bf16_native(),  # the check `dtype = "auto"` uses on CPU
         "ratio_to_base": ratios,
         "runs": runs,
     }

@@ -101,12 +101,16 @@ _ADDED_DEFAULTS: dict[str, Any] = {
 _NOT_OUTCOME = ("audit_share", "audit_warn")
 
 
+def as_decided(cfg: CurateConfig) -> CurateConfig:
+    """`cfg` with its sampling temperature written in, as the curriculum records it and its key
+    hashes it (an unset temperature and the trainer's default decide alike, so keys from before
+    the temperature could be unset stay the same)."""
+    return cfg.model_copy(update={"sampling": cfg.sampling.resolved()})
+
+
 def curation_key(cfg: CurateConfig, model_revision: str) -> str:
-    """A short hash of everything that decides the curation's outcome (an unset temperature
-    hashes as the one it samples at, so keys from before it could be unset stay the same)."""
-    dump = cfg.model_copy(update={"sampling": cfg.sampling.resolved_temperature()}).model_dump(
-        mode="json"
-    )
+    """A short hash of everything that decides the curation's outcome (`as_decided`)."""
+    dump = as_decided(cfg).model_dump(mode="json")
     for name, default in _ADDED_DEFAULTS.items():
         if dump.get(name, default) == default:
             dump.pop(name, None)
@@ -386,11 +390,7 @@ def write_curriculum(
             "created_at": [datetime.now(UTC)],
             "model": [_model_name(policy.sampler.model_name, ledger)],
             "model_revision": [policy.model_revision],
-            "config": [
-                cfg.model_copy(
-                    update={"sampling": cfg.sampling.resolved_temperature()}
-                ).model_dump_json()
-            ],
+            "config": [as_decided(cfg).model_dump_json()],
             "status": ["finished"],
         }
     )

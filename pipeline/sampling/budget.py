@@ -69,7 +69,7 @@ class SamplingConfig(BaseModel):
         """The temperature answers are drawn at: the one set, else the trainer's default."""
         return DEFAULT_TEMPERATURE if self.temperature is None else self.temperature
 
-    def resolved_temperature(self) -> SamplingConfig:
+    def resolved(self) -> SamplingConfig:
         """This block with the temperature it samples at written in (what a curriculum records,
         and what a curation's key hashes: unset and the trainer's value decide alike)."""
         if self.temperature is not None:

@@ -39,8 +39,8 @@ def test_unset_temperature_is_the_trainers() -> None:
     assert SamplingConfig(temperature=0.0).sampling_temperature == 0.0  # set, even when falsy
     # what a curriculum records and a curation key hashes: the value, so unset and the trainer's
     # own decide alike (and keys from before the field could be unset stay the same)
-    assert cfg.resolved_temperature().temperature == trainer
-    assert SamplingConfig(temperature=0.7).resolved_temperature().temperature == 0.7
+    assert cfg.resolved().temperature == trainer
+    assert SamplingConfig(temperature=0.7).resolved().temperature == 0.7
 
 
 def test_one_place_gives_a_temperature_a_value() -> None:
