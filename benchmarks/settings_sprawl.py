@@ -8,7 +8,9 @@ Counts, read from the source (not timed, so any machine gives the same numbers):
 - `cli_options`: options of every `sieve` command, summed over commands (`--help` left out), and
   the distinct option names among them, read from the Typer app itself; `cli_option_declarations`:
   the `typer.Option(` calls written in flows/cli/ (an option generated from a settings object's
-  field is not one);
+  field is not one); `home_undecided_commands`: commands whose `--home` hands them the value as
+  given instead of the home it decided (`decided_home`), so the home is read again below them
+  (issue 49 point 2's target: 0);
 - `temperature_places`: places in the code that give a temperature a value: a class field named
   temperature whose default is a value (not None), an option help string that writes a
   temperature default out, and a call passing a literal `temperature=` in pipeline/, grpo_core/
@@ -165,7 +167,9 @@ def cli_options(root: Path) -> dict[str, Any]:
         "            walk(sub, prefix + [name]); continue\n"
         "        for p in sub.params:\n"
         "            if p.param_type_name == 'option' and p.name != 'help':\n"
-        "                rows.append([' '.join(prefix + [name]), p.opts[0], p.help or ''])\n"
+        "                cb = getattr(p.callback, '__wrapped__', p.callback)\n"
+        "                cb = getattr(cb, '__name__', '') if cb else ''\n"
+        "                rows.append([' '.join(prefix + [name]), p.opts[0], p.help or '', cb])\n"
         "walk(cmd, [])\n"
         "print(json.dumps(rows))\n"
     )
@@ -176,7 +180,12 @@ def cli_options(root: Path) -> dict[str, Any]:
     if done.returncode != 0:
         raise SystemExit(f"cannot read the CLI of {root}: {done.stderr.strip().splitlines()[-1]}")
     rows = json.loads(done.stdout)
-    return {"total": len(rows), "distinct": len({opt for _, opt, _ in rows})}
+    undecided = sorted(c for c, opt, _, cb in rows if opt == "--home" and cb != "decided_home")
+    return {
+        "total": len(rows),
+        "distinct": len({opt for _, opt, _, _ in rows}),
+        "home_undecided": undecided,
+    }
 
 
 def _module(root: Path, path: Path) -> str:
@@ -356,6 +365,7 @@ def count(root: Path) -> dict[str, Any]:
         "cli_options": cli["total"],
         "cli_option_names": cli["distinct"],
         "cli_option_declarations": declared,
+        "home_undecided_commands": len(cli["home_undecided"]),
         "temperature_places": len(temps),
         "temperature_recipe_values": len(recipe_temps),
         "max_new_tokens_files": len(tokens),
@@ -363,6 +373,7 @@ def count(root: Path) -> dict[str, Any]:
         "where": {
             "classes": classes,
             "toml_files": tomls,
+            "home_undecided_commands": cli["home_undecided"],
             "temperature_places": temps,
             "temperature_recipe_values": recipe_temps,
             **shape["structure_where"],
@@ -460,6 +471,19 @@ def _first_module(*names: str) -> ModuleType:
     raise SystemExit(f"none of pipeline.{{{', '.join(names)}}} imports")
 
 
+def _defining_module(attr: str, *names: str) -> ModuleType:
+    """The first of `pipeline.<name>` that imports and defines `attr` (a function that moved
+    between the counted trees, e.g. `resolve_curriculum` from the export job to store.ids)."""
+    for name in names:
+        try:
+            module = importlib.import_module(f"pipeline.{name}")
+        except ModuleNotFoundError:
+            continue
+        if attr in vars(module):
+            return module
+    raise SystemExit(f"none of pipeline.{{{', '.join(names)}}} defines {attr}")
+
+
 def _train_job_child(out: Path) -> None:
     """In the child: make a home with the tiny policy and a small curriculum, count the calls
     while `sieve train --config F` runs in this process, write the counts to `out`."""
@@ -479,7 +503,7 @@ def _train_job_child(out: Path) -> None:
     root = Path(pipeline.__file__).resolve().parents[1]
     home_mod = _first_module("core.home", "home")
     toml_mod = _first_module("core.tomlconfig", "tomlconfig")
-    export_mod = _first_module("jobs.export", "export")
+    curricula_mod = _defining_module("resolve_curriculum", "store.ids", "jobs.export", "export")
     recipes_mod = _first_module("jobs.recipes", "recipes")
     work = out.parent
     home, config = work / "home", work / "train.toml"
@@ -543,7 +567,7 @@ def _train_job_child(out: Path) -> None:
     wrap(toml_mod, "read_config_text", read_keys)
     wrap(recipes_mod, "recipe_for", lambda *a, **k: ["recipe_choices"])
     wrap(recipes_mod, "given_recipe", lambda *a, **k: ["recipe_choices"])
-    wrap(export_mod, "resolve_curriculum", lambda *a, **k: ["curriculum_resolutions"])
+    wrap(curricula_mod, "resolve_curriculum", lambda *a, **k: ["curriculum_resolutions"])
     init = GRPOConfig.__init__
 
     def counted_init(self: Any, *args: Any, **kwargs: Any) -> None:

@@ -23,13 +23,13 @@ from pipeline.jobs.export import (
     curriculum_prompt_format,
     curriculum_table,
     export_curriculum,
-    resolve_curriculum,
 )
 from pipeline.policy.prompts import INSTRUCTION, render_chat, render_raw
 from pipeline.problems import generate_mix
 from pipeline.scoring import VERIFIER_VERSION
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
+from pipeline.store.ids import resolve_curriculum
 from tests.simulated import RATES, simulated_policy
 
 STATS = [c for c in SIEVE_COLUMNS if c not in ("family", "level", "problem_id")]

@@ -1,19 +1,18 @@
 """Options that several `sieve` commands share, and the blocks of them that commands repeat.
 
 `--home` and the sampler's `--model`, `--backend` and `--base-url` are `Annotated` types used as
-they are; `DecidedHomeOpt` is `--home` handing the command the home it decided (the folder
-given, else $SIEVE_HOME's, else ./data), so the command resolves its home once and passes it
-down. The sampling overrides (curate, eval) and the vLLM engine settings (curate, eval, train,
-loop) are blocks generated from the settings objects they set (`SamplingConfig`,
-`EngineOptions`), so a field and its option are written once, its help the field's own
-description. Sampling is one option per field (`--temperature 0.6`); the engine, whose settings
-only the vllm backend reads, is one repeatable option of KEY=VALUE pairs named after its fields
-(`--engine max_model_len=1024,kv_cache_gib=2`, as lm-evaluation-harness's `--model_args`),
-which keeps six rarely used options out of four commands' `--help`. A command declares one
-parameter, `engine: OptionBlock = ENGINE`, and `@option_blocks` turns it into the block's
-options, in that place of `--help`, handing the command the block with what was given. The
-block checks its values only when the command asks (`engine.options()`), so each command still
-reports its errors in its own order.
+they are; `HomeOpt` is `--home` handing every command the home it decided (the folder given, else
+$SIEVE_HOME's, else ./data, checked as `decided_home` says), so a command resolves its home once
+and passes it down. The sampling overrides (curate, eval) and the vLLM engine settings (curate,
+eval, train, loop) are blocks generated from the settings objects they set (`SamplingConfig`,
+`EngineOptions`), so a field and its option are written once, its help the field's own description.
+Sampling is one option per field (`--temperature 0.6`); the engine, whose settings only the vllm
+backend reads, is one repeatable option of KEY=VALUE pairs named after its fields (`--engine
+max_model_len=1024,kv_cache_gib=2`, as lm-evaluation-harness's `--model_args`), which keeps six
+rarely used options out of four commands' `--help`. A command declares one parameter, `engine:
+OptionBlock = ENGINE`, and `@option_blocks` turns it into the block's options, in that place of
+`--help`, handing the command the block with what was given. The block checks its values only when
+the command asks (`engine.options()`), so each command still reports its errors in its own order.
 
 Test: `pytest tests/cli/test_cli.py` (where the blocks sit), `tests/cli/test_train_cli.py`.
 """
@@ -44,17 +43,11 @@ def home_path(text: str) -> Path:
     return Path(text)
 
 
-def checked_home(home: Path | None) -> Path | None:
-    """`--home` as given, once the home it names (else $SIEVE_HOME's, else ./data) can be a
-    folder: not a file, a device, a dangling or looping symlink, or a path below a file (each
-    would fail later, in whatever first creates a file there, as a traceback)."""
-    decided_home(home)
-    return home
-
-
 def decided_home(home: Path | None) -> Path:
     """The home `--home` names, else $SIEVE_HOME's, else ./data, decided once for the command
-    (`DecidedHomeOpt`) and checked as `checked_home` says."""
+    (`HomeOpt`), once it can be a folder: not a file, a device, a dangling or looping symlink, or
+    a path below a file (each would fail later, in whatever first creates a file there, as a
+    traceback)."""
     from pipeline.core.home import resolve_home
 
     folder = resolve_home(home)
@@ -84,20 +77,17 @@ def check_folders(home: Path | None, *names: str) -> None:
             raise SieveError(f"{path} is not a folder; this command writes its {name} there")
 
 
-def _home_option(callback: Callable[[Path | None], Path | None]) -> Any:
-    """`--home`, written once; `callback` says what the command gets."""
-    return typer.Option(
+# the home decided by the option (never None from the command line): a command resolves it once
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option(
         "--home",
         help="Sieve home (ledger, models); default $SIEVE_HOME or ./data.",
         parser=home_path,
         metavar="<path>",
-        callback=callback,
-    )
-
-
-HomeOpt = Annotated[Path | None, _home_option(checked_home)]  # the value as given
-# the home decided by the option (never None from the command line): a command resolves it once
-DecidedHomeOpt = Annotated[Path | None, _home_option(decided_home)]
+        callback=decided_home,
+    ),
+]
 BackendOpt = Annotated[str, typer.Option("--backend", help="Sampler: hf, vllm or openai.")]
 ModelOpt = Annotated[
     Path | None,

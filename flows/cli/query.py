@@ -344,8 +344,8 @@ def curriculum_show(
     home: HomeOpt = None,
 ) -> None:
     """Stages, group sizes and the top items of a curriculum."""
-    from pipeline.jobs.export import resolve_curriculum
     from pipeline.store import Ledger
+    from pipeline.store.ids import resolve_curriculum
 
     with Ledger.open(home, read_only=True) as ledger:
         cid = resolve_curriculum(ledger, curriculum)

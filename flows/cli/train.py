@@ -32,7 +32,7 @@ from flows.cli.options import (
     ENGINE,
     BackendOpt,
     BaseUrlOpt,
-    DecidedHomeOpt,
+    HomeOpt,
     OptionBlock,
     check_folders,
     option_blocks,
@@ -92,7 +92,7 @@ def train(
     engine: OptionBlock = ENGINE,
     print_config: PrintConfigOpt = False,
     strict: StrictOpt = False,
-    home: DecidedHomeOpt = None,
+    home: HomeOpt = None,
 ) -> None:
     """GRPO on a curated curriculum; checkpoints are registered for the next curation."""
     from pipeline.core.home import resolve_home

@@ -58,6 +58,7 @@ import pyarrow.parquet as pq
 from pipeline.core.errors import SieveError
 from pipeline.core.home import from_home
 from pipeline.store import Ledger, load_query
+from pipeline.store.ids import resolve_curriculum
 
 if TYPE_CHECKING:  # pipeline.policy imports torch and transformers (seconds): load on use
     from pipeline.policy.prompts import PromptFormat
@@ -91,20 +92,6 @@ def check_format(fmt: str) -> ExportFormat:
     if fmt not in FORMATS:
         raise SieveError(f"unknown export format {fmt!r}; valid formats: {', '.join(FORMATS)}")
     return fmt  # type: ignore[return-value]
-
-
-def resolve_curriculum(ledger: Ledger, curriculum: str) -> str:
-    """A curriculum id, `latest` meaning the newest; SieveError when there is none."""
-    if curriculum == "latest":
-        rows = ledger.run(load_query("export_latest_curriculum"))
-        if not rows:
-            raise SieveError("no curriculum yet: run `sieve curate` first")
-        return str(rows[0][0])
-    if not ledger.run("SELECT 1 FROM curricula WHERE curriculum_id = $c", {"c": curriculum}):
-        raise SieveError(
-            f'no curriculum {curriculum!r} (see `sieve sql "SELECT * FROM curricula"`)'
-        )
-    return curriculum
 
 
 def curriculum_prompt_format(ledger: Ledger, curriculum_id: str) -> PromptFormat:

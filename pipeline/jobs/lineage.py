@@ -25,11 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from grpo_core.validate import STRICT
 from pipeline.core.errors import SieveError
 from pipeline.core.home import from_home, resolve_home
-from pipeline.jobs.export import resolve_curriculum
 from pipeline.jobs.recipes import Recipe, TrainSettings, train_recipe
 from pipeline.policy.model import folder_revision
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger, load_query
+from pipeline.store.ids import resolve_curriculum
 
 
 class TrainJob(BaseModel):

@@ -1,9 +1,17 @@
 """How one curation's ledger ids follow from its key: the curriculum `cur-<key>`, its screen and
 refine sampling runs `screen-<key>` / `refine-<key>` (`pipeline.jobs.curate` derives the key from
-the config and the model revision). Here, below every job, so the jobs that read a curation's runs
+the config and the model revision), and which curriculum a name a user gives (an id, or `latest`)
+stands for (`resolve_curriculum`). Here, below every job, so the jobs that read a curation's runs
 (audit, export, report, train, backtest) need not import the curation job."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipeline.core.errors import SieveError
+
+if TYPE_CHECKING:
+    from pipeline.store.ledger import Ledger
 
 
 def curriculum_id(key: str) -> str:
@@ -16,3 +24,19 @@ def curation_runs(curriculum: str) -> list[str]:
     curation is derived from its key: `curriculum_id`, `pipeline.jobs.curate.run_info`)."""
     key = curriculum.removeprefix("cur-")
     return [f"{purpose}-{key}" for purpose in ("screen", "refine")]
+
+
+def resolve_curriculum(ledger: Ledger, curriculum: str) -> str:
+    """A curriculum id, `latest` meaning the newest; SieveError when there is none."""
+    from pipeline.store.ledger import load_query
+
+    if curriculum == "latest":
+        rows = ledger.run(load_query("export_latest_curriculum"))
+        if not rows:
+            raise SieveError("no curriculum yet: run `sieve curate` first")
+        return str(rows[0][0])
+    if not ledger.run("SELECT 1 FROM curricula WHERE curriculum_id = $c", {"c": curriculum}):
+        raise SieveError(
+            f'no curriculum {curriculum!r} (see `sieve sql "SELECT * FROM curricula"`)'
+        )
+    return curriculum

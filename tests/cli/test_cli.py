@@ -321,3 +321,51 @@ def test_curate_on_a_random_policy_prints_the_summary(tmp_path: Path, tiny_model
     shown = sieve("curriculum", "show", "latest", home=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "all_wrong" in shown.stdout
+
+
+def test_every_command_decides_its_home_in_its_option() -> None:
+    """Issue 49 point 2: `--home` hands each command the home it decided, so no command reads
+    $SIEVE_HOME / ./data again below it."""
+    import typer.main
+
+    from flows.cli.options import decided_home
+
+    group = typer.main.get_command(cli.app)
+    commands = {}
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        subs = getattr(command, "commands", None)
+        commands.update({f"{name} {s}": c for s, c in subs.items()} if subs else {name: command})
+    homes = {
+        name: param
+        for name, command in commands.items()
+        for param in command.params
+        if "--home" in getattr(param, "opts", [])
+    }
+    assert {"train", "curate", "stats", "sql", "loop"} <= set(homes)  # the option is found
+    undecided = [n for n, p in homes.items() if p.callback is None]
+    assert not undecided, undecided
+    for param in homes.values():  # typer wraps the callback; the wrapped one is decided_home
+        assert param.callback.__wrapped__ is decided_home  # type: ignore[union-attr]
+
+
+def test_a_command_decides_its_home_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`sieve stats` with only $SIEVE_HOME set reads it once (in its option), then passes the
+    decided folder down: one `resolve_home(None)` in the whole command."""
+    import pipeline.core.home
+
+    Ledger.open(tmp_path).close()
+    monkeypatch.setenv("SIEVE_HOME", str(tmp_path))
+    original, decisions = pipeline.core.home.resolve_home, []
+
+    def counted(home: object = None) -> Path:
+        decisions.extend([home] if home is None else [])
+        return original(home)  # type: ignore[arg-type]
+
+    for mod in list(sys.modules.values()):  # wherever it was imported by name
+        if vars(mod).get("resolve_home") is original:
+            monkeypatch.setattr(mod, "resolve_home", counted)
+    code, out, err = run_cli(["stats"], capsys)
+    assert code == 0, err
+    assert "problems" in out and len(decisions) == 1

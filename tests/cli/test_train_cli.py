@@ -118,7 +118,7 @@ def test_sieve_train_resolves_its_job_once(
     whole command, the flow included)."""
     import pipeline.core.home
     import pipeline.core.tomlconfig
-    import pipeline.jobs.export
+    import pipeline.store.ids
 
     home = curated_home(tiny_model_dir)
     config = tmp_path / "f.toml"
@@ -138,7 +138,7 @@ def test_sieve_train_resolves_its_job_once(
                 monkeypatch.setattr(mod, name, counted)
 
     count(pipeline.core.home, "resolve_home", lambda home=None: home is None)  # a decision
-    count(pipeline.jobs.export, "resolve_curriculum", lambda *a: True)
+    count(pipeline.store.ids, "resolve_curriculum", lambda *a: True)
     count(pipeline.core.tomlconfig, "read_config_text", lambda *a: True)
     init = GRPOConfig.__init__
 
