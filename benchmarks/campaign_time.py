@@ -50,8 +50,8 @@ def load_runs(folder: Path) -> list[dict[str, Any]]:
 def commit_of(run: dict[str, Any]) -> str:
     """The commit a run's steps ran at: its last process's (a run resumed at new code counts
     at the code most of its steps were taken with only if it did not change; see `mixed`)."""
-    commits = run.get("commits") or ["unrecorded"]
-    return str(commits[-1])[:7]
+    commits = run.get("commits")
+    return str(commits[-1])[:7] if commits else "unrecorded"
 
 
 def run_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -74,6 +74,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 LAYERS_TEST = ROOT / "tests" / "test_layers.py"  # where pipeline's layering is defined
+LAYERING_TEST = ROOT / "tests" / "grpo_core" / "test_layering.py"  # where circles are found
 # where the modules of pipeline/ moved when its listing was made to read as the architecture
 # (issue 49 point 3): a module (or package) of an older tree -> the package of pipeline/ it is in
 MOVED = {
@@ -230,38 +231,15 @@ def import_graph(root: Path, package: str = "pipeline") -> dict[str, set[str]]:
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The import circles: strongly connected groups of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                group.append(w)
-                if w == v:
-                    break
-            if len(group) > 1:
-                found.append(sorted(group))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return sorted(found)
+    """The import circles: strongly connected groups of more than one module, found by the
+    tests' own `cycles` (tests/grpo_core/test_layering.py, one Tarjan for both), loaded from its
+    file: the tests package need not be on a benchmark's or the docs renderer's path."""
+    spec = importlib.util.spec_from_file_location("_sieve_layering", LAYERING_TEST)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {LAYERING_TEST}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.cycles(graph)
 
 
 def pipeline_layers() -> dict[str, tuple[str, ...]]:

@@ -191,6 +191,100 @@ def real_train_steps(r: Results) -> str:
     return table(header, rows) + "\n\n" + _real_train_reading(r)
 
 
+BATCH64 = "real_train_batch64/real_train"  # the vLLM arm and the engine alone at 64 rollouts
+
+
+def real_train_batch(r: Results) -> str:
+    """Sampling in training at real_train's 16 sequences per step (real_train.json) and at the
+    campaign's 64 (real_train_batch64/: the vLLM arm, then the engine alone on the same steps'
+    prompts), each against the compute bound of the peak its own run measured."""
+    rows = []
+    shares = {}
+    for name in ("real_train", BATCH64):
+        arm = r(name, "arms", "sieve-vllm")
+        roof = r(name, "roofline", "sieve-vllm")
+        samp, up = roof["sampling"], roof["update"]
+        alone = r(name, "standalone")
+        sample, update = _timed_seconds(r, name, "sieve-vllm")
+        seqs = arm["prompts_per_step"] * arm["group_size"]
+        shares[seqs] = samp["share_of_compute_bound"]
+        alone_rate = alone["tokens_per_s"] if alone else None
+        rows.append([
+            str(seqs), num(samp["tokens_per_s"], 0),
+            num(alone_rate, 0) if alone_rate else "not run",
+            num(samp["compute_bound_tokens_per_s"], 0),
+            f"{num(100 * samp['share_of_compute_bound'], 0)} %",
+            num(sample, 1), num(update, 1),
+            f"{num(up['achieved_gflops'], 1)} ({num(100 * up['share_of_peak'], 0)} %)",
+            num(sum(arm["load_1m_at_step_ends"]) / len(arm["load_1m_at_step_ends"]), 1),
+        ])  # fmt: skip
+    header = [
+        "sequences / step", "sampling tokens/s in training", "the engine alone, tokens/s",
+        "compute bound, tokens/s", "sampling, share of the bound", "sampling s / step",
+        "update s / step", "update GFLOP/s (of its peak)", "mean load",
+    ]  # fmt: skip
+    big = max(shares)
+    verdict = "meets" if shares[big] >= 0.25 else "does not meet"
+    roof = r(BATCH64, "roofline", "sieve-vllm")
+    params = roof["model_shape"]["linear_params"]
+    high = max(p["gflops"] for p in roof["peaks"]["float32"]) * 1e9 / (2 * params)
+    at_high = roof["sampling"]["tokens_per_s"] / high
+    return (
+        table(header, rows)
+        + f"\n\nAt the campaign's {big} sequences per step, sampling in training reached "
+        f"{num(100 * shares[big], 0)} % of the compute bound, which {verdict} the issue's 25 %; "
+        f"at {min(shares)} it reached {num(100 * shares[min(shares)], 0)} %. The compute bound "
+        "is the fp32 matmul peak over 2 FLOPs per parameter per token, with the lower of the "
+        "peaks the run measured at its start and end; against the higher one the share at "
+        f"{big} is {num(100 * at_high, 0)} %. The same vLLM engine, weights and settings: the "
+        "batch changed, and the prompts (each run draws its steps from its own curation). The "
+        "engine alone is slower than the same engine in training at both batches: it samples "
+        "the base model at every step, whose completions are not the trained ones (lengths, "
+        "and so how long a batch runs at its full width, differ). A first run of the arm at 64 "
+        "shared the machine with a test run and is kept apart "
+        "(`real_train_sieve-vllm_beside_tests.json`, not in this table)."
+    )
+
+
+def campaign_time(r: Results) -> str:
+    """campaign_time.json: the real campaign's seconds per step by arm and code commit, from the
+    steps taken on a quiet machine, and the projected wall time of the runs left."""
+    cells = sorted(
+        r("campaign_time", "by_arm_commit").values(), key=lambda c: (c["arm"], c["setting"])
+    )
+    order = list(r("campaign_time", "commits_newest_first"))
+    rows = []
+    for c in cells:
+        quiet = sum(
+            row["quiet_steps"] for row in r("campaign_time", "runs") if row["run"] in c["runs"]
+        )
+        rows.append([
+            f"{c['setting']} {c['arm']}", f"`{c['commit']}`", ", ".join(
+                f"s{run.split(':')[2]}" for run in c["runs"]
+            ), str(quiet), num(c["quiet_median_step_s"], 1),
+        ])  # fmt: skip
+    header = ["arm", "code", "runs", "quiet steps", "median s / step (quiet)"]
+    proj = r("campaign_time", "projection")
+    newest = order[0] if order else "?"
+    unmeasured = sum(1 for run in proj["runs"] if run["basis"].startswith("no "))
+    older = sum(
+        1
+        for run in proj["runs"]
+        if not run["basis"].startswith("no ") and not run["basis"].endswith("@" + newest)
+    )
+    return (
+        table(header, rows) + "\n\nA step counts as quiet at a 1-minute load of at most "
+        f"{num(r('campaign_time', 'quiet_load'), 1)} (the campaign alone keeps about 2 threads "
+        "busy on these 2 cores); steps taken beside a test run or a CI check are left out of the "
+        f"medians. {len(proj['runs'])} runs are left; at these step times, on a quiet machine, "
+        f"they take {num(proj['hours'], 1)} h in all. Each is counted at its arm's quiet step "
+        f"time at the newest code that has one: {older} of them at older code than the "
+        f"campaign's (`{newest}`), and {unmeasured} of an arm with no quiet steps yet at the "
+        "slowest arm measured at the newest code (`benchmarks/results/campaign_time.json`, "
+        "`projection.runs[].basis`)."
+    )
+
+
 def _timed_seconds(r: Results, name: str, arm: str) -> tuple[float, float]:
     """Mean sampling and update seconds per step over the steps the arm's roofline timed (its
     `roofline_steps`, the last `timed_steps` of them), the same source for Sieve and TRL."""
@@ -528,6 +622,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "every-rollout-apart": every_rollout_apart,
     "real-train-roofline": real_train_roofline,
     "real-train-steps": real_train_steps,
+    "real-train-batch": real_train_batch,
+    "campaign-time": campaign_time,
     "update-step": update_step,
     "vllm-tuning-fp32": vllm_tuning_fp32,
 }

@@ -28,6 +28,7 @@ from flows.cli.common import (
 )
 from flows.cli.options import (
     ENGINE,
+    EVAL,
     SAMPLING,
     BackendOpt,
     BaseUrlOpt,
@@ -35,6 +36,7 @@ from flows.cli.options import (
     HomeOpt,
     ModelOpt,
     OptionBlock,
+    eval_block,
     option_blocks,
 )
 from pipeline.core.errors import SieveError
@@ -43,11 +45,15 @@ if TYPE_CHECKING:
     from flows.scale import ScaleConfig
     from pipeline.core.hooks import ProgressEvent, SamplingPlan
     from pipeline.jobs.curate import Policy
-    from pipeline.jobs.evaluate import EvalConfig
     from pipeline.sampling import EngineOptions
+    from pipeline.sampling.budget import EvalConfig
     from pipeline.selection import CurateConfig
 
+# bootstrap's own evaluation: its --seed seeds the data, the weights and the evaluation
+BOOTSTRAP_EVAL = eval_block("per_level", prefix="Evaluation after training: ")
 
+
+@option_blocks
 def bootstrap(
     seed: Annotated[int, typer.Option(help="Seed for data, init and sampling.")] = 0,
     max_steps: Annotated[
@@ -56,7 +62,7 @@ def bootstrap(
     max_minutes: Annotated[
         float | None, typer.Option(help="Train for this wall-clock budget instead of steps.")
     ] = None,
-    per_level: Annotated[int, typer.Option(help="Held-out problems per level in eval.")] = 40,
+    evaluation: OptionBlock = BOOTSTRAP_EVAL,
     home: HomeOpt = None,
 ) -> None:
     """Train the built-in tiny policy from scratch, save it, evaluate it on held-out problems."""
@@ -65,7 +71,7 @@ def bootstrap(
 
     if (max_minutes is not None and max_minutes <= 0) or max_steps < 1:
         raise SieveError("--max-minutes must be > 0 and --max-steps >= 1")
-    evaluation = eval_config(per_level=per_level, seed=seed)  # before training, not after
+    evaluated = eval_config(**evaluation.overrides(), seed=seed)  # before training, not after
     cfg = BootstrapConfig(seed=seed, max_minutes=max_minutes, max_steps=max_steps)
     folder = tiny_model(home)
     with progress("bootstrap: training") as bar:
@@ -83,7 +89,7 @@ def bootstrap(
         f"trained {result.steps} steps in {result.seconds / 60:.1f} min "
         f"(loss {result.final_loss:.3f}); saved {folder} (revision {revision})"
     )
-    run_eval(policy_for(folder), evaluation, home)
+    run_eval(policy_for(folder), evaluated, home)
 
 
 # samples of one prompt drawn at once: a sampler holds a prompt's group in memory together (its
@@ -115,7 +121,7 @@ def check_curate_config(cfg: CurateConfig, config: Path | None) -> None:
 def eval_config(**values: Any) -> EvalConfig:
     """`EvalConfig(**values)`, a value out of range as one line naming its option."""
     from grpo_core.validate import FieldError
-    from pipeline.jobs.evaluate import EvalConfig
+    from pipeline.sampling.budget import EvalConfig
 
     try:
         cfg = EvalConfig(**values)
@@ -135,12 +141,7 @@ def eval_cmd(
     model: ModelOpt = None,
     backend: BackendOpt = "hf",
     base_url: BaseUrlOpt = None,
-    per_level: Annotated[int, typer.Option(help="Held-out problems per level.")] = 40,
-    samples: Annotated[
-        int,
-        typer.Option(help="Samples per problem (at --temperature; unset: the trainer's default)."),
-    ] = 8,
-    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    evaluation: OptionBlock = EVAL,
     sampling: OptionBlock = SAMPLING,
     engine: OptionBlock = ENGINE,
     home: HomeOpt = None,
@@ -150,10 +151,8 @@ def eval_cmd(
     from pipeline.sampling.budget import SamplingConfig
 
     folder = current_model(model, home)
-    if samples < 1:
-        raise SieveError("--samples must be >= 1")
     config = validated(SamplingConfig, sampling.overrides())
-    cfg = eval_config(per_level=per_level, samples=samples, sampling=config, seed=seed)
+    cfg = eval_config(**evaluation.overrides(), sampling=config)
     policy = policy_for(folder, backend, base_url or (), engine.options())  # loads the model
     run_eval(policy, cfg, home)
 

@@ -239,7 +239,14 @@ def engine_block() -> OptionBlock:
     return OptionBlock("engine", EngineOptions, fields, prefix="vllm engine: ", flag="--engine")
 
 
+def eval_block(*fields: str, prefix: str = "") -> OptionBlock:
+    from pipeline.sampling.budget import EvalConfig
+
+    return OptionBlock("evaluation", EvalConfig, fields, prefix=prefix)
+
+
 SAMPLING = sampling_block()  # --max-new-tokens --temperature --top-p --stop (SamplingConfig)
+EVAL = eval_block("per_level", "samples", "seed")  # --per-level --samples --seed (EvalConfig)
 ENGINE = engine_block()  # --engine KEY=VALUE,... (EngineOptions)
 
 

@@ -17,36 +17,21 @@ Test: `pytest tests/policy/test_evaluate.py tests/store/test_heldout_view.py`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import polars as pl
 
-from grpo_core.validate import AtLeastOne, Seed, check_fields
 from pipeline.core.hooks import Progress, report
 from pipeline.jobs.rollouts import RunInfo, record_run
 from pipeline.problems import FAMILIES, family_levels, generate, parse_levels
 from pipeline.sampling.base import Sampler
-from pipeline.sampling.budget import SamplingConfig
+from pipeline.sampling.budget import EvalConfig
 from pipeline.store import Ledger
 
 # what to evaluate: families (every level), or family -> levels ("1-2", or a list)
 Cells = Sequence[str] | Mapping[str, str | Sequence[int]]
 
+DEFAULT_EVAL = EvalConfig()
 EVAL_SEED = 20_261_130  # fixed: every revision is evaluated on the same held-out problems
-
-
-@dataclass(frozen=True)
-class EvalConfig:
-    """How many held-out problems and samples; how they are sampled is the one sampling settings
-    object curation and training use (`SamplingConfig`: temperature, top-p, budget, stop)."""
-
-    per_level: AtLeastOne = 40  # held-out problems per family x level (fewer if a level is small)
-    samples: AtLeastOne = 8  # samples per problem (issue 3: mean over 8 at temperature 1.0)
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    seed: Seed = 0
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # types, finite numbers, ranges (grpo_core.validate)
 
 
 def heldout_set(per_level: int, families: Cells | None = None) -> pl.DataFrame:
@@ -119,7 +104,7 @@ def evaluate(
     ledger: Ledger,
     model_revision: str,
     prompts_of: dict[str, str],
-    cfg: EvalConfig = EvalConfig(),
+    cfg: EvalConfig = DEFAULT_EVAL,
     problems: pl.DataFrame | None = None,
     prompt_format: str = "raw",
     progress: Progress | None = None,

@@ -1,4 +1,5 @@
-"""Decoding budgets for curation and evaluation: one validated block, resolved per model.
+"""Decoding budgets for curation and evaluation: one validated block, resolved per model, and
+the evaluation's own budget (`EvalConfig`: held-out problems per cell, samples per problem).
 
 `SamplingConfig` is the `[sampling]` table of a curate TOML file and the CLI's `--max-new-tokens`,
 `--temperature`, `--top-p` and `--stop`. Its `max_new_tokens` may be left unset: the budget then
@@ -17,12 +18,21 @@ Test: `pytest tests/sampling/test_budget.py`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from grpo_core.config import DEFAULT_TEMPERATURE
-from grpo_core.validate import MAX_TEMPERATURE, MAX_TOKENS, STRICT, StopStrings
+from grpo_core.validate import (
+    MAX_TEMPERATURE,
+    MAX_TOKENS,
+    STRICT,
+    AtLeastOne,
+    Seed,
+    StopStrings,
+    check_fields,
+)
 from pipeline.sampling.base import SamplingParams
 
 DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"raw": 16, "chat": 512}
@@ -105,3 +115,26 @@ def training_mismatch(
         ("max_new_tokens", curated.budget(prompt_format), max_new_tokens),
     ]
     return [f"{name} {a:g} (curated) vs {b:g} (trained)" for name, a, b in pairs if a != b]
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """How many held-out problems and samples (`pipeline.jobs.evaluate`); how they are sampled
+    is the one sampling settings object curation and training use (`SamplingConfig`:
+    temperature, top-p, budget, stop). Here, beside it, so `sieve eval` and `sieve bootstrap`
+    make their options from these fields (`flows.cli.options.EVAL`) without importing the
+    evaluation job. Each field's `help` is its option's help."""
+
+    per_level: AtLeastOne = field(
+        default=40,
+        metadata={"help": "Held-out problems per family x level (fewer where a level is small)."},
+    )
+    samples: AtLeastOne = field(  # issue 3: the mean over 8 samples
+        default=8,
+        metadata={"help": "Samples per problem (at the sampling's temperature)."},
+    )
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    seed: Seed = field(default=0, metadata={"help": "Sampling seed."})
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # types, finite numbers, ranges (grpo_core.validate)

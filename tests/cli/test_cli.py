@@ -143,7 +143,7 @@ def test_generate_writes_problems_and_prints_counts_by_level(tmp_path: Path) -> 
         ),
         pytest.param(
             ("eval", "--samples", "0"),
-            "--samples must be >= 1",
+            "--samples must be an integer in [1, 2147483647], got 0",
             marks=pytest.mark.integration,
         ),
         pytest.param(
