@@ -437,27 +437,35 @@ def _callers(frame: FrameType | None, root: Path, skip: tuple[str, ...] = ()) ->
     return " < ".join(names), importing
 
 
+def _tree_module(name: str) -> ModuleType | None:
+    """`pipeline.<name>` of the counted tree, or None where that tree has no such file. The
+    module's file is looked for first: this venv's editable install of the repository can
+    otherwise serve a module the counted tree lacks from the repository's own tree."""
+    import pipeline
+
+    base = Path(pipeline.__file__).resolve().parent / Path(*name.split("."))
+    if not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()):
+        return None
+    return importlib.import_module(f"pipeline.{name}")
+
+
 def _first_module(*names: str) -> ModuleType:
-    """The first of `pipeline.<name>` that imports: the counted tree may be laid out before or
-    after pipeline/'s modules moved into core/ and jobs/ (issue 49 point 3)."""
+    """The first of `pipeline.<name>` the counted tree has: it may be laid out before or after
+    pipeline/'s modules moved into core/ and jobs/ (issue 49 point 3)."""
     for name in names:
-        try:
-            return importlib.import_module(f"pipeline.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not f"pipeline.{name}".startswith(exc.name):
-                raise
-    raise SystemExit(f"none of pipeline.{{{', '.join(names)}}} imports")
+        module = _tree_module(name)
+        if module is not None:
+            return module
+    raise SystemExit(f"none of pipeline.{{{', '.join(names)}}} is in the counted tree")
 
 
 def _defining_module(attr: str, *names: str) -> ModuleType:
-    """The first of `pipeline.<name>` that imports and defines `attr` (a function that moved
-    between the counted trees, e.g. `resolve_curriculum` from the export job to store.ids)."""
+    """The first of `pipeline.<name>` the counted tree has that defines `attr` (a function that
+    moved between the counted trees, e.g. `resolve_curriculum` from the export job to
+    store.ids)."""
     for name in names:
-        try:
-            module = importlib.import_module(f"pipeline.{name}")
-        except ModuleNotFoundError:
-            continue
-        if attr in vars(module):
+        module = _tree_module(name)
+        if module is not None and attr in vars(module):
             return module
     raise SystemExit(f"none of pipeline.{{{', '.join(names)}}} defines {attr}")
 

@@ -114,6 +114,7 @@ def settings_sprawl(r: Results) -> str:
         "cli_options": "CLI options, summed over commands",
         "cli_option_names": "distinct CLI option names",
         "cli_option_declarations": "CLI options written by hand (`typer.Option(`)",
+        "home_undecided_commands": "commands whose `--home` is not decided in its option",
         "temperature_places": "places in the code that give a temperature a value",
         "temperature_recipe_values": "committed recipes that set a temperature",
         "max_new_tokens_files": "source files naming max_new_tokens",
