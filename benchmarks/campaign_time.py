@@ -9,10 +9,13 @@ results/campaign_time.json + PNG:
   taken while a test suite or a CI check shared the machine are counted but left out of the
   median), the median over all steps, the first step apart (it starts the engine), and what a
   run spends outside its steps (held-out evaluations at the marks, the warm start's load);
-- the ratio of the newest commit's quiet median to the oldest one's, per arm that ran at both;
-- the projected wall time of the runs still to do (`--runs`, the driver's list by default): each
-  at its arm's quiet median at the newest commit that has one (else any commit, said per run)
-  times the run's updates, plus the arm's measured time outside the steps, on a quiet machine.
+- the ratio of the oldest commit's quiet median to the newest one's, per arm with quiet steps at
+  both (commits ordered by date where this clone has them);
+- the projected wall time of the runs still to do (`--runs`, the driver's list by default), two
+  ways (`project`): at each arm's quiet step time (an arm with no quiet step at its time over
+  every step), and as run (every arm at its time over every step, beside whatever else ran).
+  Each run also pays one first step and its arm's time outside the steps. A rough estimate:
+  quiet steps are few, and a run's steps differ in length as its prompts do.
 
 Issue 48 asks for the projected campaign wall time after its faster update; the step time of the
 product's night, not of one update, is what a campaign pays, so this reads it from the campaign.
@@ -25,10 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
 QUIET_LOAD = 2.6  # 1-minute load at or under which a step counts as taken on a quiet machine
 STEPS_PER_RUN = 32  # 2,048 rollouts at 64 per step (headline.py's budget / batch)
 DEFAULT_RUNS = (
@@ -59,9 +64,12 @@ def run_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for run in runs:
         steps = run["steps"]
         secs = [float(s["seconds"]) for s in steps]
-        loads = [float(s.get("load_1m") or 0.0) for s in steps]
+        loads = [s.get("load_1m") for s in steps]  # a step without a load is not counted quiet
+        known = [float(x) for x in loads if x is not None]
         rest = secs[1:]
-        quiet = [t for t, ld in zip(rest, loads[1:], strict=True) if ld <= QUIET_LOAD]
+        quiet = [
+            t for t, ld in zip(rest, loads[1:], strict=True) if ld is not None and ld <= QUIET_LOAD
+        ]
         rows.append({
             "run": f"{run['setting']}:{run['arm']}:{run['seed']}",
             "setting": run["setting"],
@@ -75,7 +83,7 @@ def run_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "median_step_s": statistics.median(rest) if rest else None,
             "quiet_steps": len(quiet),
             "quiet_median_step_s": statistics.median(quiet) if quiet else None,
-            "median_load_1m": statistics.median(loads) if loads else None,
+            "median_load_1m": statistics.median(known) if known else None,
             "run_s": float(run.get("seconds") or 0.0),
             "outside_steps_s": float(run.get("seconds") or 0.0) - sum(secs),
         })  # fmt: skip
@@ -83,35 +91,66 @@ def run_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def by_arm_commit(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Quiet step seconds pooled over the runs of one arm at one commit (runs that changed code
-    mid-run left out)."""
+    """Step seconds pooled over the runs of one arm at one commit (runs that changed code
+    mid-run left out): the median of the runs' quiet medians (None where no run had a quiet
+    step), of their medians over every step, of their first steps, and of the time finished
+    runs spent outside their steps."""
     out: dict[str, dict[str, Any]] = {}
     for row in rows:
-        if row["mixed"] or row["quiet_median_step_s"] is None:
+        if row["mixed"] or row["median_step_s"] is None:
             continue
         cell = out.setdefault(f"{row['setting']}:{row['arm']}@{row['commit']}", {
-            "setting": row["setting"], "arm": row["arm"], "commit": row["commit"],
-            "runs": [], "quiet_medians": [], "outside": [],
+            "setting": row["setting"], "arm": row["arm"], "commit": row["commit"], "runs": [],
+            "quiet": [], "all": [], "first": [], "outside": [], "quiet_steps": 0,
         })  # fmt: skip
         cell["runs"].append(row["run"])
-        cell["quiet_medians"].append(row["quiet_median_step_s"])
+        cell["quiet_steps"] += row["quiet_steps"]
+        if row["quiet_median_step_s"] is not None:
+            cell["quiet"].append(row["quiet_median_step_s"])
+        cell["all"].append(row["median_step_s"])
+        cell["first"].append(row["first_step_s"])
         if row["done"]:
             cell["outside"].append(row["outside_steps_s"])
+
+    def median(values: list[float]) -> float | None:
+        return statistics.median(values) if values else None
+
     for cell in out.values():
-        cell["quiet_median_step_s"] = statistics.median(cell.pop("quiet_medians"))
-        outside = cell.pop("outside")
-        cell["outside_steps_s"] = statistics.median(outside) if outside else None
+        cell["quiet_median_step_s"] = median(cell.pop("quiet"))
+        cell["median_step_s"] = median(cell.pop("all"))
+        cell["first_step_s"] = median(cell.pop("first"))
+        cell["outside_steps_s"] = median(cell.pop("outside"))
     return out
+
+
+def _pick(
+    cells: dict[str, dict[str, Any]], order: list[str], setting: str, arm: str, key: str
+) -> tuple[dict[str, Any] | None, str]:
+    """The cell of `arm` with a `key` value at the newest commit that has one (a cold arm with
+    no cold run reads its warm one), and how it was chosen."""
+    for look in (setting, "warm"):
+        for commit in order:
+            cell = cells.get(f"{look}:{arm}@{commit}")
+            if cell and cell[key] is not None:
+                return cell, f"{look}:{arm}@{commit}"
+    return None, ""
 
 
 def project(
     rows: list[dict[str, Any]], cells: dict[str, dict[str, Any]], order: list[str], todo: list[str]
 ) -> dict[str, Any]:
-    """Seconds left for the runs in `todo` that are not done: the arm's quiet step time at the
-    newest commit in `order` that has one, times the steps left, plus its time outside steps."""
+    """Seconds left for the runs in `todo` that are not done, two ways. `quiet`: each run at its
+    arm's quiet step time at the newest commit that has one, else at the arm's time over every
+    step (taken under load: longer). `as_run`: every run at its arm's time over every step, as
+    the campaign ran beside other work. An arm that has not run takes the slowest arm's. Each
+    run also pays a first step (the engine's start: the median first step of all runs) and its
+    arm's median time outside the steps (held-out evaluations)."""
     done = {r["run"]: r for r in rows}
+    firsts = [r["first_step_s"] for r in rows if r["first_step_s"] is not None]
+    first = statistics.median(firsts) if firsts else 0.0
     outside_any = [c["outside_steps_s"] for c in cells.values() if c["outside_steps_s"]]
     outside_default = statistics.median(outside_any) if outside_any else 0.0
+    slowest = max(cells.values(), key=lambda c: c["median_step_s"])
     per_run = []
     for name in todo:
         setting, arm, _ = name.split(":")
@@ -119,40 +158,55 @@ def project(
         if row and row["done"]:
             continue
         left = STEPS_PER_RUN - (row["steps"] if row else 0)
-        pick, basis = None, None
-        for look in (setting, "warm"):  # a cold arm with no cold run yet reads its warm time
-            for commit in order:
-                cell = cells.get(f"{look}:{arm}@{commit}")
-                if cell:
-                    pick, basis = cell, f"{look}:{arm}@{commit}"
-                    break
-            if pick:
-                break
-        if pick is None:  # an arm that has not run: the slowest arm measured at the newest code
-            newest = [c for c in cells.values() if c["commit"] == order[0]] or list(cells.values())
-            pick = max(newest, key=lambda c: c["quiet_median_step_s"])
-            basis = (
-                f"no {arm} run yet: the slowest arm, {pick['setting']}:{pick['arm']}@"
-                + pick["commit"]
+        quiet, quiet_basis = _pick(cells, order, setting, arm, "quiet_median_step_s")
+        loaded, loaded_basis = _pick(cells, order, setting, arm, "median_step_s")
+        if loaded is None:
+            loaded = slowest
+            loaded_basis = f"no {arm} run yet: the slowest arm, {slowest['setting']}:" + (
+                f"{slowest['arm']}@{slowest['commit']}"
             )
-        outside = (
-            pick["outside_steps_s"] if pick["outside_steps_s"] is not None else outside_default
-        )
-        seconds = left * pick["quiet_median_step_s"] + outside
-        per_run.append({"run": name, "steps_left": left, "seconds": seconds, "basis": basis})
-    total = sum(r["seconds"] for r in per_run)
-    return {"runs": per_run, "seconds": total, "hours": total / 3600}
+        if quiet is None:
+            quiet_s, quiet_basis = loaded["median_step_s"], f"no quiet steps: {loaded_basis}"
+        else:
+            quiet_s = quiet["quiet_median_step_s"]
+        outside = loaded["outside_steps_s"]
+        outside = outside if outside is not None else outside_default
+        per_run.append({
+            "run": name, "steps_left": left,
+            "quiet_seconds": first + (left - 1) * quiet_s + outside, "quiet_basis": quiet_basis,
+            "as_run_seconds": first + (left - 1) * loaded["median_step_s"] + outside,
+            "as_run_basis": loaded_basis,
+        })  # fmt: skip
+    quiet_total = sum(r["quiet_seconds"] for r in per_run)
+    as_run_total = sum(r["as_run_seconds"] for r in per_run)
+    return {
+        "runs": per_run,
+        "first_step_s": first,
+        "quiet_hours": quiet_total / 3600,
+        "as_run_hours": as_run_total / 3600,
+        "quiet_measured_runs": sum(not r["quiet_basis"].startswith("no ") for r in per_run),
+    }
+
+
+def _commit_time(commit: str) -> int | None:
+    """The commit's date (seconds), where this clone has the commit."""
+    done = subprocess.run(
+        ["git", "show", "-s", "--format=%ct", commit], capture_output=True, text=True, cwd=ROOT
+    )
+    return int(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None
 
 
 def commit_order(runs: list[dict[str, Any]]) -> list[str]:
-    """Commits newest first, in the order the campaign's runs first met them (run files do not
-    date their commits; a later run's last commit is the newer code)."""
+    """Commits newest first: by commit date where this clone has them; otherwise in the order
+    the campaign's seed-major runs first met them (run files do not date their commits)."""
     seen: list[str] = []
     for run in sorted(runs, key=lambda r: (r["seed"], r["setting"] != "warm")):
         for c in run.get("commits") or []:
             if c[:7] not in seen:
                 seen.append(c[:7])
-    return list(reversed(seen))
+    fallback = {c: i for i, c in enumerate(seen)}
+    dated = {c: _commit_time(c) for c in seen}
+    return sorted(seen, key=lambda c: (dated[c] or 0, fallback[c]), reverse=True)
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -160,20 +214,31 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     cells = sorted(result["by_arm_commit"].values(), key=lambda c: (c["arm"], c["commit"]))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     labels = [f"{c['setting']} {c['arm']}\n@{c['commit']}" for c in cells]
-    ax1.bar(range(len(cells)), [c["quiet_median_step_s"] for c in cells], color="tab:blue")
-    ax1.set_xticks(range(len(cells)), labels, fontsize=7)
-    ax1.set_ylabel(f"median s / step (load ≤ {QUIET_LOAD})")
-    ax1.set_title("campaign step time by arm and code")
-    runs = result["projection"]["runs"]
-    ax2.barh(range(len(runs)), [r["seconds"] / 3600 for r in runs], color="tab:orange")
-    ax2.set_yticks(range(len(runs)), [r["run"] for r in runs], fontsize=7)
+    x = np.arange(len(cells))
+    quiet = [c["quiet_median_step_s"] or 0.0 for c in cells]
+    ax1.bar(x - 0.2, quiet, 0.4, color="tab:blue", label=f"quiet steps (load ≤ {QUIET_LOAD})")
+    ax1.bar(x + 0.2, [c["median_step_s"] for c in cells], 0.4, color="tab:gray", label="all steps")
+    ax1.set_xticks(x, labels, fontsize=7)
+    ax1.set_ylabel("median s / step")
+    ax1.set_title("campaign step time by arm and code (0: no quiet step)")
+    ax1.legend(fontsize=7)
+    proj = result["projection"]
+    runs = proj["runs"]
+    y = np.arange(len(runs))
+    ax2.barh(y - 0.2, [r["quiet_seconds"] / 3600 for r in runs], 0.4, color="tab:blue",
+             label=f"quiet: {proj['quiet_hours']:.1f} h")  # fmt: skip
+    ax2.barh(y + 0.2, [r["as_run_seconds"] / 3600 for r in runs], 0.4, color="tab:gray",
+             label=f"as run: {proj['as_run_hours']:.1f} h")  # fmt: skip
+    ax2.set_yticks(y, [r["run"] for r in runs], fontsize=7)
     ax2.invert_yaxis()
-    ax2.set_xlabel("projected hours (quiet machine)")
-    ax2.set_title(f"runs left: {result['projection']['hours']:.1f} h in all")
+    ax2.set_xlabel("projected hours")
+    ax2.set_title(f"{len(runs)} runs left")
+    ax2.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -197,7 +262,8 @@ def main() -> None:
             c["commit"]: c for c in cells.values() if c["arm"] == arm and c["setting"] == "warm"
         }
         have = [c for c in order if c in mine]
-        if len(have) >= 2:
+        have = [c for c in have if mine[c]["quiet_median_step_s"] is not None]
+        if len(have) >= 2:  # quiet steps at two commits: the code's effect at equal load
             new, old = mine[have[0]], mine[have[-1]]
             speedup[arm] = {
                 "old": old["commit"], "new": new["commit"],
@@ -218,9 +284,17 @@ def main() -> None:
     if not args.no_plot:
         plot(result, out.with_suffix(".png"))
     p = result["projection"]
-    print(f"{len(rows)} runs read; {len(p['runs'])} left, {p['hours']:.1f} h projected -> {out}")
+    print(
+        f"{len(rows)} runs read; {len(p['runs'])} left: {p['quiet_hours']:.1f} h at quiet step "
+        f"times ({p['quiet_measured_runs']} measured quiet), {p['as_run_hours']:.1f} h as run -> "
+        f"{out}"
+    )
     for key, cell in sorted(cells.items()):
-        print(f"  {key}: {cell['quiet_median_step_s']:.1f} s/step quiet over {cell['runs']}")
+        q = cell["quiet_median_step_s"]
+        print(
+            f"  {key}: {'-' if q is None else f'{q:.1f}'} s/step quiet, "
+            f"{cell['median_step_s']:.1f} over all steps, runs {cell['runs']}"
+        )
 
 
 if __name__ == "__main__":

@@ -232,3 +232,19 @@ def test_the_readme_block_gives_a_verdict_against_the_goal_whichever_way(smoke: 
     (smoke / "headline.json").write_text(json.dumps(dict(started, starts={})))
     body = docs_headline.headline_selection(render_docs.Results(smoke))
     assert "*Warm start:* no run has finished yet." in body
+
+
+def test_a_two_seed_bracket_is_labelled_as_their_range() -> None:
+    """A bootstrap over two seeds' values spans exactly those values: the README marks such a
+    bracket as the seeds' range, not as a 95 % interval; a paired Δ (seeds × problems) and a
+    bracket over more seeds keep the interval's label."""
+    import docs_headline
+
+    vals = [0.198, 0.222]
+    two = hl.seed_bootstrap(vals, np.random.default_rng(0))
+    assert two["ci95"] == [min(vals), max(vals)]  # why it is a range
+    assert docs_headline._ci(two).endswith("[0.198, 0.222] (range of 2 seeds)")
+    four = hl.seed_bootstrap([0.18, 0.2, 0.21, 0.23], np.random.default_rng(0))
+    assert "range" not in docs_headline._ci(four)
+    paired = {"mean": 0.01, "ci95": [-0.006, 0.028], "seeds": 2, "problems": 281}
+    assert "range" not in docs_headline._ci(paired)

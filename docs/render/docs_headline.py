@@ -32,13 +32,15 @@ def _f(x: Any, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def _ci(d: Any, digits: int = 3) -> str:
+def _ci(d: Any, digits: int = 3, unit: str = "") -> str:
     if d is None:
         return "–"
     if d.get("seeds") == 1 and "problems" not in d:  # an interval over one seed says nothing
-        return f"{_f(d['mean'], digits)} (1 seed)"
+        return f"{_f(d['mean'], digits)}{unit} (1 seed)"
     lo, hi = d["ci95"]
-    return f"{_f(d['mean'], digits)} [{_f(lo, digits)}, {_f(hi, digits)}]"
+    # a bootstrap over two seeds' values spans exactly those two values: their range, not a CI
+    two = " (range of 2 seeds)" if d.get("seeds") == 2 and "problems" not in d else ""
+    return f"{_f(d['mean'], digits)} [{_f(lo, digits)}, {_f(hi, digits)}]{unit}{two}"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -77,7 +79,7 @@ def _setting_table(block: Any) -> str:
             "–" if arm == "uniform" else _ci(diff) + sig,
             "n/a" if no_target
             else "1.00×" if arm == "uniform"
-            else ("–" if ratio is None else _ci(ratio, 2) + "×"),
+            else ("–" if ratio is None else _ci(ratio, 2, "×")),
             "/".join(str(u) for u in a["updates"]),
             _f(sum(informative) / len(informative), 2) if informative else "–",
             str(sum(r["rollouts_decided_not_trained"] for r in mine)),
@@ -111,8 +113,8 @@ def _verdict(block: Any) -> str:
         parts.append("Sieve did not reach uniform's final greedy accuracy on any paired seed")
     else:
         parts.append(
-            f"Sieve reached uniform's final greedy accuracy with {_ci(ratio, 2)}× of uniform's "
-            f"rollouts (seed mean [95% CI])"
+            f"Sieve reached uniform's final greedy accuracy with {_ci(ratio, 2, '×')} of uniform's "
+            "rollouts" + (" (seed mean [95% CI])" if ratio.get("seeds", 0) > 2 else "")
         )
     if diff is not None:
         word = "a significant" if diff["significant"] else "no significant"
@@ -217,7 +219,10 @@ def headline_selection(r: Any, name: str = "headline") -> str:
         )
     out.append(
         "± and brackets: 95 % bootstrap intervals (seeds; for Δ, seeds and held-out problems, "
-        "paired). \"Rollouts to uniform's final\" reads each seed's isotonic fit of its greedy "
+        'paired), except where marked "range of 2 seeds": a bootstrap over two seeds\' values '
+        "spans exactly those two values, so that bracket is their range, not an interval. "
+        "With few seeds a bootstrap over seeds is also narrower than the truth. "
+        "\"Rollouts to uniform's final\" reads each seed's isotonic fit of its greedy "
         "curve; the two lower targets are in the JSON."
     )
     return "\n\n".join(out)

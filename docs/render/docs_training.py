@@ -254,64 +254,80 @@ def real_train_batch(r: Results) -> str:
         "update s / step", "update GFLOP/s (of its peak)", "mean load",
     ]  # fmt: skip
     big = max(shares)
-    verdict = "meets" if shares[big] >= 0.25 else "does not meet"
     roof = r(BATCH64, "roofline", "sieve-vllm")
     params = roof["model_shape"]["linear_params"]
     high = max(p["gflops"] for p in roof["peaks"]["float32"]) * 1e9 / (2 * params)
     at_high = roof["sampling"]["tokens_per_s"] / high
+    small = r("real_train", "roofline", "sieve-vllm")["sampling"]
+    rate_ratio = roof["sampling"]["tokens_per_s"] / small["tokens_per_s"]
+    if shares[big] >= 0.25 and at_high >= 0.25:
+        verdict = "meets the issue's 25 % against either peak the run measured"
+    elif shares[big] >= 0.25:
+        verdict = (
+            "meets the issue's 25 % against the lower of the two peaks the run measured (the "
+            "benchmark's rule, the one behind the 15 %), and falls just short of it against the "
+            f"higher: {100 * at_high:.1f} %"
+        )
+    else:
+        verdict = "does not meet the issue's 25 %"
     return (
         table(header, rows)
         + f"\n\nAt the campaign's {big} sequences per step, sampling in training reached "
-        f"{num(100 * shares[big], 0)} % of the compute bound, which {verdict} the issue's 25 %; "
-        f"at {min(shares)} it reached {num(100 * shares[min(shares)], 0)} %. The compute bound "
-        "is the fp32 matmul peak over 2 FLOPs per parameter per token, with the lower of the "
-        "peaks the run measured at its start and end; against the higher one the share at "
-        f"{big} is {num(100 * at_high, 0)} %. The same vLLM engine, weights and settings: the "
-        "batch changed, and the prompts (each run draws its steps from its own curation). The "
-        "engine alone is slower than the same engine in training at both batches: it samples "
-        "the base model at every step, whose completions are not the trained ones (lengths, "
-        "and so how long a batch runs at its full width, differ). A first run of the arm at 64 "
-        "shared the machine with a test run and is kept apart "
+        f"{num(100 * shares[big], 0)} % of the compute bound, which {verdict}. The compute "
+        "bound is the fp32 matmul peak over 2 FLOPs per parameter per token; each run measures "
+        "the peak at its start and end, and the two runs' peaks differ (the bound column), so "
+        f"the tokens/s compare them better: {times(rate_ratio)} from {min(shares)} to {big} "
+        "sequences, with the same vLLM engine, weights and settings (the prompts differ: each "
+        "run draws its steps from its own curation). The engine alone sampled fewer tokens/s "
+        "than the same engine in training at both batches; it samples the base model at every "
+        "step, so its completions are not the trained ones, and its runs measured lower peaks; "
+        "which of the two (or what else) makes the difference was not measured. A first run of "
+        "the arm at 64 shared the machine with a test run and is kept apart "
         "(`real_train_sieve-vllm_beside_tests.json`, not in this table)."
     )
 
 
 def campaign_time(r: Results) -> str:
-    """campaign_time.json: the real campaign's seconds per step by arm and code commit, from the
-    steps taken on a quiet machine, and the projected wall time of the runs left."""
+    """campaign_time.json: the real campaign's seconds per step by arm and code commit (quiet
+    steps and every step), and the projected wall time of the runs left, both ways."""
     cells = sorted(
         r("campaign_time", "by_arm_commit").values(), key=lambda c: (c["arm"], c["setting"])
     )
-    order = list(r("campaign_time", "commits_newest_first"))
     rows = []
     for c in cells:
-        quiet = sum(
-            row["quiet_steps"] for row in r("campaign_time", "runs") if row["run"] in c["runs"]
-        )
+        quiet = c["quiet_median_step_s"]
         rows.append([
-            f"{c['setting']} {c['arm']}", f"`{c['commit']}`", ", ".join(
-                f"s{run.split(':')[2]}" for run in c["runs"]
-            ), str(quiet), num(c["quiet_median_step_s"], 1),
+            f"{c['setting']} {c['arm']}", f"`{c['commit']}`",
+            ", ".join(f"s{run.split(':')[2]}" for run in c["runs"]), str(c["quiet_steps"]),
+            "–" if quiet is None else num(quiet, 1), num(c["median_step_s"], 1),
         ])  # fmt: skip
-    header = ["arm", "code", "runs", "quiet steps", "median s / step (quiet)"]
+    header = [
+        "arm", "code", "runs", "quiet steps", "median s / step, quiet steps",
+        "median s / step, all steps",
+    ]  # fmt: skip
     proj = r("campaign_time", "projection")
-    newest = order[0] if order else "?"
-    unmeasured = sum(1 for run in proj["runs"] if run["basis"].startswith("no "))
-    older = sum(
-        1
-        for run in proj["runs"]
-        if not run["basis"].startswith("no ") and not run["basis"].endswith("@" + newest)
+    n = len(proj["runs"])
+    unrun = sorted(
+        {x["run"].split(":")[1] for x in proj["runs"] if x["as_run_basis"].startswith("no ")}
+    )
+    unrun_text = (
+        f", and {', '.join(unrun)}, which {'has' if len(unrun) == 1 else 'have'} not run, the "
+        "slowest arm's"
+        if unrun
+        else ""
     )
     return (
         table(header, rows) + "\n\nA step counts as quiet at a 1-minute load of at most "
         f"{num(r('campaign_time', 'quiet_load'), 1)} (the campaign alone keeps about 2 threads "
-        "busy on these 2 cores); steps taken beside a test run or a CI check are left out of the "
-        f"medians. {len(proj['runs'])} runs are left; at these step times, on a quiet machine, "
-        f"they take {num(proj['hours'], 1)} h in all. Each is counted at its arm's quiet step "
-        f"time at the newest code that has one: {older} of them at older code than the "
-        f"campaign's (`{newest}`), and {unmeasured} of an arm with no quiet steps yet at the "
-        "slowest arm measured at the newest code (`benchmarks/results/campaign_time.json`, "
-        "`projection.runs[].basis`)."
+        "busy on these 2 cores); most steps so far shared the machine with a test run or a CI "
+        "check, and an arm's runs differ by seed too (uniform's two seeds above). "
+        f"{n} runs are left. At the arms' quiet step times they would take "
+        f"{num(proj['quiet_hours'], 1)} h; {proj['quiet_measured_runs']} of the {n} are of an "
+        "arm with quiet steps measured, the others take their arm's time over every step"
+        f"{unrun_text}. As the campaign has run so far, beside other work, they would take "
+        f"{num(proj['as_run_hours'], 1)} h. Each run also pays one "
+        f"first step ({num(proj['first_step_s'], 0)} s, the median) and its arm's time outside "
+        "the steps. A rough estimate, from few quiet steps."
     )
 
 
