@@ -14,6 +14,7 @@ Test: `pytest tests/flows/test_runtime.py tests/policy/test_evaluate.py`.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import polars as pl
@@ -30,12 +31,19 @@ from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger
 
 
+def _eval_field(name: str) -> Any:
+    """A flow parameter with `EvalConfig`'s default and help for its field `name` (one default,
+    whichever entry point: the CLI's options come from the same fields)."""
+    (spec,) = [f for f in dataclasses.fields(EvalConfig) if f.name == name]
+    return Field(default=spec.default, description=spec.metadata["help"])
+
+
 class EvalParams(PolicyParams):
     """Flow parameters (validated; unknown keys rejected)."""
 
-    per_level: AtLeastOne = Field(default=40, description="Held-out problems per level.")
-    samples: AtLeastOne = Field(default=8, description="Samples per problem when sampled.")
-    seed: Seed = 0
+    per_level: AtLeastOne = _eval_field("per_level")
+    samples: AtLeastOne = _eval_field("samples")
+    seed: Seed = _eval_field("seed")
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
 
     def eval_config(self) -> EvalConfig:
