@@ -355,7 +355,9 @@ def run_trl(args: argparse.Namespace) -> dict[str, Any]:
             for p, r in zip(prompts, rows, strict=True)
         ]
     )
-    schedule = cfg.make_beta_schedule()
+    from grpo_core.kl import make_beta_schedule
+
+    schedule = make_beta_schedule(cfg)
     holder: dict[str, Any] = {}
     log, roof_steps = TRLStepLog(ModelShape.of(model), reference=cfg.beta_start > 0), []
 

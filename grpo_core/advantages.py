@@ -50,15 +50,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import Tensor
 
-ZERO_VAR_TOL = 1e-4  # relative (see is_uninformative); the ledger's sieve_zero_var_tol() too
-
-EstimatorName = Literal["grpo", "rloo", "dr_grpo", "batch"]
-AdvantageName = Literal["outcome", "outcome+steps"]  # outcome only, or plus per-fragment terms
+from grpo_core.config import ZERO_VAR_TOL, EstimatorName
 
 
 def is_uninformative(reward_max: Any, reward_min: Any, tol: Any = ZERO_VAR_TOL) -> Any:

@@ -41,12 +41,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from torch import Tensor
 
-KLEstimatorName = Literal["k1", "k2", "k3"]
+if TYPE_CHECKING:
+    from grpo_core.config import GRPOConfig
+
 K3_CLAMP = 20.0  # |ref_logp − logp| above this is clamped inside k3 (exp(20) ≈ 5e8)
 
 
@@ -129,3 +131,12 @@ class AdaptiveBeta:
             return
         error = min(max(measured_kl / self.target - 1.0, -self.max_error), self.max_error)
         self.beta *= 1.0 + error * n_steps / self.horizon
+
+
+def make_beta_schedule(cfg: GRPOConfig) -> BetaSchedule:
+    """The β schedule `cfg` describes (a fresh object; AdaptiveBeta keeps state)."""
+    if cfg.beta_schedule == "warmup":
+        return WarmupBeta(cfg.beta_start, cfg.beta, cfg.beta_warmup_steps)
+    if cfg.beta_schedule == "adaptive":
+        return AdaptiveBeta(cfg.kl_target, cfg.kl_horizon, cfg.beta)
+    return FixedBeta(cfg.beta)

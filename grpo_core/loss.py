@@ -64,14 +64,12 @@ Test: `.venv/bin/pytest tests/grpo_core/test_loss.py -q`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
 import torch
 from torch import Tensor
 
-from grpo_core.kl import KL_ESTIMATORS, KLEstimatorName
-
-AggregationName = Literal["token_mean", "seq_mean", "dr_grpo"]
+from grpo_core.config import AggregationName, KLEstimatorName
+from grpo_core.kl import KL_ESTIMATORS
 
 
 def _masked(loss: Tensor, valid: Tensor) -> Tensor:

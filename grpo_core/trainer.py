@@ -76,6 +76,7 @@ from grpo_core import state as ckpt_state
 from grpo_core.batch import Batch, StepInputs, denominators, share
 from grpo_core.collect import plain as collect
 from grpo_core.config import GRPOConfig
+from grpo_core.kl import make_beta_schedule
 from grpo_core.logp_policy import Policy, pad_id
 from grpo_core.lora import with_lora
 from grpo_core.optim import make_optimiser
@@ -156,7 +157,7 @@ class Trainer:
         self.model.eval()  # no dropout: sampling and scoring see the same function
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer, self.scheduler = make_optimiser(self.params, cfg, self.hooks.warn)
-        self.beta_schedule = cfg.make_beta_schedule()
+        self.beta_schedule = make_beta_schedule(cfg)
         repetition = Component("repetition", cfg.repetition_coef, cfg.repetition_start_step)
         self.components = [Component("reward", 1.0, 0), repetition]
         self.counters = Counters()

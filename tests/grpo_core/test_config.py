@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from grpo_core.config import GRPOConfig
-from grpo_core.kl import AdaptiveBeta, FixedBeta, WarmupBeta
+from grpo_core.kl import AdaptiveBeta, FixedBeta, WarmupBeta, make_beta_schedule
 
 
 def test_defaults_are_valid_and_frozen() -> None:
@@ -74,15 +74,42 @@ def test_group_size_and_prompts_per_step_are_not_trainer_knobs(name: str) -> Non
 
 
 def test_make_beta_schedule() -> None:
-    warm = GRPOConfig().make_beta_schedule()
+    warm = make_beta_schedule(GRPOConfig())
     assert isinstance(warm, WarmupBeta)
     assert warm.value(0) == pytest.approx(0.05) and warm.value(10_000) == 0.02
-    fixed = GRPOConfig(beta_schedule="fixed", beta=0.0, reference="none").make_beta_schedule()
+    fixed = make_beta_schedule(GRPOConfig(beta_schedule="fixed", beta=0.0, reference="none"))
     assert isinstance(fixed, FixedBeta) and fixed.value(3) == 0.0
-    adaptive = GRPOConfig(beta_schedule="adaptive").make_beta_schedule()
+    adaptive = make_beta_schedule(GRPOConfig(beta_schedule="adaptive"))
     assert isinstance(adaptive, AdaptiveBeta) and adaptive.value(0) == 0.02
 
 
 def test_dr_grpo_tokens_is_a_constant() -> None:
     assert GRPOConfig(max_new_tokens=64).dr_grpo_tokens == 64
     assert GRPOConfig(aggregation="dr_grpo", loss_norm_tokens=512).dr_grpo_tokens == 512
+
+
+def test_the_config_names_the_registries_it_checks_against() -> None:
+    """The field names' Literal types live in grpo_core.config (so the config loads without
+    torch), and every name they allow has its registry entry (the config checks the names alone)."""
+    import typing
+
+    from grpo_core import config
+    from grpo_core.advantages import ESTIMATORS
+    from grpo_core.kl import KL_ESTIMATORS
+    from grpo_core.loss import AGGREGATIONS
+
+    assert set(ESTIMATORS) == set(typing.get_args(config.EstimatorName))
+    assert set(AGGREGATIONS) == set(typing.get_args(config.AggregationName))
+    assert set(KL_ESTIMATORS) == set(typing.get_args(config.KLEstimatorName))
+
+
+def test_the_config_and_the_cli_load_without_torch() -> None:
+    """`import flows.cli` (every `sieve` command's start) and `grpo_core.config` import no
+    torch: a command that needs it imports it when it runs."""
+    import subprocess
+    import sys
+
+    code = "import sys, flows.cli, grpo_core.config; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
