@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import polars as pl
 import pytest
@@ -364,7 +365,7 @@ def test_a_command_decides_its_home_once(
         return original(home)  # type: ignore[arg-type]
 
     for mod in list(sys.modules.values()):  # wherever it was imported by name
-        if vars(mod).get("resolve_home") is original:
+        if isinstance(mod, ModuleType) and vars(mod).get("resolve_home") is original:
             monkeypatch.setattr(mod, "resolve_home", counted)
     code, out, err = run_cli(["stats"], capsys)
     assert code == 0, err
