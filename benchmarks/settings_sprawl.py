@@ -28,6 +28,14 @@ to one of another that the layering forbids (`PIPELINE_LAYERS` in tests/test_lay
 definition; a module of a tree from before the packages `core/` and `jobs/` existed is placed
 where it moved, `MOVED`, so an earlier revision is counted against the same layers).
 
+The CLI's thickness (issue 49 point 4: "commands call flows or one job function each"), read
+from the source of flows/cli: for each `sieve` command, the calls it makes into the layers below
+(`cli_job_calls`: functions, and methods of classes, of pipeline/ or flows/ outside
+`pipeline.core`'s plumbing, reached by the command itself or through the CLI's own helpers;
+building a settings or parameters object is not counted), `cli_commands`, the sum of those calls
+over commands (`cli_job_calls`) and `cli_commands_over_one_job`: the commands that make more
+than one (the target: 0). Each command's calls are listed under `structure_where`.
+
 One count is taken at run time instead (`train_job`, issue 49 point 2: a train job resolved once):
 one `sieve train --config F` on the built-in tiny policy (a random-init one; a 24-problem
 curriculum recorded as curated at the run's sampling; 1 step of 8 rollouts), run in a child
@@ -279,6 +287,113 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
     return found
 
 
+def _bindings(root: Path, path: Path) -> dict[str, str]:
+    """Names bound by the imports of `path` (anywhere in it) -> the absolute name they read."""
+    module = _module(root, path)
+    package = module.split(".")[:-1]
+    out: dict[str, str] = {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    out[a.asname] = a.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                kept = package[: len(package) - node.level + 1]
+                base = ".".join([*kept, *([base] if base else [])])
+            for a in node.names:
+                out[a.asname or a.name] = f"{base}.{a.name}"
+    return out
+
+
+def _called(node: ast.Call, names: dict[str, str]) -> str | None:
+    """The absolute name a call reaches through an import (None: a local or an object's method)."""
+    parts: list[str] = []
+    func: ast.expr = node.func
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    head = names.get(func.id)
+    if head is None:
+        return f"<local>.{func.id}" if not parts else None
+    return ".".join([head, *reversed(parts)])
+
+
+def is_job_call(name: str) -> bool:
+    """A call into the layers below the CLI that does work: a function (or a class's method) of
+    pipeline/ or flows/ outside pipeline.core's plumbing (errors, home, logs, hooks, outputs);
+    a class called (a settings or parameters object built) is not one."""
+    if not name.startswith(("pipeline.", "flows.")):
+        return False
+    if name.startswith(("pipeline.core.", "flows.cli.")):
+        return False
+    return not name.rsplit(".", 1)[-1][:1].isupper()
+
+
+def cli_commands(root: Path) -> dict[str, tuple[str, str]]:
+    """`sieve` command -> (module, function) from flows/cli: `app.command()(mod.fn)` calls and
+    `@x.command("name")` decorators."""
+    cli = root / "flows" / "cli"
+    found: dict[str, tuple[str, str]] = {}
+    init = ast.parse((cli / "__init__.py").read_text())
+    for node in ast.walk(init):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Call)
+                and isinstance(node.func.func, ast.Attribute) and node.func.func.attr == "command"
+                and isinstance(node.args[0], ast.Attribute)):  # fmt: skip
+            fn = node.args[0]
+            given = node.func.args[0].value if node.func.args else fn.attr
+            found[given] = (f"flows.cli.{fn.value.id}", fn.attr)
+    for path in sorted(cli.glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef):
+                for dec in node.decorator_list:
+                    if (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)
+                            and dec.func.attr == "command"):  # fmt: skip
+                        group = dec.func.value.id.removesuffix("_app")
+                        found[f"{group} {dec.args[0].value}"] = (_module(root, path), node.name)
+    return found
+
+
+def cli_job_calls(root: Path) -> dict[str, list[str]]:
+    """`sieve` command -> the job calls it makes (`is_job_call`), itself or through the CLI's own
+    helpers (followed across flows/cli modules), sorted."""
+    cli = root / "flows" / "cli"
+    defs: dict[tuple[str, str], ast.FunctionDef] = {}
+    names: dict[str, dict[str, str]] = {}
+    for path in sorted(cli.glob("*.py")):
+        mod = _module(root, path)
+        names[mod] = _bindings(root, path)
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef):
+                defs[(mod, node.name)] = node
+
+    def reach(key: tuple[str, str], seen: set[tuple[str, str]]) -> set[str]:
+        if key in seen or key not in defs:
+            return set()
+        seen.add(key)
+        mod = key[0]
+        calls: set[str] = set()
+        for node in ast.walk(defs[key]):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _called(node, names[mod])
+            if name is None:
+                continue
+            if name.startswith("<local>."):
+                calls |= reach((mod, name.split(".", 1)[1]), seen)
+            elif name.startswith("flows.cli."):
+                target, _, fn = name.rpartition(".")
+                calls |= reach((target, fn), seen)
+            elif is_job_call(name):
+                calls.add(name)
+        return calls
+
+    return {cmd: sorted(reach(key, set())) for cmd, key in sorted(cli_commands(root).items())}
+
+
 def init_logic_lines(root: Path, package: str = "pipeline") -> dict[str, int]:
     """Lines of each `__init__.py` of `package` inside definitions (functions, classes)."""
     out = {}
@@ -309,6 +424,7 @@ def structure(root: Path) -> dict[str, Any]:
     }
     inits = init_logic_lines(root)
     against = layer_violations(graph)
+    calls = cli_job_calls(root)
     return {
         "pipeline_modules": len(graph),
         "pipeline_loose_modules": len(loose),
@@ -318,7 +434,11 @@ def structure(root: Path) -> dict[str, Any]:
         "pipeline_layer_violations": len(against),
         "pipeline_init_logic_lines": sum(inits.values()),
         "cli_pipeline_modules": len(cli_modules),
+        "cli_commands": len(calls),
+        "cli_job_calls": sum(len(v) for v in calls.values()),
+        "cli_commands_over_one_job": sum(len(v) > 1 for v in calls.values()),
         "structure_where": {
+            "cli_job_calls": calls,
             "circles": circles(graph),
             "layer_violations": against,
             "init_logic": inits,

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from PIL import Image
 
-from flows import cli
+from flows import cli, commands
 from flows.curate import curate
 from pipeline.jobs.curate import Policy
 from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set
@@ -215,8 +215,8 @@ class ErrsOnLevelOne:
 def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`sieve eval`'s own code path (`flows.cli.curate.run_eval`) against the report, on a run
-    whose verifier fails on every level-1 completion."""
+    """`sieve eval`'s own code path (`flows.commands.run_eval`, then the CLI's `show_eval`)
+    against the report, on a run whose verifier fails on every level-1 completion."""
     import pipeline.jobs.rollouts
 
     real = pipeline.jobs.rollouts.verify_batch
@@ -237,7 +237,8 @@ def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
     }
     policy = Policy(ErrsOnLevelOne(answers, level_one), "rev", lambda qs: [prompt[q] for q in qs])
     frames = shown_by_the_cli(monkeypatch)
-    cli.curate.run_eval(policy, EvalConfig(per_level=2, samples=3), home)
+    cfg = EvalConfig(per_level=2, samples=3)
+    cli.curate.show_eval(commands.run_eval(policy, cfg, home), cfg)
     (printed,) = frames.values()
     with Ledger.open(home, read_only=True) as ledger:
         page = build_report(ledger, home / "report").path.read_text()

@@ -8,7 +8,6 @@ OSError about a file (`file_error`: a read-only file system, a folder that is a 
 committed>`, and exit 128 + the signal (130, 143): a long command says what it has committed as
 it goes (`committed`); from the signal on, other stderr output (Prefect's, a dying thread's) is
 dropped unless --verbose. Help texts are shown as written, brackets included.
-`start_flows` is what a command does before it runs a Prefect flow.
 
 Text is never markup: the consoles (`console`) read no Rich markup or emoji codes, and show
 control characters escaped (`pipeline.core.errors.printable`), so ledger text, file and column names
@@ -28,9 +27,8 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -43,11 +41,8 @@ from pipeline.core.runlog import verbose
 
 if TYPE_CHECKING:
     import polars as pl
-    from pydantic import BaseModel
 
     from pipeline.core.hooks import ProgressEvent
-
-M = TypeVar("M", bound="BaseModel")
 
 
 class _PlainConsole(Console):
@@ -213,38 +208,6 @@ def stage_lines(bar: Progress, started: float) -> Callable[[ProgressEvent], None
         out.print(f"{key}: {state} ({minutes:.1f} min in)")
 
     return update
-
-
-def validated(model: type[M], values: dict[str, object]) -> M:
-    """`model.model_validate(values)` with a pydantic error as one SieveError line."""
-    from pydantic import ValidationError
-
-    from pipeline.core.tomlconfig import first_error
-
-    try:
-        return model.model_validate(values)
-    except ValidationError as exc:
-        raise SieveError(f"invalid option: {first_error(exc)}") from None
-
-
-def check_backend(backend: str, base_url: list[str] | None) -> None:
-    from pipeline.sampling import BACKENDS
-
-    if backend not in BACKENDS:
-        raise SieveError(f"unknown --backend {backend!r}; valid: {', '.join(BACKENDS)}")
-    if backend == "openai" and not base_url:
-        raise SieveError("the openai backend needs --base-url (repeat it for several servers)")
-
-
-def start_flows(home: str | Path | None) -> None:
-    """Before a command runs Prefect flows: Prefect set up for this home, its logs (a failed
-    task's traceback among them) in <home>/logs/prefect.log unless --verbose, so a failure shows
-    as `run_app`'s one `error:` line; and its temporary API server started tied to this process,
-    so a killed run leaves no server behind (`pipeline.core.procs`)."""
-    from pipeline.core.procs import start_prefect_server
-    from pipeline.core.runlog import quiet_prefect
-
-    start_prefect_server(quiet_prefect(home))
 
 
 def committed(note: str) -> None:

@@ -1,33 +1,22 @@
 """`sieve schedule`, `sieve loop`, `sieve demo`: the nightly job, served or run back to back.
 
-`schedule` serves `flows.nightly` as a Prefect deployment on a cron (`run_schedule`); `loop` runs
-N nights in this process (`run_loop`, over `flows.loop.loop`); `demo` is the main job end to end
-on the embedded default (`pipeline.jobs.demo`'s foundation check, then `flows.loop.demo`).
+`schedule` serves `flows.nightly` as a Prefect deployment on a cron and `loop` runs N nights in
+this process (`flows.commands.schedule` and `.loop`: the settings decided and checked there);
+`demo` is the main job end to end on the embedded default (`pipeline.jobs.demo`'s foundation
+check, then `flows.loop.demo`).
 
 Test: `pytest tests/flows/test_schedule.py tests/cli/test_train_cli.py tests/flows/test_loop.py`.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.rule import Rule
 
-from flows.cli.common import (
-    check_backend,
-    committed,
-    out,
-    progress,
-    show,
-    stage_lines,
-    start_flows,
-)
-from flows.cli.curate import check_curate_config
+from flows.cli.common import committed, out, progress, show, stage_lines
 from flows.cli.options import (
     ENGINE,
     BackendOpt,
@@ -35,15 +24,10 @@ from flows.cli.options import (
     ConfigOpt,
     HomeOpt,
     OptionBlock,
-    check_folders,
     option_blocks,
 )
+from flows.commands import start_flows
 from pipeline.core.errors import SieveError
-
-if TYPE_CHECKING:
-    from pipeline.jobs.recipes import TrainSettings
-    from pipeline.sampling import EngineOptions
-    from pipeline.selection import CurateConfig
 
 # printed after the demo, with pipeline.jobs.demo.EXAMPLE_SQL (tests/cli/test_sql_sandbox.py runs
 # them)
@@ -84,58 +68,11 @@ def schedule(
     home: HomeOpt = None,
 ) -> None:
     """Serve the nightly flow as a Prefect deployment on a cron schedule (blocks)."""
-    from pipeline.selection import CurateConfig, load_curate_config
+    from flows import commands
 
-    if not os.environ.get("PREFECT_API_URL"):
-        raise SieveError(
-            "sieve schedule needs a Prefect server: run `prefect server start`, then "
-            "export PREFECT_API_URL=http://127.0.0.1:4200/api"
-        )
-    from prefect.client.schemas.schedules import CronSchedule
-
-    try:
-        CronSchedule(cron=cron)
-    except Exception as exc:
-        raise SieveError(f"invalid --cron {cron!r}: {' '.join(str(exc).split())[:160]}") from exc
-    from pipeline.jobs.recipes import load_settings
-
-    check_backend(backend, base_url)
-    cfg = load_curate_config(config) if config is not None else CurateConfig()
-    settings = load_settings(train_config) if train_config is not None else None  # per model
-    run_schedule(
-        cron,
-        name,
-        model=str(model.resolve()) if model is not None else None,
-        backend=backend,
-        base_urls=base_url or [],
-        home=str(Path(home).resolve()) if home is not None else None,
-        config=cfg,
-        train=settings,
-        keep_sampling=sorted(cfg.sampling.model_fields_set) if config is not None else [],
+    commands.schedule(
+        cron, name, config, train_config, model, backend, base_url or (), home, note=out.print
     )
-
-
-def run_schedule(
-    cron: str,
-    name: str,
-    *,
-    model: str | None,
-    backend: str,
-    base_urls: list[str],
-    home: str | None,
-    config: CurateConfig,
-    train: TrainSettings | None,
-    keep_sampling: Sequence[str] = (),
-) -> None:
-    """The nightly job as a deployment: `flows.nightly.serve` on `cron` (blocks until Ctrl-C)."""
-    from flows.nightly import NightlyParams, serve
-
-    params = NightlyParams(
-        model=model, backend=backend, base_urls=base_urls, home=home, config=config,
-        train=train, keep_sampling=list(keep_sampling),
-    )  # fmt: skip
-    out.print(f"serving deployment sieve-nightly/{name} on cron {cron!r}; Ctrl-C stops it")
-    serve(cron, params, name)
 
 
 def demo(
@@ -297,109 +234,20 @@ def loop(
 
     A night already finished on this lineage (a --start date run before) is skipped.
     """
-    from pipeline.jobs.recipes import given_recipe, train_recipe
-    from pipeline.store import Ledger
+    from flows import commands
 
-    if nights < 1:
-        raise SieveError(f"--nights must be >= 1, got {nights}")
-    check_folders(home, "checkpoints", "tensorboard")
-    cfg = _loop_config(config, n)
-    try:
-        first = date.fromisoformat(start) if start else None
-    except ValueError:
-        raise SieveError(f"--start {start!r} is not a YYYY-MM-DD date") from None
-    check_backend(backend, base_url)
-    options = engine.options()
-    folder, why = _loop_start(model, backend, home)
-    given = given_recipe(train_config) if train_config is not None else None
-    recipe, settings = train_recipe(folder, given, steps)
-    out.print(
-        f"loop: night 1 starts from {folder} ({why}); {recipe.line()}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
-    name = str(model) if model is not None else None
-    keep = sorted(cfg.sampling.model_fields_set) if config is not None else []
-    run_loop(
-        home, nights, cfg, settings, first, name, backend, base_url or [], options, keep, again
-    )
-    from flows.loop import heldout_by_revision
-
-    with Ledger.open(home, read_only=True) as ledger:
-        show(heldout_by_revision(ledger), "held-out sampled pass@1 by revision (oldest first)")
-
-
-def _loop_config(config: Path | None, n: int | None) -> CurateConfig:
-    """`--config FILE` (else the defaults) with `--n` as its candidates."""
-    from pipeline.selection import CurateConfig, load_curate_config
-
-    cfg = load_curate_config(config) if config is not None else CurateConfig()
-    check_curate_config(cfg, config)
-    if n is not None:
-        if n < 1:
-            raise SieveError(f"--n must be >= 1, got {n}")
-        cfg = cfg.model_copy(update={"n_candidates": n})
-    return cfg
-
-
-def _loop_start(model: Path | None, backend: str, home: Path | None) -> tuple[Path, str]:
-    """The model the first night starts from, and why; one error line when there is none."""
-    from pipeline.core.home import ledger_path
-    from pipeline.jobs.lineage import nightly_model
-    from pipeline.store import Ledger
-
-    local = backend != "openai"  # openai: --model may be a served name
-    if model is not None and local and not (model / "config.json").is_file():
-        raise SieveError(f"model folder {model} has no config.json")
-    name = str(model) if model is not None else None
-    if ledger_path(home).exists():
-        with Ledger.open(home, read_only=True) as ledger:
-            folder, why = nightly_model(ledger, name, home)
-    else:
-        folder, why = nightly_model(None, name, home)
-    if local and not (folder / "config.json").is_file():
-        raise SieveError(f"no model at {folder}: run `sieve bootstrap` first, or pass --model")
-    return folder, why
-
-
-def run_loop(
-    home: Path | None,
-    nights: int,
-    config: CurateConfig,
-    settings: TrainSettings,
-    first: date | None,
-    model: str | None,
-    backend: str,
-    base_urls: Sequence[str],
-    engine: EngineOptions,
-    keep_sampling: Sequence[str] = (),
-    again: bool = False,
-) -> None:
-    """The nightly job `nights` times in this process: `flows.loop.loop` (one line a night);
-    `keep_sampling`: the [sampling] fields the config file set (the rest follow training)."""
-    from flows.loop import loop as run_nights
-
-    start_flows(home)
     done = 0
 
-    def say(line: str) -> None:  # once a night, when it is committed
+    def night_done(line: str) -> None:  # once a night, when it is committed
         nonlocal done
         done += 1
         out.print(line)
         committed(f"{done} of {nights} nights done (the night under way keeps what it committed)")
 
-    run_nights(
-        home,
-        nights,
-        config,
-        settings,
-        first,
-        say=say,
-        model=model,
-        backend=backend,
-        base_urls=base_urls,
-        engine=engine,
-        keep_sampling=keep_sampling,
-        again=again,
-    )
+    table = commands.loop(
+        nights, config, train_config, n, steps, start, model, backend, base_url or (),
+        engine.options(), home, again,
+        note=lambda line: out.print(line, markup=False, highlight=False, soft_wrap=True),
+        night_done=night_done,
+    )  # fmt: skip
+    show(table, "held-out sampled pass@1 by revision (oldest first)")

@@ -65,18 +65,6 @@ def decided_home(home: Path | None) -> Path:
     return folder
 
 
-def check_folders(home: Path | None, *names: str) -> None:
-    """SieveError when `<home>/<name>`, a folder the command writes into, exists and is not a
-    folder (a file there failed deep inside the run, as a traceback)."""
-    from pipeline.core.home import resolve_home
-
-    root = resolve_home(home)
-    for name in names:
-        path = root / name
-        if (path.exists() or path.is_symlink()) and not path.is_dir():
-            raise SieveError(f"{path} is not a folder; this command writes its {name} there")
-
-
 # the home decided by the option (never None from the command line): a command resolves it once
 HomeOpt = Annotated[
     Path | None,

@@ -35,6 +35,10 @@ from grpo_core.validate import (
 )
 from pipeline.sampling.base import SamplingParams
 
+# samples of one prompt drawn at once: a sampler holds a prompt's group in memory together (its
+# rows x vocabulary of logits, its KV cache), and 100,000 asked terabytes; GRPO groups are 4-64
+MAX_GROUP_SIZE = 1024
+
 DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"raw": 16, "chat": 512}
 
 

@@ -9,7 +9,12 @@ Test: `.venv/bin/pytest tests/selection tests/grpo_core/test_zero_variance.py
 tests/store/test_sql_macros.py -q`.
 """
 
-from pipeline.selection.config import TINY_CURATE, CurateConfig, load_curate_config
+from pipeline.selection.config import (
+    TINY_CURATE,
+    CurateConfig,
+    check_samplable,
+    load_curate_config,
+)
 from pipeline.selection.curriculum import ITEM_SCHEMA, build_curriculum
 from pipeline.selection.rules import (
     REASONS,
@@ -36,6 +41,7 @@ __all__ = [
     "allocate_candidates",
     "beta_quantile",
     "build_curriculum",
+    "check_samplable",
     "group_size_for",
     "group_sizes_for",
     "group_stats",

@@ -31,7 +31,7 @@ from pipeline.core.errors import SieveError
 from pipeline.core.tomlconfig import CONFIGS, load_toml, read_config_text, read_toml, validate_toml
 from pipeline.problems import FAMILIES, parse_levels
 from pipeline.problems.mix import MixConfig
-from pipeline.sampling.budget import SamplingConfig
+from pipeline.sampling.budget import MAX_GROUP_SIZE, SamplingConfig
 
 # The curation the built-in tiny policy learns with exists once, as data/configs/tiny_curate.toml
 # (its comments say why: stage 2 off, the stage-1 band opened to [0.02, 1], half as many replayed
@@ -49,6 +49,7 @@ TINY_CURATE: dict[str, float | int] = {
 # past that a value is a typo (2**63 - 1 would only grow memory until the machine gives out).
 MAX_CANDIDATES = 10_000_000
 MAX_REPLAY_WEIGHT = 1e3  # weight of a replayed item; main items average 1
+GROUP_FIELDS = ("screen_g", "refine_g", "stage1_g", "max_group_size")  # `check_samplable`
 
 
 def _all_families() -> dict[str, str]:
@@ -313,6 +314,27 @@ class CurateConfig(BaseModel):
 def load_curate_config(path: str | Path) -> CurateConfig:
     """Read and validate a curate TOML file; any problem is one `SieveError` line."""
     return load_toml(path, CurateConfig)
+
+
+def check_samplable(cfg: CurateConfig, config: str | Path | None = None) -> None:
+    """One SieveError line (`config` names the file) when a group size of `cfg` is past
+    `MAX_GROUP_SIZE` (the config allows up to 2^31 - 1, which no machine samples at once), or
+    when it samples at temperature 0: greedy samples of a prompt are all alike, so no group
+    can disagree and the curation would write an empty curriculum, exit 0, as `latest`. Every
+    entry point that curates checks it (sieve curate, loop, schedule: `flows.commands`)."""
+    where = f"{config}: " if config is not None else ""
+    for name in GROUP_FIELDS:
+        value = getattr(cfg, name)
+        if value > MAX_GROUP_SIZE:
+            raise SieveError(
+                f"{where}{name} = {value} is more samples of one prompt than a sampler holds at "
+                f"once; at most {MAX_GROUP_SIZE}"
+            )
+    if cfg.sampling.sampling_temperature == 0:
+        raise SieveError(
+            f"{where}temperature 0 (greedy) samples every prompt alike, so no group can "
+            "disagree and the curriculum would be empty; curate at a temperature > 0"
+        )
 
 
 def load_mix(path: Path) -> MixConfig:

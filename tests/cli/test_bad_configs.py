@@ -235,6 +235,37 @@ def test_bad_config_value_is_one_line_and_writes_nothing(
     assert needle in line, line
 
 
+@pytest.mark.parametrize("command", ["loop", "schedule"])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[sampling]\ntemperature = 0.0\n", "temperature 0 (greedy) samples every prompt alike"),
+        ("screen_g = 100000\nrefine_g = 100000\n", "screen_g = 100000 is more samples of one"),
+    ],
+    ids=["temperature-0", "screen_g-100000"],
+)
+def test_every_entry_point_that_curates_refuses_what_curate_refuses(
+    tmp_path: Path,
+    empty_home: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    text: str,
+    needle: str,
+) -> None:
+    """Issue 49: the rule lives below the CLI (`pipeline.selection.check_samplable`, called by
+    `flows.commands`), so `sieve loop` and `sieve schedule` (which once served a deployment
+    whose every night curated nothing) refuse a config `sieve curate` refuses."""
+    config = tmp_path / "c.toml"
+    config.write_text(text, encoding="utf-8")
+    argv = [command, "--config", str(config)]
+    if command == "schedule":  # past its server check; the config is refused before serving
+        monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+        argv += ["--cron", "0 2 * * *"]
+    line = run_refused(argv, empty_home, capfd)
+    assert line.startswith(f"error: {config}: ") and needle in line, line
+
+
 def test_the_config_catalogue_holds_every_probe() -> None:
     assert len(CASES) == 42 and len({c[0] for c in CASES}) == len(CASES)
 

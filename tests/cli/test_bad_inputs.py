@@ -977,16 +977,16 @@ def only_line(err: str) -> str:
 
 @pytest.fixture
 def no_flows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[str, Callable], None]:
-    """`no_flows(job, flow)`: the CLI's `job` module (curate, train) runs `flow` in place of its
+    """`no_flows(job, flow)`: the command `job` (curate, train) runs `flow` in place of its
     Prefect flow, with no Prefect server started."""
+    import flows.commands
     import flows.curate
     import flows.train
-    from flows import cli
 
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))  # this test's, set back after
 
     def replace(job: str, flow: Callable) -> None:
-        monkeypatch.setattr(getattr(cli, job), "start_flows", lambda home: None)
+        monkeypatch.setattr(flows.commands, "start_flows", lambda home: None)
         monkeypatch.setattr(getattr(flows, job), f"{job}_flow", flow)
 
     return replace
@@ -1474,7 +1474,7 @@ def test_a_finished_night_is_not_run_again(
     """Re-running a finished `sieve loop --nights 1 --start D` trained night D again, from the
     weights night D had made (issue 47). The night is stubbed as the nightly flow leaves one: a
     curriculum of the night's model, a finished training run from it and its checkpoint."""
-    import flows.cli.nightly
+    import flows.commands
     import flows.loop
     import flows.nightly
     from pipeline.policy.model import create_tiny_model, folder_revision
@@ -1484,7 +1484,7 @@ def test_a_finished_night_is_not_run_again(
     ran: list[str] = []
 
     def night(params: Any, runtime: Any = None) -> dict[str, Any]:
-        folder, _ = flows.nightly.current_model(params.home, params.model)
+        folder, _ = flows.commands.lineage_model(params.home, params.model)
         start, n = folder_revision(folder), len(ran)
         ran.append(str(params.night))
         step = home / "checkpoints" / f"train-{n}" / "step-000001"
@@ -1514,7 +1514,7 @@ def test_a_finished_night_is_not_run_again(
         return {"night": params.night, "model": str(folder), "curate": curate, "train": train}
 
     monkeypatch.setattr(flows.nightly, "nightly_flow", night)
-    monkeypatch.setattr(flows.cli.nightly, "start_flows", lambda home: None)
+    monkeypatch.setattr(flows.commands, "start_flows", lambda home: None)
     monkeypatch.setattr(flows.loop, "quiet_prefect", lambda home: None)
     argv = ["loop", "--nights", "1", "--start", "2026-11-01", "--home", str(home)]
     code, _, err = run_sieve([*argv, "--model", str(base)], capfd)

@@ -10,12 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli.curate import sampling_plan, with_recipe_sampling
+from flows.commands import sampling_plan
 from pipeline.core.hooks import SamplingPlan
-from pipeline.jobs.recipes import RECIPES, chat_sampling_defaults, load_settings
+from pipeline.jobs.recipes import RECIPES, chat_sampling_defaults, curation_sampling, load_settings
 from pipeline.selection import CurateConfig
 
 SERVED = Path("a-served-chat-model")  # not a local folder: counts as a chat model
+
+
+def with_recipe_sampling(cfg: CurateConfig, folder: Path, chosen: set[str]) -> CurateConfig:
+    """What `sieve curate` (`flows.commands.curate`) curates at: the recipe's sampling for the
+    fields the user did not set."""
+    return curation_sampling(cfg, folder, sorted(chosen))[0]
 
 
 def test_a_chat_model_curates_at_its_recipe_temperature_and_budget() -> None:
@@ -68,7 +74,7 @@ def _night_config(
         return {"curriculum_id": "c", "kept": {}}
 
     monkeypatch.setattr(nightly, "curate_flow", fake_curate)
-    monkeypatch.setattr(nightly, "current_model", lambda home, model: (SERVED, "given"))
+    monkeypatch.setattr(nightly, "lineage_model", lambda home, model: (SERVED, "given"))
     monkeypatch.setattr(nightly, "night_engine", lambda *a, **k: None)
     nightly.nightly_flow.fn(
         nightly.NightlyParams(home=str(tmp_path), night="2026-01-02", skip_train=True, **params)

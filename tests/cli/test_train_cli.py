@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from flows.cli import train as train_cli
 from grpo_core.config import GRPOConfig
 from pipeline.jobs.recipes import RECIPES, TINY_RECIPE, load_settings
 from pipeline.policy.model import SIEVE_META, folder_revision
@@ -66,13 +65,20 @@ def chat_copy(model_dir: Path, dest: Path) -> Path:
 
 @pytest.fixture
 def flow_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Records what `sieve train` hands `run_train` instead of training: the resolved job's
-    curriculum, model, home and settings (as `TrainParams` names them) and the run's options."""
+    """Records what `sieve train` hands the train flow instead of training: the resolved job's
+    curriculum, model, home and settings and the run's options (`TrainParams`' fields)."""
+    import flows.commands
+    import flows.train
+
     calls: list[Any] = []
 
-    def fake(*, job: Any, **params: Any) -> dict[str, Any]:
+    def fake(params: Any, runtime: Any = None) -> dict[str, Any]:
+        job = params.job
         resolved = {"curriculum": job.curriculum_id, "model": str(job.model), "home": job.home}
-        calls.append(SimpleNamespace(**resolved, settings=job.settings, job=job, **params))
+        options = {
+            k: getattr(params, k) for k in ("backend", "base_urls", "engine", "max_steps", "resume")
+        }
+        calls.append(SimpleNamespace(**resolved, settings=job.settings, job=job, **options))
         same = {"greedy": 0.1, "sampled": 0.1}
         return {
             "train_id": "train-x", "steps": 1, "rollouts": 8, "seconds": 0.1, "before": [],
@@ -80,7 +86,8 @@ def flow_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
             "checkpoint": "ckpt", "final_revision": "rev",
         }  # fmt: skip
 
-    monkeypatch.setattr(train_cli, "run_train", fake)
+    monkeypatch.setattr(flows.train, "train_flow", fake)
+    monkeypatch.setattr(flows.commands, "start_flows", lambda home: None)
     return calls
 
 
