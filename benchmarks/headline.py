@@ -733,6 +733,7 @@ def run_night(
     skips finished nights, and a crashed one resumes from its own checkpoints)."""
     from datetime import date, timedelta
 
+    from flows.cli.summary import night_line
     from flows.loop import loop
     from pipeline.jobs.lineage import nightly_model
     from pipeline.store import Ledger
@@ -783,7 +784,8 @@ def run_night(
         night = first + timedelta(days=len(p["nights"]))
         cur_cfg, train = night_settings(setup, seed, updates, candidates, mix)
         result = loop(
-            home, 1, cur_cfg, train, night, say=lambda line: print(f"    {line}", flush=True),
+            home, 1, cur_cfg, train, night,
+            lambda i, summary: print(f"    {night_line(i, summary)}", flush=True),
             model=str(start_dir), backend=setup.backend,
         )[0]  # fmt: skip
         done = result.get("done")  # finished before a stop, its record not yet written

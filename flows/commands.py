@@ -28,6 +28,7 @@ from pipeline.core.errors import SieveError
 from pipeline.core.hooks import Progress, ProgressEvent
 
 if TYPE_CHECKING:
+    from flows.loop import DemoRun
     from flows.scale import ScaleConfig
     from pipeline.jobs.curate import Policy
     from pipeline.jobs.lineage import TrainJob
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from pipeline.selection import CurateConfig
 
 Note = Callable[[str], None]
+Night = Callable[[int, dict[str, Any]], None]  # a night's number (from 1) and its summary
 
 
 def _silent(line: str) -> None:
@@ -475,12 +477,12 @@ def loop(
     home: Path | None,
     again: bool = False,
     note: Note = _silent,
-    night_done: Note = _silent,
+    on_night: Night | None = None,
 ) -> Any:
     """`sieve loop`: `nights` nights back to back in this process (`flows.loop.loop`), the
     first on `start` (YYYY-MM-DD; None: today, UTC), from the model `loop_start` decides, with
-    `train_config` (else the recipe for that model); `night_done` gets each night's line once it
-    is committed. Returns the held-out sampled pass@1 by revision afterwards
+    `train_config` (else the recipe for that model); `on_night` gets each night's number and
+    summary once it is committed. Returns the held-out sampled pass@1 by revision afterwards
     (`flows.loop.heldout_by_revision`)."""
     from pipeline.jobs.recipes import given_recipe, train_recipe
     from pipeline.store import Ledger
@@ -509,7 +511,7 @@ def loop(
         cfg,
         settings,
         first,
-        say=night_done,
+        on_night,
         model=str(model) if model is not None else None,
         backend=backend,
         base_urls=base_urls,
@@ -569,6 +571,48 @@ def schedule(
     )
     note(f"serving deployment sieve-nightly/{name} on cron {cron!r}; Ctrl-C stops it")
     serve(cron, params, name)
+
+
+def demo(
+    home: Path | None,
+    model: str | None,
+    n: int,
+    bootstrap_steps: int,
+    steps: int | None,
+    note: Note = _silent,
+    on_night: Night | None = None,
+    progress: Progress | None = None,
+) -> tuple[Path | None, DemoRun]:
+    """`sieve demo`: the foundation check (the embedded problems in the ledger, the verifier's
+    self-check on them: a failure is an error after its counts are noted), then one night of the
+    nightly flow: on the tiny policy (`flows.loop.demo`, bootstrapped if missing; `n`
+    candidates, `steps` training steps: None, the recipe's), or with `model` on vLLM
+    (`flows.loop.demo_real`). Returns the ledger's path and the night."""
+    from flows.loop import DEMO_CURATE, DEMO_TRAIN
+    from pipeline.jobs.demo import run_demo
+
+    if n < 10 or bootstrap_steps < 1:
+        raise SieveError("--n must be >= 10 and --bootstrap-steps >= 1")
+    found = run_demo(home, n=2000, seed=0)
+    c = found.check
+    note(
+        f"1. problems: {int(found.counts['problems'].sum())} in the ledger ({found.new_problems} "
+        f"new); verifier self-check: {c.own_correct}/{c.problems} own answers accepted, "
+        f"{c.perturbed_rejected}/{c.problems} perturbed rejected"
+    )
+    if c.own_correct != c.problems or c.perturbed_rejected != c.problems:
+        raise SieveError("verifier self-check failed: see the counts above")
+    start_flows(home)
+    from flows.loop import demo as tiny_night
+    from flows.loop import demo_real
+
+    if model is not None:
+        note(f"2. {model} -> curate -> train -> eval (one night of the nightly flow, vLLM)")
+        return found.ledger, demo_real(home, model, note, progress, on_night)
+    note("2. policy -> curate -> train -> eval (one night of the nightly flow)")
+    config = DEMO_CURATE.model_copy(update={"n_candidates": n})
+    settings = DEMO_TRAIN.with_steps(steps)
+    return found.ledger, tiny_night(home, bootstrap_steps, config, settings, note, on_night)
 
 
 # ---------------------------------------------------------------------- shared checks

@@ -13,7 +13,9 @@ ledger, verifiers agree), the tiny policy bootstrapped if missing (`sieve bootst
 700 steps at seed 0: the same weights, the start of the tiny headline), one night, and a summary.
 
 Prefect is imported only when a night runs (after `pipeline.core.runlog.quiet_prefect`), so the
-CLI's `sieve stats` and `sieve train` can use `heldout_by_revision` and `before_after` without it.
+CLI's `sieve stats` can use `heldout_by_revision` without it. These functions return data (a
+night's summary to `on_night`, a `DemoRun`); what is printed is worded by the CLI
+(`flows/cli/summary.py`).
 
 Run: `sieve loop --nights 2`, `sieve demo` (`flows/cli/nightly.py`).
 Test: `pytest tests/flows/test_loop.py` (the nightly chain), `tests/cli/test_train_cli.py` (what
@@ -23,7 +25,7 @@ Test: `pytest tests/flows/test_loop.py` (the nightly chain), `tests/cli/test_tra
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,7 @@ from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger, load_query
 
 Say = Callable[[str], None]
+Night = Callable[[int, dict[str, Any]], None]  # a night's number (from 1) and its summary
 
 
 def loop(
@@ -49,7 +52,7 @@ def loop(
     config: CurateConfig | None = None,
     settings: TrainSettings | None = None,
     start: date | None = None,
-    say: Say = print,
+    on_night: Night | None = None,
     *,
     model: str | None = None,
     backend: str = "hf",
@@ -77,7 +80,8 @@ def loop(
         done = None if again else night_done(home, night, model)
         if done is not None:
             results.append({"night": night.isoformat(), "done": done})
-            say(night_line(i + 1, results[-1]))
+            if on_night is not None:
+                on_night(i + 1, results[-1])
             continue
         params = NightlyParams(
             model=model,
@@ -93,31 +97,9 @@ def loop(
         result = nightly_flow(params, Runtime(progress=progress) if progress else None)
         record(home, night, result)
         results.append(result)
-        say(night_line(i + 1, result))
+        if on_night is not None:
+            on_night(i + 1, result)
     return results
-
-
-def night_line(index: int, result: dict[str, Any]) -> str:
-    done = result.get("done")
-    if done is not None:
-        trained = f"training {done['train_id']}" if done["train_id"] else "nothing trained"
-        return (
-            f"night {index} ({result['night']}): done already (curriculum "
-            f"{done['curriculum_id']}, {trained}, weights {done['final_revision']}): not "
-            "run again; --again runs it again from the newest weights"
-        )
-    cur = result["curate"]
-    kept = sum(cur["kept"].values())
-    spent = sum(cur["rollouts_spent"].values())
-    text = f"night {index} ({result['night']}): curated {kept} prompts for {spent} rollouts"
-    train = result.get("train")
-    if train is None:
-        return text + "; nothing to train on"
-    b, a = train["heldout_before"]["sampled"], train["heldout_after"]["sampled"]
-    return (
-        f"{text}; trained {train['steps']} steps ({train['rollouts']} rollouts); "
-        f"held-out sampled pass@1 {pct(b)} -> {pct(a)}; new revision {train['final_revision']}"
-    )
 
 
 def night_done(home: str | Path | None, night: date, model: str | None) -> dict[str, Any] | None:
@@ -155,11 +137,6 @@ def record(home: str | Path | None, night: date, result: dict[str, Any]) -> None
         record_night(ledger, night, start, final, result["curate"]["curriculum_id"], train_id)
 
 
-def pct(x: float | None) -> str:
-    """A pass rate as a percentage, `n/a` when there is none."""
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
 def heldout_by_revision(ledger: Ledger) -> pl.DataFrame:
     """Held-out sampled pass@1 by family × level, one column per evaluated revision (in the
     order they were first evaluated)."""
@@ -183,14 +160,12 @@ def heldout_by_revision(ledger: Ledger) -> pl.DataFrame:
 
 @dataclass
 class DemoRun:
-    """One demo night: its summary, the before/after table (`before_after`), and what its
-    curation bought (`pipeline.jobs.backtest.backtest_curation`; `bought_note` says why not, if
-    not)."""
+    """One demo night: its summary and what its curation bought
+    (`pipeline.jobs.backtest.backtest_curation`; `bought_note` says why not, if not)."""
 
     home: Path
     bootstrapped: bool
     night: dict[str, Any]
-    table: pl.DataFrame = field(default_factory=pl.DataFrame)
     report: Path | None = None
     bought: CurationBacktest | None = None
     bought_note: str | None = None
@@ -209,8 +184,9 @@ def demo(
     config: CurateConfig = DEMO_CURATE,
     settings: TrainSettings = DEMO_TRAIN,
     say: Say = print,
+    on_night: Night | None = None,
 ) -> DemoRun:
-    """Bootstrap if missing → one night (curate → train → eval) → before/after table."""
+    """Bootstrap if missing → one night (curate → train → eval) → what its curation bought."""
     root = resolve_home(home)
     model = root / "models" / "tiny"
     bootstrapped = False
@@ -223,9 +199,8 @@ def demo(
         save_atomically(result, model, cfg)
         say(f"  {result.steps} supervised steps, loss {result.final_loss:.3f}")
         bootstrapped = True
-    night = loop(home, 1, config, settings, say=say, again=True)[0]  # a demo runs a night
-    table = before_after(night.get("train"))
-    run = DemoRun(root, bootstrapped, night, table)
+    night = loop(home, 1, config, settings, on_night=on_night, again=True)[0]  # runs a night
+    run = DemoRun(root, bootstrapped, night)
     run.bought, run.bought_note = curation_bought(home, night)
     try:
         from pipeline.jobs.report import build_report
@@ -292,7 +267,11 @@ def demo_real_settings() -> tuple[CurateConfig, TrainSettings, EngineOptions]:
 
 
 def demo_real(
-    home: str | Path | None, model: str, say: Say = print, progress: Progress | None = None
+    home: str | Path | None,
+    model: str,
+    say: Say = print,
+    progress: Progress | None = None,
+    on_night: Night | None = None,
 ) -> DemoRun:
     """The real-model demo: the model added to the home if missing (a built-in name, or a
     model folder), then one night on vLLM (one in-process engine: curate -> train -> eval)."""
@@ -319,39 +298,13 @@ def demo_real(
         add_model(model, home)
     curate, train, engine = demo_real_settings()
     night = loop(
-        home, 1, curate, train, say=say, model=str(folder), backend="vllm", engine=engine,
+        home, 1, curate, train, on_night, model=str(folder), backend="vllm", engine=engine,
         progress=progress, again=True,
     )[0]  # fmt: skip
-    run = DemoRun(root, False, night, before_after(night.get("train")))
+    run = DemoRun(root, False, night)
     run.report = Path(night["report"]) if night.get("report") else None
     run.bought, run.bought_note = curation_bought(home, night)
     return run
-
-
-def before_after(train: dict[str, Any] | None) -> pl.DataFrame:
-    """Held-out pass@1 before and after, by family × level, from a train flow's summary (its
-    tables come from the `heldout_pass1` view; `errors_*`: verifier errors, counted as wrong)."""
-    if train is None:
-        return pl.DataFrame()
-    before = pl.DataFrame(train["before"])
-    after = pl.DataFrame(train["after"])
-    if before.is_empty() or after.is_empty():
-        return pl.DataFrame()
-    names = [c for c in ("greedy", "sampled", "errors") if c in before.columns and c in after]
-    cells = ["family", "level"] + (["problems"] if "problems" in before.columns else [])
-    return (
-        before.select(*cells, *names)
-        .join(after.select("family", "level", *names), on=["family", "level"], suffix="_after")
-        .rename({c: f"{c}_before" for c in names})
-        .with_columns((pl.col("sampled_after") - pl.col("sampled_before")).alias("sampled_gain"))
-        .sort("family", "level")
-    )
-
-
-# ---------------------------------------------------------------------- the demo's summary
-
-WIDTH = 80  # every line the demo's summary prints fits this many columns
-MOVED_SHOWN = 12  # cells listed by name; the rest are counted (all: `sieve demo --wide`)
 
 
 def curation_bought(
@@ -366,118 +319,3 @@ def curation_bought(
         return None, " ".join(str(exc).split())
     except Exception as exc:  # the summary says it; the night is done
         return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
-
-
-def bought_lines(replay: CurationBacktest | None, note: str | None = None) -> list[str]:
-    """What the night's curation bought, as lines of at most `WIDTH` columns: the informative
-    share of Sieve's training groups against uniform groups on every candidate, and rollouts
-    per informative group (training only, and with the curation's rollouts charged)."""
-    head = "What the night's curation bought, on its own stored samples:"
-    if replay is None:
-        return [head, *wrap(f"not replayed: {note or 'no curation'}", "  ", "    ")]
-    s, u, g = replay.sieve, replay.uniform, replay.group_size
-    share_s, share_u = s.report["informative_share"], u.report["informative_share"]
-    kept, curation = s.report["kept"], s.report["curation_rollouts"]
-    train_per = s.report["rollouts_per_informative_group_training"]
-    with_curation = s.report["rollouts_per_informative_group_with_curation"]
-    uniform_per = u.report["rollouts_per_informative_group"]
-    even = s.report[f"epochs_to_break_even_vs_uniform_g{g}"]
-    intro = (
-        f"Sieve kept {kept} of {replay.candidates} candidates (screened on "
-        f"{s.report['screen_group_size']} samples each, survivors on {replay.selected_on}); its "
-        f"groups of {g} are judged on samples selection never saw, uniform's on the first {g} "
-        "of every candidate."
-    )
-    rows = [
-        ("", "Sieve", "uniform"),
-        ("informative groups (answers disagree)", share(share_s), share(share_u)),
-        ("  informative / groups", f"{s.informative_groups}/{kept}",
-         f"{u.informative_groups}/{replay.candidates}"),
-        ("rollouts per informative group", number(train_per), number(uniform_per)),
-        (f"  counting curation ({curation} replayed)", number(with_curation), ""),
-    ]  # fmt: skip
-    lines = [head, *wrap(intro, "  ", "  ")]
-    lines += [f"  {a:<40}{b:>9}{c:>9}".rstrip() for a, b, c in rows]
-    if even is not None:
-        verdict = (
-            f"With curation paid once, Sieve is the cheaper per informative group after "
-            f"{even:.1f} epochs over its {kept} kept prompts."
-        )
-    elif not s.informative_groups:
-        verdict = "Sieve's training groups found no informative group on these samples."
-    elif uniform_per is None:
-        verdict = "Uniform draws found no informative group on these samples."
-    else:
-        verdict = "Sieve's training groups cost no less per informative group than uniform's."
-    return [*lines, *wrap(verdict, "  ", "  ")]
-
-
-def moved_lines(table: pl.DataFrame, shown: int = MOVED_SHOWN) -> list[str]:
-    """The held-out cells whose pass@1 (sampled or greedy) moved, before -> after, the largest
-    change of sampled pass@1 first, as lines of at most `WIDTH` columns."""
-    if table.is_empty():
-        return ["Held-out pass@1: not evaluated (nothing was trained)."]
-    measures = [m for m in ("sampled", "greedy") if f"{m}_before" in table.columns]
-    changed = pl.any_horizontal(
-        (pl.col(f"{m}_after") - pl.col(f"{m}_before")).abs().fill_null(0) > 1e-12 for m in measures
-    )
-    moved = table.filter(changed).sort(
-        pl.col("sampled_gain").abs(),
-        "family",
-        "level",
-        descending=[True, False, False],
-        nulls_last=True,
-    )
-    head = f"Held-out cells whose pass@1 moved: {moved.height} of {table.height}"
-    if moved.is_empty():
-        return [head + " (sieve demo --wide shows every cell)."]
-    cells = [f"{f} {lv}" for f, lv in zip(moved["family"], moved["level"], strict=True)]
-    w = min(max(len("cell"), *map(len, cells)), 24)
-    has_n = "problems" in table.columns
-    header = f"  {'cell':<{w}}" + ("     n" if has_n else "")
-    header += "".join(f"  {m:<17}" for m in measures)
-    lines = [head + ", before -> after:", header.rstrip()]
-    for i, row in enumerate(moved.head(shown).iter_rows(named=True)):
-        line = f"  {cells[i][:w]:<{w}}" + (f"{row['problems']:>6}" if has_n else "")
-        line += "".join(
-            f"  {pct(row[f'{m}_before']) + ' -> ' + pct(row[f'{m}_after']):<17}" for m in measures
-        )
-        lines.append(line.rstrip())
-    if moved.height > shown:
-        lines.append(f"  and {moved.height - shown} more (sieve demo --wide shows every cell)")
-    return lines
-
-
-def headline_line(night: dict[str, Any]) -> str | None:
-    """All held-out cells together, before -> after (the night's own line says it too)."""
-    train = night.get("train")
-    if not train:
-        return None
-    b, a = train["heldout_before"]["sampled"], train["heldout_after"]["sampled"]
-    return f"All held-out cells together: sampled pass@1 {pct(b)} -> {pct(a)}."
-
-
-def demo_summary(run: DemoRun) -> list[str]:
-    """The demo's summary, led by what the night's curation bought: the replay, then the cells
-    whose held-out pass@1 moved, then all cells together. Every line fits `WIDTH` columns."""
-    lines = bought_lines(run.bought, run.bought_note)
-    lines += ["", *moved_lines(run.table)]
-    headline = headline_line(run.night)
-    return lines + ([headline] if headline else [])
-
-
-def wrap(text: str, first: str = "", rest: str = "  ", width: int = WIDTH) -> list[str]:
-    """`text` as lines of at most `width` columns (words longer than a line are cut)."""
-    import textwrap
-
-    return textwrap.wrap(
-        text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False
-    ) or [first.rstrip()]
-
-
-def share(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
-def number(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:,.1f}"

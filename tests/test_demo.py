@@ -16,15 +16,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from flows.loop import (
-    WIDTH,
-    DemoRun,
-    before_after,
-    bought_lines,
-    curation_bought,
-    demo_summary,
-    moved_lines,
-)
+from flows.cli.summary import WIDTH, before_after, bought_lines, demo_summary, moved_lines
+from flows.loop import DemoRun, curation_bought
 from pipeline.jobs.demo import EXAMPLE_SQL, perturb, run_demo
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
@@ -188,7 +181,7 @@ def night_summary(curriculum: str) -> dict[str, Any]:
 def demo_run(home: Path) -> DemoRun:
     curriculum, _, _ = curated(home)
     night = night_summary(curriculum)
-    run = DemoRun(home, False, night, before_after(night["train"]))
+    run = DemoRun(home, False, night)
     run.bought, run.bought_note = curation_bought(home, night)
     return run
 
@@ -289,16 +282,26 @@ def test_sieve_demo_prints_the_summary_first_and_the_table_only_with_wide(
     """`sieve demo` (and `--model`, the same code path) with the night itself stubbed: every
     line fits 80 columns; the summary comes before the rollouts and the ledger; the 34-cell
     table only with --wide."""
+    from types import SimpleNamespace
+
+    import flows.commands
     import flows.loop
+    import pipeline.jobs.demo
     from flows.cli import nightly
     from tests.cli_runner import run_cli
 
     home = night_home
     run = demo_run(home)
+    found = SimpleNamespace(
+        check=SimpleNamespace(problems=3, own_correct=3, perturbed_rejected=3),
+        counts=pl.DataFrame({"problems": [3]}),
+        new_problems=0,
+        ledger=home / "sieve.duckdb",
+    )  # the foundation check, passed
+    monkeypatch.setattr(pipeline.jobs.demo, "run_demo", lambda *args, **kwargs: found)
     monkeypatch.setattr(flows.loop, "demo", lambda *args, **kwargs: run)
     monkeypatch.setattr(flows.loop, "demo_real", lambda *args, **kwargs: run)
-    monkeypatch.setattr(nightly, "_demo_problems", lambda home: home / "sieve.duckdb")
-    monkeypatch.setattr(nightly, "start_flows", lambda home: None)
+    monkeypatch.setattr(flows.commands, "start_flows", lambda home: None)
     argv = ["demo", "--home", str(home)] + (["--model", model] if model else [])
     code, out, err = run_cli(argv + (["--wide"] if wide else []), capsys)
     assert code == 0, err

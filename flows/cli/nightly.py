@@ -11,7 +11,7 @@ Test: `pytest tests/flows/test_schedule.py tests/cli/test_train_cli.py tests/flo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.rule import Rule
@@ -26,8 +26,6 @@ from flows.cli.options import (
     OptionBlock,
     option_blocks,
 )
-from flows.commands import start_flows
-from pipeline.core.errors import SieveError
 
 # printed after the demo, with pipeline.jobs.demo.EXAMPLE_SQL (tests/cli/test_sql_sandbox.py runs
 # them)
@@ -105,34 +103,37 @@ def demo(
     by what the night's curation bought (its own samples, Sieve against uniform draws)."""
     import time
 
-    from flows.loop import DEMO_CURATE, DEMO_TRAIN, WIDTH, demo_real, demo_summary
-    from flows.loop import demo as run_demo_night
+    from flows import commands
+    from flows.cli.summary import WIDTH, before_after, demo_summary, night_line
     from pipeline.jobs.demo import EXAMPLE_SQL
 
-    if n < 10 or bootstrap_steps < 1:
-        raise SieveError("--n must be >= 10 and --bootstrap-steps >= 1")
     started = time.perf_counter()
-    out.print(Rule("Sieve demo" + (f" on {model}" if model else "")), width=min(out.width, WIDTH))
-    ledger = _demo_problems(home)
-    start_flows(home)
-    if model is not None:
-        say(f"2. {model} -> curate -> train -> eval (one night of the nightly flow, vLLM)")
-        with progress("night") as bar:
-            hook = stage_lines(bar, time.monotonic())
-            run = demo_real(home, model, say=say, progress=hook)
-        title = "held-out pass@1 before -> after on the demo's cells (mean over samples; greedy)"
-    else:
-        settings = DEMO_TRAIN.with_steps(steps)
-        config = DEMO_CURATE.model_copy(update={"n_candidates": n})
-        say("2. policy -> curate -> train -> eval (one night of the nightly flow)")
-        run = run_demo_night(home, bootstrap_steps, config, settings, say=say)
-        title = "held-out pass@1 before -> after (mean over samples at T=1; greedy)"
+    ruled = False
+
+    def note(line: str) -> None:  # the rule above the first line (none before a usage error)
+        nonlocal ruled
+        if not ruled:
+            rule = Rule("Sieve demo" + (f" on {model}" if model else ""))
+            out.print(rule, width=min(out.width, WIDTH))
+            ruled = True
+        step = line[:1].isdigit() and line[1:3] == ". "  # "1. ...": its lines under its text
+        say(line, rest="   " if step else "  ")
+
+    with progress("night") as bar:
+        ledger, run = commands.demo(
+            home, model, n, bootstrap_steps, steps, note,
+            on_night=lambda i, night: note(night_line(i, night)),
+            progress=stage_lines(bar, time.monotonic()),
+        )  # fmt: skip
     out.print()
     for line in demo_summary(run):
         say(line)
     if wide:
         out.print()
-        show(run.table, title, width=WIDTH)
+        cells = "on the demo's cells " if model else ""
+        samples = "mean over samples" if model else "mean over samples at T=1"
+        title = f"held-out pass@1 before -> after {cells}({samples}; greedy)"
+        show(before_after(run.night.get("train")), title, width=WIDTH)
     cur = run.night["curate"]
     train = run.night.get("train") or {}
     out.print()
@@ -151,21 +152,21 @@ def demo(
 
 
 def say(text: str, first: str = "", rest: str = "  ") -> None:
-    """Print `text` as lines of at most `flows.loop.WIDTH` columns (the demo's output)."""
-    from flows.loop import wrap
+    """Print `text` as lines of at most `summary.WIDTH` columns (the demo's output)."""
+    from flows.cli.summary import wrap
 
     for line in wrap(text, first, rest):
         out.print(line, highlight=False)
 
 
 def sql_lines(query: str, width: int | None = None) -> list[str]:
-    """`  sieve sql "QUERY"` in lines of at most `width` (default `flows.loop.WIDTH`) columns,
+    """`  sieve sql "QUERY"` in lines of at most `width` (default `summary.WIDTH`) columns,
     broken before a clause (FROM, WHERE, GROUP BY, ORDER BY, LIMIT) where it must be: inside
     the quotes a line break is a space to SQL, and a shell keeps it, so the lines paste as
     one command."""
     import re
 
-    from flows.loop import WIDTH, wrap
+    from flows.cli.summary import WIDTH, wrap
 
     width = width or WIDTH
     clauses = re.split(r" (?=(?:FROM|WHERE|GROUP BY|ORDER BY|LIMIT)\b)", query)
@@ -188,24 +189,6 @@ def shown_path(path: Path | str | None) -> str:
         return str(full.relative_to(Path.cwd()))
     except ValueError:
         return str(full)
-
-
-def _demo_problems(home: Path | None) -> Path | None:
-    """Step 1 of the demo: the embedded problems in the ledger and the verifier's self-check,
-    printed; returns the ledger's path."""
-    from pipeline.jobs.demo import run_demo
-
-    found = run_demo(home, n=2000, seed=0)
-    c = found.check
-    say(
-        f"1. problems: {int(found.counts['problems'].sum())} in the ledger ({found.new_problems} "
-        f"new); verifier self-check: {c.own_correct}/{c.problems} own answers accepted, "
-        f"{c.perturbed_rejected}/{c.problems} perturbed rejected",
-        rest="   ",
-    )
-    if c.own_correct != c.problems or c.perturbed_rejected != c.problems:
-        raise SieveError("verifier self-check failed: see the counts above")
-    return found.ledger
 
 
 @option_blocks
@@ -235,19 +218,16 @@ def loop(
     A night already finished on this lineage (a --start date run before) is skipped.
     """
     from flows import commands
+    from flows.cli.summary import night_line
 
-    done = 0
-
-    def night_done(line: str) -> None:  # once a night, when it is committed
-        nonlocal done
-        done += 1
-        out.print(line)
-        committed(f"{done} of {nights} nights done (the night under way keeps what it committed)")
+    def night_done(index: int, night: dict[str, Any]) -> None:  # once committed
+        out.print(night_line(index, night))
+        committed(f"{index} of {nights} nights done (the night under way keeps what it committed)")
 
     table = commands.loop(
         nights, config, train_config, n, steps, start, model, backend, base_url or (),
         engine.options(), home, again,
         note=lambda line: out.print(line, markup=False, highlight=False, soft_wrap=True),
-        night_done=night_done,
+        on_night=night_done,
     )  # fmt: skip
     show(table, "held-out sampled pass@1 by revision (oldest first)")

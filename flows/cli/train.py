@@ -133,7 +133,7 @@ def _train_progress(bar: Progress) -> Callable[[ProgressEvent], None]:
 
 def print_train(summary: dict[str, Any]) -> None:
     """A train flow's summary: held-out before -> after by cell, then one line of totals."""
-    from flows.loop import before_after, pct
+    from flows.cli.summary import before_after, pct
 
     table = before_after(summary)
     if not table.is_empty():

@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 from flows.cli import common
-from flows.loop import before_after
+from flows.cli.summary import before_after
 
 
 def summary() -> dict[str, object]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import shutil
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
+from flows.cli.summary import night_line
 from flows.loop import heldout_by_revision, loop
 from pipeline.jobs.recipes import TrainSettings
 from pipeline.policy.model import folder_revision
@@ -63,7 +65,11 @@ def test_two_nights_on_a_model_continue_its_own_lineage(
     shutil.copytree(partly_trained_dir, base)
     foreign = foreign_checkpoint(home, tiny_model_dir, tmp_path)
     lines: list[str] = []
-    nights = loop(home, 2, CURATE, TRAIN, date(2026, 11, 1), lines.append, model=str(base))
+
+    def said(index: int, night: dict[str, Any]) -> None:  # what `sieve loop` prints a night
+        lines.append(night_line(index, night))
+
+    nights = loop(home, 2, CURATE, TRAIN, date(2026, 11, 1), said, model=str(base))
     assert [n["night"] for n in nights] == ["2026-11-01", "2026-11-02"]
     assert len(lines) == 2 and all("held-out sampled pass@1" in line for line in lines)
     first, second = nights[0]["train"], nights[1]["train"]
@@ -88,7 +94,7 @@ def test_two_nights_on_a_model_continue_its_own_lineage(
         assert ledger.run("SELECT count(*) FROM train_runs WHERE status = 'finished'") == [(3,)]
     # the same dates again: both finished on this lineage, so neither runs again (issue 47: a
     # re-run trained night 1 again, from the weights night 2 had made)
-    again = loop(home, 2, CURATE, TRAIN, date(2026, 11, 1), lines.append, model=str(base))
+    again = loop(home, 2, CURATE, TRAIN, date(2026, 11, 1), said, model=str(base))
     assert [n["done"]["train_id"] for n in again] == [first["train_id"], second["train_id"]]
     assert "done already" in lines[-1] and len(lines) == 4
     with Ledger.open(home, read_only=True) as ledger:
@@ -116,7 +122,7 @@ def test_nights_that_refresh_the_difficulty_model(tmp_path: Path, partly_trained
     train = TRAIN.model_copy(
         update={"selection": "posterior", "replay_curation": True, "carry_over": True}
     )
-    nights = loop(home, 2, curate, train, date(2026, 11, 1), lambda _: None, model=str(base))
+    nights = loop(home, 2, curate, train, date(2026, 11, 1), model=str(base))
     first, second = nights[0], nights[1]
     assert first["curate"]["rollouts_spent"].get("screen", 0) > 0
     assert second["curate"]["rollouts_spent"].get("screen", 0) == 0  # both cells known
