@@ -485,7 +485,6 @@ def loop(
     summary once it is committed. Returns the held-out sampled pass@1 by revision afterwards
     (`flows.loop.heldout_by_revision`)."""
     from pipeline.jobs.recipes import given_recipe, train_recipe
-    from pipeline.store import Ledger
 
     if nights < 1:
         raise SieveError(f"--nights must be >= 1, got {nights}")
@@ -502,8 +501,8 @@ def loop(
     note(f"loop: night 1 starts from {folder} ({why}); {recipe.line()}")
     keep = sorted(cfg.sampling.model_fields_set) if config is not None else []
     start_flows(home)
-    from flows.loop import heldout_by_revision
     from flows.loop import loop as run_nights
+    from pipeline.jobs.stats import heldout_table
 
     run_nights(
         home,
@@ -519,8 +518,7 @@ def loop(
         keep_sampling=keep,
         again=again,
     )
-    with Ledger.open(home, read_only=True) as ledger:
-        return heldout_by_revision(ledger)
+    return heldout_table(home)
 
 
 def schedule(

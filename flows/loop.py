@@ -12,14 +12,13 @@ of a night that already finished adds nothing new (ids follow from the inputs; t
 ledger, verifiers agree), the tiny policy bootstrapped if missing (`sieve bootstrap`'s own
 700 steps at seed 0: the same weights, the start of the tiny headline), one night, and a summary.
 
-Prefect is imported only when a night runs (after `pipeline.core.runlog.quiet_prefect`), so the
-CLI's `sieve stats` can use `heldout_by_revision` without it. These functions return data (a
-night's summary to `on_night`, a `DemoRun`); what is printed is worded by the CLI
-(`flows/cli/summary.py`).
+Prefect is imported only when a night runs (after `pipeline.core.runlog.quiet_prefect`). These
+functions return data (a night's summary to `on_night`, a `DemoRun`); what is printed is worded
+by the CLI (`flows/cli/summary.py`).
 
 Run: `sieve loop --nights 2`, `sieve demo` (`flows/cli/nightly.py`).
 Test: `pytest tests/flows/test_loop.py` (the nightly chain), `tests/cli/test_train_cli.py` (what
-`sieve loop` hands `loop`), `tests/store/test_heldout_view.py`, `tests/test_tiny_recipe.py`.
+`sieve loop` hands `loop`), `tests/test_tiny_recipe.py`.
 """
 
 from __future__ import annotations
@@ -30,8 +29,6 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from pipeline.core.errors import SieveError
 from pipeline.core.home import resolve_home
 from pipeline.core.hooks import Progress
@@ -40,7 +37,7 @@ from pipeline.jobs.backtest import CurationBacktest, backtest_curation
 from pipeline.jobs.recipes import TINY_RECIPE, TrainSettings
 from pipeline.sampling import EngineOptions
 from pipeline.selection import TINY_CURATE, CurateConfig
-from pipeline.store import Ledger, load_query
+from pipeline.store import Ledger
 
 Say = Callable[[str], None]
 Night = Callable[[int, dict[str, Any]], None]  # a night's number (from 1) and its summary
@@ -135,24 +132,6 @@ def record(home: str | Path | None, night: date, result: dict[str, Any]) -> None
         train_id = None
     with Ledger.open(home) as ledger:
         record_night(ledger, night, start, final, result["curate"]["curriculum_id"], train_id)
-
-
-def heldout_by_revision(ledger: Ledger) -> pl.DataFrame:
-    """Held-out sampled pass@1 by family × level, one column per evaluated revision (in the
-    order they were first evaluated)."""
-    frame = ledger.sql(load_query("heldout_by_revision"))
-    if frame.is_empty():
-        return frame
-    order = (
-        frame.group_by("model_revision")
-        .agg(pl.col("first_eval").min())
-        .sort("first_eval")["model_revision"]
-        .to_list()
-    )
-    wide = frame.pivot(on="model_revision", index=["family", "level"], values="sampled").sort(
-        "family", "level"
-    )
-    return wide.select("family", "level", *[c for c in order if c in wide.columns])
 
 
 # ---------------------------------------------------------------------- demo

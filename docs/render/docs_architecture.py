@@ -134,15 +134,25 @@ def pipeline_shape(r: Results) -> str:
         "pipeline_layer_violations": "imports against pipeline's layers (module to module)",
         "pipeline_init_logic_lines": "lines of functions and classes in pipeline's `__init__.py`",
         "cli_pipeline_modules": "pipeline modules that flows/cli/ imports",
+        "cli_commands": "`sieve` commands",
+        "cli_job_calls": "calls from the commands into flows/ and pipeline/, summed",
+        "cli_commands_over_one_job": "commands that make more than one such call",
     }
-    body = _before_and_now(r, labels, "pipeline/")
+    body = _before_and_now(r, labels, "pipeline/ and the CLI above it")
     found = counted_now(r.root)["where"]["circles"]
     circles = "; ".join(" → ".join(f"`{m}`" for m in group) for group in found) or "none"
     against = counted_now(r.root)["where"]["layer_violations"]
     upward = "; ".join(f"`{edge}`" for edge in against) or "none"
+    calls = counted_now(r.root)["where"]["cli_job_calls"]
+    thick = "; ".join(
+        f"`sieve {cmd}` ({', '.join(f'`{c}`' for c in found)})"
+        for cmd, found in calls.items()
+        if len(found) > 1
+    )
     return (
         body + f"\n\nImports against the layers in the code now: {upward}."
         f"\n\nImport circles in the code now: {circles}."
+        f"\n\nCommands that call more than one job now: {thick or 'none'}."
     )
 
 

@@ -23,7 +23,6 @@ import typer
 
 from flows.cli.common import out, show
 from flows.cli.options import ConfigOpt, HomeOpt
-from pipeline.core.errors import SieveError
 
 
 class Output(StrEnum):
@@ -67,39 +66,17 @@ def backtest(
     --config) over stored samples: rollouts spent,
     informative groups, rollouts per informative group, and recall / precision of the prompts
     each trains on against those whose pass rate over all samples is in the config's band."""
-    from pipeline.core.home import ledger_path
-    from pipeline.core.outputs import check_output
-    from pipeline.jobs import backtest as bt
-    from pipeline.selection import CurateConfig, load_curate_config
+    from pipeline.jobs.backtest import run_backtest
 
-    if png is not None:  # before the work: a PNG file, never the ledger nor any DuckDB database
-        if str(png) == "-":
-            raise SieveError("--png -: stdout carries the table; give a file for the figure")
-        if png.suffix and png.suffix.lower() != ".png":
-            raise SieveError(f"--png {png}: the figure is a PNG; give a file name ending in .png")
-        check_output(png, ledger=ledger_path(home), label="--png ")
-    cfg = load_curate_config(config) if config else CurateConfig()
-    specs = [bt.Spec.parse(p) for p in policy] if policy else [bt.Spec(n, {}) for n in bt.POLICIES]
-    if pool is not None:
-        samples, source = bt.pool_samples(pool, marker_required=not raw_answers), str(pool)
-    else:
-        from pipeline.store import Ledger
-
-        with Ledger.open(home, read_only=True) as ledger:
-            samples, rev = bt.ledger_samples(ledger, revision)
-        source = f"ledger revision {rev}"
-    table = bt.backtest(samples, specs, cfg, strict=bool(policy))
-    band = f"band [{cfg.band_low}, {cfg.band_high}]"
-    prompts = samples["problem_id"].n_unique()
-    if png is not None:
-        title = f"{source}: {prompts} prompts, {samples.height} samples, {band}"
-        bt.plot(table, png, title, ledger=ledger_path(home))
+    run = run_backtest(
+        home, policy, pool=pool, revision=revision, config=config, raw_answers=raw_answers, png=png
+    )
     if format is Output.csv:
-        print(table.write_csv(), end="")
+        print(run.table.write_csv(), end="")
     elif format is Output.json:
-        print(json.dumps(table.to_dicts(), indent=1))
+        print(json.dumps(run.table.to_dicts(), indent=1))
     else:
-        title = f"backtest over {source} ({prompts} prompts, {samples.height} samples; {band})"
-        show(table, title)
-        if png is not None:
-            out.print(f"figure: {png}")
+        title = f"backtest over {run.source} ({run.prompts} prompts, {run.samples} samples; "
+        show(run.table, title + f"{run.band})")
+        if run.png is not None:
+            out.print(f"figure: {run.png}")

@@ -1,5 +1,8 @@
 """`sieve generate`, `sieve ingest`, `sieve verify`: problems into the ledger, one verdict out.
 
+Each calls one job: `pipeline.jobs.intake.generate_problems` / `.ingest_file`,
+`pipeline.scoring.verify`; this module prints what they return.
+
 Test: `pytest tests/cli/test_cli.py tests/problems/test_ingest.py`.
 """
 
@@ -16,10 +19,9 @@ from flows.cli.options import HomeOpt
 from pipeline.core.errors import SieveError
 
 if TYPE_CHECKING:
-    import polars as pl
+    from pipeline.jobs.intake import Added
 
 HeldoutOpt = Annotated[float, typer.Option(help="Percent held out, fixed by hash.")]
-MAX_LINE_BYTES_ACCEPTED = 1 << 30  # a line is read whole into memory: past this, a mistake
 
 
 def generate(
@@ -36,29 +38,18 @@ def generate(
     home: HomeOpt = None,
 ) -> None:
     """Generate problems into the ledger and print counts by level."""
-    from pipeline.problems import generate as make_problems
-    from pipeline.problems import generate_mix, parse_levels
-    from pipeline.selection.config import load_mix
-    from pipeline.store import Ledger
+    from pipeline.jobs.intake import generate_problems
 
-    if mix is not None and family is None:
-        frame = generate_mix(load_mix(mix).levels(), n, seed, heldout_pct=heldout_pct)
-        label = mix.name
-    elif family is not None and mix is None:
-        chosen = parse_levels(levels, family)
-        frame = make_problems(family, chosen, n, seed, heldout_pct=heldout_pct)
-        label = family
-    else:
-        raise SieveError("give exactly one of --family NAME or --mix FILE")
-    with Ledger.open(home) as ledger:
-        new = ledger.write("problems", frame)
-        where = ledger.path
-    _print_counts(frame, f"{label}: {frame.height} problems ({new} new) -> {where}")
+    added = generate_problems(home, family, mix, levels, n, seed, heldout_pct)
+    _print_added(added)
 
 
-def _print_counts(frame: pl.DataFrame, title: str) -> None:
+def _print_added(added: Added) -> None:
+    """The problems written, counted by family x level and split, under one title."""
     import polars as pl
 
+    frame = added.frame
+    title = f"{added.label}: {frame.height} problems ({added.new} new) -> {added.ledger}"
     counts = (
         frame.group_by("family", "level")
         .agg(
@@ -101,22 +92,10 @@ def ingest(
 
     All or nothing: a bad record (named by file and line) imports nothing.
     """
-    from pipeline.problems.ingest import (
-        MAX_LINE_BYTES,
-        check_stored_conflicts,
-        conflicting_questions,
-        read_external,
-    )
-    from pipeline.store import Ledger
+    from pipeline.jobs.intake import ingest_file
 
-    if not file.exists():
-        raise SieveError(f"{file}: no such file")
-    if max_line_bytes is not None and max_line_bytes > MAX_LINE_BYTES_ACCEPTED:
-        raise SieveError(
-            f"--max-line-bytes must be at most {MAX_LINE_BYTES_ACCEPTED:,} (1 GiB), "
-            f"got {max_line_bytes:,}"
-        )
-    frame = read_external(
+    added = ingest_file(
+        home,
         file,
         question_field,
         answer_field,
@@ -124,23 +103,12 @@ def ingest(
         level_field=level_field,
         heldout_pct=heldout_pct,
         allow_conflicts=allow_conflicts,
-        max_line_bytes=MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
+        max_line_bytes=max_line_bytes,
         warn=lambda line: err.print(f"warning: {line}"),
     )
-    with Ledger.open(home) as ledger:
-        if not allow_conflicts:  # other files' answers to the same questions
-            stored = ledger.sql(
-                "SELECT question, answer, source FROM problems "
-                "WHERE question IN (SELECT unnest($q))",
-                {"q": frame["question"].unique().to_list()},
-            )
-            check_stored_conflicts(frame, stored, file.name)
-        new = ledger.write("problems", frame)
-        where = ledger.path
-    _print_counts(frame, f"{file.name}: {frame.height} problems ({new} new) -> {where}")
-    clashes = conflicting_questions(frame) if allow_conflicts else 0
-    if clashes:
-        out.print(f"{clashes} question(s) kept with more than one answer (--allow-conflicts)")
+    _print_added(added)
+    if added.clashes:
+        out.print(f"{added.clashes} question(s) kept with more than one answer (--allow-conflicts)")
 
 
 def verify(

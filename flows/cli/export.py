@@ -12,7 +12,6 @@ import typer
 
 from flows.cli.common import out
 from flows.cli.options import HomeOpt
-from pipeline.core.errors import SieveError
 
 if TYPE_CHECKING:
     from pipeline.policy.prompts import PromptFormat
@@ -38,23 +37,18 @@ def export(
 ) -> None:
     """Export a curriculum (with stages, group sizes and evidence) for TRL, verl or OpenRLHF,
     with a dataset card (README.md) beside it."""
-    from pipeline.jobs.export import check_format, export_curriculum
-    from pipeline.store import Ledger
+    from pipeline.jobs.export import export_home
 
-    check_format(format)
-    if prompt_format not in PROMPT_FORMATS:
-        raise SieveError(f"unknown --prompt-format {prompt_format!r}; valid: auto, raw, chat")
-    with Ledger.open(home, read_only=True) as ledger:
-        result = export_curriculum(
-            ledger,
-            curriculum,
-            format,
-            output,
-            prompt_format=PROMPT_FORMATS[prompt_format],
-            input_key=input_key,
-            label_key=label_key,
-            repeat_for_g=repeat_for_g,
-        )
+    result = export_home(
+        home,
+        curriculum,
+        format,
+        output,
+        prompt_format=prompt_format,
+        input_key=input_key,
+        label_key=label_key,
+        repeat_for_g=repeat_for_g,
+    )
     stages = ", ".join(f"stage {s}: {n}" for s, n in result.stages.items()) or "no items"
     out.print(
         f"exported {result.rows} prompts ({stages}; {result.prompt_format} prompts) "
@@ -72,13 +66,9 @@ def report(
     home: HomeOpt = None,
 ) -> None:
     """Write an HTML report: pass rates, difficulty, curricula, training, held-out results."""
-    from pipeline.core.home import resolve_home
-    from pipeline.jobs.report import build_report
-    from pipeline.store import Ledger
+    from pipeline.jobs.report.page import write_report
 
-    folder = output if output is not None else resolve_home(home) / "report"
-    with Ledger.open(home, read_only=True) as ledger:
-        result = build_report(ledger, folder)
+    result = write_report(home, output)
     out.print(
         f"report: {result.path} ({len(result.figures)} figures)", markup=False, soft_wrap=True
     )

@@ -31,15 +31,10 @@ def add(
     home: HomeOpt = None,
 ) -> None:
     """Write a model folder (with sieve.json saying where it came from) under <home>/models."""
-    from pipeline.policy.folders import add_folder, add_model
-    from pipeline.policy.model import read_meta
+    from pipeline.policy.folders import add as add_folder
 
     with err.status(Text(printable(f"adding {name}"))):  # a status reads markup otherwise
-        if source is not None:
-            folder = add_folder(source, name, home, force=force)
-        else:
-            folder = add_model(name, home, dtype=dtype, force=force)
-    meta = read_meta(folder)
+        folder, meta = add_folder(name, source, home, dtype=dtype, force=force)
     out.print(f"{folder} (revision {meta['model_revision']}, {meta['source']})", markup=False)
 
 

@@ -16,14 +16,17 @@ Test: `.venv/bin/pytest tests/test_plan.py -q`.
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from flows.cli.common import out
 from flows.cli.options import ConfigOpt, HomeOpt
-from pipeline.core.errors import SieveError
+
+if TYPE_CHECKING:
+    from pipeline.jobs.plan import Plan
 
 
 def plan(
@@ -61,37 +64,56 @@ def plan(
     pool and model: informative share and rollouts per informative group (every rollout
     counted) for uniform, DAPO, GRESO, the posterior and Sieve's curation, and whether curation
     pays here against uniform."""
-    from pipeline.jobs import backtest as bt
-    from pipeline.jobs import plan as pl_plan
-    from pipeline.selection import CurateConfig, load_curate_config
+    from pipeline.jobs.plan import plan_for
 
-    if g is not None and g < 2:
-        raise SieveError(f"--g {g}: a group needs at least 2 samples to disagree")
-    cfg = load_curate_config(config) if config else None
-    if pool is not None:
-        samples = bt.pool_samples(pool, marker_required=not raw_answers)
-        samples = pl_plan.pool_for_model(samples, pool, model)
-        source = f"pool {pool}" + (f" (model {model})" if model else "")
-    else:
-        from pipeline.store import Ledger
-
-        with Ledger.open(home, read_only=True) as ledger:
-            samples, source, stored = pl_plan.ledger_pool(ledger, model)
-        cfg = cfg or stored
-    result = pl_plan.plan(samples, cfg or CurateConfig(), g=g, seed=seed, source=source)
+    result = plan_for(home, pool, model, g=g, seed=seed, config=config, raw_answers=raw_answers)
     if as_json:
         rows = [r.as_dict() for r in result.rows]
-        print(
-            json.dumps(
-                {
-                    "source": source,
-                    "group_size": result.g,
-                    "rows": rows,
-                    "verdict": pl_plan.verdict(result.rows),
-                },
-                indent=1,
-            )
-        )
+        payload = {
+            "source": result.source,
+            "group_size": result.g,
+            "rows": rows,
+            "verdict": result.verdict,
+        }
+        print(json.dumps(payload, indent=1))
         return
-    for line in pl_plan.plan_lines(result):
+    for line in plan_lines(result):
         out.print(line, highlight=False, markup=False)
+
+
+WIDTH = 80  # every line `plan_lines` prints fits this many columns
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def plan_lines(p: Plan) -> list[str]:
+    """The plan as `sieve plan` prints it: a header, one row per policy, the verdict; every line
+    at most `WIDTH` columns."""
+    head = (
+        f"Plan over {p.source}: {p.prompts:,} prompts, {p.samples:,} samples ({p.depth} or more "
+        f"a prompt); every policy trains groups of G = {p.g}; DAPO, GRESO and the posterior are "
+        f"averaged over {p.replays} seeds. Rollouts per informative group count every rollout, "
+        "those sampled only to decide too."
+    )
+    lines = textwrap.wrap(head, WIDTH, break_on_hyphens=False)
+    lines += [
+        "",
+        f"{'policy':<30}{'training':>9}{'informative':>13}{'rollouts per':>14}{'rollouts':>11}",
+        f"{'':<30}{'groups':>9}{'share':>13}{'informative':>14}{'deciding':>11}",
+    ]
+    for r in p.rows:
+        label = r.label if len(r.label) <= 29 else r.label[:28] + "…"
+        if r.note:
+            lines += textwrap.wrap(
+                f"{label:<30}{r.note}", WIDTH, subsequent_indent=" " * 30, break_on_hyphens=False
+            )
+            continue
+        share = _num(None if r.share is None else 100 * r.share, ".1f")
+        deciding = _num(None if r.deciding_share is None else 100 * r.deciding_share, ".0f")
+        lines.append(
+            f"{label:<30}{r.groups or 0:>9,.0f}{share + ' %':>13}"
+            f"{_num(r.per_informative, ',.1f'):>14}{deciding + ' %':>11}"
+        )
+    return [*lines, "", *textwrap.wrap(p.verdict, WIDTH, break_on_hyphens=False)]

@@ -20,17 +20,17 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from flows.cli.common import console, out, show, table
 from flows.cli.options import HomeOpt
 from pipeline.core.errors import SieveError
-from pipeline.core.outputs import PARTIAL, STDOUT, Mode, check_output, open_output
+from pipeline.core.outputs import STDOUT, Mode, open_output
 
 if TYPE_CHECKING:
     import polars as pl
@@ -79,35 +79,21 @@ def sql(
     sandboxed: it reads only the ledger, writes nothing, changes no setting, and stops at
     --timeout and --memory-limit. Lists and structs become JSON text in csv and table output;
     a table cuts cells at 10,000 characters (csv and json keep them whole)."""
-    from pipeline.store import Ledger, QueryLimits, Sandbox, check_query
+    from pipeline.store.sandbox_sql import query_batches
 
-    statement = check_query(query)
-    limits = QueryLimits.from_options(timeout, memory_limit)
     if format is Format.parquet and output is None:
         raise SieveError("--format parquet needs --output FILE ('-' for stdout)")
     if output is not None and str(output) == STDOUT and format is not Format.parquet:
         output = None  # stdout, as without --output
     views: dict[Format, View] = {Format.parquet: "native", Format.json: "json"}
-    view = views.get(format, "text")
-    with Ledger.open(home, read_only=True) as ledger:
-        if output is not None:
-            check_output(output, ledger=ledger.path, label="--output ")
-        sandbox = Sandbox(ledger.con, limits, on_stuck=_stuck, ledger=ledger.path)
-        with sandbox.stream(statement, view) as batches:
-            _emit(batches, format, output)
+    limits = {"timeout": timeout, "memory_limit": memory_limit}
+    with query_batches(
+        home, query, **limits, view=views.get(format, "text"), output=output
+    ) as batches:
+        _emit(batches, format, output)
 
 
 CELL_CHARS = 10_000  # a table cell longer than this is cut (Rich lays out long text slowly)
-
-
-def _stuck(message: str) -> NoReturn:
-    """The sandbox's `on_stuck`: remove a partly written output file, then end the process."""
-    from pipeline.store.sandbox_sql import exit_process
-
-    for partial in PARTIAL:
-        with suppress(OSError):
-            partial.unlink()
-    exit_process(message)
 
 
 def _emit(batches: Batches, format: Format, output: Path | None) -> None:
@@ -252,52 +238,12 @@ def _output_file(output: Path, mode: Mode) -> Iterator[IO[Any]]:
 
 def stats(home: HomeOpt = None) -> None:
     """Print the ledger's summary views."""
-    from pipeline.store import Ledger
+    from pipeline.jobs.stats import ledger_stats
 
-    with Ledger.open(home, read_only=True) as ledger:
-        out.print(f"ledger: {ledger.path}")
-        show(ledger.query("table_counts"), "tables")
-        show(ledger.query("problem_counts"), "problems by family x level")
-        show(
-            ledger.query("difficulty_latest"),
-            "measured pass rate by family x level, newest revisions",
-        )
-        show(ledger.query("runs_latest"), "latest sampling runs")
-        from pipeline.jobs.curate import allocation, load_history
-        from pipeline.selection import CurateConfig
-
-        cells = allocation(CurateConfig(), load_history(ledger, []))
-        if cells is not None:
-            show(
-                cells,
-                "informative groups by family x level (recent revisions) and where the next "
-                "curation's candidates go (default config)",
-            )
-        evidence = ledger.query("cell_evidence")
-        if evidence.height:
-            show(
-                evidence,
-                "curation vs training evidence by family x level (groups informative, pass rate)",
-            )
-        cells = ledger.sql(
-            "SELECT c.cell, c.groups, round(c.weighted_samples, 1) AS weighted_samples, "
-            "round(c.cell_yield, 3) AS cell_yield, count(p.problem_id) AS prompts, "
-            "count(p.problem_id) FILTER (WHERE p.groups > 0) AS seen, "
-            "round(avg(p.mean * (1 - p.mean)), 3) AS mean_learnability "
-            "FROM cell_posterior c LEFT JOIN prompt_posterior p USING (cell) "
-            "GROUP BY ALL ORDER BY c.cell"
-        )
-        if cells.height:
-            show(
-                cells,
-                "difficulty model by family x level (views cell_posterior, prompt_posterior: "
-                "decayed evidence, yield, learnability p(1-p) at the posterior mean)",
-            )
-        show(ledger.sql("SELECT * FROM curriculum_summary"), "curricula")
-        show(ledger.sql("SELECT * FROM rejection_summary ORDER BY ALL"), "rejections by reason")
-        from flows.loop import heldout_by_revision
-
-        show(heldout_by_revision(ledger), "held-out sampled pass@1 by revision (oldest first)")
+    path, tables = ledger_stats(home)
+    out.print(f"ledger: {path}")
+    for frame, title in tables:
+        show(frame, title)
 
 
 def audit(
@@ -311,17 +257,11 @@ def audit(
     """The verifier audit of a curation: how often math-verify disagrees with Sieve's verdicts,
     per family and in the worst family x level cells, with a few examples (`latest`: the newest
     curriculum's screen and refine runs; views verifier_audit_rates, verifier_disagreements)."""
-    from pipeline.jobs import audit as audit_lib
-    from pipeline.store import Ledger
+    from pipeline.jobs.audit import audit_view
 
-    if examples < 0 or cells < 0:
-        raise SieveError("--examples and --cells must be >= 0")
-    with Ledger.open(home, read_only=True) as ledger:
-        label, runs = audit_lib.resolve(ledger, target)
-        families = audit_lib.by_family(ledger, runs)
-        worst = audit_lib.worst_cells(ledger, runs, cells)
-        shown = audit_lib.examples(ledger, runs, examples)
-    title = label
+    view = audit_view(home, target, examples, cells)
+    families, runs, worst, shown = view.families, view.runs, view.worst, view.examples
+    title = view.label
     if families.height == 0:
         out.print(f"{title}: no verifier audit rows (curated before the audit existed?)")
         return
@@ -344,11 +284,7 @@ def curriculum_show(
     home: HomeOpt = None,
 ) -> None:
     """Stages, group sizes and the top items of a curriculum."""
-    from pipeline.store import Ledger
-    from pipeline.store.ids import resolve_curriculum
+    from pipeline.jobs.stats import curriculum_tables
 
-    with Ledger.open(home, read_only=True) as ledger:
-        cid = resolve_curriculum(ledger, curriculum)
-        show(ledger.query("curriculum_stages", curriculum_id=cid), f"curriculum {cid}")
-        show(ledger.query("curriculum_rejections", curriculum_id=cid), "rejected by reason")
-        show(ledger.query("curriculum_items_top", curriculum_id=cid, limit=limit), "items")
+    for frame, title in curriculum_tables(home, curriculum, limit):
+        show(frame, title)

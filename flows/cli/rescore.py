@@ -16,7 +16,6 @@ import typer
 
 from flows.cli.common import out, show
 from flows.cli.options import HomeOpt
-from pipeline.core.errors import SieveError
 
 
 def rescore(
@@ -30,14 +29,9 @@ def rescore(
     verdicts beside the old ones (`latest`: the newest curriculum's screen and refine runs;
     table rescored_verdicts, view verdict_changes). The rollouts are never rewritten; a second
     rescore under the same verifier version adds nothing."""
-    from pipeline.jobs import rescore as rescore_lib
-    from pipeline.store import Ledger
+    from pipeline.jobs.rescore import rescore_home
 
-    if examples < 0:
-        raise SieveError("--examples must be >= 0")
-    with Ledger.open(home, transient=True, create=False) as ledger:  # free for readers meanwhile
-        done = rescore_lib.rescore(ledger, target)
-        shown = rescore_lib.changed(ledger, done.runs, examples)
+    done, shown = rescore_home(home, target, examples)
     columns = ("rescored", "changed", "correct_to_wrong", "wrong_to_correct", "other")
     stored, changed, worse, better, other = (int(n) for n in done.changes[columns].sum().row(0))
     errors = f", {other} to or from a verifier error" if other else ""

@@ -24,6 +24,9 @@ Test: `.venv/bin/pytest tests/test_audit.py -q`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import polars as pl
 
 from grpo_core.seeds import derive_seed
@@ -174,3 +177,26 @@ __all__ = [
     "warning",
     "why_audited",
 ]
+
+
+@dataclass(frozen=True)
+class AuditView:
+    """`sieve audit TARGET`: what was audited (`label`, its `runs`), the disagreement rates by
+    family, the worst family x level cells and example disagreements."""
+
+    label: str
+    runs: list[str]
+    families: pl.DataFrame
+    worst: pl.DataFrame
+    examples: pl.DataFrame
+
+
+def audit_view(home: str | Path | None, target: str, shown: int, cells: int) -> AuditView:
+    """The audit of `target` (a curriculum id, a screen/refine run id or 'latest') read from the
+    ledger of `home` in one read-only open: the `cells` worst cells and `shown` disagreements."""
+    if shown < 0 or cells < 0:
+        raise SieveError("--examples and --cells must be >= 0")
+    with Ledger.open(home, read_only=True) as ledger:
+        label, runs = resolve(ledger, target)
+        families, worst = by_family(ledger, runs), worst_cells(ledger, runs, cells)
+        return AuditView(label, runs, families, worst, examples(ledger, runs, shown))

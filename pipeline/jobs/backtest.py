@@ -794,3 +794,58 @@ def plot(table: pl.DataFrame, path: Path, title: str, *, ledger: Path | None = N
                      ledger=ledger, label="--png ")  # fmt: skip
     finally:
         plt.close(fig)
+
+
+@dataclass(frozen=True)
+class BacktestRun:
+    """`sieve backtest`'s result: the table (one row per policy), where the samples came from,
+    how many prompts and samples, the config's band, and the figure written (or None)."""
+
+    table: pl.DataFrame
+    source: str
+    prompts: int
+    samples: int
+    band: str
+    png: Path | None = None
+
+
+def run_backtest(
+    home: str | Path | None,
+    policies: Sequence[str] | None = None,
+    *,
+    pool: Path | None = None,
+    revision: str | None = None,
+    config: Path | None = None,
+    raw_answers: bool = False,
+    png: Path | None = None,
+) -> BacktestRun:
+    """`sieve backtest`: `policies` (`Spec.parse`'s NAME[:key=value,...]; None: each of
+    `POLICIES` with its defaults, a policy short of samples a row saying so) replayed over the
+    samples of `pool` (a Parquet file, scored if needed) or of the ledger of `home` (`revision`,
+    default the newest screen run's), with the config file `config` (else the defaults); the
+    figure written to `png`, which is checked before any work (a PNG file, never the ledger)."""
+    from pipeline.core.home import ledger_path
+    from pipeline.core.outputs import check_output
+    from pipeline.selection import CurateConfig, load_curate_config
+
+    if png is not None:
+        if str(png) == "-":
+            raise SieveError("--png -: stdout carries the table; give a file for the figure")
+        if png.suffix and png.suffix.lower() != ".png":
+            raise SieveError(f"--png {png}: the figure is a PNG; give a file name ending in .png")
+        check_output(png, ledger=ledger_path(home), label="--png ")
+    cfg = load_curate_config(config) if config else CurateConfig()
+    specs = [Spec.parse(p) for p in policies] if policies else [Spec(n, {}) for n in POLICIES]
+    if pool is not None:
+        samples, source = pool_samples(pool, marker_required=not raw_answers), str(pool)
+    else:
+        with Ledger.open(home, read_only=True) as ledger:
+            samples, rev = ledger_samples(ledger, revision)
+        source = f"ledger revision {rev}"
+    table = backtest(samples, specs, cfg, strict=bool(policies))
+    band = f"band [{cfg.band_low}, {cfg.band_high}]"
+    prompts = samples["problem_id"].n_unique()
+    if png is not None:
+        title = f"{source}: {prompts} prompts, {samples.height} samples, {band}"
+        plot(table, png, title, ledger=ledger_path(home))
+    return BacktestRun(table, source, prompts, samples.height, band, png)

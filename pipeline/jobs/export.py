@@ -338,3 +338,36 @@ def export_curriculum(
 
 def _write_bytes(handle: IO[bytes], data: bytes) -> None:
     handle.write(data)
+
+
+# --prompt-format: "auto" is the curated model's own format
+PROMPT_FORMATS: dict[str, PromptFormat | None] = {"auto": None, "raw": "raw", "chat": "chat"}
+
+
+def export_home(
+    home: str | Path | None,
+    curriculum: str,
+    fmt: str,
+    output_dir: str | Path,
+    *,
+    prompt_format: str = "auto",
+    input_key: str = "input",
+    label_key: str = "label",
+    repeat_for_g: int | None = None,
+) -> ExportResult:
+    """`sieve export`: the format and the prompt format (auto, raw or chat) checked, then
+    `curriculum` ('latest' or an id) of the ledger of `home` exported (`export_curriculum`)."""
+    check_format(fmt)
+    if prompt_format not in PROMPT_FORMATS:
+        raise SieveError(f"unknown --prompt-format {prompt_format!r}; valid: auto, raw, chat")
+    with Ledger.open(home, read_only=True) as ledger:
+        return export_curriculum(
+            ledger,
+            curriculum,
+            fmt,
+            output_dir,
+            prompt_format=PROMPT_FORMATS[prompt_format],
+            input_key=input_key,
+            label_key=label_key,
+            repeat_for_g=repeat_for_g,
+        )

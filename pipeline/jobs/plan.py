@@ -36,11 +36,10 @@ import polars as pl
 
 from pipeline.core.errors import SieveError
 from pipeline.jobs import backtest as bt
-from pipeline.selection import CurateConfig
+from pipeline.selection import CurateConfig, load_curate_config
 from pipeline.store import Ledger
 
 PLAN_POLICIES = ("uniform", "dapo", "greso", "posterior", "sieve")
-WIDTH = 80  # every line `plan_lines` prints fits this many columns
 PAYS_BELOW = 0.95  # curation pays when its cost per informative group is below 0.95x uniform's
 EVEN_BELOW = 1.05  # ... and about breaks even up to 1.05x
 
@@ -96,6 +95,11 @@ class Plan:
     g: int
     replays: int  # seeds the seeded policies are averaged over
     rows: list[PlanRow]
+
+    @property
+    def verdict(self) -> str:
+        """One line: does curation cost less per informative group here (`verdict`)?"""
+        return verdict(self.rows)
 
 
 def group_size(depth: int) -> int:
@@ -234,43 +238,6 @@ def verdict(rows: list[PlanRow]) -> str:
     return f"Curation does not pay here: the cheapest, {best.policy}, costs {ratio:.2f}x uniform."
 
 
-def _num(x: float | None, fmt: str) -> str:
-    return "-" if x is None else format(x, fmt)
-
-
-def plan_lines(p: Plan) -> list[str]:
-    """The plan as `sieve plan` prints it: a header, one row per policy, the verdict; every line
-    at most `WIDTH` columns."""
-    import textwrap
-
-    head = (
-        f"Plan over {p.source}: {p.prompts:,} prompts, {p.samples:,} samples ({p.depth} or more "
-        f"a prompt); every policy trains groups of G = {p.g}; DAPO, GRESO and the posterior are "
-        f"averaged over {p.replays} seeds. Rollouts per informative group count every rollout, "
-        "those sampled only to decide too."
-    )
-    lines = textwrap.wrap(head, WIDTH, break_on_hyphens=False)
-    lines += [
-        "",
-        f"{'policy':<30}{'training':>9}{'informative':>13}{'rollouts per':>14}{'rollouts':>11}",
-        f"{'':<30}{'groups':>9}{'share':>13}{'informative':>14}{'deciding':>11}",
-    ]
-    for r in p.rows:
-        label = r.label if len(r.label) <= 29 else r.label[:28] + "…"
-        if r.note:
-            lines += textwrap.wrap(
-                f"{label:<30}{r.note}", WIDTH, subsequent_indent=" " * 30, break_on_hyphens=False
-            )
-            continue
-        share = _num(None if r.share is None else 100 * r.share, ".1f")
-        deciding = _num(None if r.deciding_share is None else 100 * r.deciding_share, ".0f")
-        lines.append(
-            f"{label:<30}{r.groups or 0:>9,.0f}{share + ' %':>13}"
-            f"{_num(r.per_informative, ',.1f'):>14}{deciding + ' %':>11}"
-        )
-    return [*lines, "", *textwrap.wrap(verdict(p.rows), WIDTH, break_on_hyphens=False)]
-
-
 # ------------------------------------------------------------------ where the samples come from
 
 
@@ -343,3 +310,31 @@ def ledger_pool(ledger: Ledger, model: str | None) -> tuple[pl.DataFrame, str, C
     )
     cfg = None if row.is_empty() else CurateConfig.model_validate_json(str(row["config"][0]))
     return samples, source, cfg
+
+
+def plan_for(
+    home: str | Path | None,
+    pool: Path | None = None,
+    model: str | None = None,
+    *,
+    g: int | None = None,
+    seed: int = 0,
+    config: Path | None = None,
+    raw_answers: bool = False,
+) -> Plan:
+    """`sieve plan`: the samples of `pool` (a Parquet file, scored if needed; `model` picks its
+    rows) or of the ledger of `home` (`model`'s newest screened revision, default the newest
+    screen run's), planned with the config file `config` (else, from the ledger, the config its
+    samples were curated with, else the defaults)."""
+    if g is not None and g < 2:
+        raise SieveError(f"--g {g}: a group needs at least 2 samples to disagree")
+    cfg = load_curate_config(config) if config else None
+    if pool is not None:
+        samples = bt.pool_samples(pool, marker_required=not raw_answers)
+        samples = pool_for_model(samples, pool, model)
+        source = f"pool {pool}" + (f" (model {model})" if model else "")
+    else:
+        with Ledger.open(home, read_only=True) as ledger:
+            samples, source, stored = ledger_pool(ledger, model)
+        cfg = cfg or stored
+    return plan(samples, cfg or CurateConfig(), g=g, seed=seed, source=source)

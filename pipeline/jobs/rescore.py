@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.errors import SieveError
 from pipeline.jobs.audit import resolve
 from pipeline.jobs.rollouts import cut_flags, step_contexts
 from pipeline.scoring import VERIFIER_VERSION, verify_batch
@@ -87,3 +89,16 @@ def changed(ledger: Ledger, runs: list[str], limit: int = 5) -> pl.DataFrame:
 
 
 __all__ = ["Rescore", "changed", "changes", "judge", "pending", "rescore"]
+
+
+def rescore_home(
+    home: str | Path | None, target: str, examples: int
+) -> tuple[Rescore, pl.DataFrame]:
+    """`sieve rescore TARGET`: the stored completions of `target` judged again (`rescore`), and
+    `examples` of the verdicts that changed. The ledger is opened transiently, so readers are not
+    locked out meanwhile, and never created."""
+    if examples < 0:
+        raise SieveError("--examples must be >= 0")
+    with Ledger.open(home, transient=True, create=False) as ledger:
+        done = rescore(ledger, target)
+        return done, changed(ledger, done.runs, examples)

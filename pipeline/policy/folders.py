@@ -236,3 +236,20 @@ def list_models(home: str | Path | None = None) -> list[dict[str, str]]:
             }
         )
     return rows
+
+
+def add(
+    name: str,
+    source: Path | None,
+    home: str | Path | None,
+    *,
+    dtype: str = "float32",
+    force: bool = False,
+) -> tuple[Path, dict]:
+    """`sieve models add`: a copy of the local folder `source` named `name` (`add_folder`), else
+    the built-in model `name` (`add_model`); returns the folder and its `sieve.json`."""
+    if source is not None:
+        folder = add_folder(source, name, home, force=force)
+    else:
+        folder = add_model(name, home, dtype=dtype, force=force)
+    return folder, read_meta(folder)

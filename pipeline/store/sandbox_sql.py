@@ -223,6 +223,47 @@ def exit_process(message: str) -> NoReturn:
     os._exit(1)
 
 
+def end_command(message: str) -> NoReturn:
+    """`on_stuck` of `sieve sql`: remove the output file a guarded writer had under way
+    (`pipeline.core.outputs.PARTIAL`), then `exit_process`."""
+    from contextlib import suppress
+
+    from pipeline.core.outputs import PARTIAL
+
+    for partial in PARTIAL:
+        with suppress(OSError):
+            partial.unlink()
+    exit_process(message)
+
+
+@contextmanager
+def query_batches(
+    home: str | Path | None,
+    query: str,
+    *,
+    timeout: float,
+    memory_limit: str,
+    view: View = "native",
+    output: Path | None = None,
+    on_stuck: Callable[[str], object] = end_command,
+) -> Iterator[Batches]:
+    """`sieve sql`: `query` checked (`check_query`), its limits read from the options
+    (`QueryLimits.from_options`), then run sandboxed on the ledger of `home`, opened read-only;
+    the body reads the result batch by batch. `output`, the file the result goes to, is checked
+    first (never the ledger nor another DuckDB database)."""
+    from pipeline.core.outputs import check_output
+    from pipeline.store.ledger import Ledger
+
+    statement = check_query(query)
+    limits = QueryLimits.from_options(timeout, memory_limit)
+    with Ledger.open(home, read_only=True) as ledger:
+        if output is not None:
+            check_output(output, ledger=ledger.path, label="--output ")
+        sandbox = Sandbox(ledger.con, limits, on_stuck=on_stuck, ledger=ledger.path)
+        with sandbox.stream(statement, view) as batches:
+            yield batches
+
+
 def stuck_message(limits: QueryLimits) -> str:
     return (
         f"query stopped after {limits.timeout_s:g} s (--timeout): it did not yield to the "

@@ -10,8 +10,9 @@ from typing import Any
 import polars as pl
 
 from flows.cli.summary import night_line
-from flows.loop import heldout_by_revision, loop
+from flows.loop import loop
 from pipeline.jobs.recipes import TrainSettings
+from pipeline.jobs.stats import heldout_by_revision
 from pipeline.policy.model import folder_revision
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger

@@ -146,3 +146,13 @@ def build_report(ledger: Ledger, output_dir: str | Path) -> ReportResult:
     for stale in set(Path(output_dir).glob(FIGURE_GLOB)) - set(written):
         stale.unlink(missing_ok=True)
     return ReportResult(page, written, [s.title for s in sections if s.note])
+
+
+def write_report(home: str | Path | None, output_dir: str | Path | None = None) -> ReportResult:
+    """`sieve report`: the report of the ledger of `home` written to `output_dir` (default
+    `<home>/report`), the ledger opened read-only."""
+    from pipeline.core.home import resolve_home
+
+    folder = output_dir if output_dir is not None else resolve_home(home) / "report"
+    with Ledger.open(home, read_only=True) as ledger:
+        return build_report(ledger, folder)
