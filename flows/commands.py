@@ -280,25 +280,30 @@ def run_eval(
 
 
 def bootstrap(
-    seed: int,
-    max_steps: int,
-    max_minutes: float | None,
+    settings: dict[str, Any],
     values: dict[str, Any],
     home: Path | None,
     note: Note = _silent,
     train_progress: Progress | None = None,
     progress: Progress | None = None,
 ) -> tuple[dict[str, Any], EvalConfig]:
-    """`sieve bootstrap`: the built-in tiny policy trained from scratch (`--seed` seeds the
-    data, the weights and the evaluation), saved to this home, then evaluated
-    (`values`: EvalConfig's fields; checked before training, not after)."""
+    """`sieve bootstrap`: the built-in tiny policy trained from scratch (`settings`:
+    `BootstrapConfig`'s fields, its defaults elsewhere; its seed seeds the data, the weights and
+    the evaluation), saved to this home, then evaluated (`values`: EvalConfig's fields). Both
+    are checked before training, a bad value as one line naming its option."""
+    from grpo_core.validate import FieldError
     from pipeline.jobs.bootstrap import BootstrapConfig, save_atomically, train_tiny
     from pipeline.jobs.curate import policy_for
 
-    if (max_minutes is not None and max_minutes <= 0) or max_steps < 1:
-        raise SieveError("--max-minutes must be > 0 and --max-steps >= 1")
-    evaluated = eval_config(**values, seed=seed)
-    cfg = BootstrapConfig(seed=seed, max_minutes=max_minutes, max_steps=max_steps)
+    steps = settings.get("max_steps")
+    if steps is not None and steps < 1:  # a cap of 0 steps would train nothing
+        raise SieveError(f"--max-steps must be >= 1, got {steps}")
+    try:
+        cfg = BootstrapConfig(**settings)
+    except FieldError as exc:
+        field, _, rest = str(exc).partition(" ")
+        raise SieveError(f"--{field.replace('_', '-')} {rest}") from None
+    evaluated = eval_config(**values, seed=cfg.seed)
     folder = tiny_model(home)
     result = train_tiny(cfg, progress=train_progress)
     revision = save_atomically(result, folder, cfg)

@@ -416,13 +416,23 @@ def test_the_settings_tables_count_the_code_as_it_is(monkeypatch: pytest.MonkeyP
     assert f"{row}{committed['pipeline_import_circles']} | {now['pipeline_import_circles']} |" in (
         shape
     )
+    assert shape.endswith("Commands that call more than one job now: none.")
     circle = [["pipeline.a", "pipeline.b"]]
-    where = {**now["where"], "circles": circle, "layer_violations": ["pipeline.a -> pipeline.b"]}
+    calls = {**now["where"]["cli_job_calls"], "stats": ["pipeline.x.f", "pipeline.y.g"]}
+    where = {
+        **now["where"],
+        "circles": circle,
+        "layer_violations": ["pipeline.a -> pipeline.b"],
+        "cli_job_calls": calls,
+    }
     changed = {**now, "pipeline_import_circles": 1, "where": where}
     monkeypatch.setattr(docs_architecture, "counted_now", lambda root: changed)
     shape = BLOCKS["pipeline-shape"](Results(RESULTS))
     assert f"{row}{committed['pipeline_import_circles']} | 1 |" in shape
-    assert shape.endswith("Import circles in the code now: `pipeline.a` → `pipeline.b`.")
+    assert "Import circles in the code now: `pipeline.a` → `pipeline.b`." in shape
     assert "Imports against the layers in the code now: `pipeline.a -> pipeline.b`." in shape
+    assert shape.endswith(
+        "Commands that call more than one job now: `sieve stats` (`pipeline.x.f`, `pipeline.y.g`)."
+    )
     objects = BLOCKS["settings-objects"](Results(RESULTS))
     assert "| `CurateConfig` | `pipeline/selection/config.py` |" in objects

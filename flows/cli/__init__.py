@@ -13,15 +13,18 @@ One module per job; this one only puts their commands into one Typer `app`, in t
 - `nightly`: schedule, demo, loop
 - `export`: export, report
 - `models`: models add, models list
-- `common`, `options`: the consoles, tables and one-line errors; the shared options
+- `common`, `options`, `summary`: the consoles, tables and one-line errors; the shared options;
+  what the long commands print
 
 Every command takes `--home` (else `$SIEVE_HOME`, else `./data`). A user error prints one line,
 `error: ...`, on stderr and exits 1 (a full disk too, whatever was writing); usage errors exit 2
 (Typer's convention). Commands that run Prefect flows keep Prefect's logs in
 `<home>/logs/prefect.log` unless `sieve --verbose CMD`, and tie Prefect's temporary API server to
-their own process (`pipeline.core.procs`). The CLI sits above `flows`: it builds a job's parameters,
-calls the job in one function per job (`curate.run_curate`, `curate.run_eval`,
-`train.run_train`, `nightly.run_schedule`, `nightly.run_loop`) and prints the result.
+their own process (`pipeline.core.procs`). The CLI sits above `flows`: each command parses its
+options, makes one call below (the long ones a job of `flows.commands`: `curate`, `evaluate`,
+`bootstrap`, `train`, `loop`, `schedule`, `demo`; the others one job function of `pipeline`),
+and prints what comes back (`summary` words the long commands' results).
+`tests/cli/test_thin_cli.py` holds every command to that one call.
 
 Test: `pytest tests/cli`.
 """

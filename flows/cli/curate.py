@@ -19,6 +19,7 @@ from rich.text import Text
 
 from flows.cli.common import bold, committed, err, out, progress, show
 from flows.cli.options import (
+    BOOTSTRAP,
     ENGINE,
     EVAL,
     SAMPLING,
@@ -44,13 +45,7 @@ BOOTSTRAP_EVAL = eval_block("per_level", prefix="Evaluation after training: ")
 
 @option_blocks
 def bootstrap(
-    seed: Annotated[int, typer.Option(help="Seed for data, init and sampling.")] = 0,
-    max_steps: Annotated[
-        int, typer.Option(help="Supervised steps (the same seed gives the same weights).")
-    ] = 700,
-    max_minutes: Annotated[
-        float | None, typer.Option(help="Train for this wall-clock budget instead of steps.")
-    ] = None,
+    settings: OptionBlock = BOOTSTRAP,
     evaluation: OptionBlock = BOOTSTRAP_EVAL,
     home: HomeOpt = None,
 ) -> None:
@@ -65,7 +60,7 @@ def bootstrap(
             bar.update(task, completed=e.metrics["fraction"], description=description)
 
         result, cfg = commands.bootstrap(
-            seed, max_steps, max_minutes, evaluation.overrides(), home,
+            settings.overrides(), evaluation.overrides(), home,
             note=out.print, train_progress=trained, progress=eval_updates(bar),
         )  # fmt: skip
     show_eval(result, cfg)

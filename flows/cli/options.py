@@ -233,9 +233,16 @@ def eval_block(*fields: str, prefix: str = "") -> OptionBlock:
     return OptionBlock("evaluation", EvalConfig, fields, prefix=prefix)
 
 
+def bootstrap_block() -> OptionBlock:
+    from pipeline.jobs.bootstrap_settings import BootstrapConfig
+
+    return OptionBlock("bootstrap", BootstrapConfig, ("seed", "max_steps", "max_minutes"))
+
+
 SAMPLING = sampling_block()  # --max-new-tokens --temperature --top-p --stop (SamplingConfig)
 EVAL = eval_block("per_level", "samples", "seed")  # --per-level --samples --seed (EvalConfig)
 ENGINE = engine_block()  # --engine KEY=VALUE,... (EngineOptions)
+BOOTSTRAP = bootstrap_block()  # --seed --max-steps --max-minutes (BootstrapConfig)
 
 
 def option_blocks(command: Callable[..., None]) -> Callable[..., None]:

@@ -20,60 +20,17 @@ import math
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import polars as pl
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from grpo_core.validate import (
-    AtLeastOne,
-    Count,
-    Fraction,
-    NonNegative,
-    Positive,
-    Seed,
-    check_fields,
-)
 from pipeline.core.hooks import Progress, report
-from pipeline.policy.model import SIEVE_META, TinySize, new_tiny_model, save_policy
+from pipeline.jobs.bootstrap_settings import BootstrapConfig
+from pipeline.policy.model import SIEVE_META, new_tiny_model, save_policy
 from pipeline.problems import generate_mix
-from pipeline.problems.mix import MixConfig
-
-
-@dataclass(frozen=True)
-class BootstrapConfig:
-    """Supervised bootstrap settings; defaults follow the issue-3 trial (batch 128, AdamW 3e-3)."""
-
-    seed: Seed = 0
-    # A fixed step count is the default: the same seed gives the same weights on a machine, and
-    # the policy's state does not depend on how busy the CPU was. `max_minutes` trains for a
-    # wall-clock budget instead (the cosine then runs over elapsed time).
-    max_steps: Count | None = 700
-    max_minutes: Positive | None = None
-    lr: Positive = 3e-3
-    min_lr_ratio: Fraction = 0.05  # cosine decays to lr * this
-    warmup_steps: Count = 100
-    weight_decay: NonNegative = 0.01
-    grad_clip: Positive = 1.0
-    pool_size: AtLeastOne = 60_000  # problems generated for training (train split kept)
-    # What to train on, measured here (2 cores, seed 0). The earlier default (arith 1-6, linear
-    # 1-3, modular 1-2 for 8 minutes) plateaued at loss ~0.9 with its middle levels at 20-40 %
-    # and no headroom: neither GRPO nor supervised training on gold answers moved them. Arith 1-5
-    # alone learns the digit-wise algorithm: after 700 steps arith 3 / 4 sit at ~53 / 50 %
-    # greedy and ~40 / 25 % sampled (the learnable zone, with a sampled-vs-greedy gap that GRPO
-    # closes), and after 1 500 steps at 99 % (nothing left to learn). Every other family and
-    # level stays near 0: the "hard" part of the mix.
-    mix: MixConfig = field(default_factory=lambda: MixConfig(families={"arith": "1-5"}))
-    # (family, share of steps, batch size)
-    family_plan: tuple[tuple[str, float, int], ...] = (("arith", 1.0, 128),)
-    size: TinySize = field(default_factory=TinySize)
-
-    def __post_init__(self) -> None:
-        check_fields(self)  # types, finite numbers, ranges (grpo_core.validate)
-        if self.max_minutes is None and not self.max_steps:
-            raise ValueError("BootstrapConfig needs max_steps >= 1 or max_minutes > 0")
 
 
 @dataclass

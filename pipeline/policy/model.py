@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,20 +30,10 @@ from transformers import (
 )
 
 from pipeline.core.errors import SieveError
+from pipeline.policy.tiny import TinySize
 from pipeline.policy.tokenizer import build_tokenizer
 
 SIEVE_META = "sieve.json"  # written beside config.json: prompt format and how the model was made
-
-
-@dataclass(frozen=True)
-class TinySize:
-    """Shape of the tiny Llama; the defaults give ~0.9 M parameters."""
-
-    hidden_size: int = 128
-    intermediate_size: int = 384
-    num_hidden_layers: int = 4
-    num_attention_heads: int = 4
-    max_position_embeddings: int = 320  # longest word problem + answer, in characters
 
 
 def tiny_config(size: TinySize, vocab_size: int, special: dict[str, int]) -> LlamaConfig:

@@ -149,7 +149,7 @@ def test_generate_writes_problems_and_prints_counts_by_level(tmp_path: Path) -> 
         ),
         pytest.param(
             ("bootstrap", "--max-minutes", "0"),
-            "--max-minutes must be > 0",
+            "--max-minutes must be a finite number > 0",
             marks=pytest.mark.integration,
         ),
     ],
