@@ -277,7 +277,7 @@ def demo_real(
         add_model(model, home)
     curate, train, engine = demo_real_settings()
     night = loop(
-        home, 1, curate, train, on_night, model=str(folder), backend="vllm", engine=engine,
+        home, 1, curate, train, on_night=on_night, model=str(folder), backend="vllm", engine=engine,
         progress=progress, again=True,
     )[0]  # fmt: skip
     run = DemoRun(root, False, night)

@@ -10,6 +10,7 @@ Test: `.venv/bin/pytest tests/test_demo.py -q`.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,43 @@ def test_the_real_demo_cells_are_the_ones_smollm2_learns_in() -> None:
         cfg.max_new_tokens,
     )  # curated at the temperature and budget it trains at
     assert engine.max_model_len is not None and engine.max_model_len >= cfg.max_new_tokens + 128
+
+
+def test_both_demos_hand_the_night_to_the_loop_alike(
+    tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sieve demo` and `sieve demo --model` run one night through `flows.loop.loop` the same
+    way: today's date (no start given), again, and the caller's `on_night` (a positional slip
+    once passed it as the start date)."""
+    import importlib.util
+
+    import flows.loop
+
+    seen: list[dict[str, object]] = []
+    night = night_summary("cur-x")
+
+    def fake_loop(home: object, nights: int, *args: object, **kwargs: object) -> list[dict]:
+        seen.append({"nights": nights, "args": args, **kwargs})
+        return [night]
+
+    def on_night(index: int, summary: dict) -> None:
+        pass
+
+    real_spec = importlib.util.find_spec
+    monkeypatch.setattr(flows.loop, "loop", fake_loop)
+    monkeypatch.setattr(flows.loop, "curation_bought", lambda home, night: (None, "stubbed"))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: object() if name == "vllm" else real_spec(name, *a),
+    )
+    (tmp_path / "models").mkdir()
+    shutil.copytree(tiny_model_dir, tmp_path / "models" / "tiny")
+    flows.loop.demo(tmp_path, say=lambda line: None, on_night=on_night)
+    flows.loop.demo_real(tmp_path, str(tiny_model_dir), say=lambda line: None, on_night=on_night)
+    for call in seen:
+        assert call["nights"] == 1 and call["again"] is True and call["on_night"] is on_night
+        assert len(call["args"]) == 2  # config and settings; the start left to its default
 
 
 def test_the_real_demo_names_what_is_missing_and_writes_nothing(tmp_path: Path) -> None:

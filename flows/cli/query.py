@@ -86,9 +86,9 @@ def sql(
     if output is not None and str(output) == STDOUT and format is not Format.parquet:
         output = None  # stdout, as without --output
     views: dict[Format, View] = {Format.parquet: "native", Format.json: "json"}
-    limits = {"timeout": timeout, "memory_limit": memory_limit}
+    view = views.get(format, "text")
     with query_batches(
-        home, query, **limits, view=views.get(format, "text"), output=output
+        home, query, timeout=timeout, memory_limit=memory_limit, view=view, output=output
     ) as batches:
         _emit(batches, format, output)
 

@@ -29,7 +29,7 @@ class Added:
 
     frame: pl.DataFrame
     new: int
-    ledger: Path
+    ledger: Path | None  # None: an in-memory ledger
     label: str
     clashes: int = 0
 

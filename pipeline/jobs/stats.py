@@ -27,7 +27,7 @@ DIFFICULTY_MODEL = (
 )
 
 
-def ledger_stats(home: str | Path | None) -> tuple[Path, Titled]:
+def ledger_stats(home: str | Path | None) -> tuple[Path | None, Titled]:
     """The ledger's path and its summary tables; the allocation, evidence and difficulty model
     tables only where the ledger has data for them."""
     from pipeline.jobs.curate import allocation, load_history
