@@ -294,9 +294,9 @@ def _bindings(root: Path, path: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.asname:
-                    out[a.asname] = a.name
+            for a in node.names:  # `import a.b` binds `a`; `import a.b as c` binds `c`
+                head = a.name.split(".")[0]
+                out[a.asname or head] = a.name if a.asname else head
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -353,13 +353,15 @@ def cli_commands(root: Path) -> dict[str, tuple[str, str]]:
                     if (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)
                             and dec.func.attr == "command"):  # fmt: skip
                         group = dec.func.value.id.removesuffix("_app")
-                        found[f"{group} {dec.args[0].value}"] = (_module(root, path), node.name)
+                        given = dec.args[0].value if dec.args else node.name
+                        found[f"{group} {given}"] = (_module(root, path), node.name)
     return found
 
 
 def cli_job_calls(root: Path) -> dict[str, list[str]]:
     """`sieve` command -> the job calls it makes (`is_job_call`), itself or through the CLI's own
-    helpers (followed across flows/cli modules), sorted."""
+    helpers (followed across flows/cli modules), sorted; every call site counts (a job called
+    twice, or a helper that calls one reached twice, is two calls)."""
     cli = root / "flows" / "cli"
     defs: dict[tuple[str, str], ast.FunctionDef] = {}
     names: dict[str, dict[str, str]] = {}
@@ -370,12 +372,12 @@ def cli_job_calls(root: Path) -> dict[str, list[str]]:
             if isinstance(node, ast.FunctionDef):
                 defs[(mod, node.name)] = node
 
-    def reach(key: tuple[str, str], seen: set[tuple[str, str]]) -> set[str]:
-        if key in seen or key not in defs:
-            return set()
-        seen.add(key)
+    def reach(key: tuple[str, str], stack: set[tuple[str, str]]) -> list[str]:
+        if key in stack or key not in defs:  # a recursive helper is followed once
+            return []
+        stack = stack | {key}
         mod = key[0]
-        calls: set[str] = set()
+        calls: list[str] = []
         for node in ast.walk(defs[key]):
             if not isinstance(node, ast.Call):
                 continue
@@ -383,12 +385,12 @@ def cli_job_calls(root: Path) -> dict[str, list[str]]:
             if name is None:
                 continue
             if name.startswith("<local>."):
-                calls |= reach((mod, name.split(".", 1)[1]), seen)
+                calls += reach((mod, name.split(".", 1)[1]), stack)
             elif name.startswith("flows.cli."):
                 target, _, fn = name.rpartition(".")
-                calls |= reach((target, fn), seen)
+                calls += reach((target, fn), stack)
             elif is_job_call(name):
-                calls.add(name)
+                calls.append(name)
         return calls
 
     return {cmd: sorted(reach(key, set())) for cmd, key in sorted(cli_commands(root).items())}

@@ -12,7 +12,7 @@ CLI draws the bars and every entry point gets the same rules.
 This module imports neither Prefect nor torch when it is imported: `quiet_prefect` must run
 before Prefect is, and `sieve train --print-config` never loads a model.
 
-Test: `pytest tests/cli tests/flows/test_commands.py`.
+Test: `pytest tests/cli tests/test_demo.py tests/flows/test_loop.py`.
 """
 
 from __future__ import annotations
@@ -71,27 +71,15 @@ def command_model(model: Path | None, home: Path | None, note: Note = _silent) -
     the newest curriculum's model (else that model; on a fresh home the tiny policy), named in
     one line, so `sieve curate --model M` -> `sieve train` -> `sieve eval` needs M only once."""
     from pipeline.core.home import ledger_path
+    from pipeline.jobs.lineage import current_model
 
     if model is not None:
         return model
     if not ledger_path(home).exists():
         return tiny_model(home)
-    folder, why = lineage_model(home)
+    folder, why = current_model(home)
     note(f"model: {folder} ({why})")
     return folder
-
-
-def lineage_model(home: str | Path | None, model: str | None = None) -> tuple[Path, str]:
-    """What a night starts from, and why (`pipeline.jobs.lineage.nightly_model`), read from the
-    ledger when there is one."""
-    from pipeline.core.home import ledger_path
-    from pipeline.jobs.lineage import nightly_model
-    from pipeline.store import Ledger
-
-    if not ledger_path(home).exists():
-        return nightly_model(None, model, home)
-    with Ledger.open(home, read_only=True) as ledger:
-        return nightly_model(ledger, model, home)
 
 
 # ---------------------------------------------------------------------- curation
@@ -208,10 +196,10 @@ def run_curate(
     started = time.monotonic()
 
     def update(e: ProgressEvent) -> None:  # one event per committed chunk
-        if progress is not None:
-            progress(e)
         if plan is not None and e.stage == "screen" and e.done == 1:
             note(plan.estimate(time.monotonic() - started, e.total))
+        if progress is not None:
+            progress(e)
 
     return curate_flow(params, Runtime(progress=update))
 
@@ -459,10 +447,12 @@ def loop_config(config: Path | None, n: int | None) -> CurateConfig:
 
 def loop_start(model: Path | None, backend: str, home: Path | None) -> tuple[Path, str]:
     """The model the first night starts from, and why; one error line when there is none."""
+    from pipeline.jobs.lineage import current_model
+
     local = backend != "openai"  # openai: --model may be a served name
     if model is not None and local and not (model / "config.json").is_file():
         raise SieveError(f"model folder {model} has no config.json")
-    folder, why = lineage_model(home, str(model) if model is not None else None)
+    folder, why = current_model(home, str(model) if model is not None else None)
     if local and not (folder / "config.json").is_file():
         raise SieveError(f"no model at {folder}: run `sieve bootstrap` first, or pass --model")
     return folder, why
@@ -585,17 +575,21 @@ def demo(
     note: Note = _silent,
     on_night: Night | None = None,
     progress: Progress | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> tuple[Path | None, DemoRun]:
     """`sieve demo`: the foundation check (the embedded problems in the ledger, the verifier's
     self-check on them: a failure is an error after its counts are noted), then one night of the
     nightly flow: on the tiny policy (`flows.loop.demo`, bootstrapped if missing; `n`
     candidates, `steps` training steps: None, the recipe's), or with `model` on vLLM
-    (`flows.loop.demo_real`). Returns the ledger's path and the night."""
+    (`flows.loop.demo_real`). `on_start` is called once the options are checked. Returns the
+    ledger's path and the night."""
     from flows.loop import DEMO_CURATE, DEMO_TRAIN
     from pipeline.jobs.demo import run_demo
 
     if n < 10 or bootstrap_steps < 1:
         raise SieveError("--n must be >= 10 and --bootstrap-steps >= 1")
+    if on_start is not None:
+        on_start()
     found = run_demo(home, n=2000, seed=0)
     c = found.check
     note(
@@ -611,11 +605,13 @@ def demo(
 
     if model is not None:
         note(f"2. {model} -> curate -> train -> eval (one night of the nightly flow, vLLM)")
-        return found.ledger, demo_real(home, model, note, progress, on_night)
+        run = demo_real(home, model, say=note, progress=progress, on_night=on_night)
+        return found.ledger, run
     note("2. policy -> curate -> train -> eval (one night of the nightly flow)")
     config = DEMO_CURATE.model_copy(update={"n_candidates": n})
     settings = DEMO_TRAIN.with_steps(steps)
-    return found.ledger, tiny_night(home, bootstrap_steps, config, settings, note, on_night)
+    run = tiny_night(home, bootstrap_steps, config, settings, say=note, on_night=on_night)
+    return found.ledger, run
 
 
 # ---------------------------------------------------------------------- shared checks

@@ -12,9 +12,10 @@ of a night that already finished adds nothing new (ids follow from the inputs; t
 ledger, verifiers agree), the tiny policy bootstrapped if missing (`sieve bootstrap`'s own
 700 steps at seed 0: the same weights, the start of the tiny headline), one night, and a summary.
 
-Prefect is imported only when a night runs (after `pipeline.core.runlog.quiet_prefect`). These
-functions return data (a night's summary to `on_night`, a `DemoRun`); what is printed is worded
-by the CLI (`flows/cli/summary.py`).
+Prefect is imported only when a night runs (after `pipeline.core.runlog.quiet_prefect`). A night's
+summary goes to `on_night` and the demo returns a `DemoRun`, which the CLI words
+(`flows/cli/summary.py`); `say` carries only the demo's own steps (bootstrapping, adding a
+model, a report not written).
 
 Run: `sieve loop --nights 2`, `sieve demo` (`flows/cli/nightly.py`).
 Test: `pytest tests/flows/test_loop.py` (the nightly chain), `tests/cli/test_train_cli.py` (what

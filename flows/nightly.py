@@ -35,7 +35,6 @@ from typing import Any
 from prefect import flow
 from pydantic import BaseModel, Field
 
-from flows.commands import lineage_model
 from flows.curate import CurateParams, curate_flow
 from flows.runtime import EngineParam, Runtime
 from flows.train import TrainParams, train_flow
@@ -43,6 +42,7 @@ from grpo_core.validate import STRICT
 from pipeline.core.home import resolve_home
 from pipeline.core.hooks import Progress, report
 from pipeline.jobs.curate import policy_for
+from pipeline.jobs.lineage import current_model
 from pipeline.jobs.recipes import TrainSettings, curation_sampling
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
@@ -89,7 +89,7 @@ def nightly_flow(params: NightlyParams, runtime: Runtime | None = None) -> dict[
     progress = runtime.progress if runtime is not None else None
     night = date.fromisoformat(params.night) if params.night else datetime.now(UTC).date()
     config = params.config.model_copy(update={"seed": night_seed(params.config, night)})
-    folder, why = lineage_model(params.home, params.model)
+    folder, why = current_model(params.home, params.model)
     model = str(folder)
     print(f"night {night}: model {model} ({why})")
     if params.backend != "openai" or folder.is_dir():  # a served name has no recipe to read

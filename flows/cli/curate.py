@@ -52,17 +52,27 @@ def bootstrap(
     """Train the built-in tiny policy from scratch, save it, evaluate it on held-out problems."""
     from flows import commands
 
-    with progress("bootstrap") as bar:
-        task = bar.add_task("training", total=1.0)
+    training, evaluating = progress("bootstrap: training"), progress("evaluating")
+    task = training.add_task("training", total=1.0)
 
-        def trained(e: ProgressEvent) -> None:
-            description = f"training: step {e.done} loss {e.metrics['loss']:.3f}"
-            bar.update(task, completed=e.metrics["fraction"], description=description)
+    def trained(e: ProgressEvent) -> None:
+        description = f"step {e.done} loss {e.metrics['loss']:.3f}"
+        training.update(task, completed=e.metrics["fraction"], description=description)
 
+    def saved(line: str) -> None:  # training is over: its bar gives way to the evaluation's
+        training.stop()
+        out.print(line)
+        evaluating.start()
+
+    training.start()
+    try:
         result, cfg = commands.bootstrap(
             settings.overrides(), evaluation.overrides(), home,
-            note=out.print, train_progress=trained, progress=eval_updates(bar),
+            note=saved, train_progress=trained, progress=eval_updates(evaluating),
         )  # fmt: skip
+    finally:
+        training.stop()
+        evaluating.stop()
     show_eval(result, cfg)
 
 
@@ -148,14 +158,12 @@ def curate_bar(bar: Progress, started: float) -> Callable[[ProgressEvent], None]
 
 
 def eval_updates(bar: Progress) -> Callable[[ProgressEvent], None]:
-    """The held-out evaluation on `bar`: one event per mode recorded (greedy, then sampled)."""
-    task = None
+    """The held-out evaluation on `bar`, shown from the start: one event per mode recorded
+    (greedy, then sampled), the first of which gives the total."""
+    task = bar.add_task("greedy", total=None)
 
     def update(e: ProgressEvent) -> None:
-        nonlocal task
-        if task is None:
-            task = bar.add_task("greedy", total=e.total)
-        bar.update(task, completed=e.done, description=f"{e.stage} recorded")
+        bar.update(task, total=e.total, completed=e.done, description=f"{e.stage} recorded")
         committed(f"held-out {e.stage} results recorded")
 
     return update

@@ -6,18 +6,12 @@ Test: `pytest tests/cli/test_export_report_cli.py tests/test_export.py tests/tes
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from flows.cli.common import out
 from flows.cli.options import HomeOpt
-
-if TYPE_CHECKING:
-    from pipeline.policy.prompts import PromptFormat
-
-# --prompt-format: "auto" is the curated model's own format
-PROMPT_FORMATS: dict[str, PromptFormat | None] = {"auto": None, "raw": "raw", "chat": "chat"}
 
 
 def export(

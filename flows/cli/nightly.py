@@ -108,22 +108,21 @@ def demo(
     from pipeline.jobs.demo import EXAMPLE_SQL
 
     started = time.perf_counter()
-    ruled = False
 
-    def note(line: str) -> None:  # the rule above the first line (none before a usage error)
-        nonlocal ruled
-        if not ruled:
-            rule = Rule("Sieve demo" + (f" on {model}" if model else ""))
-            out.print(rule, width=min(out.width, WIDTH))
-            ruled = True
-        step = line[:1].isdigit() and line[1:3] == ". "  # "1. ...": its lines under its text
-        say(line, rest="   " if step else "  ")
+    def rule() -> None:  # once the options are checked: no rule above a usage error
+        out.print(
+            Rule("Sieve demo" + (f" on {model}" if model else "")), width=min(out.width, WIDTH)
+        )
+
+    def note(line: str) -> None:
+        first = line.startswith("1. ")  # the foundation check's lines under its text
+        say(line, rest="   " if first else "  ")
 
     with progress("night") as bar:
         ledger, run = commands.demo(
             home, model, n, bootstrap_steps, steps, note,
             on_night=lambda i, night: note(night_line(i, night)),
-            progress=stage_lines(bar, time.monotonic()),
+            progress=stage_lines(bar, time.monotonic()), on_start=rule,
         )  # fmt: skip
     out.print()
     for line in demo_summary(run):

@@ -11,8 +11,9 @@ backend reads, is one repeatable option of KEY=VALUE pairs named after its field
 max_model_len=1024,kv_cache_gib=2`, as lm-evaluation-harness's `--model_args`), which keeps six
 rarely used options out of four commands' `--help`. A command declares one parameter, `engine:
 OptionBlock = ENGINE`, and `@option_blocks` turns it into the block's options, in that place of
-`--help`, handing the command the block with what was given. The block checks its values only when
-the command asks (`engine.options()`), so each command still reports its errors in its own order.
+`--help`, handing the command the block with what was given. The block checks its values when the
+command asks (`engine.options()`); the commands ask before they call their job, so a bad
+`--engine` is refused before anything is written.
 
 Test: `pytest tests/cli/test_cli.py` (where the blocks sit), `tests/cli/test_train_cli.py`.
 """

@@ -108,12 +108,9 @@ def train(
 
 def _train_progress(bar: Progress) -> Callable[[ProgressEvent], None]:
     """The per-step bar: one event per training step (`pipeline.core.hooks`)."""
-    task = None
+    task = bar.add_task("starting", total=None)  # shown from the start; the first step's total
 
     def update(e: ProgressEvent) -> None:
-        nonlocal task
-        if task is None:
-            task = bar.add_task("starting", total=e.total)
         m = e.metrics
         committed(
             f"trained {e.done} of {e.total} steps; the checkpoints written are kept "
@@ -121,6 +118,7 @@ def _train_progress(bar: Progress) -> Callable[[ProgressEvent], None]:
         )
         bar.update(
             task,
+            total=e.total,
             completed=e.done,
             description=(
                 f"step {e.done}/{e.total} reward {m['reward_mean']:.2f} "

@@ -2,8 +2,9 @@
 
 Generate the default problem mix and a bundled GSM8K-style file into the ledger, check every
 problem's answer with the verifiers (its own answer must pass, a perturbed one must fail), and
-give example SQL. The rest of the demo — bootstrap, one night of curate → train → eval, the
-before/after table — is `flows.loop.demo`; `sieve demo` runs both.
+give example SQL. The rest of the demo — bootstrap, one night of curate → train → eval — is
+`flows.loop.demo`; `sieve demo` runs both (`flows.commands.demo`) and prints the summary
+(`flows/cli/summary.py`).
 
 Test: `pytest tests/test_demo.py`.
 """

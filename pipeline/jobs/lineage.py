@@ -300,3 +300,15 @@ def curated_sampling(ledger: Ledger, curriculum_id: str) -> SamplingConfig | Non
         return SamplingConfig.model_validate(recorded) if recorded is not None else None
     except (ValueError, ValidationError, AttributeError):
         return None
+
+
+def current_model(home: str | Path | None, model: str | None = None) -> tuple[Path, str]:
+    """`nightly_model` for `home`, read from its ledger when there is one (a fresh home: the
+    tiny policy, or `model`'s own folder): what a night, `sieve curate` or `sieve eval` without
+    `--model` starts from, and why."""
+    from pipeline.core.home import ledger_path
+
+    if not ledger_path(home).exists():
+        return nightly_model(None, model, home)
+    with Ledger.open(home, read_only=True) as ledger:
+        return nightly_model(ledger, model, home)

@@ -1477,6 +1477,7 @@ def test_a_finished_night_is_not_run_again(
     import flows.commands
     import flows.loop
     import flows.nightly
+    from pipeline.jobs.lineage import current_model
     from pipeline.policy.model import create_tiny_model, folder_revision
 
     home, base = tmp_path / "home", tmp_path / "base"
@@ -1484,7 +1485,7 @@ def test_a_finished_night_is_not_run_again(
     ran: list[str] = []
 
     def night(params: Any, runtime: Any = None) -> dict[str, Any]:
-        folder, _ = flows.commands.lineage_model(params.home, params.model)
+        folder, _ = current_model(params.home, params.model)
         start, n = folder_revision(folder), len(ran)
         ran.append(str(params.night))
         step = home / "checkpoints" / f"train-{n}" / "step-000001"

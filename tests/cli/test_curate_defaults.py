@@ -20,8 +20,24 @@ SERVED = Path("a-served-chat-model")  # not a local folder: counts as a chat mod
 
 def with_recipe_sampling(cfg: CurateConfig, folder: Path, chosen: set[str]) -> CurateConfig:
     """What `sieve curate` (`flows.commands.curate`) curates at: the recipe's sampling for the
-    fields the user did not set."""
+    fields the user did not set (`chosen`, which `test_the_fields_the_user_set_are_the_flags_
+    and_the_files` checks `flows.commands.curate_config` finds)."""
     return curation_sampling(cfg, folder, sorted(chosen))[0]
+
+
+def test_the_fields_the_user_set_are_the_flags_and_the_files(tmp_path: Path) -> None:
+    """The [sampling] fields `sieve curate` keeps from the user: those given as flags and those
+    the config file sets; the defaults of an unset field follow the recipe."""
+    from flows.commands import CurateRequest, curate_config
+
+    config = tmp_path / "c.toml"
+    config.write_text("[sampling]\nmax_new_tokens = 64\n", encoding="utf-8")
+    request = CurateRequest(config=config, sampling={"temperature": 0.9}, overrides={"seed": 3})
+    cfg, chosen = curate_config(request)
+    assert chosen == ["max_new_tokens", "temperature"]
+    assert (cfg.seed, cfg.sampling.temperature, cfg.sampling.max_new_tokens) == (3, 0.9, 64)
+    assert curate_config(CurateRequest())[1] == []  # no file, no flag: the recipe decides all
+    assert with_recipe_sampling(cfg, SERVED, set(chosen)).sampling.temperature == 0.9
 
 
 def test_a_chat_model_curates_at_its_recipe_temperature_and_budget() -> None:
@@ -74,7 +90,7 @@ def _night_config(
         return {"curriculum_id": "c", "kept": {}}
 
     monkeypatch.setattr(nightly, "curate_flow", fake_curate)
-    monkeypatch.setattr(nightly, "lineage_model", lambda home, model: (SERVED, "given"))
+    monkeypatch.setattr(nightly, "current_model", lambda home, model: (SERVED, "given"))
     monkeypatch.setattr(nightly, "night_engine", lambda *a, **k: None)
     nightly.nightly_flow.fn(
         nightly.NightlyParams(home=str(tmp_path), night="2026-01-02", skip_train=True, **params)

@@ -82,3 +82,23 @@ def test_a_command_that_calls_one_job_counts_one(tmp_path: Path) -> None:
     assert sprawl().cli_job_calls(fake_cli(tmp_path, body)) == {
         "generate": ["flows.commands.curate"]
     }
+
+
+def test_a_job_called_twice_or_through_a_plain_import_counts(tmp_path: Path) -> None:
+    body = (
+        "import pipeline.jobs.stats\n"
+        "from flows import commands\n\n"
+        "def generate(home=None):\n"
+        "    pipeline.jobs.stats.heldout_table(home)\n"
+        "    _twice(home)\n"
+        "    _twice(home)\n\n"
+        "def _twice(home):\n"
+        "    return commands.curate(commands.CurateRequest(), home)\n"
+    )
+    assert sprawl().cli_job_calls(fake_cli(tmp_path, body)) == {
+        "generate": [
+            "flows.commands.curate",
+            "flows.commands.curate",
+            "pipeline.jobs.stats.heldout_table",
+        ]
+    }
