@@ -478,7 +478,7 @@ def loop(
     first on `start` (YYYY-MM-DD; None: today, UTC), from the model `loop_start` decides, with
     `train_config` (else the recipe for that model); `on_night` gets each night's number and
     summary once it is committed. Returns the held-out sampled pass@1 by revision afterwards
-    (`flows.loop.heldout_by_revision`)."""
+    (`pipeline.jobs.stats.heldout_by_revision`)."""
     from pipeline.jobs.recipes import given_recipe, train_recipe
 
     if nights < 1:
