@@ -34,10 +34,12 @@ The protocol:
   T at the start and the end, per problem, so differences are paired over problems too.
 - **Statistics** (`--summarise`): per arm, the paired difference to uniform of the final
   sampled and greedy accuracy with a 95 % bootstrap interval over seeds and held-out problems;
-  rollouts to three targets (uniform's seed-mean final greedy accuracy and two thirds and one
-  third of the way to it from the start) read from each seed's isotonic (monotone) fit of its
-  greedy curve, as ratios to uniform's with bootstrap intervals over seeds; curves against
-  rollouts and against updates.
+  rollouts to three targets per seed (uniform's final greedy accuracy on that seed, and two
+  thirds and one third of the way to it from the start) read from each seed's isotonic
+  (monotone) fit of its greedy curve, as ratios to uniform's on the same seed with bootstrap
+  intervals over the paired seeds (uniform's own fit always reaches its final: the fit's last
+  value is the largest mean of a tail of the curve); curves against rollouts and against
+  updates.
 
 Resumable and seed-major: each arm x seed x setting writes `results/headline_runs/<setting>_
 <arm>_s<seed>.json` (its accounting per step, its curve, its final per-problem scores) and its
@@ -966,6 +968,9 @@ def isotonic(y: list[float]) -> list[float]:
     return [m for m, c in blocks for _ in range(int(c))]
 
 
+TARGET_FRACTIONS = (1 / 3, 2 / 3, 1.0)  # of uniform's gain over the start, per seed
+
+
 def reach(xs: list[float], ys: list[float], target: float) -> float | None:
     """Where the isotonic fit of (xs, ys) first reaches `target`, linearly between marks."""
     fit = isotonic(ys)
@@ -1081,11 +1086,14 @@ def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict
         },
         "runs": [run_row(r) for r in runs],
     }
-    if uni:
-        u_final = float(np.mean([r["final"]["greedy"] for r in uni.values()]))
-        s0 = start["greedy"]
-        targets = [s0 + (u_final - s0) * f for f in (1 / 3, 2 / 3, 1.0)]
-        out["targets_greedy"] = targets
+    s0 = start["greedy"]
+    # each seed's targets: uniform's own final greedy on that seed and one and two thirds of the
+    # way to it from the start, so a seed pairs with itself whatever other seeds have finished
+    # (a seed-mean target moved with every unpaired uniform seed, and uniform's own seeds that
+    # ended below the mean never reached it)
+    targets = {sd: [s0 + (r["final"]["greedy"] - s0) * f for f in TARGET_FRACTIONS]
+               for sd, r in uni.items()}  # fmt: skip
+    out["targets_greedy"] = {str(sd): t for sd, t in sorted(targets.items())}
     arms: dict[str, Any] = {}
     for arm in ARMS:
         mine = {r["seed"]: r for r in runs if r["arm"] == arm}
@@ -1125,11 +1133,13 @@ def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict
             )
         if uni:
             reached = []
-            for tgt in out["targets_greedy"]:
-                per_seed = {}
+            for i, fraction in enumerate(TARGET_FRACTIONS):
+                per_seed = {}  # the rollouts each seed's fit first reaches its seed's target at
                 for s, r in mine.items():
-                    xs = [c["rollouts"] for c in r["curve"]]
-                    per_seed[s] = reach(xs, [c["greedy"] for c in r["curve"]], tgt)
+                    if s in targets:
+                        xs = [c["rollouts"] for c in r["curve"]]
+                        tgt = targets[s][i]
+                        per_seed[s] = reach(xs, [c["greedy"] for c in r["curve"]], tgt)
                 ratios = [
                     per_seed[s] / u
                     for s in paired
@@ -1138,14 +1148,14 @@ def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict
                         u := reach(
                             [c["rollouts"] for c in uni[s]["curve"]],
                             [c["greedy"] for c in uni[s]["curve"]],
-                            tgt,
+                            targets[s][i],
                         )
                     )
                     not in (None, 0.0)
                 ]
                 reached.append(
                     {
-                        "target": tgt,
+                        "fraction_of_uniform_gain": fraction,
                         "rollouts_by_seed": per_seed,
                         "ratio_to_uniform": seed_bootstrap(ratios, rng) if ratios else None,
                         "not_reached": sum(v is None for v in per_seed.values()),

@@ -248,3 +248,36 @@ def test_a_two_seed_bracket_is_labelled_as_their_range() -> None:
     assert "range" not in docs_headline._ci(four)
     paired = {"mean": 0.01, "ci95": [-0.006, 0.028], "seeds": 2, "problems": 281}
     assert "range" not in docs_headline._ci(paired)
+
+
+def test_rollouts_to_target_pair_each_seed_with_uniforms_own_final() -> None:
+    """Each seed's target is uniform's final on that seed: a uniform seed no other arm has run
+    yet (here seed 3, ending far higher) moves no arm's ratio, and a paired seed's uniform always
+    reaches its own final. A seed-mean target once read "Sieve did not reach uniform's final on
+    any paired seed" because uniform itself ended below the mean on the paired seeds."""
+    marks = (0, 512, 1024, 1536, 2048)
+
+    def run(arm: str, seed: int, curve: tuple[float, ...]) -> dict[str, Any]:
+        final = {
+            "greedy": curve[-1], "sampled": 0.2, "scored": 4, "by_level": [],
+            "per_problem_sampled": [0.2] * 4, "per_problem_greedy": [curve[-1]] * 4,
+        }  # fmt: skip
+        points = [
+            {"rollouts": x, "updates": x // 64, "greedy": g}
+            for x, g in zip(marks, curve, strict=True)
+        ]
+        return {"arm": arm, "seed": seed, "start": "w", "steps": [], "curve": points,
+                "final": final, "seconds": 1.0}  # fmt: skip
+
+    slow, fast = (0.1, 0.15, 0.2, 0.2, 0.2), (0.1, 0.2, 0.2, 0.2, 0.2)
+    runs = [run("uniform", 1, slow), run("uniform", 2, slow),
+            run("uniform", 3, (0.1, 0.2, 0.3, 0.35, 0.4)),
+            run("sieve", 1, fast), run("sieve", 2, fast)]  # fmt: skip
+    out = hl.summarise_setting(runs, {"greedy": 0.1})
+    assert out["targets_greedy"]["3"][-1] == pytest.approx(0.4)
+    sieve = out["arms"]["sieve"]["rollouts_to_target"]
+    assert [t["fraction_of_uniform_gain"] for t in sieve] == pytest.approx([1 / 3, 2 / 3, 1.0])
+    assert sieve[-1]["ratio_to_uniform"]["mean"] == pytest.approx(0.5)  # 512 vs 1,024 rollouts
+    assert sieve[-1]["ratio_to_uniform"]["seeds"] == 2 and sieve[-1]["not_reached"] == 0
+    uniform = out["arms"]["uniform"]["rollouts_to_target"][-1]
+    assert uniform["not_reached"] == 0 and uniform["ratio_to_uniform"]["mean"] == 1.0

@@ -223,7 +223,8 @@ def headline_selection(r: Any, name: str = "headline") -> str:
         "spans exactly those two values, so that bracket is their range, not an interval. "
         "With few seeds a bootstrap over seeds is also narrower than the truth. "
         "\"Rollouts to uniform's final\" reads each seed's isotonic fit of its greedy "
-        "curve; the two lower targets are in the JSON."
+        "curve against uniform's final on the same seed, as a ratio to uniform's own rollouts "
+        "on that seed; the two lower targets are in the JSON."
     )
     return "\n\n".join(out)
 
