@@ -593,6 +593,11 @@ def run_arm(
             }
         )
         p["final"] = ev
+    p["state"] = {  # the selection state at the end too (the last checkpoint's is a mark behind)
+        "streaks": dict(skip.streaks),
+        "posterior": posterior.state(),
+        "observations": seen.state(),
+    }
     p["done"] = True
     p["seconds"] = time.perf_counter() - began
     atomic_write(path, p)
@@ -1075,6 +1080,90 @@ def cells_vs_uniform(
     return sorted(out, key=lambda c: -c["delta"])
 
 
+PARTS = 4  # a run's updates are read in quarters: does an arm's selection hold up as it trains?
+OUTCOMES = ("mixed", "all_wrong", "all_right")
+
+
+def updates_by_part(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per quarter of each run's updates (in update order): the share of trained groups that
+    were informative (not all G answers alike) and, where the arm predicts it before sampling,
+    the share its posterior expected; means over the runs (seeds). Also informative groups
+    trained per 1,000 rollouts sampled, per seed: the quantity an arm's selection buys."""
+    realized, predicted, per_k = [], [], []
+    for r in runs:
+        upd = [s for s in r["steps"] if s["update"]]
+        if len(upd) < PARTS:
+            continue
+        parts = np.array_split(np.arange(len(upd)), PARTS)
+        realized.append(
+            [sum(upd[i]["informative"] for i in ix) / sum(upd[i]["groups"] for i in ix)
+             for ix in parts]
+        )  # fmt: skip
+        if all(s.get("predicted_informative") is not None for s in upd):
+            predicted.append(
+                [float(np.mean([upd[i]["predicted_informative"] for i in ix])) for ix in parts]
+            )
+        sampled = totals(r["steps"])["sampled"]
+        per_k.append(1000.0 * sum(s["informative"] for s in upd) / sampled if sampled else 0.0)
+    return {
+        "seeds": len(realized),
+        "realized": np.mean(realized, 0).tolist() if realized else None,
+        "predicted": np.mean(predicted, 0).tolist() if predicted else None,
+        "informative_per_1k_sampled": per_k,
+    }
+
+
+def _start_rates(rates: dict[tuple[int, str, str], list[float]]) -> dict[str, float | None]:
+    """Per kind of group (visit_outcome), the mean start rate of its cells over every part."""
+    out: dict[str, float | None] = {}
+    for v in ("first", "revisit"):
+        for o in OUTCOMES:
+            x = [y for q in range(PARTS) for y in rates[(q, v, o)]]
+            out[f"{v}_{o}"] = float(np.mean(x)) if x else None
+    return out
+
+
+def group_outcomes(
+    runs: list[dict[str, Any]], cell_rate: dict[str, float] | None = None
+) -> dict[str, Any] | None:
+    """What a posterior arm's trained groups turned out to be, from the observations it keeps
+    (key, cell, k, n, update): per quarter of the run's updates, its first visits to a prompt and
+    its revisits, each split into mixed groups (informative), all wrong and all right; summed
+    over the seeds. The observations are those saved with the run's last checkpoint, so the
+    updates they cover are reported (`covered`: the first update they do not reach). With
+    `cell_rate` (cell → the start's measured pass rate), also the mean start rate of the cells
+    of each kind of group (`start_rate`): did the misses come from cells the start's own
+    measurement already called hard?"""
+    kept = [r for r in runs if r.get("state", {}).get("observations")]
+    if not kept:
+        return None
+    counts = {(q, v, o): 0 for q in range(PARTS) for v in ("first", "revisit") for o in OUTCOMES}
+    rates: dict[tuple[int, str, str], list[float]] = {k: [] for k in counts}
+    covered = []
+    for r in kept:
+        total = totals(r["steps"])["updates"]
+        seen: set[str] = set()
+        obs = sorted(r["state"]["observations"], key=lambda o: o[4])
+        for key, cell, k, n, update in obs:
+            visit = "revisit" if key in seen else "first"
+            seen.add(key)
+            out = "mixed" if 0 < k < n else ("all_right" if k >= n else "all_wrong")
+            at = (min(PARTS - 1, update * PARTS // max(1, total)), visit, out)
+            counts[at] += 1
+            if cell_rate and cell in cell_rate:
+                rates[at].append(cell_rate[cell])
+        covered.append(max(o[4] for o in obs) + 1)
+    return {
+        "seeds": len(kept),
+        "covered": covered,
+        "parts": [
+            {v: {o: counts[(q, v, o)] for o in OUTCOMES} for v in ("first", "revisit")}
+            for q in range(PARTS)
+        ],
+        "start_rate": _start_rates(rates) if cell_rate else None,
+    }
+
+
 def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict[str, Any]:
     """One setting's comparison: arms paired to uniform on the seeds (and start) they share."""
     rng = np.random.default_rng(0)
@@ -1127,6 +1216,12 @@ def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict
                         [theirs[sd]["final"]["per_problem_sampled"] for sd in both],
                         rng,
                     )
+        row["by_part"] = updates_by_part(list(mine.values()))
+        # Sieve's observations are its trained groups; the two-stage arm's hold its screens too
+        rate = {f"{c['family']} {c['level']}": c["pass_rate"] for c in start.get("cells") or []}
+        row["group_outcomes"] = (
+            group_outcomes(list(mine.values()), rate or None) if arm == "sieve" else None
+        )
         if arm != "uniform" and paired:
             row["cells_vs_uniform"] = cells_vs_uniform(
                 [mine[s]["final"] for s in paired], [uni[s]["final"] for s in paired]

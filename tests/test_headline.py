@@ -281,3 +281,104 @@ def test_rollouts_to_target_pair_each_seed_with_uniforms_own_final() -> None:
     assert sieve[-1]["ratio_to_uniform"]["seeds"] == 2 and sieve[-1]["not_reached"] == 0
     uniform = out["arms"]["uniform"]["rollouts_to_target"][-1]
     assert uniform["not_reached"] == 0 and uniform["ratio_to_uniform"]["mean"] == 1.0
+
+
+def _step(informative: int, update: bool = True, predicted: float | None = None) -> dict[str, Any]:
+    return {"sampled": 64, "trained": 64 if update else 0, "groups": 8, "keys": [],
+            "informative": informative, "update": update, "unfilled": False, "skipped": 0,
+            "predicted_informative": predicted, "seconds": 1.0, "load_1m": 1.0}  # fmt: skip
+
+
+def test_updates_by_part_reads_each_quarter_of_the_updates_and_what_was_expected() -> None:
+    """The informative share per quarter of a run's updates (an empty step is not an update and
+    sits in no quarter), the posterior's expectation where every update has one, and informative
+    groups per 1,000 rollouts sampled (the empty step's rollouts counted)."""
+    inf = [8, 8, 4, 4, 2, 2, 0, 0]
+    steps = [_step(i, predicted=0.9) for i in inf[:4]] + [_step(0, update=False)]
+    steps += [_step(i, predicted=0.5) for i in inf[4:]]
+    one = {"steps": steps}
+    other = {"steps": [_step(4) for _ in range(8)]}  # no expectation: counts for the share only
+    got = hl.updates_by_part([one, other])
+    assert got["seeds"] == 2
+    assert got["realized"] == pytest.approx([(1.0 + 0.5) / 2, (0.5 + 0.5) / 2, (0.25 + 0.5) / 2,
+                                             (0.0 + 0.5) / 2])  # fmt: skip
+    assert got["predicted"] == pytest.approx([0.9, 0.9, 0.5, 0.5])
+    assert got["informative_per_1k_sampled"] == pytest.approx(
+        [1000 * sum(inf) / (9 * 64), 1000 * 32 / (8 * 64)]
+    )
+    assert hl.updates_by_part([{"steps": steps[:3]}])["seeds"] == 0  # fewer updates than parts
+
+
+def test_group_outcomes_splits_first_visits_from_revisits_by_quarter() -> None:
+    """Sieve's kept observations (key, cell, k, n, update), read in update order: a prompt's first
+    group is a first visit, later ones revisits; mixed / all wrong / all right per quarter of the
+    run's updates, and the start's measured rate of the cells behind each kind."""
+    obs = [
+        ["b", "hard 1", 0.0, 8.0, 6],  # out of order on purpose: read by update
+        ["a", "easy 1", 3.0, 8.0, 0],
+        ["b", "hard 1", 0.0, 8.0, 1],
+        ["a", "easy 1", 8.0, 8.0, 7],
+    ]
+    run = {"steps": [_step(4) for _ in range(8)], "state": {"observations": obs}}
+    got = hl.group_outcomes([run], {"easy 1": 0.3, "hard 1": 0.05})
+    assert got is not None and got["seeds"] == 1 and got["covered"] == [8]
+    q1, q4 = got["parts"][0], got["parts"][3]
+    assert q1["first"] == {"mixed": 1, "all_wrong": 1, "all_right": 0}
+    assert q4["revisit"] == {"mixed": 0, "all_wrong": 1, "all_right": 1}
+    assert got["parts"][1]["first"] == got["parts"][2]["revisit"] == dict.fromkeys(hl.OUTCOMES, 0)
+    assert got["start_rate"]["first_all_wrong"] == 0.05 and got["start_rate"]["first_mixed"] == 0.3
+    assert got["start_rate"]["revisit_all_right"] == 0.3
+    assert hl.group_outcomes([{"steps": run["steps"], "state": {}}]) is None
+
+
+def test_the_smoke_summary_reads_every_arm_by_quarter_and_sieves_groups_to_the_end(
+    smoke: Path,
+) -> None:
+    """Every arm's quarters are in the summary; Sieve's observations are saved with the finished
+    run, so they cover every update (a checkpoint's copy is a mark behind)."""
+    import docs_headline
+
+    result = json.loads((smoke / "headline_smoke.json").read_text())
+    warm = result["settings"]["warm"]
+    for arm in ONLINE:
+        assert warm["arms"][arm]["by_part"]["seeds"] == 2, arm
+    sieve = warm["arms"]["sieve"]
+    assert min(sieve["updates"]) > 0
+    assert sieve["group_outcomes"]["covered"] == sieve["updates"]
+    groups = sum(sum(sum(v.values()) for v in p.values()) for p in sieve["group_outcomes"]["parts"])
+    assert groups == result["setup"]["batch_prompts"] * sum(sieve["updates"])
+    assert warm["arms"]["mopps"]["group_outcomes"] is None
+    body = docs_headline.headline_selection_updates(
+        lambda name, *keys: _dig(result, keys), "headline_smoke"
+    )
+    assert "| warm | **Sieve** (ledger posterior) | 2 |" in body
+    assert "Sieve's trained groups by what they turned out to be" in body
+
+
+def _dig(d: Any, keys: tuple[str, ...]) -> Any:
+    for k in keys:
+        d = d[k]
+    return d
+
+
+def test_the_reading_of_the_updates_is_computed_from_the_table() -> None:
+    """The generated sentences: uniform's and Sieve's informative groups per 1,000 rollouts, the
+    1,000 / G ceiling, the ratio they imply, and the quarter shares, from made-up numbers."""
+    import docs_headline
+
+    def part(realized: list[float], per_k: list[float], predicted: Any = None) -> dict[str, Any]:
+        return {"seeds": len(per_k), "realized": realized, "predicted": predicted,
+                "informative_per_1k_sampled": per_k}  # fmt: skip
+
+    block = {"arms": {
+        "uniform": {"by_part": part([0.4, 0.4, 0.4, 0.4], [50.0, 50.0])},
+        "sieve": {"by_part": part([0.6, 0.5, 0.4, 0.3], [60.0, 40.0], [0.9, 0.9, 0.9, 0.9]),
+                  "group_outcomes": None},
+    }}  # fmt: skip
+    text = " ".join(docs_headline._reading("warm", block, 8))
+    assert "uniform trained 50 informative groups per 1,000" in text
+    assert "gives 125 (1,000 / G)" in text and "less than 0.40× its rollouts" in text
+    assert "Sieve's 50 per 1,000 would make its ratio 1.00×" in text
+    assert "the goal's ≤ 0.5× asks for 100" in text
+    assert "0.60 → 0.50 → 0.40 → 0.30" in text and "expected 0.90 → 0.90" in text
+    assert "uniform 0.40, Sieve (ledger posterior) 0.30" in text

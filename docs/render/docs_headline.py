@@ -323,3 +323,133 @@ def headline_selection_tiny_runs(r: Any) -> str:
 
 def headline_selection_tiny_cells(r: Any) -> str:
     return headline_selection_cells(r, "headline_tiny")
+
+
+def _shares(xs: Any) -> str:
+    return "–" if not xs else " → ".join(_f(x, 2) for x in xs)
+
+
+def _per_k(v: list[float]) -> str:
+    if not v:
+        return "–"
+    m = sum(v) / len(v)
+    return f"{m:.0f}" if len(v) == 1 else f"{m:.0f} ({min(v):.0f}–{max(v):.0f})"
+
+
+def _pct(a: int, b: int) -> str:
+    return "–" if not b else f"{100 * a / b:.0f} %"
+
+
+def _reading(setting: str, b: Any, group_size: int) -> list[str]:
+    """Generated sentences: the ceiling selection has against uniform in informative groups per
+    rollout, Sieve's share across its updates, and what its groups turned out to be."""
+    arms, out = b["arms"], []
+    uni, me = arms.get("uniform", {}).get("by_part"), arms.get("sieve", {}).get("by_part")
+    if not uni or not me or not uni["informative_per_1k_sampled"]:
+        return out
+    u = sum(uni["informative_per_1k_sampled"]) / len(uni["informative_per_1k_sampled"])
+    s = sum(me["informative_per_1k_sampled"]) / len(me["informative_per_1k_sampled"])
+    ceiling = 1000 / group_size
+    out.append(
+        f"*{setting.capitalize()}:* uniform trained {u:.0f} informative groups per 1,000 "
+        f"rollouts sampled; training nothing else and spending no rollout to decide gives "
+        f"{ceiling:.0f} (1,000 / G). If held-out gains tracked informative groups alone, no "
+        f"selection could reach uniform's final with less than {u / ceiling:.2f}× its rollouts, "
+        f"and Sieve's {s:.0f} per 1,000 would make its ratio {u / s:.2f}×; the goal's ≤ 0.5× "
+        f"asks for {2 * u:.0f}."
+    )
+    if me["realized"] and me["predicted"]:
+        out.append(
+            f"Sieve's informative share went {_shares(me['realized'])} across the quarters of "
+            f"its updates while its posterior expected {_shares(me['predicted'])}; uniform's "
+            f"went {_shares(uni['realized'])}."
+        )
+    last = [
+        f"{ARM_NAMES[a].replace('**', '')} {_f(arms[a]['by_part']['realized'][-1], 2)}"
+        for a in ORDER
+        if arms.get(a, {}).get("by_part", {}).get("realized")
+    ]
+    out.append(f"In the last quarter of updates, the informative share was: {', '.join(last)}.")
+    go = arms["sieve"].get("group_outcomes")
+    if go:
+        filled = [q for q, p in enumerate(go["parts"]) if any(sum(v.values()) for v in p.values())]
+        a, z = go["parts"][filled[0]], go["parts"][filled[-1]]
+
+        def share(part: Any, visit: str, outcome: str) -> str:
+            return _pct(part[visit][outcome], sum(part[visit].values()))
+
+        first, last_q = filled[0] + 1, filled[-1] + 1
+        out.append(
+            f"From the observations Sieve keeps ({go['seeds']} seeds, updates before "
+            f"{min(go['covered'])}): of its revisits, {share(a, 'revisit', 'all_right')} ended "
+            f"all right in quarter {first} and {share(z, 'revisit', 'all_right')} in quarter "
+            f"{last_q}; of its first visits, {share(a, 'first', 'all_wrong')} ended all wrong in "
+            f"quarter {first} and {share(z, 'first', 'all_wrong')} in quarter {last_q}."
+        )
+        sr = go.get("start_rate")
+        if sr and sr.get("first_all_wrong") is not None and sr.get("first_mixed") is not None:
+            out.append(
+                f"The start's own measurement of the cells put those of Sieve's first visits "
+                f"that ended all wrong at a pass rate of {_f(sr['first_all_wrong'], 2)} on "
+                f"average, and those that ended mixed at {_f(sr['first_mixed'], 2)}; the arm does "
+                f"not read that measurement (every arm learns from its own groups only)."
+            )
+    return out
+
+
+def headline_selection_updates(r: Any, name: str = "headline") -> str:
+    """Per setting and arm, what the selection bought per update and how it held up across the
+    run: informative groups per 1,000 rollouts sampled, the informative share by quarter of
+    the updates (and what the posterior arms expected), Sieve's trained groups by outcome,
+    and generated sentences reading them against uniform."""
+    rows, outcome_rows, reading = [], [], []
+    g = int(r(name, "setup")["group_size"])
+    for setting, b in r(name, "settings").items():
+        for arm in ORDER:
+            bp = b["arms"].get(arm, {}).get("by_part")
+            if not bp or not bp["seeds"]:
+                continue
+            rows.append([
+                setting, ARM_NAMES[arm], str(bp["seeds"]),
+                _per_k(bp["informative_per_1k_sampled"]), _shares(bp["realized"]),
+                _shares(bp["predicted"]),
+            ])  # fmt: skip
+            go = b["arms"][arm].get("group_outcomes")
+            for q, part in enumerate(go["parts"] if go else []):
+                if not any(sum(v.values()) for v in part.values()):
+                    continue
+                outcome_rows.append([
+                    setting, ARM_NAMES[arm], str(q + 1),
+                    *(" / ".join(str(part[v][o]) for o in ("mixed", "all_wrong", "all_right"))
+                      for v in ("first", "revisit")),
+                ])  # fmt: skip
+        reading += _reading(setting, b, g)
+    if not rows:
+        return "No run has finished yet."
+    text = _table(
+        [
+            "start", "arm", "seeds", "informative groups per 1,000 rollouts sampled (seeds' range)",
+            "informative share by quarter of updates", "posterior's expected share by quarter",
+        ],
+        rows,
+    )  # fmt: skip
+    if outcome_rows:
+        text += (
+            "\n\nSieve's trained groups by what they turned out to be (groups, summed over "
+            "seeds; a first visit is the run's first group of that prompt):\n\n"
+            + _table(
+                [
+                    "start", "arm", "quarter of updates",
+                    "first visits: mixed / all wrong / all right",
+                    "revisits: mixed / all wrong / all right",
+                ],
+                outcome_rows,
+            )
+        )  # fmt: skip
+    if reading:
+        text += "\n\n" + "\n\n".join(reading)
+    return text
+
+
+def headline_selection_tiny_updates(r: Any) -> str:
+    return headline_selection_updates(r, "headline_tiny")

@@ -68,6 +68,8 @@ HEADLINE_BLOCKS: dict[str, Callable[[Results], str]] = {
     "headline-selection-tiny-runs": docs_headline.headline_selection_tiny_runs,
     "headline-selection-cells": docs_headline.headline_selection_cells,
     "headline-selection-tiny-cells": docs_headline.headline_selection_tiny_cells,
+    "headline-selection-updates": docs_headline.headline_selection_updates,
+    "headline-selection-tiny-updates": docs_headline.headline_selection_tiny_updates,
 }
 PAGE_BLOCKS: tuple[dict[str, Callable[[Results], str]], ...] = (
     HEADLINE_BLOCKS,
