@@ -11,7 +11,8 @@ results/campaign_time.json + PNG:
   run spends outside its steps (held-out evaluations at the marks, the warm start's load);
 - the ratio of the oldest commit's quiet median to the newest one's, per arm with quiet steps at
   both (commits ordered by date where this clone has them);
-- the projected wall time of the runs still to do (`--runs`, the driver's list by default), two
+- the projected wall time of the runs still to do (`--runs`, by default the driver's list,
+  benchmarks/headline_runs.txt), two
   ways (`project`): at each arm's quiet step time (an arm with no quiet step at its time over
   every step), and as run (every arm at its time over every step, beside whatever else ran).
   Each run also pays one first step and its arm's time outside the steps. A rough estimate:
@@ -36,11 +37,14 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 QUIET_LOAD = 2.6  # 1-minute load at or under which a step counts as taken on a quiet machine
 STEPS_PER_RUN = 32  # 2,048 rollouts at 64 per step (headline.py's budget / batch)
-DEFAULT_RUNS = (
-    [f"warm:{a}:{s}" for s in (1, 2, 3, 4) for a in ("uniform", "sieve", "mopps", "greso")]
-    + [f"cold:{a}:{s}" for s in (1, 2) for a in ("uniform", "sieve")]
-    + [f"warm:dapo:{s}" for s in (1, 2, 3, 4)]
-)
+RUN_LIST = ROOT / "benchmarks" / "headline_runs.txt"  # the driver's list, in its order
+
+
+def run_list(path: Path = RUN_LIST) -> list[str]:
+    """The campaign's runs (setting:arm:seed), as the driver reads them: one per line, `#`
+    comments and blank lines skipped."""
+    lines = (ln.split("#", 1)[0].strip() for ln in path.read_text().splitlines())
+    return [ln for ln in lines if ln]
 
 
 def load_runs(folder: Path) -> list[dict[str, Any]]:
@@ -247,7 +251,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", type=Path, default=RESULTS)
-    ap.add_argument("--runs", default=" ".join(DEFAULT_RUNS), help="setting:arm:seed ...")
+    ap.add_argument("--runs", default=None, help=f"setting:arm:seed ... (default: {RUN_LIST.name})")
     ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args()
     runs = load_runs(args.results / "headline_runs")
@@ -277,7 +281,7 @@ def main() -> None:
         "runs": rows,
         "by_arm_commit": cells,
         "speedup": speedup,
-        "projection": project(rows, cells, order, args.runs.split()),
+        "projection": project(rows, cells, order, args.runs.split() if args.runs else run_list()),
     }
     out = args.results / "campaign_time.json"
     out.write_text(json.dumps(result, indent=1))

@@ -7,15 +7,22 @@
 #   mkdir -p /tmp/sieve-headline
 #   nohup benchmarks/headline_driver.sh > /tmp/sieve-headline/driver.log 2>&1 &
 #
-# Order: seed-major within a setting (every arm's seed 1, then seed 2, ...; uniform and Sieve
-# first in each seed, then Sieve's two-stage variant), warm before cold,
-# so a campaign cut short still compares every arm on the same seeds. RUNS overrides it
-# ("setting:arm:seed ..."). COMMIT=0 leaves git alone.
+# Order: benchmarks/headline_runs.txt (seed-major within a setting: every arm's seed 1, then
+# seed 2, ...; warm before cold), so a campaign cut short still compares every arm on the same
+# seeds; benchmarks/campaign_time.py reads the same list. RUNS overrides it
+# ("setting:arm:seed ..."). COMMIT=0 leaves git alone. A finished run is skipped.
 #
 # CODE=<folder> runs the benchmark from a pinned checkout (e.g. `git worktree add --detach
 # /work/campaign <commit>`), so the repository can change under a 50-minute run without a lazy
 # import of the running process meeting new code; progress files still land in this repository
 # (--results) and are committed here. Each run file records the commit it ran at.
+#
+# START_CODE=<folder>: the checkout that built the committed warm start. A new machine has no
+# warm weights (they live in /tmp), and only the code that built them gives the same bits (the
+# later update path computes the same gradients within float tolerance, yet 12 updates end in
+# other weights, hash and all, which would pair with no finished run). Before the first run, if
+# the warm weights are missing, benchmarks/headline_start.py builds them with START_CODE and
+# stops the campaign unless their hash is a committed start record's.
 #
 # POLICY=tiny runs the tiny headline instead (`--policy tiny`, cold from the bootstrapped tiny
 # policy of this repository's data/models/tiny, 5 seeds x every arm, .venv's Python, its log in
@@ -40,9 +47,7 @@ else
     RUNS_DIR=benchmarks/results/headline_runs
     EXTRA=()
     LOG=$STATE/log.txt
-    runs=""
-    for s in 1 2 3 4; do for a in $arms; do runs="$runs warm:$a:$s"; done; done
-    runs="$runs cold:uniform:1 cold:sieve:1 cold:uniform:2 cold:sieve:2"
+    runs=$(sed -e 's/#.*//' benchmarks/headline_runs.txt | tr -s ' \n' ' ')
 fi
 [ -n "${THREADS:-}" ] && export OMP_NUM_THREADS=$THREADS
 bench() {
@@ -50,6 +55,14 @@ bench() {
 }
 RUNS=${RUNS:-$runs}
 mkdir -p "$STATE"
+if [ -n "${START_CODE:-}" ] && [ "${POLICY:-smollm2}" != tiny ] \
+    && [ ! -f "$STATE/warm/config.json" ] && [[ "$RUNS" == *warm:* ]]; then
+    echo "driver: building the warm start with $START_CODE" \
+        "at $(git -C "$START_CODE" rev-parse --short HEAD) $(date -u +%FT%TZ)"
+    START_CODE=$START_CODE VLLM_LOGGING_LEVEL=WARNING nice -n "$NICE" "$PY" \
+        benchmarks/headline_start.py --results "$MAIN/benchmarks/results" --state "$STATE" \
+        >> "$LOG" 2>&1 || { echo "driver: the warm start does not match (see $LOG)"; exit 1; }
+fi
 
 commit() {  # commit the given paths alone, retrying while another git command holds the index
     [ "${COMMIT:-1}" = 1 ] || return 0
