@@ -64,6 +64,7 @@ import math
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -1124,14 +1125,15 @@ def _start_rates(rates: dict[tuple[int, str, str], list[float]]) -> dict[str, fl
 
 
 def group_outcomes(
-    runs: list[dict[str, Any]], cell_rate: dict[str, float] | None = None
+    runs: list[dict[str, Any]], cell_rate: dict[str, dict[str, float]] | None = None
 ) -> dict[str, Any] | None:
     """What a posterior arm's trained groups turned out to be, from the observations it keeps
     (key, cell, k, n, update): per quarter of the run's updates, its first visits to a prompt and
     its revisits, each split into mixed groups (informative), all wrong and all right; summed
     over the seeds. The observations are those saved with the run's last checkpoint, so the
     updates they cover are reported (`covered`: the first update they do not reach). With
-    `cell_rate` (cell → the start's measured pass rate), also the mean start rate of the cells
+    `cell_rate` (start hash → cell → that start's measured pass rate), also the mean start rate
+    of the cells
     of each kind of group (`start_rate`): did the misses come from cells the start's own
     measurement already called hard?"""
     kept = [r for r in runs if r.get("state", {}).get("observations")]
@@ -1150,8 +1152,9 @@ def group_outcomes(
             out = "mixed" if 0 < k < n else ("all_right" if k >= n else "all_wrong")
             at = (min(PARTS - 1, update * PARTS // max(1, total)), visit, out)
             counts[at] += 1
-            if cell_rate and cell in cell_rate:
-                rates[at].append(cell_rate[cell])
+            mine = (cell_rate or {}).get(r.get("start", ""), {})
+            if cell in mine:
+                rates[at].append(mine[cell])
         covered.append(max(o[4] for o in obs) + 1)
     return {
         "seeds": len(kept),
@@ -1164,37 +1167,72 @@ def group_outcomes(
     }
 
 
-def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict[str, Any]:
-    """One setting's comparison: arms paired to uniform on the seeds (and start) they share."""
+START_KEYS = ("hash", "greedy", "sampled", "scored", "cost", "cells", "model_revision")
+
+
+def block_label(seed: int, suffix: str) -> str:
+    """A paired block's name: the seed, marked with its start's letter where it is not the main
+    start ("3" from the main start, "3b" from the second)."""
+    return f"{seed}{suffix}"
+
+
+def _block_order(label: str) -> tuple[str, int]:
+    digits = "".join(ch for ch in label if ch.isdigit())
+    return (label[len(digits) :], int(digits))
+
+
+def summarise_setting(
+    runs: list[dict[str, Any]],
+    start: dict[str, Any],
+    others: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """One setting's comparison: arms paired to uniform in blocks of one seed and one start.
+
+    `start` is the main start's record; `others` (hash → record) the starts some runs began
+    from instead (a warm start rebuilt on another machine is other weights: its hash differs).
+    A run pairs only with runs of the same seed *and* start, so a block is named by its seed and
+    its start's letter (`block_label`); intervals are over blocks."""
     rng = np.random.default_rng(0)
-    uni = {r["seed"]: r for r in runs if r["arm"] == "uniform"}
+    others = others or {}
+    suffix = {start.get("hash"): "", **{h: chr(ord("b") + i) for i, h in enumerate(others)}}
+    record = {start.get("hash"): start, **others}
+    one = len({r["start"] for r in runs}) <= 1  # every run from one start: it is the main one
+
+    def blk(r: dict[str, Any]) -> str:
+        return block_label(r["seed"], "" if one else suffix[r["start"]])
+
+    def s0(r: dict[str, Any]) -> float:
+        return float(record.get(r["start"], start)["greedy"])
+
+    uni = {blk(r): r for r in runs if r["arm"] == "uniform"}
     out: dict[str, Any] = {
-        "start": {
-            k: start.get(k)
-            for k in ("hash", "greedy", "sampled", "scored", "cost", "cells", "model_revision")
-        },
-        "runs": [run_row(r) for r in runs],
+        "start": {k: start.get(k) for k in START_KEYS},
+        "other_starts_used": [
+            {**{k: st.get(k) for k in START_KEYS}, "suffix": suffix[h]}
+            for h, st in others.items()
+            if any(r["start"] == h for r in runs)
+        ],
+        "runs": [{**run_row(r), "block": blk(r)} for r in runs],
     }
-    s0 = start["greedy"]
-    # each seed's targets: uniform's own final greedy on that seed and one and two thirds of the
-    # way to it from the start, so a seed pairs with itself whatever other seeds have finished
-    # (a seed-mean target moved with every unpaired uniform seed, and uniform's own seeds that
-    # ended below the mean never reached it)
-    targets = {sd: [s0 + (r["final"]["greedy"] - s0) * f for f in TARGET_FRACTIONS]
+    # each block's targets: uniform's own final greedy in that block and one and two thirds of
+    # the way to it from the block's start, so a seed pairs with itself whatever other seeds have
+    # finished (a seed-mean target moved with every unpaired uniform seed, and uniform's own
+    # seeds that ended below the mean never reached it)
+    targets = {sd: [s0(r) + (r["final"]["greedy"] - s0(r)) * f for f in TARGET_FRACTIONS]
                for sd, r in uni.items()}  # fmt: skip
-    out["targets_greedy"] = {str(sd): t for sd, t in sorted(targets.items())}
+    out["targets_greedy"] = {sd: targets[sd] for sd in sorted(targets, key=_block_order)}
     arms: dict[str, Any] = {}
     for arm in ARMS:
-        mine = {r["seed"]: r for r in runs if r["arm"] == arm}
+        mine = {blk(r): r for r in runs if r["arm"] == arm}
         if not mine:
             continue
-        paired = sorted(sd for sd in mine if sd in uni and uni[sd]["start"] == mine[sd]["start"])
+        paired = sorted((sd for sd in mine if sd in uni), key=_block_order)
         row: dict[str, Any] = {
-            "seeds": sorted(mine),
+            "seeds": sorted(mine, key=_block_order),
             "paired_seeds": paired,
             "final_greedy": seed_bootstrap([mine[s]["final"]["greedy"] for s in mine], rng),
             "final_sampled": seed_bootstrap([mine[s]["final"]["sampled"] for s in mine], rng),
-            "updates": [run_row(mine[s])["updates"] for s in sorted(mine)],
+            "updates": [run_row(mine[s])["updates"] for s in sorted(mine, key=_block_order)],
         }
         if arm != "uniform" and paired:
             for key in ("sampled", "greedy"):
@@ -1206,10 +1244,8 @@ def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict
         if arm in SIEVE_ARMS:  # the goal: ahead of the other selection methods, not only uniform
             row["diff_sampled_vs_others"] = {}
             for other in COMPETITORS:
-                theirs = {r["seed"]: r for r in runs if r["arm"] == other}
-                both = sorted(
-                    sd for sd in mine if sd in theirs and theirs[sd]["start"] == mine[sd]["start"]
-                )
+                theirs = {blk(r): r for r in runs if r["arm"] == other}
+                both = sorted((sd for sd in mine if sd in theirs), key=_block_order)
                 if both:
                     row["diff_sampled_vs_others"][other] = paired_bootstrap(
                         [mine[sd]["final"]["per_problem_sampled"] for sd in both],
@@ -1218,9 +1254,14 @@ def summarise_setting(runs: list[dict[str, Any]], start: dict[str, Any]) -> dict
                     )
         row["by_part"] = updates_by_part(list(mine.values()))
         # Sieve's observations are its trained groups; the two-stage arm's hold its screens too
-        rate = {f"{c['family']} {c['level']}": c["pass_rate"] for c in start.get("cells") or []}
+        rates = {
+            h: {f"{c['family']} {c['level']}": c["pass_rate"] for c in st.get("cells") or []}
+            for h, st in record.items()
+        }
         row["group_outcomes"] = (
-            group_outcomes(list(mine.values()), rate or None) if arm == "sieve" else None
+            group_outcomes(list(mine.values()), rates if any(rates.values()) else None)
+            if arm == "sieve"
+            else None
         )
         if arm != "uniform" and paired:
             row["cells_vs_uniform"] = cells_vs_uniform(
@@ -1315,6 +1356,27 @@ def campaign_verifier(runs_dir: Path) -> str:
     return str(found.most_common(1)[0][0]) if found else verifier_version()
 
 
+def start_order(
+    runs_dir: Path, setting: str, starts: dict[str, Any], runs: list[dict[str, Any]]
+) -> list[str]:
+    """The setting's start hashes, oldest first: by the time git first committed each record
+    (so a start's letter never changes as runs finish), then by the runs that began from it,
+    then by hash; records git does not know (uncommitted, or no repository) come last."""
+
+    def added(h: str) -> float:
+        path = runs_dir / f"start_{setting}_{h}.json"
+        try:
+            out = subprocess.run(
+                ["git", "log", "--diff-filter=A", "--format=%ct", "--", path.name],
+                cwd=runs_dir, capture_output=True, text=True, check=False, timeout=30,
+            ).stdout.split()  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return math.inf
+        return float(out[-1]) if out else math.inf
+
+    return sorted(starts, key=lambda h: (added(h), -sum(r["start"] == h for r in runs), h))
+
+
 def summary(runs_dir: Path, setup: Setup, model: str) -> dict[str, Any]:
     scored_by = campaign_verifier(runs_dir)
     out: dict[str, Any] = {
@@ -1343,13 +1405,17 @@ def summary(runs_dir: Path, setup: Setup, model: str) -> dict[str, Any]:
         out["starts"][setting] = [{k: st.get(k) for k in keep} for st in starts.values()]
         if not runs:
             continue
-        main = max(starts, key=lambda h: sum(r["start"] == h for r in runs))
-        block = summarise_setting([r for r in runs if r["start"] == main], starts[main])
-        block["other_starts"] = [run_row(r) for r in runs if r["start"] != main]
+        # the main start: the first committed (else the one most runs began from); runs from
+        # another (a warm start rebuilt on a new machine is other weights) pair in blocks of
+        # their own seed and start, lettered in the same order
+        order = start_order(runs_dir, setting, starts, runs)
+        main, others = order[0], {h: starts[h] for h in order[1:]}
+        block = summarise_setting([r for r in runs if r["start"] in starts], starts[main], others)
+        block["other_starts"] = [run_row(r) for r in runs if r["start"] not in starts]
         block["curves"] = {
-            arm: [r["curve"] for r in runs if r["arm"] == arm and r["start"] == main]
+            arm: [r["curve"] for r in runs if r["arm"] == arm and r["start"] in starts]
             for arm in ARMS
-            if any(r["arm"] == arm and r["start"] == main for r in runs)
+            if any(r["arm"] == arm and r["start"] in starts for r in runs)
         }
         out["settings"][setting] = block
     return out

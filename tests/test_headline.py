@@ -319,8 +319,8 @@ def test_group_outcomes_splits_first_visits_from_revisits_by_quarter() -> None:
         ["b", "hard 1", 0.0, 8.0, 1],
         ["a", "easy 1", 8.0, 8.0, 7],
     ]
-    run = {"steps": [_step(4) for _ in range(8)], "state": {"observations": obs}}
-    got = hl.group_outcomes([run], {"easy 1": 0.3, "hard 1": 0.05})
+    run = {"steps": [_step(4) for _ in range(8)], "state": {"observations": obs}, "start": "w"}
+    got = hl.group_outcomes([run], {"w": {"easy 1": 0.3, "hard 1": 0.05}, "x": {"hard 1": 0.9}})
     assert got is not None and got["seeds"] == 1 and got["covered"] == [8]
     q1, q4 = got["parts"][0], got["parts"][3]
     assert q1["first"] == {"mixed": 1, "all_wrong": 1, "all_right": 0}
@@ -382,3 +382,44 @@ def test_the_reading_of_the_updates_is_computed_from_the_table() -> None:
     assert "the goal's ≤ 0.5× asks for 100" in text
     assert "0.60 → 0.50 → 0.40 → 0.30" in text and "expected 0.90 → 0.90" in text
     assert "uniform 0.40, Sieve (ledger posterior) 0.30" in text
+
+
+def test_runs_from_two_builds_of_the_start_pair_only_within_their_own_block() -> None:
+    """A warm start rebuilt on a new machine is other weights (its hash differs): its runs pair
+    with runs of the same seed *and* start, in blocks named by the seed and the start's letter
+    ("3b"); each block's targets start from its own start's accuracy; intervals are over blocks.
+    A seed with runs from both starts is two blocks, never one pair across starts."""
+
+    def run(arm: str, seed: int, start: str, final: float) -> dict[str, Any]:
+        per = [final] * 4
+        return {"arm": arm, "seed": seed, "start": start, "steps": [],
+                "curve": [{"rollouts": 0, "updates": 0, "greedy": 0.1},
+                          {"rollouts": 2048, "updates": 32, "greedy": final}],
+                "final": {"greedy": final, "sampled": final, "scored": 4, "by_level": [],
+                          "per_problem_sampled": per, "per_problem_greedy": per},
+                "seconds": 1.0}  # fmt: skip
+
+    runs = [run("uniform", 1, "A", 0.2), run("sieve", 1, "A", 0.3),
+            run("uniform", 3, "A", 0.2),  # seed 3's uniform from A: no sieve from A to pair
+            run("uniform", 3, "B", 0.4), run("sieve", 3, "B", 0.5),
+            run("sieve", 4, "B", 0.6)]  # fmt: skip
+    out = hl.summarise_setting(
+        runs, {"hash": "A", "greedy": 0.1}, {"B": {"hash": "B", "greedy": 0.3}}
+    )
+    sieve = out["arms"]["sieve"]
+    assert sieve["seeds"] == ["1", "3b", "4b"] and sieve["paired_seeds"] == ["1", "3b"]
+    assert out["arms"]["uniform"]["seeds"] == ["1", "3", "3b"]
+    diff = sieve["diff_sampled_vs_uniform"]
+    assert diff["seeds"] == 2 and diff["mean"] == pytest.approx(0.1)  # never 0.5 - 0.2 across
+    # block 3b's targets run from its own start (0.3) to its uniform's final (0.4)
+    assert out["targets_greedy"]["3b"] == pytest.approx([0.3 + 0.1 / 3, 0.3 + 0.2 / 3, 0.4])
+    assert (
+        out["other_starts_used"][0]["hash"] == "B" and out["other_starts_used"][0]["suffix"] == "b"
+    )
+    assert {r["block"] for r in out["runs"]} == {"1", "3", "3b", "4b"}
+    # every run from one start: blocks are plain seeds, whichever start that is
+    alone = hl.summarise_setting(
+        [runs[3], runs[4]], {"hash": "A", "greedy": 0.1}, {"B": {"hash": "B", "greedy": 0.3}}
+    )
+    assert alone["arms"]["sieve"]["paired_seeds"] == ["3"]
+    assert alone["targets_greedy"]["3"][0] == pytest.approx(0.3 + 0.1 / 3)  # from B's own start

@@ -164,6 +164,18 @@ def _zones(st: Any) -> str:
     )
 
 
+def _other_starts(block: Any) -> str:
+    """The other builds of the start some blocks ran from: a start rebuilt on a new machine is
+    other weights, so its runs pair only among themselves (seeds marked with its letter)."""
+    used = block.get("other_starts_used") or []
+    return "".join(
+        f"; seeds marked {o['suffix']} ran from a second build of it by the same recipe on "
+        f"another machine (weights {o['hash']}, held-out greedy {_f(o['greedy'])}, sampled "
+        f"{_f(o['sampled'])}), paired only with runs from that build"
+        for o in used
+    )
+
+
 def _verifier_note(r: Any, name: str) -> str:
     """Why a campaign's verifier may not be the repository's: it runs pinned code."""
     now = r(name, "verifier_now")
@@ -214,8 +226,8 @@ def headline_selection(r: Any, name: str = "headline") -> str:
         made = _made(st, tiny)
         out.append(
             f"*{setting.capitalize()} start* ({made}; held-out greedy {_f(st['greedy'])}, "
-            f"sampled {_f(st['sampled'])} on {st['scored']} problems): {_verdict(b)}\n\n"
-            + _setting_table(b)
+            f"sampled {_f(st['sampled'])} on {st['scored']} problems{_other_starts(b)}): "
+            f"{_verdict(b)}\n\n" + _setting_table(b)
         )
     out.append(
         "± and brackets: 95 % bootstrap intervals (seeds; for Δ, seeds and held-out problems, "
@@ -233,9 +245,13 @@ def headline_selection_runs(r: Any, name: str = "headline") -> str:
     """Per run: what it sampled, trained and decided, and its wall time and load."""
     rows = []
     for setting, b in r(name, "settings").items():
-        for x in sorted(b["runs"], key=lambda x: (x["seed"], ORDER.index(x["arm"]))):
+        for x in sorted(
+            b["runs"], key=lambda x: (x.get("block", "")[-1:].isalpha(), x["seed"],
+                                      ORDER.index(x["arm"]))
+        ):  # fmt: skip
             rows.append([
-                setting, x["arm"], str(x["seed"]), str(x["updates"]), str(x["empty_steps"]),
+                setting, x["arm"], x.get("block", str(x["seed"])), str(x["updates"]),
+                str(x["empty_steps"]),
                 f"{x['rollouts_sampled']:,}", f"{x['rollouts_trained']:,}",
                 f"{x['rollouts_decided_not_trained']:,}", _f(x["informative_share_per_update"], 2),
                 str(x["distinct_prompts_trained"]), str(x["scored"]), _f(x["final_greedy"]),
