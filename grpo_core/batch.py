@@ -7,6 +7,13 @@ reported them. `micro_batches` cuts the batch into parts bounded by `micro_batch
 `micro_batch_tokens` padded tokens; the loss is a share-weighted sum over parts (`share`), so
 the split changes no gradient, only peak memory and how much padding is computed.
 
+Under a token budget with prefix sharing the split is also chosen for padding (issue 48): a
+part is padded to its longest completion, and a group's completions differ by 10× and more
+(one truncated at the budget, the rest a sentence), so most of a prompt-order part can be
+padding. `_cheapest_shared_parts` also splits the rows sorted by completion length, cutting
+where the padding saved outweighs re-feeding the part's prompts (`_length_parts`, a dynamic
+programme over length blocks), and keeps the split with fewer padded tokens.
+
 The advantage is per row (B,), or per completion token (B, Tc) under per-fragment advantages
 (`grpo_core.scoring.step_token_advantages`); a (N, T) input is cut or zero-padded to Tc.
 
@@ -32,6 +39,12 @@ from grpo_core.types import Item, Sample, TrainerError
 BUCKET_STRETCH = 1.25
 BUCKET_MIN_ROWS = 32
 TIS_KEYS = ("logprob_mismatch", "is_weight_mean", "is_clipped_frac")
+# Prefix-sharing parts under a token budget: each part costs its padded tokens plus this many
+# (the fixed cost of its four model calls and smaller matmuls, in tokens: a guess, measured
+# by benchmarks/update_step.py), and rows whose completion lengths are within this ratio of
+# each other are never separated (bounds the dynamic programme to ~80 blocks at 8k tokens).
+PART_OVERHEAD_TOKENS = 32
+LENGTH_STRETCH = 1.125
 
 
 @dataclass
@@ -176,9 +189,10 @@ def rows(b: Batch, idx: Tensor, *, cut_prompts: bool = False) -> Batch:
 def micro_batches(b: Batch, size: int, tokens: int, share_prefix: bool) -> list[Batch]:
     """The batch as micro-batches of at most `size` rows and `tokens` padded tokens (0 = off).
 
-    Prefix sharing keeps rows in order (grouped by prompt) and counts each used prompt once;
-    full rows are sorted by length and bucketed (`_full_row_parts`). A row alone over the token
-    budget still forms its own micro-batch.
+    Prefix sharing counts each used prompt once and, under a token budget, takes the split of
+    fewer padded tokens (`_cheapest_shared_parts`: rows in prompt order, or sorted by length);
+    without one it keeps rows in order. Full rows are sorted by length and bucketed
+    (`_full_row_parts`). A row alone over the token budget still forms its own micro-batch.
     """
     return [
         rows(b, idx, cut_prompts=tokens > 0) for idx in part_rows(b, size, tokens, share_prefix)
@@ -187,8 +201,86 @@ def micro_batches(b: Batch, size: int, tokens: int, share_prefix: bool) -> list[
 
 def part_rows(b: Batch, size: int, tokens: int, share_prefix: bool) -> list[Tensor]:
     """The row indices (into `b`) of each of `micro_batches`' parts, in the same order."""
-    split = _shared_parts if share_prefix else _full_row_parts
-    return split(b, size or int(b.ids.shape[0]), tokens)
+    if not share_prefix:
+        return _full_row_parts(b, size or int(b.ids.shape[0]), tokens)
+    if tokens and int(b.ids.shape[0]) > 1:
+        return _cheapest_shared_parts(b, size or int(b.ids.shape[0]), tokens)
+    return _shared_parts(b, size or int(b.ids.shape[0]), tokens)
+
+
+def _shared_lengths(b: Batch) -> tuple[np.ndarray, np.ndarray]:
+    """(2, B) prompt and completion (≥ 1) length of each row, and (B,) its prompt index."""
+    assert b.prompt_attn is not None and b.owner is not None
+    owner = b.owner.cpu()
+    prompt_len = b.prompt_attn.sum(dim=1).cpu()[owner].numpy()  # (B,)
+    mask = b.comp_mask.cpu().numpy().view(np.uint8)  # (B, Tc)
+    comp_len = mask.sum(axis=1, dtype=np.int64).clip(min=1)  # (B,)
+    return np.stack([prompt_len, comp_len]), owner.numpy()
+
+
+def _padded_cost(lens: np.ndarray, owner: np.ndarray, idx: np.ndarray) -> int:
+    """A prefix-sharing part's padded tokens (its prompts cut to the longest, its completions
+    padded to the longest) plus `PART_OVERHEAD_TOKENS`."""
+    used = len(np.unique(owner[idx]))
+    longest = lens[:, idx].max(axis=1)  # (2,)
+    return int(used * longest[0] + len(idx) * longest[1]) + PART_OVERHEAD_TOKENS
+
+
+def _cheapest_shared_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:
+    """The prompt-order split (`_shared_parts`) or the length-sorted one (`_length_parts`),
+    whichever computes fewer padded tokens (`_padded_cost`); the prompt order on a tie."""
+    by_prompt = _shared_parts(b, size, tokens)
+    lens, owner = _shared_lengths(b)
+    by_length = _length_parts(lens, owner, size, tokens)
+    cost_prompt = sum(_padded_cost(lens, owner, p.cpu().numpy()) for p in by_prompt)
+    cost_length = sum(_padded_cost(lens, owner, p) for p in by_length)
+    if cost_length >= cost_prompt:
+        return by_prompt
+    return [torch.from_numpy(p).to(b.ids.device) for p in by_length]
+
+
+def _length_parts(lens: np.ndarray, owner: np.ndarray, size: int, tokens: int) -> list[np.ndarray]:
+    """Rows sorted by completion length (then prompt), cut into ranges by a dynamic programme
+    over blocks of rows within `LENGTH_STRETCH` of each other, each range then split greedily
+    to `size` rows and the token budget (`_part_end`). A range's estimated cost: its padded
+    tokens, its prompts once more per extra budget split, `PART_OVERHEAD_TOKENS` per part."""
+    order = np.lexsort((owner, lens[1]))  # (B,) ascending completion length
+    srt, own = lens[:, order], owner[order]  # (2, B), (B,)
+    bounds = [0]
+    while bounds[-1] < len(order):  # blocks: ≤ log(max/min) / log(stretch) of them
+        limit = LENGTH_STRETCH * srt[1, bounds[-1]]
+        bounds.append(int(np.searchsorted(srt[1], limit, side="right")))
+    starts = np.array(bounds[:-1])
+    k = len(starts)
+    rows_k = np.diff(bounds)  # (K,)
+    longest_c = srt[1, np.array(bounds[1:]) - 1]  # (K,) sorted: a block's last row is its longest
+    longest_p = np.maximum.reduceat(srt[0], starts)  # (K,)
+    prompts = np.unique(own, return_inverse=True)[1]  # (B,) dense prompt ids
+    uses = np.zeros((k, int(prompts.max()) + 1), dtype=bool)  # (K, P)
+    uses[np.repeat(np.arange(k), rows_k), prompts] = True
+    best, cut = np.full(k + 1, np.inf), np.zeros(k + 1, dtype=np.int64)
+    best[0] = 0.0
+    for s in range(k):  # ranges of blocks s..e-1, every e > s at once
+        used = np.logical_or.accumulate(uses[s:], axis=0).sum(axis=1)  # (K - s,)
+        tp = np.maximum.accumulate(longest_p[s:])
+        rows = np.cumsum(rows_k[s:])
+        padded = used * tp + rows * longest_c[s:]
+        splits = np.maximum(np.ceil(padded / tokens), np.ceil(rows / size))
+        cost = best[s] + padded + (splits - 1) * used * tp + splits * PART_OVERHEAD_TOKENS
+        better = cost < best[s + 1 :]
+        best[s + 1 :][better], cut[s + 1 :][better] = cost[better], s
+    ranges, e = [], k
+    while e > 0:
+        ranges.append((bounds[cut[e]], bounds[e]))
+        e = int(cut[e])
+    prev = _previous_same(torch.from_numpy(own)).numpy()  # (B,) in the sorted order
+    parts = []
+    for lo, hi in reversed(ranges):
+        while lo < hi:
+            end = _part_end(lo, min(hi, lo + size), tokens, srt, prev)
+            parts.append(order[lo:end])
+            lo = end
+    return parts
 
 
 def _shared_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:
