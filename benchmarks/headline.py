@@ -1141,10 +1141,11 @@ def group_outcomes(
         return None
     counts = {(q, v, o): 0 for q in range(PARTS) for v in ("first", "revisit") for o in OUTCOMES}
     rates: dict[tuple[int, str, str], list[float]] = {k: [] for k in counts}
-    covered = []
+    covered, change, gap = [], [], []
     for r in kept:
         total = totals(r["steps"])["updates"]
         seen: set[str] = set()
+        before: dict[str, tuple[float, int]] = {}  # a prompt's last pass rate and update
         obs = sorted(r["state"]["observations"], key=lambda o: o[4])
         for key, cell, k, n, update in obs:
             visit = "revisit" if key in seen else "first"
@@ -1152,6 +1153,10 @@ def group_outcomes(
             out = "mixed" if 0 < k < n else ("all_right" if k >= n else "all_wrong")
             at = (min(PARTS - 1, update * PARTS // max(1, total)), visit, out)
             counts[at] += 1
+            if key in before:  # how the prompt's pass rate moved since the run last trained it
+                change.append(k / n - before[key][0])
+                gap.append(update - before[key][1])
+            before[key] = (k / n, update)
             mine = (cell_rate or {}).get(r.get("start", ""), {})
             if cell in mine:
                 rates[at].append(mine[cell])
@@ -1164,6 +1169,14 @@ def group_outcomes(
             for q in range(PARTS)
         ],
         "start_rate": _start_rates(rates) if cell_rate else None,
+        # a revisit's pass rate minus the prompt's previous group's, the run having trained on it
+        "revisit_change": {
+            "groups": len(change),
+            "mean": float(np.mean(change)) if change else None,
+            "share_up": float(np.mean([c > 0 for c in change])) if change else None,
+            "share_down": float(np.mean([c < 0 for c in change])) if change else None,
+            "median_updates_between": float(np.median(gap)) if gap else None,
+        },
     }
 
 

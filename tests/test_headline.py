@@ -328,6 +328,10 @@ def test_group_outcomes_splits_first_visits_from_revisits_by_quarter() -> None:
     assert got["parts"][1]["first"] == got["parts"][2]["revisit"] == dict.fromkeys(hl.OUTCOMES, 0)
     assert got["start_rate"]["first_all_wrong"] == 0.05 and got["start_rate"]["first_mixed"] == 0.3
     assert got["start_rate"]["revisit_all_right"] == 0.3
+    # b went 0/8 -> 0/8 (5 updates apart), a 3/8 -> 8/8 (7 apart): moves 0 and +5/8
+    rc = got["revisit_change"]
+    assert rc["groups"] == 2 and rc["mean"] == pytest.approx(5 / 16)
+    assert rc["share_up"] == 0.5 and rc["share_down"] == 0.0 and rc["median_updates_between"] == 6
     assert hl.group_outcomes([{"steps": run["steps"], "state": {}}]) is None
 
 

@@ -402,6 +402,16 @@ def _reading(setting: str, b: Any, group_size: int) -> list[str]:
             f"{last_q}; of its first visits, {share(a, 'first', 'all_wrong')} ended all wrong in "
             f"quarter {first} and {share(z, 'first', 'all_wrong')} in quarter {last_q}."
         )
+        rc = go.get("revisit_change") or {}
+        if rc.get("groups"):
+            out.append(
+                f"Between a prompt's group and the run's next group of it (a median of "
+                f"{rc['median_updates_between']:.0f} updates later, {rc['groups']} revisits), its "
+                f"pass rate moved by {rc['mean']:+.2f} on average: up in "
+                f"{_pct(round(rc['share_up'] * rc['groups']), rc['groups'])}, down in "
+                f"{_pct(round(rc['share_down'] * rc['groups']), rc['groups'])}; the posterior "
+                f"expects no move."
+            )
         sr = go.get("start_rate")
         if sr and sr.get("first_all_wrong") is not None and sr.get("first_mixed") is not None:
             out.append(
