@@ -1,14 +1,15 @@
 """Build the headline's warm start with the code that first built it, and check its weights.
 
 The warm start is rebuilt on every new machine (its weights live in /tmp). Its weights are
-only the same bits when the same code builds them: the campaign's later pinned tree (issue 48's
-update path: the LM head at scored positions, micro-batches cut by completion length, fused
-AdamW) computes the same gradients within float tolerance, but after 12 updates its weights
-differ in the last bits, so their hash differs, and runs from it would pair with none of the
-runs already finished. So the driver builds the start with the tree named by `START_CODE` (the
-one that built the committed record) and this script refuses to go on unless the hash matches
-the committed record: it never scores or writes a start of other weights (the benchmark would
-spend ~30 min evaluating one).
+the same bits only when the same code builds them on the same kind of machine: the campaign's
+later pinned tree (issue 48's update path: the LM head at scored positions, micro-batches cut by
+completion length, fused AdamW) computes the same gradients within float tolerance, yet after
+12 updates its weights differ, hash and all; and on the machine of 2026-12-06 even the tree that
+built the first record built other weights (the same tree built the same weights twice there).
+Runs from other weights pair with none of the runs already finished. So the driver builds the
+start with the tree named by `START_CODE` and this script refuses to go on unless the hash
+matches a committed record: it never scores or writes a start of other weights (the benchmark
+would spend ~30 min evaluating one).
 
     START_CODE=/work/campaign-start .venv-vllm/bin/python benchmarks/headline_start.py \\
         --results benchmarks/results --state /tmp/sieve-headline
