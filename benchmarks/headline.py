@@ -68,6 +68,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -989,7 +990,7 @@ def reach(xs: list[float], ys: list[float], target: float) -> float | None:
 
 
 def paired_bootstrap(
-    a: list[list[float]], b: list[list[float]], rng: np.random.Generator, n: int = 2_000
+    a: list[list[float]], b: list[list[float]], rng: np.random.Generator, n: int = 10_000
 ) -> dict[str, Any]:
     """Mean of a − b over seeds (rows) and problems (columns, paired), with a 95 % interval from
     resampling seeds and, within each, problems."""
@@ -1012,7 +1013,7 @@ def paired_bootstrap(
     }
 
 
-def seed_bootstrap(vals: list[float], rng: np.random.Generator, n: int = 2_000) -> dict[str, Any]:
+def seed_bootstrap(vals: list[float], rng: np.random.Generator, n: int = 10_000) -> dict[str, Any]:
     v = np.asarray(vals, dtype=np.float64)
     boots = v[rng.integers(0, len(v), (n, len(v)))].mean(1)
     lo, hi = np.percentile(boots, [2.5, 97.5])
@@ -1205,7 +1206,12 @@ def summarise_setting(
     from instead (a warm start rebuilt on another machine is other weights: its hash differs).
     A run pairs only with runs of the same seed *and* start, so a block is named by its seed and
     its start's letter (`block_label`); intervals are over blocks."""
-    rng = np.random.default_rng(0)
+
+    def rng(*names: str) -> np.random.Generator:
+        """Each interval's own resampling stream, named by what it compares: an interval
+        never moves because another arm's run finished (one shared stream did)."""
+        return np.random.default_rng([0, *(zlib.crc32(n.encode()) for n in names)])
+
     others = others or {}
     suffix = {start.get("hash"): "", **{h: chr(ord("b") + i) for i, h in enumerate(others)}}
     record = {start.get("hash"): start, **others}
@@ -1243,8 +1249,12 @@ def summarise_setting(
         row: dict[str, Any] = {
             "seeds": sorted(mine, key=_block_order),
             "paired_seeds": paired,
-            "final_greedy": seed_bootstrap([mine[s]["final"]["greedy"] for s in mine], rng),
-            "final_sampled": seed_bootstrap([mine[s]["final"]["sampled"] for s in mine], rng),
+            "final_greedy": seed_bootstrap(
+                [mine[s]["final"]["greedy"] for s in mine], rng(arm, "final_greedy")
+            ),
+            "final_sampled": seed_bootstrap(
+                [mine[s]["final"]["sampled"] for s in mine], rng(arm, "final_sampled")
+            ),
             "updates": [run_row(mine[s])["updates"] for s in sorted(mine, key=_block_order)],
         }
         if arm != "uniform" and paired:
@@ -1252,7 +1262,7 @@ def summarise_setting(
                 row[f"diff_{key}_vs_uniform"] = paired_bootstrap(
                     [mine[s]["final"][f"per_problem_{key}"] for s in paired],
                     [uni[s]["final"][f"per_problem_{key}"] for s in paired],
-                    rng,
+                    rng(arm, "uniform", key),
                 )
         if arm in SIEVE_ARMS:  # the goal: ahead of the other selection methods, not only uniform
             row["diff_sampled_vs_others"] = {}
@@ -1263,7 +1273,7 @@ def summarise_setting(
                     row["diff_sampled_vs_others"][other] = paired_bootstrap(
                         [mine[sd]["final"]["per_problem_sampled"] for sd in both],
                         [theirs[sd]["final"]["per_problem_sampled"] for sd in both],
-                        rng,
+                        rng(arm, other, "sampled"),
                     )
         row["by_part"] = updates_by_part(list(mine.values()))
         # Sieve's observations are its trained groups; the two-stage arm's hold its screens too
@@ -1306,7 +1316,9 @@ def summarise_setting(
                     {
                         "fraction_of_uniform_gain": fraction,
                         "rollouts_by_seed": per_seed,
-                        "ratio_to_uniform": seed_bootstrap(ratios, rng) if ratios else None,
+                        "ratio_to_uniform": (
+                            seed_bootstrap(ratios, rng(arm, "reach", str(i))) if ratios else None
+                        ),
                         "not_reached": sum(v is None for v in per_seed.values()),
                     }
                 )

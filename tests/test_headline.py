@@ -427,3 +427,28 @@ def test_runs_from_two_builds_of_the_start_pair_only_within_their_own_block() ->
     )
     assert alone["arms"]["sieve"]["paired_seeds"] == ["3"]
     assert alone["targets_greedy"]["3"][0] == pytest.approx(0.3 + 0.1 / 3)  # from B's own start
+
+
+def test_an_interval_does_not_move_when_another_arms_run_finishes() -> None:
+    """Each interval resamples from its own stream, named by what it compares: Sieve's paired
+    difference to uniform is the same bits whether or not a GRESO run (or an unpaired uniform
+    seed) has finished. With one shared stream a finished uniform seed once turned a
+    'significant' Δ whose bound sat at 0.000 into an n.s. one on the same paired seeds."""
+    rng = np.random.default_rng(1)
+
+    def run(arm: str, seed: int, start: str = "A") -> dict[str, Any]:
+        per = rng.integers(0, 2, 40).astype(float).tolist()
+        g = float(np.mean(per))
+        return {"arm": arm, "seed": seed, "start": start, "steps": [],
+                "curve": [{"rollouts": 0, "updates": 0, "greedy": 0.1},
+                          {"rollouts": 2048, "updates": 32, "greedy": g}],
+                "final": {"greedy": g, "sampled": g, "scored": 40, "by_level": [],
+                          "per_problem_sampled": per, "per_problem_greedy": per},
+                "seconds": 1.0}  # fmt: skip
+
+    base = [run(a, s) for s in (1, 2, 3) for a in ("uniform", "sieve")]
+    start = {"hash": "A", "greedy": 0.1}
+    alone = hl.summarise_setting(base, start)["arms"]["sieve"]
+    more = hl.summarise_setting([*base, run("greso", 1), run("uniform", 9)], start)
+    assert more["arms"]["sieve"]["diff_sampled_vs_uniform"] == alone["diff_sampled_vs_uniform"]
+    assert more["arms"]["sieve"]["final_sampled"] == alone["final_sampled"]
