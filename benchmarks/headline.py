@@ -1237,9 +1237,12 @@ def summarise_setting(
     # the way to it from the block's start, so a seed pairs with itself whatever other seeds have
     # finished (a seed-mean target moved with every unpaired uniform seed, and uniform's own
     # seeds that ended below the mean never reached it)
+    # a block whose uniform ended at or below its start's greedy accuracy has no gain to reach:
+    # every arm "reaches" it at once, so it gives no ratio (listed, left out of every ratio)
     targets = {sd: [s0(r) + (r["final"]["greedy"] - s0(r)) * f for f in TARGET_FRACTIONS]
-               for sd, r in uni.items()}  # fmt: skip
+               for sd, r in uni.items() if r["final"]["greedy"] > s0(r)}  # fmt: skip
     out["targets_greedy"] = {sd: targets[sd] for sd in sorted(targets, key=_block_order)}
+    out["blocks_without_gain"] = sorted((sd for sd in uni if sd not in targets), key=_block_order)
     arms: dict[str, Any] = {}
     for arm in ARMS:
         mine = {blk(r): r for r in runs if r["arm"] == arm}
@@ -1302,7 +1305,8 @@ def summarise_setting(
                 ratios = [
                     per_seed[s] / u
                     for s in paired
-                    if per_seed[s] is not None
+                    if s in per_seed
+                    and per_seed[s] is not None
                     and (
                         u := reach(
                             [c["rollouts"] for c in uni[s]["curve"]],

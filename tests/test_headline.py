@@ -422,6 +422,14 @@ def test_runs_from_two_builds_of_the_start_pair_only_within_their_own_block() ->
     )
     assert {r["block"] for r in out["runs"]} == {"1", "3", "3b", "4b"}
     # every run from one start: blocks are plain seeds, whichever start that is
+    # a block whose uniform ended at or below its start has no target: no ratio comes from it
+    flat = [run("uniform", 5, "B", 0.25), run("sieve", 5, "B", 0.35)]
+    got = hl.summarise_setting(
+        [*runs, *flat], {"hash": "A", "greedy": 0.1}, {"B": {"hash": "B", "greedy": 0.3}}
+    )
+    assert got["blocks_without_gain"] == ["5b"] and "5b" not in got["targets_greedy"]
+    reach = got["arms"]["sieve"]["rollouts_to_target"][-1]
+    assert "5b" not in reach["rollouts_by_seed"] and reach["ratio_to_uniform"]["seeds"] == 2
     alone = hl.summarise_setting(
         [runs[3], runs[4]], {"hash": "A", "greedy": 0.1}, {"B": {"hash": "B", "greedy": 0.3}}
     )

@@ -116,6 +116,12 @@ def _verdict(block: Any) -> str:
             f"Sieve reached uniform's final greedy accuracy with {_ci(ratio, 2, '×')} of uniform's "
             "rollouts" + (" (seed mean [95% CI])" if ratio.get("seeds", 0) > 2 else "")
         )
+    flat = block.get("blocks_without_gain") or []
+    if flat and not _no_target(block):
+        parts[-1] += (
+            f" (uniform ended at or below its start in block{'s' if len(flat) > 1 else ''} "
+            f"{', '.join(flat)}: no target there, left out of the ratio)"
+        )
     if diff is not None:
         word = "a significant" if diff["significant"] else "no significant"
         parts.append(
