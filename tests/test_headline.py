@@ -395,13 +395,7 @@ def test_runs_from_two_builds_of_the_start_pair_only_within_their_own_block() ->
     A seed with runs from both starts is two blocks, never one pair across starts."""
 
     def run(arm: str, seed: int, start: str, final: float) -> dict[str, Any]:
-        per = [final] * 4
-        return {"arm": arm, "seed": seed, "start": start, "steps": [],
-                "curve": [{"rollouts": 0, "updates": 0, "greedy": 0.1},
-                          {"rollouts": 2048, "updates": 32, "greedy": final}],
-                "final": {"greedy": final, "sampled": final, "scored": 4, "by_level": [],
-                          "per_problem_sampled": per, "per_problem_greedy": per},
-                "seconds": 1.0}  # fmt: skip
+        return _final_run(arm, seed, start, [final] * 4)
 
     runs = [run("uniform", 1, "A", 0.2), run("sieve", 1, "A", 0.3),
             run("uniform", 3, "A", 0.2),  # seed 3's uniform from A: no sieve from A to pair
@@ -445,14 +439,7 @@ def test_an_interval_does_not_move_when_another_arms_run_finishes() -> None:
     rng = np.random.default_rng(1)
 
     def run(arm: str, seed: int, start: str = "A") -> dict[str, Any]:
-        per = rng.integers(0, 2, 40).astype(float).tolist()
-        g = float(np.mean(per))
-        return {"arm": arm, "seed": seed, "start": start, "steps": [],
-                "curve": [{"rollouts": 0, "updates": 0, "greedy": 0.1},
-                          {"rollouts": 2048, "updates": 32, "greedy": g}],
-                "final": {"greedy": g, "sampled": g, "scored": 40, "by_level": [],
-                          "per_problem_sampled": per, "per_problem_greedy": per},
-                "seconds": 1.0}  # fmt: skip
+        return _final_run(arm, seed, start, rng.integers(0, 2, 40).astype(float).tolist())
 
     base = [run(a, s) for s in (1, 2, 3) for a in ("uniform", "sieve")]
     start = {"hash": "A", "greedy": 0.1}
@@ -460,3 +447,15 @@ def test_an_interval_does_not_move_when_another_arms_run_finishes() -> None:
     more = hl.summarise_setting([*base, run("greso", 1), run("uniform", 9)], start)
     assert more["arms"]["sieve"]["diff_sampled_vs_uniform"] == alone["diff_sampled_vs_uniform"]
     assert more["arms"]["sieve"]["final_sampled"] == alone["final_sampled"]
+
+
+def _final_run(arm: str, seed: int, start: str, per: list[float]) -> dict[str, Any]:
+    """A finished run whose every per-problem score is `per` (greedy and sampled alike), its
+    curve from 0.1 to their mean."""
+    g = float(np.mean(per))
+    return {"arm": arm, "seed": seed, "start": start, "steps": [],
+            "curve": [{"rollouts": 0, "updates": 0, "greedy": 0.1},
+                      {"rollouts": 2048, "updates": 32, "greedy": g}],
+            "final": {"greedy": g, "sampled": g, "scored": len(per), "by_level": [],
+                      "per_problem_sampled": per, "per_problem_greedy": per},
+            "seconds": 1.0}  # fmt: skip
