@@ -18,9 +18,11 @@
 # (--results) and are committed here. Each run file records the commit it ran at.
 #
 # START_CODE=<folder>: the checkout that built the committed warm start. A new machine has no
-# warm weights (they live in /tmp), and only the code that built them gives the same bits (the
-# later update path computes the same gradients within float tolerance, yet 12 updates end in
-# other weights, hash and all, which would pair with no finished run). Before the first run, if
+# warm weights (they live in /tmp). The same code gives the same bits only on a machine with the
+# same CPU and libraries (b532374 rebuilt on the machine of 2026-12-06 gave another hash than it
+# had given before), and other code does not (the later update path computes the same gradients
+# within float tolerance, yet 12 updates end in other weights, which would pair with no finished
+# run). Before the first run, if
 # the warm weights are missing, benchmarks/headline_start.py builds them with START_CODE and
 # stops the campaign unless their hash is a committed start record's.
 #
