@@ -1353,9 +1353,13 @@ def plot(result: dict[str, Any], path: Path) -> None:
             for arm, curves in runs.items():
                 end = min(c[-1][xkey] for c in curves)
                 grid = np.linspace(0.0, end, 100)
+                # gain over the run's own start: runs from two builds of a start begin at
+                # different accuracies, and a mean of raw curves would mix the builds' levels
                 ys = np.array(
                     [
-                        np.interp(grid, [p[xkey] for p in c], [p["greedy"] for p in c])
+                        np.interp(
+                            grid, [p[xkey] for p in c], [p["greedy"] - c[0]["greedy"] for p in c]
+                        )
                         for c in curves
                     ]
                 )
@@ -1365,7 +1369,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
                     se = ys.std(0, ddof=1) / math.sqrt(len(curves))
                     ax.fill_between(grid, m - se, m + se, color=colors.get(arm, "k"), alpha=0.15)
             ax.set_xlabel("rollouts sampled (all counted)" if xkey == "rollouts" else "updates")
-            ax.set_ylabel("held-out greedy accuracy (band: ±1 s.e. over seeds)")
+            ax.set_ylabel("held-out greedy gain over the run's start\n(band: ±1 s.e. over seeds)")
             ax.set_title(f"{result['model']}, {setting} start")
             ax.legend(fontsize=8)
     fig.tight_layout()
