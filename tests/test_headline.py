@@ -388,6 +388,30 @@ def test_the_reading_of_the_updates_is_computed_from_the_table() -> None:
     assert "uniform 0.40, Sieve (ledger posterior) 0.30" in text
 
 
+def test_the_reading_gives_every_builds_final_accuracies_and_names_the_flat_blocks() -> None:
+    """With runs from two builds of the start, a generated sentence gives each build's start and
+    the range and mean of its runs' final accuracies, and says which blocks compare by the
+    sampled Δ alone; with one build there is nothing to say."""
+    import docs_headline
+
+    def row(start: str, greedy: float, sampled: float) -> dict[str, Any]:
+        return {"start": start, "final_greedy": greedy, "final_sampled": sampled}
+
+    block = {
+        "start": {"hash": "A", "greedy": 0.1, "sampled": 0.09},
+        "other_starts_used": [{"hash": "B", "greedy": 0.2, "sampled": 0.14}],
+        "runs": [row("A", 0.2, 0.18), row("A", 0.26, 0.24), row("B", 0.19, 0.2)],
+        "blocks_without_gain": ["4b"],
+    }
+    text = " ".join(docs_headline._by_start("warm", block))
+    assert "first build (held-out greedy 0.100, sampled 0.090) its 2 finished runs" in text
+    assert "greedy 0.200–0.260 (mean 0.230) and sampled 0.180–0.240 (mean 0.210)" in text
+    assert "second build (held-out greedy 0.200, sampled 0.140) its 1 finished run ended" in text
+    assert "In block 4b uniform's greedy accuracy ended at or below its start" in text
+    one = {**block, "other_starts_used": [], "runs": block["runs"][:2]}
+    assert docs_headline._by_start("warm", one) == []
+
+
 def test_runs_from_two_builds_of_the_start_pair_only_within_their_own_block() -> None:
     """A warm start rebuilt on a new machine is other weights (its hash differs): its runs pair
     with runs of the same seed *and* start, in blocks named by the seed and the start's letter

@@ -429,6 +429,38 @@ def _reading(setting: str, b: Any, group_size: int) -> list[str]:
     return out
 
 
+def _by_start(setting: str, b: Any) -> list[str]:
+    """Where blocks ran from two builds of a start: every run's final accuracy by build, so a
+    reader sees whether the greedy target could move at all from each build (intermediate marks
+    are greedy only; the final mark also samples)."""
+    builds = [b["start"], *(b.get("other_starts_used") or [])]
+    if len(builds) < 2:
+        return []
+    parts = []
+    for i, st in enumerate(builds):
+        runs = [x for x in b["runs"] if x["start"] == st["hash"]]
+        if not runs:
+            continue
+        g = [x["final_greedy"] for x in runs]
+        sm = [x["final_sampled"] for x in runs]
+        parts.append(
+            f"from the {('first', 'second', 'third')[min(i, 2)]} build (held-out greedy "
+            f"{_f(st['greedy'])}, sampled {_f(st['sampled'])}) its {len(runs)} finished "
+            f"run{'s' if len(runs) > 1 else ''} ended at greedy {_f(min(g))}–{_f(max(g))} (mean "
+            f"{_f(sum(g) / len(g))}) and sampled {_f(min(sm))}–{_f(max(sm))} (mean "
+            f"{_f(sum(sm) / len(sm))})"
+        )
+    flat = b.get("blocks_without_gain") or []
+    tail = (
+        f" In block{'s' if len(flat) > 1 else ''} {', '.join(flat)} uniform's greedy accuracy "
+        "ended at or below its start, so only the final sampled pass@1 (the paired Δ) compares "
+        "arms there; rollouts to a greedy target come from the other blocks."
+        if flat
+        else ""
+    )
+    return [f"*{setting.capitalize()}, by build of the start:* " + "; ".join(parts) + "." + tail]
+
+
 def headline_selection_updates(r: Any, name: str = "headline") -> str:
     """Per setting and arm, what the selection bought per update and how it held up across the
     run: informative groups per 1,000 rollouts sampled, the informative share by quarter of
@@ -455,7 +487,7 @@ def headline_selection_updates(r: Any, name: str = "headline") -> str:
                     *(" / ".join(str(part[v][o]) for o in ("mixed", "all_wrong", "all_right"))
                       for v in ("first", "revisit")),
                 ])  # fmt: skip
-        reading += _reading(setting, b, g)
+        reading += _by_start(setting, b) + _reading(setting, b, g)
     if not rows:
         return "No run has finished yet."
     text = _table(
