@@ -1302,28 +1302,42 @@ def summarise_setting(
                         xs = [c["rollouts"] for c in r["curve"]]
                         tgt = targets[s][i]
                         per_seed[s] = reach(xs, [c["greedy"] for c in r["curve"]], tgt)
-                ratios = [
-                    per_seed[s] / u
-                    for s in paired
-                    if s in per_seed
-                    and per_seed[s] is not None
-                    and (
-                        u := reach(
-                            [c["rollouts"] for c in uni[s]["curve"]],
-                            [c["greedy"] for c in uni[s]["curve"]],
-                            targets[s][i],
-                        )
+                ratios, censored, unreached = [], [], []
+                for s in paired:
+                    if s not in per_seed:
+                        continue
+                    u = reach(
+                        [c["rollouts"] for c in uni[s]["curve"]],
+                        [c["greedy"] for c in uni[s]["curve"]],
+                        targets[s][i],
                     )
-                    not in (None, 0.0)
-                ]
+                    if u in (None, 0.0):
+                        continue
+                    if per_seed[s] is None:
+                        # not reached within the budget: its ratio is at least the budget's
+                        unreached.append(s)
+                        censored.append(mine[s]["curve"][-1]["rollouts"] / u)
+                    else:
+                        ratios.append(per_seed[s] / u)
+                        censored.append(per_seed[s] / u)
                 reached.append(
                     {
                         "fraction_of_uniform_gain": fraction,
                         "rollouts_by_seed": per_seed,
+                        # over the paired blocks where the arm reached the target
                         "ratio_to_uniform": (
                             seed_bootstrap(ratios, rng(arm, "reach", str(i))) if ratios else None
                         ),
                         "not_reached": sum(v is None for v in per_seed.values()),
+                        # paired blocks with a target the arm never reached: leaving them out
+                        # would flatter the ratio, so a second ratio counts each at the budget
+                        # (a lower bound on its own ratio, hence on the mean)
+                        "not_reached_paired": unreached,
+                        "ratio_counting_unreached_at_budget": (
+                            seed_bootstrap(censored, rng(arm, "reach-budget", str(i)))
+                            if unreached
+                            else None
+                        ),
                     }
                 )
             row["rollouts_to_target"] = reached

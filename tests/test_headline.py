@@ -281,6 +281,54 @@ def test_rollouts_to_target_pair_each_seed_with_uniforms_own_final() -> None:
     assert sieve[-1]["ratio_to_uniform"]["seeds"] == 2 and sieve[-1]["not_reached"] == 0
     uniform = out["arms"]["uniform"]["rollouts_to_target"][-1]
     assert uniform["not_reached"] == 0 and uniform["ratio_to_uniform"]["mean"] == 1.0
+    assert sieve[-1]["not_reached_paired"] == []
+    assert sieve[-1]["ratio_counting_unreached_at_budget"] is None
+
+
+def test_a_paired_block_that_never_reaches_is_named_and_counted_at_the_budget() -> None:
+    """The ratio over the blocks that reached a target leaves out those that never did, which
+    flatters it: the block is named, a second ratio counts it at the budget (its ratio is at
+    least budget / uniform's rollouts), and the verdict says so and cannot call the goal met."""
+    import docs_headline
+
+    marks = (0, 512, 1024, 1536, 2048)
+
+    def run(arm: str, seed: int, curve: tuple[float, ...]) -> dict[str, Any]:
+        points = [{"rollouts": x, "updates": x // 64, "greedy": g}
+                  for x, g in zip(marks, curve, strict=True)]  # fmt: skip
+        r = _final_run(arm, seed, "w", [curve[-1]] * 4)
+        return {**r, "curve": points}
+
+    up = (0.1, 0.2, 0.3, 0.4, 0.4)  # uniform reaches its final 0.4 at 1,536 rollouts
+    runs = [
+        run("uniform", 1, up),
+        run("uniform", 2, up),
+        run("sieve", 1, (0.1, 0.4, 0.4, 0.4, 0.4)),  # at 512: ratio 1/3
+        run("sieve", 2, (0.1, 0.2, 0.2, 0.2, 0.2)),
+    ]  # never: at least 2,048 / 1,536
+    out = hl.summarise_setting(runs, {"greedy": 0.1})  # fmt: skip
+    last = out["arms"]["sieve"]["rollouts_to_target"][-1]
+    assert last["ratio_to_uniform"]["mean"] == pytest.approx(1 / 3)
+    assert last["ratio_to_uniform"]["seeds"] == 1 and last["not_reached_paired"] == ["2"]
+    low = last["ratio_counting_unreached_at_budget"]
+    assert low["seeds"] == 2 and low["mean"] == pytest.approx((1 / 3 + 2048 / 1536) / 2)
+    assert "not reached in block 2 (counting it at the budget, a lower bound" in (
+        docs_headline._ratio_cell(last)
+    )
+    block = {**out, "start": {"greedy": 0.1, "hash": "w"}}
+    block["arms"]["sieve"]["diff_sampled_vs_uniform"] = {
+        "mean": 0.1, "ci95": [0.05, 0.15], "significant": True, "seeds": 4}  # fmt: skip
+    block["arms"]["sieve"]["paired_seeds"] = ["1", "2", "3", "4"]
+    block["arms"]["sieve"]["diff_sampled_vs_others"] = {
+        o: {"mean": 0.1, "ci95": [0.05, 0.15], "significant": True}
+        for o in ("mopps", "greso", "dapo")
+    }
+    last["ratio_to_uniform"]["ci95"] = [0.2, 0.4]  # every other condition of the goal holds
+    verdict = docs_headline._verdict(block)
+    assert "did not reach it within the budget in block 2" in verdict
+    assert "**Goal not met**" in verdict
+    last["not_reached_paired"] = []  # the same block without the miss meets it
+    assert "**Goal met.**" in docs_headline._verdict(block)
 
 
 def _step(informative: int, update: bool = True, predicted: float | None = None) -> dict[str, Any]:

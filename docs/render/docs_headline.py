@@ -55,6 +55,28 @@ def _no_target(block: Any) -> bool:
     return u is not None and u["final_greedy"]["mean"] <= block["start"]["greedy"]
 
 
+def _unreached(entry: Any) -> str:
+    """The paired blocks where an arm never reached a target uniform reached, and the ratio
+    counting each of them at the budget (a lower bound), or ""."""
+    blocks = entry.get("not_reached_paired") or []
+    if not blocks:
+        return ""
+    low = entry.get("ratio_counting_unreached_at_budget")
+    return f"not reached in block{'s' if len(blocks) > 1 else ''} {', '.join(blocks)}" + (
+        f" (counting {'them' if len(blocks) > 1 else 'it'} at the budget, a lower bound: "
+        f"{_ci(low, 2, '×')})"
+        if low
+        else ""
+    )
+
+
+def _ratio_cell(entry: Any) -> str:
+    ratio, miss = entry["ratio_to_uniform"], _unreached(entry)
+    if ratio is None:
+        return miss or "–"
+    return _ci(ratio, 2, "×") + (f"; {miss}" if miss else "")
+
+
 def _setting_table(block: Any) -> str:
     arms = block["arms"]
     runs = block["runs"]
@@ -68,7 +90,6 @@ def _setting_table(block: Any) -> str:
         diff = a.get("diff_sampled_vs_uniform") if arm != "uniform" else None
         sig = "" if diff is None else (" (significant)" if diff["significant"] else " (n.s.)")
         reach = a.get("rollouts_to_target")
-        ratio = reach[-1]["ratio_to_uniform"] if reach else None
         informative = [r["informative_share_per_update"] for r in mine]
         informative = [x for x in informative if x is not None]
         rows.append([
@@ -79,7 +100,7 @@ def _setting_table(block: Any) -> str:
             "–" if arm == "uniform" else _ci(diff) + sig,
             "n/a" if no_target
             else "1.00×" if arm == "uniform"
-            else ("–" if ratio is None else _ci(ratio, 2, "×")),
+            else ("–" if not reach else _ratio_cell(reach[-1])),
             "/".join(str(u) for u in a["updates"]),
             _f(sum(informative) / len(informative), 2) if informative else "–",
             str(sum(r["rollouts_decided_not_trained"] for r in mine)),
@@ -116,6 +137,16 @@ def _verdict(block: Any) -> str:
             f"Sieve reached uniform's final greedy accuracy with {_ci(ratio, 2, '×')} of uniform's "
             "rollouts" + (" (seed mean [95% CI])" if ratio.get("seeds", 0) > 2 else "")
         )
+        missed = reach[-1].get("not_reached_paired") or []
+        if missed:
+            low = reach[-1].get("ratio_counting_unreached_at_budget")
+            parts[-1] += (
+                f" on the {ratio['seeds']} paired blocks where it reached it, and did not reach "
+                f"it within the budget in block{'s' if len(missed) > 1 else ''} "
+                f"{', '.join(missed)}"
+                + (f" (counting {'those' if len(missed) > 1 else 'that block'} at the budget, a "
+                   f"lower bound: {_ci(low, 2, '×')})" if low else "")
+            )  # fmt: skip
     flat = block.get("blocks_without_gain") or []
     if flat and not _no_target(block):
         parts[-1] += (
@@ -138,7 +169,8 @@ def _verdict(block: Any) -> str:
         )
     ahead = all(d["significant"] and d["mean"] > 0 for d in others.values())
     met = (
-        not _no_target(block) and ratio is not None and ratio["ci95"][1] <= 0.5 and diff is not None
+        not _no_target(block) and ratio is not None and ratio["ci95"][1] <= 0.5
+        and not reach[-1].get("not_reached_paired") and diff is not None
         and diff["significant"] and diff["mean"] > 0 and len(s["paired_seeds"]) >= 4
         and ahead and len(others) == 3
     )  # fmt: skip
