@@ -57,15 +57,6 @@ bench() {
 }
 RUNS=${RUNS:-$runs}
 mkdir -p "$STATE"
-if [ -n "${START_CODE:-}" ] && [ "${POLICY:-smollm2}" != tiny ] \
-    && [ ! -f "$STATE/warm/config.json" ] && [[ "$RUNS" == *warm:* ]]; then
-    echo "driver: building the warm start with $START_CODE" \
-        "at $(git -C "$START_CODE" rev-parse --short HEAD) $(date -u +%FT%TZ)"
-    START_CODE=$START_CODE VLLM_LOGGING_LEVEL=WARNING nice -n "$NICE" "$PY" \
-        benchmarks/headline_start.py --results "$MAIN/benchmarks/results" --state "$STATE" \
-        >> "$LOG" 2>&1 || { echo "driver: the warm start does not match (see $LOG)"; exit 1; }
-fi
-
 commit() {  # commit the given paths alone, retrying while another git command holds the index
     [ "${COMMIT:-1}" = 1 ] || return 0
     local msg=$1; shift
@@ -77,6 +68,21 @@ commit() {  # commit the given paths alone, retrying while another git command h
     done
     echo "driver: could not commit $*" >&2
 }
+
+if [ -n "${START_CODE:-}" ] && [ "${POLICY:-smollm2}" != tiny ] \
+    && [ ! -f "$STATE/warm/config.json" ] && [[ "$RUNS" == *warm:* ]]; then
+    echo "driver: building the warm start with $START_CODE" \
+        "at $(git -C "$START_CODE" rev-parse --short HEAD) $(date -u +%FT%TZ)"
+    START_CODE=$START_CODE VLLM_LOGGING_LEVEL=WARNING nice -n "$NICE" "$PY" \
+        benchmarks/headline_start.py --results "$MAIN/benchmarks/results" --state "$STATE" \
+        >> "$LOG" 2>&1 || {
+        [ -f benchmarks/results/headline_start.json ] \
+            && commit "headline_start: the rebuilt warm start matches no record" \
+            benchmarks/results/headline_start.json benchmarks/results/headline_start.png
+        echo "driver: the warm start does not match (see $LOG)"; exit 1; }
+    commit "headline_start: the rebuilt warm start matches its record" \
+        benchmarks/results/headline_start.json benchmarks/results/headline_start.png
+fi
 
 for run in $RUNS; do
     IFS=: read -r setting arm seed <<< "$run"

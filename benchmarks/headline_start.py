@@ -17,16 +17,58 @@ would spend ~30 min evaluating one).
 `benchmarks/headline_driver.sh` runs it before its first run when `START_CODE` is set and the
 warm weights are not in the state folder. Exit 0: the weights are in `<state>/warm` and match a
 committed start record; exit 1 with one line saying what differs otherwise (the weights are moved
-aside to `<state>/warm.mismatch`, so the benchmark does not pick them up).
+aside to `<state>/warm.mismatch`, so the benchmark does not pick them up). Either way it writes
+`<results>/headline_start.json` + `.png`: the tree, the hash built, whether a record holds it,
+this build's cost beside the record's, and the machine's load (the driver commits them).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
+
+
+def report(results: Path, code: Path, digest: str, folder: Path, records: list[str]) -> None:
+    """The build's outcome as JSON + PNG under `results`: a rebuild is a measurement (which tree,
+    which machine, which weights, at what cost), whether or not it matches."""
+    cost_file = folder / "cost.json"
+    record = results / "headline_runs" / f"start_warm_{digest}.json"
+    commit = subprocess.run(
+        ["git", "-C", str(code), "rev-parse", "--short", "HEAD"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip()  # fmt: skip
+    out = {
+        "code": commit or None,
+        "hash": digest,
+        "matches_record": record.is_file(),
+        "records": records,
+        "build": json.loads(cost_file.read_text()) if cost_file.is_file() else None,
+        "record_build": json.loads(record.read_text()).get("cost") if record.is_file() else None,
+        "cpus": os.cpu_count(),
+        "load_1m": os.getloadavg()[0],
+    }
+    (results / "headline_start.json").write_text(json.dumps(out, indent=1) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3))
+    bars = {"this build": out["build"], "the record's build": out["record_build"]}
+    names = [k for k, v in bars.items() if v]
+    ax.bar(names, [bars[k]["seconds"] / 60 for k in names], color="tab:gray")
+    ax.set_ylabel("minutes to build the warm start")
+    ax.set_title(
+        f"{commit or code.name}: {digest} ({'matches' if out['matches_record'] else 'no'} record)"
+    )
+    fig.tight_layout()
+    fig.savefig(results / "headline_start.png", dpi=100)
+    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         shutil.rmtree(args.state / "warm.mismatch", ignore_errors=True)
         folder.rename(args.state / "warm.mismatch")
+        report(args.results, code, digest, args.state / "warm.mismatch", records)
         raise SystemExit(
             f"the warm start built by {code} has weights {digest}, which no committed record "
             f"({', '.join(records)}) holds: build it with the tree that made the record"
@@ -70,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     pol = hl.load(setup, model_dir)
     base = {k: v.detach().clone() for k, v in pol.model.state_dict().items()}
     _, start = hl.start_point(setup, "warm", pol, base, mix, held, runs_dir, args.state, model_dir)
+    report(args.results, code, start["hash"], args.state / "warm", records)
     print(f"warm start {start['hash']} matches the committed start_warm_{start['hash']}.json")
     return 0
 

@@ -101,6 +101,9 @@ def test_the_start_that_matches_the_record_is_kept(results: Path) -> None:
     assert got.returncode == 0, got.stderr
     assert "warm start aaaa matches" in got.stdout
     assert (results / "state" / "warm" / "config.json").is_file()
+    report = json.loads((results / "results" / "headline_start.json").read_text())
+    assert report["hash"] == "aaaa" and report["matches_record"] is True
+    assert (results / "results" / "headline_start.png").is_file()
 
 
 def test_weights_of_another_hash_are_moved_aside_and_never_scored(results: Path) -> None:
@@ -112,6 +115,8 @@ def test_weights_of_another_hash_are_moved_aside_and_never_scored(results: Path)
     assert (results / "state" / "warm.mismatch" / "config.json").is_file()
     runs = results / "results" / "headline_runs"
     assert sorted(p.name for p in runs.iterdir()) == ["start_warm_aaaa.json"]  # nothing recorded
+    report = json.loads((results / "results" / "headline_start.json").read_text())
+    assert report["hash"] == "bbbb" and report["matches_record"] is False
 
 
 def test_no_committed_record_is_one_line_and_exit_1(tmp_path: Path) -> None:
