@@ -312,7 +312,7 @@ def test_a_paired_block_that_never_reaches_is_named_and_counted_at_the_budget() 
     assert last["ratio_to_uniform"]["seeds"] == 1 and last["not_reached_paired"] == ["2"]
     low = last["ratio_counting_unreached_at_budget"]
     assert low["seeds"] == 2 and low["mean"] == pytest.approx((1 / 3 + 2048 / 1536) / 2)
-    assert "not reached in block 2 (counting it at the budget, a lower bound" in (
+    assert "not reached within the budget in block 2 (counting it at the budget, a lower bound" in (
         docs_headline._ratio_cell(last)
     )
     block = {**out, "start": {"greedy": 0.1, "hash": "w"}}
@@ -325,7 +325,9 @@ def test_a_paired_block_that_never_reaches_is_named_and_counted_at_the_budget() 
     }
     last["ratio_to_uniform"]["ci95"] = [0.2, 0.4]  # every other condition of the goal holds
     verdict = docs_headline._verdict(block)
-    assert "did not reach it within the budget in block 2" in verdict
+    assert (
+        "reached it; not reached within the budget in block 2 (counting it at the budget" in verdict
+    )
     assert "**Goal not met**" in verdict
     last["not_reached_paired"] = []  # the same block without the miss meets it
     assert "**Goal met.**" in docs_headline._verdict(block)

@@ -55,6 +55,10 @@ def _no_target(block: Any) -> bool:
     return u is not None and u["final_greedy"]["mean"] <= block["start"]["greedy"]
 
 
+def _blocks(labels: list[str]) -> str:
+    return f"block{'s' if len(labels) > 1 else ''} {', '.join(labels)}"
+
+
 def _unreached(entry: Any) -> str:
     """The paired blocks where an arm never reached a target uniform reached, and the ratio
     counting each of them at the budget (a lower bound), or ""."""
@@ -62,7 +66,7 @@ def _unreached(entry: Any) -> str:
     if not blocks:
         return ""
     low = entry.get("ratio_counting_unreached_at_budget")
-    return f"not reached in block{'s' if len(blocks) > 1 else ''} {', '.join(blocks)}" + (
+    return f"not reached within the budget in {_blocks(blocks)}" + (
         f" (counting {'them' if len(blocks) > 1 else 'it'} at the budget, a lower bound: "
         f"{_ci(low, 2, '×')})"
         if low
@@ -137,21 +141,16 @@ def _verdict(block: Any) -> str:
             f"Sieve reached uniform's final greedy accuracy with {_ci(ratio, 2, '×')} of uniform's "
             "rollouts" + (" (seed mean [95% CI])" if ratio.get("seeds", 0) > 2 else "")
         )
-        missed = reach[-1].get("not_reached_paired") or []
-        if missed:
-            low = reach[-1].get("ratio_counting_unreached_at_budget")
+        if reach[-1].get("not_reached_paired"):
             parts[-1] += (
-                f" on the {ratio['seeds']} paired blocks where it reached it, and did not reach "
-                f"it within the budget in block{'s' if len(missed) > 1 else ''} "
-                f"{', '.join(missed)}"
-                + (f" (counting {'those' if len(missed) > 1 else 'that block'} at the budget, a "
-                   f"lower bound: {_ci(low, 2, '×')})" if low else "")
-            )  # fmt: skip
+                f" on the {ratio['seeds']} paired blocks where it reached it; "
+                + _unreached(reach[-1])
+            )
     flat = block.get("blocks_without_gain") or []
     if flat and not _no_target(block):
         parts[-1] += (
-            f" (uniform ended at or below its start in block{'s' if len(flat) > 1 else ''} "
-            f"{', '.join(flat)}: no target there, left out of the ratio)"
+            f" (uniform ended at or below its start in {_blocks(flat)}: no target there, left "
+            "out of the ratio)"
         )
     if diff is not None:
         word = "a significant" if diff["significant"] else "no significant"
@@ -484,7 +483,7 @@ def _by_start(setting: str, b: Any) -> list[str]:
         )
     flat = b.get("blocks_without_gain") or []
     tail = (
-        f" In block{'s' if len(flat) > 1 else ''} {', '.join(flat)} uniform's greedy accuracy "
+        f" In {_blocks(flat)} uniform's greedy accuracy "
         "ended at or below its start, so only the final sampled pass@1 (the paired Δ) compares "
         "arms there; rollouts to a greedy target come from the other blocks."
         if flat
