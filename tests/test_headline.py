@@ -300,13 +300,14 @@ def test_a_paired_block_that_never_reaches_is_named_and_counted_at_the_budget() 
         return {**r, "curve": points}
 
     up = (0.1, 0.2, 0.3, 0.4, 0.4)  # uniform reaches its final 0.4 at 1,536 rollouts
+    never = (0.1, 0.2, 0.2, 0.2, 0.2)  # its ratio is at least 2,048 / 1,536
     runs = [
         run("uniform", 1, up),
         run("uniform", 2, up),
         run("sieve", 1, (0.1, 0.4, 0.4, 0.4, 0.4)),  # at 512: ratio 1/3
-        run("sieve", 2, (0.1, 0.2, 0.2, 0.2, 0.2)),
-    ]  # never: at least 2,048 / 1,536
-    out = hl.summarise_setting(runs, {"greedy": 0.1})  # fmt: skip
+        run("sieve", 2, never),
+    ]
+    out = hl.summarise_setting(runs, {"greedy": 0.1})
     last = out["arms"]["sieve"]["rollouts_to_target"][-1]
     assert last["ratio_to_uniform"]["mean"] == pytest.approx(1 / 3)
     assert last["ratio_to_uniform"]["seeds"] == 1 and last["not_reached_paired"] == ["2"]
