@@ -28,22 +28,19 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 
-def report(results: Path, code: Path, digest: str, folder: Path, records: list[str]) -> None:
+def report(
+    results: Path, commit: str | None, digest: str, folder: Path, records: list[str]
+) -> None:
     """The build's outcome as JSON + PNG under `results`: a rebuild is a measurement (which tree,
     which machine, which weights, at what cost), whether or not it matches."""
     cost_file = folder / "cost.json"
     record = results / "headline_runs" / f"start_warm_{digest}.json"
-    commit = subprocess.run(
-        ["git", "-C", str(code), "rev-parse", "--short", "HEAD"],
-        capture_output=True, text=True, check=False,
-    ).stdout.strip()  # fmt: skip
     out = {
-        "code": commit or None,
+        "code": commit,
         "hash": digest,
         "matches_record": record.is_file(),
         "records": records,
@@ -63,9 +60,7 @@ def report(results: Path, code: Path, digest: str, folder: Path, records: list[s
     names = [k for k, v in bars.items() if v]
     ax.bar(names, [bars[k]["seconds"] / 60 for k in names], color="tab:gray")
     ax.set_ylabel("minutes to build the warm start")
-    ax.set_title(
-        f"{commit or code.name}: {digest} ({'matches' if out['matches_record'] else 'no'} record)"
-    )
+    ax.set_title(f"{commit}: {digest} ({'matches' if out['matches_record'] else 'no'} record)")
     fig.tight_layout()
     fig.savefig(results / "headline_start.png", dpi=100)
     plt.close(fig)
@@ -97,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         shutil.rmtree(args.state / "warm.mismatch", ignore_errors=True)
         folder.rename(args.state / "warm.mismatch")
-        report(args.results, code, digest, args.state / "warm.mismatch", records)
+        report(args.results, hl.code_commit(), digest, args.state / "warm.mismatch", records)
         raise SystemExit(
             f"the warm start built by {code} has weights {digest}, which no committed record "
             f"({', '.join(records)}) holds: build it with the tree that made the record"
@@ -113,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     pol = hl.load(setup, model_dir)
     base = {k: v.detach().clone() for k, v in pol.model.state_dict().items()}
     _, start = hl.start_point(setup, "warm", pol, base, mix, held, runs_dir, args.state, model_dir)
-    report(args.results, code, start["hash"], args.state / "warm", records)
+    report(args.results, hl.code_commit(), start["hash"], args.state / "warm", records)
     print(f"warm start {start['hash']} matches the committed start_warm_{start['hash']}.json")
     return 0
 

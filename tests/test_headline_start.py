@@ -53,6 +53,10 @@ def weights_hash(model):
     return DIGEST
 
 
+def code_commit():
+    return "tree-" + DIGEST
+
+
 def evaluate(*a, **k):
     raise AssertionError("the real evaluate must never run here")
 
@@ -103,6 +107,7 @@ def test_the_start_that_matches_the_record_is_kept(results: Path) -> None:
     assert (results / "state" / "warm" / "config.json").is_file()
     report = json.loads((results / "results" / "headline_start.json").read_text())
     assert report["hash"] == "aaaa" and report["matches_record"] is True
+    assert report["code"] == "tree-aaaa"  # the tree that built it, not this checkout
     assert (results / "results" / "headline_start.png").is_file()
 
 
