@@ -1132,7 +1132,9 @@ def group_outcomes(
     (key, cell, k, n, update): per quarter of the run's updates, its first visits to a prompt and
     its revisits, each split into mixed groups (informative), all wrong and all right; summed
     over the seeds. The observations are those saved with the run's last checkpoint, so the
-    updates they cover are reported (`covered`: the first update they do not reach). With
+    updates they cover are reported (`covered`: the first update they do not reach;
+    `whole_parts`: how many leading quarters every seed's observations cover in full, since a
+    quarter the checkpoint cut holds only its first updates' groups). With
     `cell_rate` (start hash → cell → that start's measured pass rate), also the mean start rate
     of the cells
     of each kind of group (`start_rate`): did the misses come from cells the start's own
@@ -1142,7 +1144,7 @@ def group_outcomes(
         return None
     counts = {(q, v, o): 0 for q in range(PARTS) for v in ("first", "revisit") for o in OUTCOMES}
     rates: dict[tuple[int, str, str], list[float]] = {k: [] for k in counts}
-    covered, change, gap = [], [], []
+    covered, whole, change, gap = [], [], [], []
     for r in kept:
         total = totals(r["steps"])["updates"]
         seen: set[str] = set()
@@ -1162,9 +1164,12 @@ def group_outcomes(
             if cell in mine:
                 rates[at].append(mine[cell])
         covered.append(max(o[4] for o in obs) + 1)
+        # quarter q's last update is ceil((q + 1) * total / PARTS) - 1
+        whole.append(sum(-(-(q + 1) * total // PARTS) <= covered[-1] for q in range(PARTS)))
     return {
         "seeds": len(kept),
         "covered": covered,
+        "whole_parts": min(whole),
         "parts": [
             {v: {o: counts[(q, v, o)] for o in OUTCOMES} for v in ("first", "revisit")}
             for q in range(PARTS)

@@ -373,6 +373,7 @@ def test_group_outcomes_splits_first_visits_from_revisits_by_quarter() -> None:
     run = {"steps": [_step(4) for _ in range(8)], "state": {"observations": obs}, "start": "w"}
     got = hl.group_outcomes([run], {"w": {"easy 1": 0.3, "hard 1": 0.05}, "x": {"hard 1": 0.9}})
     assert got is not None and got["seeds"] == 1 and got["covered"] == [8]
+    assert got["whole_parts"] == 4
     q1, q4 = got["parts"][0], got["parts"][3]
     assert q1["first"] == {"mixed": 1, "all_wrong": 1, "all_right": 0}
     assert q4["revisit"] == {"mixed": 0, "all_wrong": 1, "all_right": 1}
@@ -384,6 +385,21 @@ def test_group_outcomes_splits_first_visits_from_revisits_by_quarter() -> None:
     assert rc["groups"] == 2 and rc["mean"] == pytest.approx(5 / 16)
     assert rc["share_up"] == 0.5 and rc["share_down"] == 0.0 and rc["median_updates_between"] == 6
     assert hl.group_outcomes([{"steps": run["steps"], "state": {}}]) is None
+
+
+def test_a_quarter_the_checkpoint_cut_is_not_a_whole_quarter() -> None:
+    """Observations saved with a checkpoint end before the run does: of 10 updates (quarters
+    0-2, 3-4, 5-7, 8-9 by update * 4 // 10), observations up to update 8 cover three quarters
+    in full, and the seed that stops first decides for all."""
+    steps = [_step(4) for _ in range(10)]
+
+    def run(last: int) -> dict[str, Any]:
+        return {"steps": steps, "state": {"observations": [["a", "c", 1.0, 8.0, last]]}}
+
+    assert hl.group_outcomes([run(8)])["whole_parts"] == 3
+    assert hl.group_outcomes([run(9)])["whole_parts"] == 4
+    assert hl.group_outcomes([run(9), run(4)])["whole_parts"] == 2  # update 4 ends quarter 2
+    assert hl.group_outcomes([run(3)])["whole_parts"] == 1
 
 
 def test_the_smoke_summary_reads_every_arm_by_quarter_and_sieves_groups_to_the_end(
@@ -437,6 +453,38 @@ def test_the_reading_of_the_updates_is_computed_from_the_table() -> None:
     assert "the goal's ≤ 0.5× asks for 100" in text
     assert "0.60 → 0.50 → 0.40 → 0.30" in text and "expected 0.90 → 0.90" in text
     assert "uniform 0.40, Sieve (ledger posterior) 0.30" in text
+
+
+def test_the_outcome_reading_compares_whole_quarters_and_marks_the_cut_one() -> None:
+    """Sieve's observations end at its last checkpoint: the quarter they reach only in part
+    holds a few groups, so the sentence compares the first and the last whole quarter (with the
+    counts behind each share) and the table marks the cut quarter."""
+    import docs_headline
+
+    def outcome(first: tuple[int, int, int], revisit: tuple[int, int, int]) -> dict[str, Any]:
+        keys = ("mixed", "all_wrong", "all_right")
+        return {"first": dict(zip(keys, first)), "revisit": dict(zip(keys, revisit))}
+
+    parts = [outcome((50, 40, 10), (8, 1, 1)), outcome((30, 40, 5), (20, 10, 10)),
+             outcome((10, 30, 5), (20, 20, 40)), outcome((1, 1, 0), (1, 2, 3))]  # fmt: skip
+    go = {"seeds": 2, "covered": [25, 26], "whole_parts": 3, "parts": parts,
+          "start_rate": None, "revisit_change": None}  # fmt: skip
+    by_part = {"seeds": 2, "realized": [0.5] * 4, "predicted": [0.9] * 4,
+               "informative_per_1k_sampled": [50.0, 50.0]}  # fmt: skip
+    block = {"arms": {"uniform": {"by_part": {**by_part, "predicted": None}},
+                      "sieve": {"by_part": by_part, "group_outcomes": go}},
+             "start": {"hash": "w"}}  # fmt: skip
+    text = " ".join(docs_headline._reading("warm", block, 8))
+    assert "quarter 4, which it reaches only in part, is left out" in text
+    assert "of its revisits, 10 % (1 of 10) ended all right in quarter 1 and 50 % (40 of 80)" in text
+    assert "40 % (40 of 100) ended all wrong in quarter 1 and 67 % (30 of 45) in quarter 3" in text
+    result = {"setup": {"group_size": 8}, "settings": {"warm": block}}
+    table = docs_headline.headline_selection_updates(lambda name, *keys: _dig(result, keys))
+    assert "| warm | **Sieve** (ledger posterior) | 4 (in part) | 1 / 1 / 0 | 1 / 2 / 3 |" in table
+    assert "| warm | **Sieve** (ledger posterior) | 3 | 10 / 30 / 5 | 20 / 20 / 40 |" in table
+    go["whole_parts"] = 4  # a run whose observations reach its end: every quarter compares
+    text = " ".join(docs_headline._reading("warm", block, 8))
+    assert "left out" not in text and "in quarter 4" in text
 
 
 def test_the_reading_gives_every_builds_final_accuracies_and_names_the_flat_blocks() -> None:

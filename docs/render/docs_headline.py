@@ -426,18 +426,26 @@ def _reading(setting: str, b: Any, group_size: int) -> list[str]:
     go = arms["sieve"].get("group_outcomes")
     if go:
         filled = [q for q, p in enumerate(go["parts"]) if any(sum(v.values()) for v in p.values())]
-        a, z = go["parts"][filled[0]], go["parts"][filled[-1]]
+        # compare whole quarters: the one the last checkpoint cut holds a few groups
+        whole = [q for q in filled if q < go.get("whole_parts", len(go["parts"]))] or filled
+        a, z = go["parts"][whole[0]], go["parts"][whole[-1]]
 
         def share(part: Any, visit: str, outcome: str) -> str:
-            return _pct(part[visit][outcome], sum(part[visit].values()))
+            n, d = part[visit][outcome], sum(part[visit].values())
+            return f"{_pct(n, d)} ({n} of {d})"
 
-        first, last_q = filled[0] + 1, filled[-1] + 1
+        first, last_q = whole[0] + 1, whole[-1] + 1
+        cut = (
+            f"; quarter {filled[-1] + 1}, which it reaches only in part, is left out"
+            if filled[-1] > whole[-1]
+            else ""
+        )
         out.append(
             f"From the observations Sieve keeps ({go['seeds']} seeds, updates before "
-            f"{min(go['covered'])}): of its revisits, {share(a, 'revisit', 'all_right')} ended "
-            f"all right in quarter {first} and {share(z, 'revisit', 'all_right')} in quarter "
-            f"{last_q}; of its first visits, {share(a, 'first', 'all_wrong')} ended all wrong in "
-            f"quarter {first} and {share(z, 'first', 'all_wrong')} in quarter {last_q}."
+            f"{min(go['covered'])}{cut}): of its revisits, {share(a, 'revisit', 'all_right')} "
+            f"ended all right in quarter {first} and {share(z, 'revisit', 'all_right')} in "
+            f"quarter {last_q}; of its first visits, {share(a, 'first', 'all_wrong')} ended all "
+            f"wrong in quarter {first} and {share(z, 'first', 'all_wrong')} in quarter {last_q}."
         )
         rc = go.get("revisit_change") or {}
         if rc.get("groups"):
@@ -513,8 +521,9 @@ def headline_selection_updates(r: Any, name: str = "headline") -> str:
             for q, part in enumerate(go["parts"] if go else []):
                 if not any(sum(v.values()) for v in part.values()):
                     continue
+                part_of = " (in part)" if q >= go.get("whole_parts", len(go["parts"])) else ""
                 outcome_rows.append([
-                    setting, ARM_NAMES[arm], str(q + 1),
+                    setting, ARM_NAMES[arm], f"{q + 1}{part_of}",
                     *(" / ".join(str(part[v][o]) for o in ("mixed", "all_wrong", "all_right"))
                       for v in ("first", "revisit")),
                 ])  # fmt: skip
@@ -531,7 +540,8 @@ def headline_selection_updates(r: Any, name: str = "headline") -> str:
     if outcome_rows:
         text += (
             "\n\nSieve's trained groups by what they turned out to be (groups, summed over "
-            "seeds; a first visit is the run's first group of that prompt):\n\n"
+            "seeds; a first visit is the run's first group of that prompt; a quarter \"in part\" "
+            "is one the last checkpoint's observations reach only in its first updates):\n\n"
             + _table(
                 [
                     "start", "arm", "quarter of updates",
