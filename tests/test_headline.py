@@ -462,8 +462,8 @@ def test_the_outcome_reading_compares_whole_quarters_and_marks_the_cut_one() -> 
     import docs_headline
 
     def outcome(first: tuple[int, int, int], revisit: tuple[int, int, int]) -> dict[str, Any]:
-        keys = ("mixed", "all_wrong", "all_right")
-        return {"first": dict(zip(keys, first)), "revisit": dict(zip(keys, revisit))}
+        return {"first": dict(zip(hl.OUTCOMES, first, strict=True)),
+                "revisit": dict(zip(hl.OUTCOMES, revisit, strict=True))}  # fmt: skip
 
     parts = [outcome((50, 40, 10), (8, 1, 1)), outcome((30, 40, 5), (20, 10, 10)),
              outcome((10, 30, 5), (20, 20, 40)), outcome((1, 1, 0), (1, 2, 3))]  # fmt: skip
@@ -476,7 +476,7 @@ def test_the_outcome_reading_compares_whole_quarters_and_marks_the_cut_one() -> 
              "start": {"hash": "w"}}  # fmt: skip
     text = " ".join(docs_headline._reading("warm", block, 8))
     assert "quarter 4, which it reaches only in part, is left out" in text
-    assert "of its revisits, 10 % (1 of 10) ended all right in quarter 1 and 50 % (40 of 80)" in text
+    assert "revisits, 10 % (1 of 10) ended all right in quarter 1 and 50 % (40 of 80)" in text
     assert "40 % (40 of 100) ended all wrong in quarter 1 and 67 % (30 of 45) in quarter 3" in text
     result = {"setup": {"group_size": 8}, "settings": {"warm": block}}
     table = docs_headline.headline_selection_updates(lambda name, *keys: _dig(result, keys))
