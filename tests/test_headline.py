@@ -220,6 +220,7 @@ def test_the_readme_block_gives_a_verdict_against_the_goal_whichever_way(smoke: 
     assert "**Goal not met** (yet)." in body and "GRESO with refill" in body
     assert "against the other methods, Sieve's final sampled pass@1 minus theirs: " in body
     assert "MoPPS-style posterior " in body.split("minus theirs: ")[1]
+    assert ", 2 paired seeds)" in body  # and "1 paired seed)" with one: test below
     assert "*Cold start* (the base model;" in body
     runs = docs_headline.headline_selection_runs(results)
     assert runs.count("\n| warm |") == 2 * len(ONLINE) and "| cold | uniform | 1 |" in runs
@@ -485,6 +486,9 @@ def test_the_outcome_reading_compares_whole_quarters_and_marks_the_cut_one() -> 
     go["whole_parts"] = 4  # a run whose observations reach its end: every quarter compares
     text = " ".join(docs_headline._reading("warm", block, 8))
     assert "left out" not in text and "in quarter 4" in text
+    go["seeds"] = 1
+    assert "keeps (1 seed, updates" in " ".join(docs_headline._reading("warm", block, 8))
+    assert docs_headline._count(1, "paired seed") == "1 paired seed"
 
 
 def test_the_reading_gives_every_builds_final_accuracies_and_names_the_flat_blocks() -> None:

@@ -59,6 +59,11 @@ def _blocks(labels: list[str]) -> str:
     return f"block{'s' if len(labels) > 1 else ''} {', '.join(labels)}"
 
 
+def _count(n: int, noun: str) -> str:
+    """'1 paired seed', '5 paired seeds'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _unreached(entry: Any) -> str:
     """The paired blocks where an arm never reached a target uniform reached, and the ratio
     counting each of them at the budget (a lower bound), or ""."""
@@ -143,7 +148,7 @@ def _verdict(block: Any) -> str:
         )
         if reach[-1].get("not_reached_paired"):
             parts[-1] += (
-                f" on the {ratio['seeds']} paired blocks where it reached it; "
+                f" on the {_count(ratio['seeds'], 'paired block')} where it reached it; "
                 + _unreached(reach[-1])
             )
     flat = block.get("blocks_without_gain") or []
@@ -155,7 +160,8 @@ def _verdict(block: Any) -> str:
     if diff is not None:
         word = "a significant" if diff["significant"] else "no significant"
         parts.append(
-            f"{word} difference in final sampled pass@1 ({_ci(diff)}, {diff['seeds']} paired seeds)"
+            f"{word} difference in final sampled pass@1 ({_ci(diff)}, "
+            f"{_count(diff['seeds'], 'paired seed')})"
         )
     others = s.get("diff_sampled_vs_others") or {}
     if others:
@@ -441,7 +447,7 @@ def _reading(setting: str, b: Any, group_size: int) -> list[str]:
             else ""
         )
         out.append(
-            f"From the observations Sieve keeps ({go['seeds']} seeds, updates before "
+            f"From the observations Sieve keeps ({_count(go['seeds'], 'seed')}, updates before "
             f"{min(go['covered'])}{cut}): of its revisits, {share(a, 'revisit', 'all_right')} "
             f"ended all right in quarter {first} and {share(z, 'revisit', 'all_right')} in "
             f"quarter {last_q}; of its first visits, {share(a, 'first', 'all_wrong')} ended all "
