@@ -86,6 +86,7 @@ if __name__ == "__main__":  # before anything imports Prefect: the night arm run
     use_prefect_home(Path("/tmp/sieve-headline/prefect"))  # keyed by the Prefect version
 
 sys.path.insert(0, str(Path(__file__).parent))
+from campaign_time import run_list
 from real_curriculum import Policy, atomic_write, held_out, load, reward_fn, verifier_version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1429,7 +1430,35 @@ def start_order(
     return sorted(starts, key=lambda h: (added(h), -sum(r["start"] == h for r in runs), h))
 
 
-def summary(runs_dir: Path, setup: Setup, model: str) -> dict[str, Any]:
+def planned_runs(policy: str, runs_dir: Path) -> list[str]:
+    """The campaign's planned runs (setting:arm:seed): benchmarks/headline_runs.txt for the real
+    model, the list the driver runs; on the tiny policy every arm that has a run file, seeds 1-5
+    (the protocol's seeds there)."""
+    if policy != "tiny":
+        return run_list()
+    arms = {f.name.rsplit("_s", 1)[0].split("_", 1)[1] for f in runs_dir.glob("cold_*_s*.json")}
+    return [f"cold:{a}:{s}" for s in range(1, 6) for a in ARMS if a in arms]
+
+
+def planned_left(runs_dir: Path, setting: str, plan: list[str], scored_by: str) -> list[str]:
+    """The planned runs of a setting not finished under the campaign's verifier, in plan order."""
+    left = []
+    for run in plan:
+        where, arm, seed = run.split(":")
+        if where != setting:
+            continue
+        path = progress_path(runs_dir, where, arm, int(seed))
+        p = json.loads(path.read_text()) if path.is_file() else {}
+        if not (p.get("done") and p.get("verifier") == scored_by):
+            left.append(run)
+    return left
+
+
+def summary(
+    runs_dir: Path, setup: Setup, model: str, plan: list[str] | None = None
+) -> dict[str, Any]:
+    """The JSON the docs render: per setting, every arm's finished runs compared to uniform's.
+    `plan` (setting:arm:seed) names the campaign's runs, so a setting can say which are left."""
     scored_by = campaign_verifier(runs_dir)
     out: dict[str, Any] = {
         "benchmark": "headline",
@@ -1464,6 +1493,8 @@ def summary(runs_dir: Path, setup: Setup, model: str) -> dict[str, Any]:
         main, others = order[0], {h: starts[h] for h in order[1:]}
         block = summarise_setting([r for r in runs if r["start"] in starts], starts[main], others)
         block["other_starts"] = [run_row(r) for r in runs if r["start"] not in starts]
+        if plan is not None:  # unknown without a plan: the docs then call the verdict provisional
+            block["planned_left"] = planned_left(runs_dir, setting, plan, scored_by)
         block["curves"] = {
             arm: [r["curve"] for r in runs if r["arm"] == arm and r["start"] in starts]
             for arm in ARMS
@@ -1554,7 +1585,8 @@ def main(argv: list[str] | None = None) -> None:
                 run_arm(
                     setup, args.setting, arm, seed, pol, weights, start, mix, held, runs_dir, state
                 )
-    result = summary(runs_dir, setup, model_dir.name if model_dir else "smollm2-135m")
+    plan = None if args.smoke else planned_runs(args.policy, runs_dir)
+    result = summary(runs_dir, setup, model_dir.name if model_dir else "smollm2-135m", plan)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(result, indent=1))
     if result["settings"]:

@@ -235,6 +235,36 @@ def test_the_readme_block_gives_a_verdict_against_the_goal_whichever_way(smoke: 
     assert "*Warm start:* no run has finished yet." in body
 
 
+def test_the_verdict_says_whether_the_campaign_has_runs_left(tmp_path: Path) -> None:
+    """A verdict from a finished campaign is final, one with planned runs left says which: the
+    plan's runs not finished under the campaign's verifier (unfinished, missing, or scored under
+    another verifier) are left, in plan order, one setting at a time."""
+    import docs_headline
+
+    def put(name: str, done: bool, verifier: str = "v9") -> None:
+        (tmp_path / name).write_text(json.dumps({"done": done, "verifier": verifier}))
+
+    put("warm_uniform_s1.json", True)
+    put("warm_sieve_s1.json", True, verifier="v8")  # another verifier: not this campaign's
+    put("warm_dapo_s1.json", False)  # unfinished
+    put("cold_uniform_s1.json", True)
+    plan = ["warm:uniform:1", "warm:sieve:1", "warm:dapo:1", "warm:greso:1", "cold:uniform:1"]
+    assert hl.planned_left(tmp_path, "warm", plan, "v9") == [
+        "warm:sieve:1", "warm:dapo:1", "warm:greso:1"
+    ]  # fmt: skip
+    assert hl.planned_left(tmp_path, "cold", plan, "v9") == []
+    # the tiny plan: every arm with a run file, seeds 1-5 (an arm name with '_s' in it too)
+    put("cold_sieve_screen_s2.json", True)
+    tiny = hl.planned_runs("tiny", tmp_path)
+    assert len(tiny) == 10 and "cold:sieve_screen:5" in tiny and "cold:uniform:3" in tiny
+    verdict = docs_headline._left
+    assert verdict({"planned_left": []}) == " (every planned run has finished)."
+    assert verdict({}) == " (yet)."
+    assert verdict({"planned_left": ["warm:dapo:4", "warm:sieve:5"]}) == (
+        " (yet: 2 planned runs left, DAPO dynamic sampling seed 4, Sieve seed 5)."
+    )
+
+
 def test_a_two_seed_bracket_is_labelled_as_their_range() -> None:
     """A bootstrap over two seeds' values spans exactly those values: the README marks such a
     bracket as the seeds' range, not as a 95 % interval; a paired Δ (seeds × problems) and a

@@ -7,6 +7,7 @@ each arm's difference comes from, per held-out cell); the tiny policy's run of t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 ARM_NAMES = {
@@ -179,7 +180,22 @@ def _verdict(block: Any) -> str:
         and diff["significant"] and diff["mean"] > 0 and len(s["paired_seeds"]) >= 4
         and ahead and len(others) == 3
     )  # fmt: skip
-    return "; ".join(parts) + (". **Goal met.**" if met else ". **Goal not met** (yet).")
+    return "; ".join(parts) + (". **Goal met.**" if met else ". **Goal not met**" + _left(block))
+
+
+def _left(block: Any) -> str:
+    """How final a verdict is: the campaign's planned runs from this start not finished yet
+    (a summary written without the plan leaves it provisional)."""
+    left = block.get("planned_left")
+    if left is None:
+        return " (yet)."
+    if not left:
+        return " (every planned run has finished)."
+    names = ", ".join(
+        f"{re.sub(r'[*]{2}| [(].*[)]', '', ARM_NAMES.get(arm, arm))} seed {seed}"
+        for arm, seed in (x.split(":")[1:] for x in left)
+    )
+    return f" (yet: {_count(len(left), 'planned run')} left, {names})."
 
 
 def _made(st: Any, tiny: bool = False) -> str:
