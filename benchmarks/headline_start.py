@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = args.state / "warm"
         digest = hl.weights_hash(pol.model)
         if f"start_warm_{digest}.json" in records:  # the weights match; the verifier does not
+            report(args.results, hl.code_commit(), digest, folder, records)
             raise SystemExit(
                 f"start_warm_{digest}.json was scored under another verifier than {code} has: "
                 "run the campaign with the tree that scored it"

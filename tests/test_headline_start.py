@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 
 DIGEST = {digest!r}
+RESCORE = {rescore!r}  # the record was scored under another verifier: the benchmark re-scores
 MIX_FILE, MODEL = "mix.toml", Path("model")
 
 
@@ -65,17 +66,17 @@ def start_point(setup, setting, pol, base, mix, held, runs_dir, state, model_dir
     (state / "warm").mkdir(parents=True, exist_ok=True)
     (state / "warm" / "config.json").write_text("{{}}")
     record = runs_dir / f"start_warm_{{DIGEST}}.json"
-    if not record.is_file():
+    if not record.is_file() or RESCORE:
         evaluate()  # the benchmark scores a start it has no record of
         record.write_text(json.dumps({{"hash": DIGEST}}))
     return {{}}, json.loads(record.read_text())
 """
 
 
-def run(tmp: Path, digest: str) -> subprocess.CompletedProcess[str]:
+def run(tmp: Path, digest: str, rescore: bool = False) -> subprocess.CompletedProcess[str]:
     tree = tmp / f"tree_{digest}"
     (tree / "benchmarks").mkdir(parents=True)
-    (tree / "benchmarks" / "headline.py").write_text(TREE.format(digest=digest))
+    (tree / "benchmarks" / "headline.py").write_text(TREE.format(digest=digest, rescore=rescore))
     pkg = tree / "pipeline" / "problems"
     pkg.mkdir(parents=True)
     (tree / "pipeline" / "__init__.py").write_text("")
@@ -122,6 +123,19 @@ def test_weights_of_another_hash_are_moved_aside_and_never_scored(results: Path)
     assert sorted(p.name for p in runs.iterdir()) == ["start_warm_aaaa.json"]  # nothing recorded
     report = json.loads((results / "results" / "headline_start.json").read_text())
     assert report["hash"] == "bbbb" and report["matches_record"] is False
+
+
+def test_matching_weights_under_another_verifier_stop_with_a_report(results: Path) -> None:
+    """The weights are the record's but the tree's verifier is not: the campaign stops (one line,
+    exit 1), the record stays as committed, and the build is still reported."""
+    record = results / "results" / "headline_runs" / "start_warm_aaaa.json"
+    before = record.read_text()
+    got = run(results, "aaaa", rescore=True)
+    assert got.returncode == 1 and got.stderr.strip().count("\n") == 0
+    assert "start_warm_aaaa.json was scored under another verifier" in got.stderr
+    assert "AssertionError" not in got.stderr and record.read_text() == before
+    report = json.loads((results / "results" / "headline_start.json").read_text())
+    assert report["hash"] == "aaaa" and report["matches_record"] is True
 
 
 def test_no_committed_record_is_one_line_and_exit_1(tmp_path: Path) -> None:

@@ -449,7 +449,7 @@ def _reading(setting: str, b: Any, group_size: int) -> list[str]:
     if go:
         filled = [q for q, p in enumerate(go["parts"]) if any(sum(v.values()) for v in p.values())]
         # compare whole quarters: the one the last checkpoint cut holds a few groups
-        whole = [q for q in filled if q < go.get("whole_parts", len(go["parts"]))] or filled
+        whole = [q for q in filled if q < go["whole_parts"]] or filled
         a, z = go["parts"][whole[0]], go["parts"][whole[-1]]
 
         def share(part: Any, visit: str, outcome: str) -> str:
@@ -543,7 +543,7 @@ def headline_selection_updates(r: Any, name: str = "headline") -> str:
             for q, part in enumerate(go["parts"] if go else []):
                 if not any(sum(v.values()) for v in part.values()):
                     continue
-                part_of = " (in part)" if q >= go.get("whole_parts", len(go["parts"])) else ""
+                part_of = " (in part)" if q >= go["whole_parts"] else ""
                 outcome_rows.append([
                     setting, ARM_NAMES[arm], f"{q + 1}{part_of}",
                     *(" / ".join(str(part[v][o]) for o in ("mixed", "all_wrong", "all_right"))
