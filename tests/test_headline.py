@@ -365,6 +365,36 @@ def test_a_paired_block_that_never_reaches_is_named_and_counted_at_the_budget() 
     assert "**Goal met.**" in docs_headline._verdict(block)
 
 
+def test_the_cold_verdict_asks_only_not_to_fall_behind_uniform() -> None:
+    """From the cold start the goal is not to fall behind uniform: met when neither paired Δ is
+    significantly below zero and every paired seed reached uniform's final greedy; a seed that
+    never reached it leaves keeping up not shown; a significant negative Δ is behind."""
+    import docs_headline
+
+    def d(mean: float, significant: bool) -> dict[str, Any]:
+        return {"mean": mean, "ci95": [mean - 0.01, mean + 0.01], "significant": significant,
+                "seeds": 2}  # fmt: skip
+
+    sieve = {
+        "paired_seeds": ["1", "2"], "diff_sampled_vs_uniform": d(-0.004, False),
+        "diff_greedy_vs_uniform": d(-0.03, False), "diff_sampled_vs_others": {},
+        "rollouts_to_target": [{"ratio_to_uniform": {"mean": 1.1, "ci95": [1.0, 1.2], "seeds": 2},
+                                "not_reached_paired": []}],
+    }  # fmt: skip
+    block = {"arms": {"uniform": {"final_greedy": {"mean": 0.23}}, "sieve": sieve},
+             "start": {"greedy": 0.075}, "planned_left": []}  # fmt: skip
+    verdict = docs_headline._verdict(block, cold=True)
+    assert "**Goal met** (not behind uniform)" in verdict  # a ratio > 1 is not falling behind
+    assert "**Goal not met**" in docs_headline._verdict(block)  # the warm goal asks far more
+    sieve["rollouts_to_target"][0]["not_reached_paired"] = ["1"]
+    verdict = docs_headline._verdict(block, cold=True)
+    assert "**Goal not met**: no paired Δ is significantly below zero" in verdict
+    assert "final greedy on 1 of 2 paired seeds, so keeping up is not shown" in verdict
+    sieve["diff_greedy_vs_uniform"] = d(-0.05, True)
+    verdict = docs_headline._verdict(block, cold=True)
+    assert "**Goal not met**: Sieve is significantly behind uniform in final greedy" in verdict
+
+
 def _step(informative: int, update: bool = True, predicted: float | None = None) -> dict[str, Any]:
     return {"sampled": 64, "trained": 64 if update else 0, "groups": 8, "keys": [],
             "informative": informative, "update": update, "unfilled": False, "skipped": 0,

@@ -126,7 +126,11 @@ def _setting_table(block: Any) -> str:
     )  # fmt: skip
 
 
-def _verdict(block: Any) -> str:
+def _verdict(block: Any, cold: bool = False) -> str:
+    """Sieve against the goal: from the warm start, the whole goal (≤ 0.5× of uniform's
+    rollouts, ahead of every other method, intervals excluding zero, ≥ 4 paired seeds); from the
+    cold start (`cold`), not falling behind uniform: neither paired Δ (sampled, greedy)
+    significantly below zero, and uniform's final greedy reached on every paired seed."""
     arms = block["arms"]
     if "sieve" not in arms or "uniform" not in arms:
         return "Sieve's arm has not finished a seed from this start yet: no verdict."
@@ -173,6 +177,8 @@ def _verdict(block: Any) -> str:
                 for o, d in others.items()
             )
         )
+    if cold:
+        return "; ".join(parts) + _cold_goal(s, reach, block)
     ahead = all(d["significant"] and d["mean"] > 0 for d in others.values())
     met = (
         not _no_target(block) and ratio is not None and ratio["ci95"][1] <= 0.5
@@ -181,6 +187,32 @@ def _verdict(block: Any) -> str:
         and ahead and len(others) == 3
     )  # fmt: skip
     return "; ".join(parts) + (". **Goal met.**" if met else ". **Goal not met**" + _left(block))
+
+
+def _cold_goal(s: Any, reach: list[Any], block: Any) -> str:
+    """The cold goal's sentence: behind when a paired Δ is significantly below zero; not shown
+    to keep up when no Δ is, yet some paired seed never reached uniform's final greedy."""
+    diffs = {
+        "sampled": s.get("diff_sampled_vs_uniform"), "greedy": s.get("diff_greedy_vs_uniform")
+    }  # fmt: skip
+    if any(d is None for d in diffs.values()):
+        return ". **Goal not met**: no paired seed to compare" + _left(block)
+    behind = [k for k, d in diffs.items() if d["significant"] and d["mean"] < 0]
+    short = (reach[-1].get("not_reached_paired") or []) if reach and not _no_target(block) else []
+    paired = len(s["paired_seeds"])
+    sig = "significant" if diffs["greedy"]["significant"] else "n.s."
+    greedy = f"paired Δ in final greedy {_ci(diffs['greedy'])}, {sig}"
+    if behind:
+        why = f"Sieve is significantly behind uniform in final {' and '.join(behind)} ({greedy})"
+    elif short:
+        why = (
+            f"no paired Δ is significantly below zero ({greedy}), yet Sieve ended below "
+            f"uniform's final greedy on {len(short)} of {_count(paired, 'paired seed')}, so "
+            "keeping up is not shown"
+        )
+    else:
+        return f"; {greedy}. **Goal met** (not behind uniform)" + _left(block)
+    return f". **Goal not met**: {why}" + _left(block)
 
 
 def _left(block: Any) -> str:
@@ -286,7 +318,7 @@ def headline_selection(r: Any, name: str = "headline") -> str:
         out.append(
             f"*{setting.capitalize()} start* ({made}; held-out greedy {_f(st['greedy'])}, "
             f"sampled {_f(st['sampled'])} on {st['scored']} problems{_other_starts(b)}): "
-            f"{_verdict(b)}\n\n" + _setting_table(b)
+            f"{_verdict(b, cold=setting == 'cold' and not tiny)}\n\n" + _setting_table(b)
         )
     out.append(
         "± and brackets: 95 % bootstrap intervals (seeds; for Δ, seeds and held-out problems, "
