@@ -64,7 +64,9 @@ from pipeline.core.errors import SieveError
 from pipeline.problems.base import Row, build_frame, check_heldout_pct, make_row, params_json
 from pipeline.scoring import verify_batch
 from pipeline.scoring.commit import fold
+from pipeline.scoring.depth import MAX_DEPTH, peel, too_deep
 from pipeline.scoring.numeric import gold_number, is_non_finite
+from pipeline.scoring.units import apply_scale
 from pipeline.scoring.verifiers import math_verify_gold
 from pipeline.scoring.worker import WorkerError, math_verify_equivalent, resolve_timeout
 
@@ -470,6 +472,13 @@ def check_golds(frame: pl.DataFrame, name: str, warn: Warn) -> None:
     answers = golds.to_list()
     if not answers:
         return
+    deep = [a for a in answers if unjudgeable(a)]
+    if deep:
+        raise SieveError(
+            f"{name}: answer {_clip(deep[0])} nests brackets deeper than {MAX_DEPTH} and is not a "
+            f"plain number ({len(deep)} such answer(s)); no completion could be judged against "
+            "it — simplify the gold or import it with another verifier"
+        )
     verdicts = verify_batch([f"\\boxed{{{a}}}" for a in answers], answers, "math")
     timeouts = [
         a for a, v in zip(answers, verdicts, strict=True)
@@ -489,6 +498,14 @@ def check_golds(frame: pl.DataFrame, name: str, warn: Warn) -> None:
         )
 
 
+def unjudgeable(answer: str) -> bool:
+    """True when a math gold nests deeper than math-verify reads in time (pipeline/scoring/
+    depth.py) and the exact parser cannot read it either: every verdict on it would be
+    `too_deep`."""
+    gold = apply_scale(peel(fold(answer)))
+    return too_deep(gold) and gold_number(gold) is None
+
+
 def _unreadable(answer: str) -> bool:
     """True when math-verify cannot judge a wrong answer (`0`) against a gold that is not a
     plain number within its deadline.
@@ -497,10 +514,11 @@ def _unreadable(answer: str) -> bool:
     above never reached it for `{{{{{{{{{{{{{{{{1}}}}}}}}}}}}}}}}`, and every other completion
     goes to math-verify, which timed out on each (math-verify reads a plain number at once, and
     most completions of a numeric gold are decided without it)."""
-    if gold_number(fold(answer)) is not None:
+    gold = apply_scale(peel(fold(answer)))
+    if gold_number(gold) is not None:
         return False
     try:
-        math_verify_equivalent(math_verify_gold(answer), "0", resolve_timeout(None), raw=False)
+        math_verify_equivalent(math_verify_gold(gold), "0", resolve_timeout(None), raw=False)
     except WorkerError:
         return True
     return False

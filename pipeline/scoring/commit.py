@@ -32,6 +32,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from pipeline.scoring import lexicon
+from pipeline.scoring.units import SCALE_WORDS, is_unit, unit_mismatch
+
 HEDGED = "hedged"
 RETRACTED = "retracted"
 
@@ -279,22 +282,34 @@ def _opens_with_another_number(text: str) -> bool:
         return True
 
 
-def hedge(candidate: str, gold: str, *, relations: bool = True) -> str | None:
+def hedge(
+    candidate: str,
+    gold: str,
+    *,
+    relations: bool = True,
+    allowed: frozenset[str] = frozenset(),
+    boxed: bool = False,
+) -> str | None:
     """What keeps `candidate` (an extracted answer) from committing to one value, or None.
 
-    The returned text names the construct (`or`, `\\neq`, `several values`, `joined digits`).
-    `relations=False` (the lenient raw reading, as math-verify's own tables expect) leaves
-    relation symbols (`x \\geq 5`, `x \\approx 11`) to math-verify; a gold that is itself a
-    relation admits them in any case.
+    The returned text names the construct (`or`, `\\neq`, `several values`, `joined digits`, a
+    word the gold does not hold, `unit km`). `relations=False` (the lenient raw reading, as
+    math-verify's own tables expect) leaves relation symbols (`x \\geq 5`, `x \\approx 11`) to
+    math-verify; a gold that is itself a relation admits them in any case.
+
+    `boxed=True` (the answer is a box's contents): any word the gold does not hold is refused
+    (`foreign_word`; `allowed`, further words it may hold, e.g. `question_words`). An answer
+    that runs to the end of a sentence after a phrase ("The answer is 5 apples because ...") is
+    prose: there the lexicon's negating, hedging and conditional words of every language are
+    refused (`lexicon_word`).
     """
     if len(candidate) < 64 and _PLAIN_NUMERAL.fullmatch(candidate) is not None:
         return None
     c = fold(candidate)
     known = _gold(gold)
-    if _HAS_LETTER.search(c) is not None:
-        words = _words(c) - known.words
-        if words:
-            return sorted(words)[0]
+    word = _word_hedge(c, gold, known, allowed, boxed)
+    if word is not None:
+        return word
     if relations and not known.relations and _RELATION_CHARS.search(c) is not None:
         found = _relations(c)
         if found:
@@ -311,6 +326,23 @@ def hedge(candidate: str, gold: str, *, relations: bool = True) -> str | None:
     if relations and known.single_value and _opens_with_another_number(c):
         return "several values"
     return None
+
+
+def _word_hedge(
+    c: str, gold: str, known: _Gold, allowed: frozenset[str], boxed: bool
+) -> str | None:
+    """The word that keeps the folded answer `c` from being one value (see `hedge`), or None."""
+    if _HAS_LETTER.search(c) is not None:
+        words = _words(c) - known.words
+        if words:
+            return sorted(words)[0]
+    word = foreign_word(c, gold, allowed) if boxed else lexicon_word(c, gold)
+    if word is not None:
+        return word
+    if _HAS_LETTER.search(c) is None:
+        return None
+    unit = unit_mismatch(c, fold(gold))
+    return None if unit is None else f"unit {unit}"
 
 
 # Text after an answer that withdraws it. Word-bounded, case-insensitive, linear.
@@ -380,3 +412,186 @@ def retraction(tail: str, value: Fraction | None) -> str | None:
         if value is None or number != value:
             return "restated"
     return None
+
+
+# --- One committed answer, whatever the language -------------------------------------------------
+#
+# Inside the answer: any word, in any script, that the gold does not hold makes it something other
+# than one value, except a recognised unit (pipeline/scoring/units.py; it must match the gold's
+# when the gold states one), a number word, a variable (one Latin or Greek letter used as one:
+# `x = 5`, `2n`) and a word of the question that the lexicon does not list (`18 cookies` for "How
+# many cookies ..."). Around it: the sentence that offers the answer and the text after it are
+# read against the multilingual lexicon (pipeline/scoring/lexicon.py).
+
+_ENVIRONMENT = re.compile(r"\\(?:begin|end)\s*+\{[A-Za-z*]{1,20}\}")  # `\\begin{aligned}`
+_LETTERS_RUN = re.compile(r"(?<![\\])(?<![^\W\d_])[^\W\d_]+")
+_ANY_LETTER = re.compile(r"[^\W\d_]")
+_VARIABLE = re.compile(r"[A-Za-zα-ωΑ-Ω]")
+_MATH_NEXT = re.compile(r"\s*+(?:[=+\-*/^_(),<>\]}|]|\\(?:cdot|times|le|ge|neq)\b)")
+_MATH_PREV = "0123456789({[+-*/^_=|"
+_NUMBER_WORDS = frozenset(
+    [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+        "thirty",
+        "forty",
+        "fifty",
+        "sixty",
+        "seventy",
+        "eighty",
+        "ninety",
+        "hundred",
+    ]
+)
+
+
+@lru_cache(maxsize=1)
+def _lexicon_words() -> frozenset[str]:
+    every = lexicon.words(lexicon.LANGUAGES, lexicon.CATEGORIES)
+    return every | SCALE_WORDS | _words_of(" ".join(_NEGATION_LIST))
+
+
+_AND = frozenset({"and"})
+_NEGATION_LIST = ("but", "except", "without", "nothing", "nobody", "nowhere", "nope", "untrue")
+
+
+def _words_of(text: str) -> frozenset[str]:
+    return frozenset(m.group(0).lower() for m in _LETTERS_RUN.finditer(text))
+
+
+@lru_cache(maxsize=1 << 12)
+def question_words(question: str) -> frozenset[str]:
+    """The words of `question` an answer may repeat (count nouns such as `cookies`): every word
+    of two or more letters that the lexicon does not list as negating, hedging or scaling."""
+    return frozenset(w for w in _words_of(_plain(question)) if len(w) > 1) - _lexicon_words()
+
+
+def _is_variable(text: str, m: re.Match[str]) -> bool:
+    """True when the one-letter word `m` is used as a variable: followed by `=` or an operator,
+    or written against a digit or an opening mark (`2n`, `(x`)."""
+    if _VARIABLE.fullmatch(m.group(0)) is None:
+        return False
+    if m.start() > 0 and text[m.start() - 1] in _MATH_PREV:
+        return True
+    if text.strip(" ${}().") == m.group(0):
+        return True
+    return _MATH_NEXT.match(text, m.end()) is not None
+
+
+def foreign_word(candidate: str, gold: str, allowed: frozenset[str] = frozenset()) -> str | None:
+    """The first word of `candidate` that is not part of one value, or None (see above).
+
+    `allowed` are further words the answer may hold (`question_words` of its question)."""
+    if _ANY_LETTER.search(candidate) is None:
+        return None
+    text = _plain(_ENVIRONMENT.sub(" ", candidate))
+    gold_words = _words_of(_plain(fold(gold)))
+    if _gold(gold).collection:  # `(5, 8) \\text{ and } (8, 5)` lists the gold's values
+        gold_words |= _AND
+    for m in _LETTERS_RUN.finditer(text):
+        word = m.group(0).lower()
+        if word in gold_words or word in _NUMBER_WORDS or is_unit(word):
+            continue
+        if len(word) == 1 and word not in _lexicon_words() and _is_variable(text, m):
+            continue
+        if len(word) > 1 and word in allowed:
+            continue
+        return m.group(0)
+    return None
+
+
+def lexicon_word(candidate: str, gold: str) -> str | None:
+    """The first negating, alternative, conditional, hedging or denying word of any language in
+    `candidate` that the gold does not hold, or None."""
+    if _ANY_LETTER.search(candidate) is None:
+        return None
+    gold_words = _words_of(_plain(fold(gold)))
+    for m in _lexicon_pattern(False, _PROSE_REFUSED).finditer(_plain(candidate)):
+        if m.group(0).lower() not in gold_words:
+            return m.group(0)
+    return None
+
+
+_PROSE_REFUSED: tuple[lexicon.Category, ...] = (
+    "negation",
+    "alternative",
+    "condition",
+    "hedge",
+    "denial",
+)
+
+
+def _lexicon_pattern(
+    foreign_only: bool, categories: tuple[lexicon.Category, ...]
+) -> re.Pattern[str]:
+    if foreign_only:
+        return lexicon.english_free_pattern(lexicon.FOREIGN, categories)
+    return lexicon.pattern(lexicon.LANGUAGES, categories)
+
+
+# The sentence that offers an answer starts after the last sentence mark or line break before it;
+# its clause after the last comma or colon.
+_SENTENCE_MARK = re.compile(r"[.!?](?=\s)|[\n;。！？；]")
+_CLAUSE_MARK = re.compile(r"[,:，、：]")
+_OFFER_WINDOW = 240
+_UNCERTAIN: tuple[lexicon.Category, ...] = ("hedge",)
+_GOVERNING: tuple[lexicon.Category, ...] = ("negation", "alternative", "condition", "hedge")
+
+
+def offered_under(completion: str, start: int) -> str | None:
+    """What in the sentence offering the answer at `start` keeps it from being committed, or None:
+    a negation, alternative, condition or hedge in the clause right before it ("the answer is not
+    \\boxed{5}", "otherwise \\boxed{5}", "es ist nicht \\boxed{5}"), or a hedge anywhere in its
+    sentence ("I'm not sure, but perhaps ... \\boxed{5}")."""
+    if start <= 0:
+        return None
+    head = completion[max(0, start - _OFFER_WINDOW) : start]
+    sentence = head
+    for sentence_mark in _SENTENCE_MARK.finditer(head):
+        sentence = head[sentence_mark.end() :]
+    clause = sentence
+    for clause_mark in _CLAUSE_MARK.finditer(sentence):
+        clause = sentence[clause_mark.end() :]
+    clause = fold(_plain(clause))
+    found = _lexicon_pattern(False, _GOVERNING).search(clause)
+    if found is None:
+        found = _lexicon_pattern(False, _UNCERTAIN).search(fold(_plain(sentence)))
+    return None if found is None else found.group(0).lower()
+
+
+_AFTER_WINDOW = 400
+_SAME_SENTENCE = re.compile(r"[.!?](?:\s|$)|[\n。！？]")
+_WITHDRAWING: tuple[lexicon.Category, ...] = lexicon.CATEGORIES
+
+
+def withdrawn_after(tail: str) -> str | None:
+    """What right after an answer conditions or withdraws it, or None: a condition, alternative,
+    negation or hedge in the rest of its own sentence ("\\boxed{5} if n is odd", "\\boxed{5} oder
+    6"), or any negating, denying or correcting word of a language other than English in the text
+    that follows ("\\boxed{5}. Nein, das ist falsch."; English corrections are `retraction`'s)."""
+    window = fold(tail[:_AFTER_WINDOW])
+    end = _SAME_SENTENCE.search(window)
+    same = _plain(window if end is None else window[: end.start()])
+    found = _lexicon_pattern(False, _GOVERNING).search(same)
+    if found is None:
+        found = _lexicon_pattern(True, _WITHDRAWING).search(_plain(window))
+    return None if found is None else found.group(0).lower()

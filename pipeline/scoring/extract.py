@@ -60,6 +60,7 @@ class Extracted:
     text: str | None
     marker: Marker | None  # None: no answer marker, `text` is the whole completion
     end: int = -1  # index just after the answer's span in the completion (-1: the end)
+    start: int = -1  # index where the answer's marker or box opens (-1: no marker)
 
 
 def _last_box(text: str, end: int) -> tuple[int, int]:
@@ -132,8 +133,9 @@ _AFTER = re.compile(
 _LOOKBACK = 48
 
 
-def _touching(text: str, start: int, end: int, content: str) -> tuple[str, int]:
-    """`content` of the box at text[start:end] read with the marks touching it; new end."""
+def _touching(text: str, start: int, end: int, content: str) -> tuple[str, int, int]:
+    """`content` of the box at text[start:end] read with the marks touching it; new start and
+    end."""
     head = text[max(0, start - _LOOKBACK) : start]
     enclosing = _ENCLOSING.search(head)
     if enclosing is not None:
@@ -154,6 +156,7 @@ def _touching(text: str, start: int, end: int, content: str) -> tuple[str, int]:
     if before is not None and _is_bullet(text, start - len(head) + before.start(), before):
         before = None  # "- \\boxed{42}" at the start of a line is a list bullet, not a sign
     if before is not None:
+        start -= len(head) - before.start()
         if before.group("digits") is not None:
             content = before.group("digits") + content
         else:
@@ -162,7 +165,7 @@ def _touching(text: str, start: int, end: int, content: str) -> tuple[str, int]:
     if after is not None:
         content += after.group(0)
         end = after.end()
-    return content, end
+    return content, start, end
 
 
 def _is_bullet(text: str, at: int, before: re.Match[str]) -> bool:
@@ -183,8 +186,9 @@ def _braced_close(text: str, end: int) -> int:
     return i + 1 if i < len(text) and text[i] == "}" else -1
 
 
-def _box_group(text: str) -> tuple[str, int] | None:
-    """(answer, end) of the last box, joined with the boxes just before it (see module doc)."""
+def _box_group(text: str) -> tuple[str, int, int] | None:
+    """(answer, start, end) of the last box, joined with the boxes just before it (see module
+    doc)."""
     start, after = _last_box(text, len(text))
     if start < 0:
         return None
@@ -206,7 +210,7 @@ def _box_group(text: str) -> tuple[str, int] | None:
     unique = list(dict.fromkeys(reversed(contents)))
     if len(contents) == 1:
         return _touching(text, start, end, contents[0])
-    return ", ".join(unique), end
+    return ", ".join(unique), start, end
 
 
 def _rfind_any(lowered: str, markers: tuple[str, ...]) -> tuple[int, int]:
@@ -281,20 +285,20 @@ def _extract(completion: str) -> Extracted:
     lowered = completion.lower()
     final_start, final_end = _rfind_any(lowered, _FINAL_MARKERS)
     group = _box_group(completion)
-    if final_start >= 0 and (group is None or final_start >= group[1]):
+    if final_start >= 0 and (group is None or final_start >= group[2]):
         answer, end = _phrase_answer(completion, final_end)
         if answer or group is None:  # an empty "Final Answer:" after a box leaves the box
-            return Extracted(answer or None, "final", end)
+            return Extracted(answer or None, "final", end, final_start)
     if group is not None:
-        return Extracted(group[0].strip() or None, "boxed", group[1])
+        return Extracted(group[0].strip() or None, "boxed", group[2], group[1])
     hashes = completion.rfind("####")
     if hashes >= 0:
         line, end = _first_line(completion, hashes + 4)
-        return Extracted(line or None, "hashes", end)
+        return Extracted(line or None, "hashes", end, hashes)
     phrase_start, phrase_end = _rfind_any(lowered, _PHRASE_MARKERS)
     if phrase_start >= 0:
         answer, end = _phrase_answer(completion, phrase_end)
-        return Extracted(answer or None, "phrase", end)
+        return Extracted(answer or None, "phrase", end, phrase_start)
     return Extracted(completion.strip() or None, None, len(completion))
 
 

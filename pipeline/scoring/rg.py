@@ -40,7 +40,17 @@ import json
 import re
 import threading
 
-from pipeline.scoring.commit import HEDGED, RETRACTED, drop_negated, fold, hedge, retraction
+from pipeline.scoring.commit import (
+    HEDGED,
+    RETRACTED,
+    drop_negated,
+    fold,
+    hedge,
+    offered_under,
+    question_words,
+    retraction,
+    withdrawn_after,
+)
 from pipeline.scoring.extract import extract
 from pipeline.scoring.numeric import gold_number
 from pipeline.scoring.steps import StepContext
@@ -121,11 +131,16 @@ def rg_verifier(
     if found.text is None:
         return Check(False, False, _components(0.0, False), "no answer found")
     candidate = drop_negated(fold(found.text)).strip()
-    hedged = hedge(candidate, answer, relations=explicit)
+    allowed = question_words(context.question) if context and context.question else frozenset()
+    boxed = found.marker == "boxed"
+    hedged = hedge(candidate, answer, relations=explicit, allowed=allowed, boxed=boxed)
+    if hedged is None and explicit:
+        hedged = offered_under(completion, found.start)
     if hedged is not None:
         return Check(True, False, _components(0.0, explicit), f"{HEDGED}: {hedged}")
     if explicit and found.end >= 0:
-        withdrawn = retraction(completion[found.end :], committed_value(candidate))
+        tail = completion[found.end :]
+        withdrawn = retraction(tail, committed_value(candidate)) or withdrawn_after(tail)
         if withdrawn is not None:
             return Check(True, False, _components(0.0, True), f"{RETRACTED}: {withdrawn}")
     score, detail = _score_in_worker(params_json, rg_reading(candidate, answer), answer, timeout)

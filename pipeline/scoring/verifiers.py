@@ -65,8 +65,12 @@ from pipeline.scoring.commit import (
     fold,
     hedge,
     last_clause,
+    offered_under,
+    question_words,
     retraction,
+    withdrawn_after,
 )
+from pipeline.scoring.depth import TOO_DEEP, peel, too_deep
 from pipeline.scoring.extract import Extracted, extract
 from pipeline.scoring.numeric import (
     candidate_number,
@@ -77,6 +81,7 @@ from pipeline.scoring.numeric import (
     is_unevaluated,
 )
 from pipeline.scoring.steps import Step, StepContext, check_steps, step_accuracy
+from pipeline.scoring.units import apply_scale
 from pipeline.scoring.verdict import (
     RewardSpec,
     Verdict,
@@ -111,14 +116,20 @@ _MATH_END_PUNCT = re.compile(r"(?<!\.)[.,;][ \t]*(?=\$|\\\]|\\\))")
 #    folded), and after it ("that's wrong", "can't be right", "isn't the answer"); boxes of a
 #    several-part answer joined across a part's label ("\( y_1 = \boxed{..} \) and \( y_2 =
 #    \boxed{..} \)", extract.py).
-VERIFIER_VERSION = f"sieve-math/10+math-verify/{metadata.version('math-verify')}"
+# 11: one committed answer whatever the language: any word inside a box that the gold does not
+#    hold (bar units, number words, variables, the question's nouns), the multilingual lexicon's
+#    negations, alternatives, conditions and hedges in the sentence offering the answer and after
+#    it; scale words and scientific notation are part of the value, a unit must match the
+#    gold's; wrapping brackets peeled and nesting bounded before math-verify (`too_deep`).
+VERIFIER_VERSION = f"sieve-math/11+math-verify/{metadata.version('math-verify')}"
 # With the `gym` extra installed, the "rg" verifier's version (pipeline/scoring/rg.py) joins it:
 # reasoning-gym's own `score_answer` decides those verdicts. The last number counts changes of
 # Sieve's reading around score_answer (3: a restated answer is kept; 4: score_answer gets the
 # committed value, `rg_reading`, and a trailing negated alternative is dropped; 5: sieve-math/10's
-# negation class, in the answer and after it, commit.py).
+# negation class, in the answer and after it, commit.py; 6: sieve-math/11's committed-answer
+# rule, words inside a box and the multilingual lexicon around it).
 try:
-    RG_VERIFIER_VERSION: str | None = f"rg/{metadata.version('reasoning-gym')}/5"
+    RG_VERIFIER_VERSION: str | None = f"rg/{metadata.version('reasoning-gym')}/6"
     VERIFIER_VERSION += f"+{RG_VERIFIER_VERSION}"
 except metadata.PackageNotFoundError:
     RG_VERIFIER_VERSION = None
@@ -211,8 +222,16 @@ def math_verify_gold(answer: str) -> str:
     return _for_math_verify(fold(answer))
 
 
-def _uncommitted(completion: str, found: Extracted, candidate: str, answer: str) -> str | None:
-    """ "hedged: ..." / "retracted: ..." when the answer is not one committed value, else None.
+def _uncommitted(
+    completion: str,
+    found: Extracted,
+    candidate: str,
+    answer: str,
+    allowed: frozenset[str] = frozenset(),
+) -> str | None:
+    """ "hedged: ..." / "retracted: ..." when the answer is not one committed value, else None:
+    a word inside it the gold does not hold, a negating, conditional or hedging sentence that
+    offers it, or a condition or correction after it (pipeline/scoring/commit.py).
 
     An answer without a marker (the lenient raw reading) is read as math-verify reads it: free
     prose is not scanned for hedges, and relation symbols (`x \\approx 11`) are left to it."""
@@ -220,33 +239,54 @@ def _uncommitted(completion: str, found: Extracted, candidate: str, answer: str)
         clause = last_clause(candidate)
         if _PROSE.search(clause) is not None:
             return None
-        hedged = hedge(clause, answer, relations=False)
+        hedged = hedge(clause, answer, relations=False, allowed=allowed)
     else:
-        hedged = hedge(candidate, answer)
+        hedged = hedge(candidate, answer, allowed=allowed, boxed=found.marker == "boxed")
+        if hedged is None:
+            hedged = offered_under(completion, found.start)
     if hedged is not None:
         return f"{HEDGED}: {hedged}"
     if found.marker is None or found.end < 0:
         return None
-    withdrawn = retraction(completion[found.end :], committed_value(candidate))
+    tail = completion[found.end :]
+    withdrawn = retraction(tail, committed_value(candidate)) or withdrawn_after(tail)
     return None if withdrawn is None else f"{RETRACTED}: {withdrawn}"
 
 
-@register_verifier("math", reads_markers=True, checks_steps=True)
+def _allowed(context: StepContext | None) -> frozenset[str]:
+    """Words of the question an answer may repeat (`question_words`); none without one."""
+    return question_words(context.question) if context is not None and context.question else _NONE
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+@register_verifier("math", reads_markers=True, checks_steps=True, takes_context=True)
 def math_verifier(
-    completion: str, answer: str, timeout: float, *, marker_required: bool = True
+    completion: str,
+    answer: str,
+    timeout: float,
+    *,
+    marker_required: bool = True,
+    context: StepContext | None = None,
 ) -> Check:
-    """Fast path first, math-verify (time-bounded, in the worker) when it is undecided."""
+    """Fast path first, math-verify (time-bounded, in the worker) when it is undecided.
+
+    Before either: wrapping brackets peeled and scale words and scientific notation applied
+    (`peel`, `apply_scale`); an answer or gold nested deeper than math-verify can read in time
+    is decided by the fast path or is wrong with the detail `too_deep`."""
     found = extract(completion)
     if marker_required and found.marker is None:
         return Check(False, False, _components(False, False), "no answer marker")
     explicit = found.marker is not None
     if found.text is None:
         return Check(False, False, _components(False, False), "no answer found")
-    candidate, answer = drop_negated(fold(found.text)), fold(answer)
+    candidate = apply_scale(peel(drop_negated(fold(found.text))))
+    answer = apply_scale(peel(fold(answer)))
     formatted = explicit or is_bare_number(completion)
     if is_non_finite(candidate) or is_non_finite(answer):
         return Check(True, False, _components(False, formatted), "non-finite number")
-    uncommitted = _uncommitted(completion, found, candidate, answer)
+    uncommitted = _uncommitted(completion, found, candidate, answer, _allowed(context))
     if uncommitted is not None:
         return Check(True, False, _components(False, formatted), uncommitted)
     if marker_required and gold_number(answer) is not None and is_unevaluated(candidate):
@@ -255,6 +295,8 @@ def math_verifier(
     if decided is not None:
         detail = "fast_path_guess" if guessed else "fast_path"
         return Check(True, decided, _components(decided, formatted), detail)
+    if too_deep(candidate) or too_deep(answer):
+        return Check(True, False, _components(False, formatted), TOO_DEEP)
     prose = not explicit and _PROSE.search(candidate) is not None
     gold = _for_math_verify(answer)
     correct = math_verify_equivalent(gold, _for_math_verify(candidate), timeout, raw=prose)

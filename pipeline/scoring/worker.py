@@ -40,6 +40,9 @@ from pipeline.scoring import _mv_child
 DEFAULT_TIMEOUT = 3.0
 TIMEOUT_ENV = "SIEVE_VERIFY_TIMEOUT"
 MAX_TIMEOUT = 3600.0  # the longest deadline accepted (seconds)
+# The shortest: a worker's round trip for a plain answer takes about 0.01-0.05 s on 2 busy cores;
+# 0.1 s leaves room for it, and anything shorter would only turn verdicts into verifier_error.
+MIN_TIMEOUT = 0.1
 MEMORY_LIMIT = 2 << 30
 STARTUP_TIMEOUT = 120.0
 _CHILD_BOOT = f"import sys; from {_mv_child.__name__} import main; main(sys.argv[1:])"
@@ -59,9 +62,10 @@ class WorkerCrashed(WorkerError):
 
 
 def resolve_timeout(timeout: float | None) -> float:
-    """The deadline in seconds: the argument, else $SIEVE_VERIFY_TIMEOUT, else 3 s. It must be
-    finite, positive and at most `MAX_TIMEOUT` (an hour): `inf` or `1e300` overflowed the wait
-    on the child, and every math-verify verdict became verifier_error (issue 47)."""
+    """The deadline in seconds: the argument, else $SIEVE_VERIFY_TIMEOUT, else 3 s. It must lie
+    in [`MIN_TIMEOUT`, `MAX_TIMEOUT`]: `inf` or `1e300` overflowed the wait on the child, and a
+    deadline shorter than a worker's round trip (`1e-9`) voided every math-verify verdict; both
+    turned every such verdict into verifier_error."""
     if timeout is None:
         raw = os.environ.get(TIMEOUT_ENV, "").strip()
         if not raw:
@@ -70,13 +74,15 @@ def resolve_timeout(timeout: float | None) -> float:
             timeout = float(raw)
         except ValueError:
             raise SieveError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
-        if not 0 < timeout <= MAX_TIMEOUT:  # NaN fails both comparisons
+        if not MIN_TIMEOUT <= timeout <= MAX_TIMEOUT:  # NaN fails both comparisons
             raise SieveError(
-                f"{TIMEOUT_ENV} must be a number of seconds above 0 and at most "
+                f"{TIMEOUT_ENV} must be a number of seconds from {MIN_TIMEOUT:g} to "
                 f"{MAX_TIMEOUT:g}, got {raw!r}"
             )
-    if not 0 < timeout <= MAX_TIMEOUT:
-        raise ValueError(f"timeout must be above 0 and at most {MAX_TIMEOUT:g} s, got {timeout!r}")
+    if not MIN_TIMEOUT <= timeout <= MAX_TIMEOUT:
+        raise ValueError(
+            f"timeout must be from {MIN_TIMEOUT:g} to {MAX_TIMEOUT:g} s, got {timeout!r}"
+        )
     return float(timeout)
 
 

@@ -26,6 +26,7 @@ from pipeline.problems.ingest import (
     read_external,
     split_gsm_answer,
 )
+from pipeline.scoring.depth import MAX_DEPTH
 from pipeline.store import Ledger
 from tests.cli_runner import run_cli
 
@@ -537,17 +538,48 @@ def test_a_zero_row_parquet_warns(tmp_path: Path) -> None:
     assert warnings == ["none.parquet: no records; nothing to import"]
 
 
-def test_a_gold_the_verifier_cannot_read_in_time_is_refused(tmp_path: Path) -> None:
-    nested = "(" * 400 + "1" + ")" * 400
+def _nested(kind: str, depth: int) -> str:
+    text = "x"
+    for _ in range(depth):
+        text = {
+            "frac": f"\\frac{{{text}}}{{2}}",
+            "sqrt": f"\\sqrt{{{text}+1}}",
+            "call": f"f({text})+1",
+            "bracket": f"[{text}, 1]",
+            "left": f"\\left({text}\\right)^{{2}}",
+        }[kind]
+    return text
+
+
+@pytest.mark.parametrize("kind", ["frac", "sqrt", "call", "bracket", "left"])
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 20, 40])
+def test_a_gold_nested_deeper_than_the_verifier_reads_is_refused(
+    tmp_path: Path, kind: str, depth: int
+) -> None:
     path = write_jsonl(
         tmp_path / "data.jsonl",
-        [{"question": "easy", "answer": "2"}, {"question": "deep", "answer": nested}],
+        [{"question": "easy", "answer": "2"}, {"question": "deep", "answer": _nested(kind, depth)}],
     )
     with pytest.raises(SieveError) as info:
         read_external(path)
     message = one_line_error(info)
-    assert message.startswith("data.jsonl: the math verifier cannot read answer")
-    assert "1 such answer(s)" in message
+    assert message.startswith("data.jsonl: answer")
+    assert f"nests brackets deeper than {MAX_DEPTH}" in message and "1 such answer(s)" in message
+
+
+@pytest.mark.parametrize("kind", ["frac", "sqrt", "call", "bracket", "left"])
+def test_a_gold_nested_within_the_bound_imports(tmp_path: Path, kind: str) -> None:
+    path = write_jsonl(tmp_path / "data.jsonl", [{"question": "q", "answer": _nested(kind, 3)}])
+    assert read_external(path, warn=lambda _: None).height == 1
+
+
+def test_a_number_inside_redundant_brackets_is_peeled_and_imports(tmp_path: Path) -> None:
+    nested = "(" * 400 + "1" + ")" * 400  # once refused (every verdict timed out); now read as 1
+    path = write_jsonl(
+        tmp_path / "data.jsonl",
+        [{"question": "easy", "answer": "2"}, {"question": "deep", "answer": nested}],
+    )
+    assert read_external(path).height == 2
 
 
 def test_a_gold_not_accepted_against_itself_warns(tmp_path: Path) -> None:

@@ -187,7 +187,7 @@ def test_the_negation_class_is_refused_by_rg_too(text: str) -> None:
 
 def test_an_answer_that_makes_score_answer_raise_is_wrong_not_an_error() -> None:
     row = one("rg:prime_factorization")  # its score_answer parses the factors with int()
-    verdict = verify("\\boxed{zzz 12}", row["answer"], "rg", context=context(row))
+    verdict = verify("\\boxed{12 ☃}", row["answer"], "rg", context=context(row))
     assert verdict.reason == "wrong" and verdict.reward == 0.0
     assert verdict.detail.startswith("rg: score_answer raised")
 

@@ -99,7 +99,7 @@ def test_guessed_readings_are_marked_for_the_audit() -> None:
 
 
 def test_version() -> None:
-    assert VERIFIER_VERSION.startswith("sieve-math/10+math-verify/")
+    assert VERIFIER_VERSION.startswith("sieve-math/11+math-verify/")
 
 
 def gsm8k_solutions() -> list[tuple[str, str]]:
