@@ -32,14 +32,16 @@ The protocol:
 - **Evaluation.** `per_level` held-out problems per cell (the scored count is reported);
   greedy only at the intermediate marks (budget x i / marks), greedy plus `samples` samples at
   T at the start and the end, per problem, so differences are paired over problems too.
-- **Statistics** (`--summarise`): per arm, the paired difference to uniform of the final
-  sampled and greedy accuracy with a 95 % bootstrap interval over seeds and held-out problems;
-  rollouts to three targets per seed (uniform's final greedy accuracy on that seed, and two
-  thirds and one third of the way to it from the start) read from each seed's isotonic
-  (monotone) fit of its greedy curve, as ratios to uniform's on the same seed with bootstrap
-  intervals over the paired seeds (uniform's own fit always reaches its final: the fit's last
-  value is the largest mean of a tail of the curve); curves against rollouts and against
-  updates.
+- **Statistics** (`--summarise`, headline_stats.py): per arm, the paired difference to uniform
+  of the final sampled and greedy accuracy, with a crossed bootstrap (blocks resampled, and one
+  draw of held-out problems shared by every block of a replicate: the same problems recur in
+  every block) and a t interval over blocks beside it; rollouts to three targets that favour
+  neither arm (each block's start plus 1/3, 2/3 and all of uniform's seed-mean greedy gain),
+  read from each run's isotonic (monotone) fit of its greedy curve, as geometric-mean ratios to
+  uniform's rollouts in the same blocks; the paired area under the gain curve per rollout; the
+  informative share the Sieve posterior expected, from its posterior predictive; curves
+  against rollouts and against updates. benchmarks/power.py reads the same runs for the
+  smallest effects a campaign of N seeds and H held-out problems can detect.
 
 Resumable and seed-major: each arm x seed x setting writes `results/headline_runs/<setting>_
 <arm>_s<seed>.json` (its accounting per step, its curve, its final per-problem scores) and its
@@ -58,7 +60,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import itertools
 import json
 import math
 import os
@@ -87,6 +88,7 @@ if __name__ == "__main__":  # before anything imports Prefect: the night arm run
 
 sys.path.insert(0, str(Path(__file__).parent))
 from campaign_time import run_list
+from headline_stats import Curve, compare_curves, paired_delta, run_curve, seed_bootstrap
 from real_curriculum import Policy, atomic_write, held_out, load, reward_fn, verifier_version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -364,9 +366,11 @@ def finished(path: Path) -> bool:
 
 
 def totals(steps: list[dict[str, Any]]) -> dict[str, int]:
+    """Rollouts sampled, trained and updates over `steps`: a step that made no update trained
+    nothing, whatever groups it sampled (they decided and did not train)."""
     return {
         "sampled": sum(s["sampled"] for s in steps),
-        "trained": sum(s["trained"] for s in steps),
+        "trained": sum(s["trained"] for s in steps if s["update"]),
         "updates": sum(bool(s["update"]) for s in steps),
     }
 
@@ -532,13 +536,14 @@ def run_arm(
         out = trainer.run_step(trainer.step)
         trainer.step += 1
         m = out.metrics
+        update = m.get("trained_samples", 0.0) > 0
         p["steps"].append(
             {
                 "sampled": last["sampled"],
-                "trained": last["trained"],
+                "trained": last["trained"] if update else 0,  # a step with no update trained none
                 "groups": last["groups"],
                 "informative": last["informative"],
-                "update": m.get("trained_samples", 0.0) > 0,
+                "update": update,
                 "keys": last["keys"],
                 "unfilled": bool(m.get("unfilled", 0.0)),
                 "skipped": int(m.get("skipped_zero_var", 0.0)),
@@ -568,6 +573,8 @@ def run_arm(
                     "updates": t["updates"],
                     "greedy": ev["greedy"],
                     "sampled": None,
+                    # the crossed bootstrap resamples held-out problems at every mark
+                    "per_problem_greedy": ev["per_problem_greedy"],
                 }
             )
             print(
@@ -850,7 +857,7 @@ def run_night(
             ev = evaluate(setup, pol, held, full=False)
             p["curve"].append(
                 {"rollouts": t["sampled"], "updates": t["updates"], "greedy": ev["greedy"],
-                 "sampled": None}
+                 "sampled": None, "per_problem_greedy": ev["per_problem_greedy"]}
             )  # fmt: skip
         p["saved"] = len(p["steps"])
         p["seconds"] = time.perf_counter() - began
@@ -965,60 +972,47 @@ def start_point(
 # ---------------------------------------------------------------- statistics
 
 
-def isotonic(y: list[float]) -> list[float]:
-    """The non-decreasing least-squares fit of `y` (pool adjacent violators)."""
-    blocks: list[list[float]] = []  # [mean, count]
-    for v in y:
-        blocks.append([float(v), 1.0])
-        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
-            (m1, c1), (m2, c2) = blocks[-2], blocks[-1]
-            blocks[-2:] = [[(m1 * c1 + m2 * c2) / (c1 + c2), c1 + c2]]
-    return [m for m, c in blocks for _ in range(int(c))]
+def expected_informative(alpha: np.ndarray, beta: np.ndarray, g: int) -> np.ndarray:
+    """The chance that a group of g is informative (not all alike) when p ~ Beta(α, β): the
+    posterior predictive (Beta-binomial) 1 − E[p^g] − E[(1 − p)^g], with E[p^g] = Π_{i<g}
+    (α + i) / (α + β + i). At the posterior mean m, 1 − m^g − (1 − m)^g ignores the spread of p
+    and is larger (m^g ≤ E[p^g], Jensen)."""
+    i = np.arange(g)[:, None]
+    right = np.prod((alpha + i) / (alpha + beta + i), 0)
+    wrong = np.prod((beta + i) / (alpha + beta + i), 0)
+    return 1.0 - right - wrong
 
 
-TARGET_FRACTIONS = (1 / 3, 2 / 3, 1.0)  # of uniform's gain over the start, per seed
+def predictive_steps(r: dict[str, Any]) -> list[float | None] | None:
+    """Per step of a Sieve run (`posterior_select`), the informative share its posterior
+    expected of the batch, from the posterior predictive, rebuilt from the observations the run
+    keeps: at step i the posterior is a function of the groups observed before update i. None
+    for a step past the last observation kept (runs that saved them only with their last
+    checkpoint), and None for the run when the rebuilt posterior's mean does not give the share
+    the run recorded at the mean (a posterior configured otherwise than the defaults)."""
+    from pipeline.selection.posterior import OBSERVATION_SCHEMA, PosteriorConfig, prompt_posterior
 
-
-def reach(xs: list[float], ys: list[float], target: float) -> float | None:
-    """Where the isotonic fit of (xs, ys) first reaches `target`, linearly between marks."""
-    fit = isotonic(ys)
-    if fit[0] >= target:
-        return float(xs[0])
-    for (x0, y0), (x1, y1) in itertools.pairwise(zip(xs, fit, strict=True)):
-        if y0 < target <= y1:
-            return float(x0 + (x1 - x0) * (target - y0) / (y1 - y0))
-    return None
-
-
-def paired_bootstrap(
-    a: list[list[float]], b: list[list[float]], rng: np.random.Generator, n: int = 10_000
-) -> dict[str, Any]:
-    """Mean of a − b over seeds (rows) and problems (columns, paired), with a 95 % interval from
-    resampling seeds and, within each, problems."""
-    A, B = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    d = A - B  # (seeds, problems)
-    point = float(d.mean())
-    s, p = d.shape
-    boots = np.empty(n)
-    for i in range(n):
-        rows = rng.integers(0, s, s)
-        cols = rng.integers(0, p, (s, p))
-        boots[i] = d[rows[:, None], cols].mean()
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return {
-        "mean": point,
-        "ci95": [float(lo), float(hi)],
-        "seeds": s,
-        "problems": p,
-        "significant": bool(lo > 0 or hi < 0),
-    }
-
-
-def seed_bootstrap(vals: list[float], rng: np.random.Generator, n: int = 10_000) -> dict[str, Any]:
-    v = np.asarray(vals, dtype=np.float64)
-    boots = v[rng.integers(0, len(v), (n, len(v)))].mean(1)
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return {"mean": float(v.mean()), "ci95": [float(lo), float(hi)], "seeds": len(v)}
+    kept = (r.get("state") or {}).get("observations")
+    if r.get("arm") != "sieve" or not kept:
+        return None
+    obs = pl.DataFrame([tuple(o) for o in kept], schema=OBSERVATION_SCHEMA, orient="row")
+    cell = dict(zip(obs["problem_id"], obs["cell"], strict=True))
+    g = int(r["setup"]["group_size"])
+    covered = int(obs["update"].max()) + 1  # every step before it observed all its groups
+    out: list[float | None] = []
+    for i, s in enumerate(r["steps"]):
+        recorded = s.get("predicted_informative")
+        if i >= covered or recorded is None or not s["keys"]:
+            out.append(None)
+            continue
+        prompts = pl.DataFrame({"problem_id": s["keys"], "cell": [cell[k] for k in s["keys"]]})
+        post = prompt_posterior(obs.filter(pl.col("update") < i), prompts, PosteriorConfig(), i)
+        a, b = post["alpha"].to_numpy(), post["beta"].to_numpy()
+        m = a / (a + b)
+        if abs(float(np.mean(1.0 - m**g - (1.0 - m) ** g)) - recorded) > 1e-9:
+            return None
+        out.append(float(expected_informative(a, b, g).mean()))
+    return out
 
 
 def run_row(r: dict[str, Any]) -> dict[str, Any]:
@@ -1087,14 +1081,31 @@ PARTS = 4  # a run's updates are read in quarters: does an arm's selection hold 
 OUTCOMES = ("mixed", "all_wrong", "all_right")
 
 
+def _quarters(rows: list[list[float | None]]) -> list[float | None] | None:
+    """Per quarter, the mean over seeds; None for a quarter some seed has no value for."""
+    if not rows:
+        return None
+    return [
+        None if any(r[q] is None for r in rows) else float(np.mean([r[q] for r in rows]))
+        for q in range(PARTS)
+    ]
+
+
 def updates_by_part(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Per quarter of each run's updates (in update order): the share of trained groups that
     were informative (not all G answers alike) and, where the arm predicts it before sampling,
-    the share its posterior expected; means over the runs (seeds). Also informative groups
-    trained per 1,000 rollouts sampled, per seed: the quantity an arm's selection buys."""
-    realized, predicted, per_k = [], [], []
+    the share its posterior expected, from the posterior predictive (`predicted`, Sieve's arm:
+    rebuilt from its observations) and at the posterior mean (`predicted_at_mean`, as the run
+    recorded it: larger, since it ignores the posterior's spread); means over the runs (seeds).
+    `expected_vs_realized` sets both against the realised share over every update the
+    predictive covers. Also informative groups trained per 1,000 rollouts sampled, per seed:
+    the quantity an arm's selection buys."""
+    realized, at_mean, predictive, per_k = [], [], [], []
+    covered: dict[str, list[float]] = {"predictive": [], "at_mean": [], "informative": [],
+                                       "groups": []}  # fmt: skip
     for r in runs:
-        upd = [s for s in r["steps"] if s["update"]]
+        idx = [i for i, s in enumerate(r["steps"]) if s["update"]]
+        upd = [r["steps"][i] for i in idx]
         if len(upd) < PARTS:
             continue
         parts = np.array_split(np.arange(len(upd)), PARTS)
@@ -1103,15 +1114,40 @@ def updates_by_part(runs: list[dict[str, Any]]) -> dict[str, Any]:
              for ix in parts]
         )  # fmt: skip
         if all(s.get("predicted_informative") is not None for s in upd):
-            predicted.append(
+            at_mean.append(
                 [float(np.mean([upd[i]["predicted_informative"] for i in ix])) for ix in parts]
             )
+        pred = predictive_steps(r)
+        if pred is not None:
+            mine = [pred[i] for i in idx]
+            predictive.append(
+                [None if any(mine[i] is None for i in ix) else float(np.mean([mine[i] for i in ix]))
+                 for ix in parts]
+            )  # fmt: skip
+            for p, s in zip(mine, upd, strict=True):
+                if p is not None:
+                    covered["predictive"].append(p)
+                    covered["at_mean"].append(s["predicted_informative"])
+                    covered["informative"].append(s["informative"])
+                    covered["groups"].append(s["groups"])
         sampled = totals(r["steps"])["sampled"]
         per_k.append(1000.0 * sum(s["informative"] for s in upd) / sampled if sampled else 0.0)
     return {
         "seeds": len(realized),
         "realized": np.mean(realized, 0).tolist() if realized else None,
-        "predicted": np.mean(predicted, 0).tolist() if predicted else None,
+        "predicted": _quarters(predictive),
+        "predicted_at_mean": np.mean(at_mean, 0).tolist() if at_mean else None,
+        "expected_vs_realized": (
+            {
+                "updates": len(covered["groups"]),
+                "seeds": len(predictive),
+                "predictive": float(np.mean(covered["predictive"])),
+                "at_mean": float(np.mean(covered["at_mean"])),
+                "realized": sum(covered["informative"]) / sum(covered["groups"]),
+            }
+            if covered["groups"]
+            else None
+        ),
         "informative_per_1k_sampled": per_k,
     }
 
@@ -1201,6 +1237,16 @@ def _block_order(label: str) -> tuple[str, int]:
     return (label[len(digits) :], int(digits))
 
 
+def held_out_check(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The held-out problems the runs scored: how many, and whether every run scored the same
+    set (the same cells with the same counts, and per-problem lists of one length). The paired
+    statistics read problem j of one run against problem j of another, in every block."""
+    finals = [r["final"] for r in runs]
+    sizes = {len(f["per_problem_greedy"]) for f in finals}
+    cells = {tuple((c["family"], c["level"], c["problems"]) for c in f["by_level"]) for f in finals}
+    return {"problems": max(sizes), "same_in_every_run": len(sizes) == 1 and len(cells) == 1}
+
+
 def summarise_setting(
     runs: list[dict[str, Any]],
     start: dict[str, Any],
@@ -1211,7 +1257,8 @@ def summarise_setting(
     `start` is the main start's record; `others` (hash → record) the starts some runs began
     from instead (a warm start rebuilt on another machine is other weights: its hash differs).
     A run pairs only with runs of the same seed *and* start, so a block is named by its seed and
-    its start's letter (`block_label`); intervals are over blocks."""
+    its start's letter (`block_label`); intervals are over blocks and the held-out problems
+    every block shares (headline_stats.py)."""
 
     def rng(*names: str) -> np.random.Generator:
         """Each interval's own resampling stream, named by what it compares: an interval
@@ -1229,7 +1276,11 @@ def summarise_setting(
     def s0(r: dict[str, Any]) -> float:
         return float(record.get(r["start"], start)["greedy"])
 
+    def curve(r: dict[str, Any]) -> Curve:
+        return run_curve(r, record.get(r["start"], start))
+
     uni = {blk(r): r for r in runs if r["arm"] == "uniform"}
+    budget = max((float(r["curve"][-1]["rollouts"]) for r in runs), default=0.0)
     out: dict[str, Any] = {
         "start": {k: start.get(k) for k in START_KEYS},
         "other_starts_used": [
@@ -1237,18 +1288,14 @@ def summarise_setting(
             for h, st in others.items()
             if any(r["start"] == h for r in runs)
         ],
+        "held_out": held_out_check(runs) if runs else None,
         "runs": [{**run_row(r), "block": blk(r)} for r in runs],
+        # blocks whose uniform run ended at or below its start's greedy accuracy (targets are
+        # set by uniform's mean gain over blocks, so these blocks still have them)
+        "blocks_without_gain": sorted(
+            (sd for sd, r in uni.items() if r["final"]["greedy"] <= s0(r)), key=_block_order
+        ),
     }
-    # each block's targets: uniform's own final greedy in that block and one and two thirds of
-    # the way to it from the block's start, so a seed pairs with itself whatever other seeds have
-    # finished (a seed-mean target moved with every unpaired uniform seed, and uniform's own
-    # seeds that ended below the mean never reached it)
-    # a block whose uniform ended at or below its start's greedy accuracy has no gain to reach:
-    # every arm "reaches" it at once, so it gives no ratio (listed, left out of every ratio)
-    targets = {sd: [s0(r) + (r["final"]["greedy"] - s0(r)) * f for f in TARGET_FRACTIONS]
-               for sd, r in uni.items() if r["final"]["greedy"] > s0(r)}  # fmt: skip
-    out["targets_greedy"] = {sd: targets[sd] for sd in sorted(targets, key=_block_order)}
-    out["blocks_without_gain"] = sorted((sd for sd in uni if sd not in targets), key=_block_order)
     arms: dict[str, Any] = {}
     for arm in ARMS:
         mine = {blk(r): r for r in runs if r["arm"] == arm}
@@ -1268,18 +1315,28 @@ def summarise_setting(
         }
         if arm != "uniform" and paired:
             for key in ("sampled", "greedy"):
-                row[f"diff_{key}_vs_uniform"] = paired_bootstrap(
+                row[f"diff_{key}_vs_uniform"] = paired_delta(
                     [mine[s]["final"][f"per_problem_{key}"] for s in paired],
                     [uni[s]["final"][f"per_problem_{key}"] for s in paired],
                     rng(arm, "uniform", key),
                 )
+            vs = compare_curves(
+                [curve(mine[s]) for s in paired],
+                [curve(uni[s]) for s in paired],
+                paired,
+                rng(arm, "uniform", "curves"),
+                budget=budget,
+            )
+            row["target_gain"] = vs["target_gain"]
+            row["rollouts_to_target"] = vs["targets"]
+            row["auc_gain_delta"] = vs["auc_gain_delta"]
         if arm in SIEVE_ARMS:  # the goal: ahead of the other selection methods, not only uniform
             row["diff_sampled_vs_others"] = {}
             for other in COMPETITORS:
                 theirs = {blk(r): r for r in runs if r["arm"] == other}
                 both = sorted((sd for sd in mine if sd in theirs), key=_block_order)
                 if both:
-                    row["diff_sampled_vs_others"][other] = paired_bootstrap(
+                    row["diff_sampled_vs_others"][other] = paired_delta(
                         [mine[sd]["final"]["per_problem_sampled"] for sd in both],
                         [theirs[sd]["final"]["per_problem_sampled"] for sd in both],
                         rng(arm, other, "sampled"),
@@ -1299,54 +1356,6 @@ def summarise_setting(
             row["cells_vs_uniform"] = cells_vs_uniform(
                 [mine[s]["final"] for s in paired], [uni[s]["final"] for s in paired]
             )
-        if uni:
-            reached = []
-            for i, fraction in enumerate(TARGET_FRACTIONS):
-                per_seed = {}  # the rollouts each seed's fit first reaches its seed's target at
-                for s, r in mine.items():
-                    if s in targets:
-                        xs = [c["rollouts"] for c in r["curve"]]
-                        tgt = targets[s][i]
-                        per_seed[s] = reach(xs, [c["greedy"] for c in r["curve"]], tgt)
-                ratios, censored, unreached = [], [], []
-                for s in paired:
-                    if s not in per_seed:
-                        continue
-                    u = reach(
-                        [c["rollouts"] for c in uni[s]["curve"]],
-                        [c["greedy"] for c in uni[s]["curve"]],
-                        targets[s][i],
-                    )
-                    if u in (None, 0.0):
-                        continue
-                    if per_seed[s] is None:
-                        # not reached within the budget: its ratio is at least the budget's
-                        unreached.append(s)
-                        censored.append(mine[s]["curve"][-1]["rollouts"] / u)
-                    else:
-                        ratios.append(per_seed[s] / u)
-                        censored.append(per_seed[s] / u)
-                reached.append(
-                    {
-                        "fraction_of_uniform_gain": fraction,
-                        "rollouts_by_seed": per_seed,
-                        # over the paired blocks where the arm reached the target
-                        "ratio_to_uniform": (
-                            seed_bootstrap(ratios, rng(arm, "reach", str(i))) if ratios else None
-                        ),
-                        "not_reached": sum(v is None for v in per_seed.values()),
-                        # paired blocks with a target the arm never reached: leaving them out
-                        # would flatter the ratio, so a second ratio counts each at the budget
-                        # (a lower bound on its own ratio, hence on the mean)
-                        "not_reached_paired": unreached,
-                        "ratio_counting_unreached_at_budget": (
-                            seed_bootstrap(censored, rng(arm, "reach-budget", str(i)))
-                            if unreached
-                            else None
-                        ),
-                    }
-                )
-            row["rollouts_to_target"] = reached
         arms[arm] = row
     out["arms"] = arms
     return out
@@ -1495,8 +1504,12 @@ def summary(
         block["other_starts"] = [run_row(r) for r in runs if r["start"] not in starts]
         if plan is not None:  # unknown without a plan: the docs then call the verdict provisional
             block["planned_left"] = planned_left(runs_dir, setting, plan, scored_by)
-        block["curves"] = {
-            arm: [r["curve"] for r in runs if r["arm"] == arm and r["start"] in starts]
+        block["curves"] = {  # the points only: per-problem scores stay in the run files
+            arm: [
+                [{k: v for k, v in c.items() if k != "per_problem_greedy"} for c in r["curve"]]
+                for r in runs
+                if r["arm"] == arm and r["start"] in starts
+            ]
             for arm in ARMS
             if any(r["arm"] == arm and r["start"] in starts for r in runs)
         }

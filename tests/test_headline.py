@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,9 @@ def test_every_update_trains_the_same_number_of_rollouts_and_no_run_overruns(smo
                 # what did not train is whole screens of G / 2 (or a whole unfilled batch)
                 assert (s["sampled"] - s["trained"]) % (setup.group_size // 2) == 0, (name, s)
             elif r["arm"] != "dapo":  # only DAPO and the screens sample groups not trained
-                assert s["sampled"] == s["trained"] == setup.per_update, (name, s)
+                assert s["sampled"] == setup.per_update, (name, s)
+                # ... and a step whose batch was all zero-variance: it made no update
+                assert s["trained"] == (setup.per_update if s["update"] else 0), (name, s)
             else:
                 assert s["trained"] in (0, setup.per_update) and s["sampled"] >= s["trained"]
                 assert s["trained"] == 0 or s["informative"] == setup.batch_prompts
@@ -146,7 +149,10 @@ def test_the_summary_pairs_arms_to_uniform_with_intervals(smoke: Path) -> None:
         )
     assert "diff_sampled_vs_others" not in warm["arms"]["mopps"]
     rows = {(r["arm"], r["seed"]): r for r in warm["runs"]}
-    assert rows[("uniform", 1)]["rollouts_decided_not_trained"] == 0
+    # uniform decides nothing, but a step whose batch was all zero-variance trained none of it
+    uni = rows[("uniform", 1)]
+    assert uni["rollouts_decided_not_trained"] == hl.SMOKE.per_update * uni["empty_steps"]
+    assert warm["held_out"]["same_in_every_run"]
     dapo = rows[("dapo", 1)]
     assert (
         dapo["rollouts_sampled"] == dapo["rollouts_trained"] + dapo["rollouts_decided_not_trained"]
@@ -186,27 +192,6 @@ def test_cells_vs_uniform_pairs_seeds_per_cell_and_ranks_gains_first(smoke: Path
         assert got and [c["delta"] for c in got] == sorted((c["delta"] for c in got), reverse=True)
 
 
-def test_isotonic_fit_and_reach() -> None:
-    assert hl.isotonic([0.1, 0.3, 0.2, 0.4]) == pytest.approx([0.1, 0.25, 0.25, 0.4])
-    assert hl.isotonic([0.5, 0.1]) == pytest.approx([0.3, 0.3])
-    xs = [0, 100, 200, 300]
-    # a noisy touch at 100 does not count as reaching 0.3: the fit there is 0.25
-    assert hl.reach(xs, [0.1, 0.3, 0.2, 0.4], 0.3) == pytest.approx(200 + 100 * (0.05 / 0.15))
-    assert hl.reach(xs, [0.1, 0.2, 0.2, 0.2], 0.5) is None
-    assert hl.reach(xs, [0.6, 0.7, 0.8, 0.9], 0.5) == 0.0
-
-
-def test_paired_bootstrap_finds_a_clear_difference_and_not_a_null_one() -> None:
-    rng = np.random.default_rng(0)
-    base = rng.uniform(0, 1, (4, 200))
-    clear = hl.paired_bootstrap((base + 0.2).tolist(), base.tolist(), rng)
-    assert clear["significant"] and clear["mean"] == pytest.approx(0.2)
-    noise = rng.normal(0, 0.3, (4, 200))
-    null = hl.paired_bootstrap((base + noise).tolist(), base.tolist(), rng)
-    assert null["ci95"][0] < null["mean"] < null["ci95"][1]
-    assert not null["significant"]
-
-
 def test_the_readme_block_gives_a_verdict_against_the_goal_whichever_way(smoke: Path) -> None:
     """The generated headline from a smoke result: a table per start, Sieve's verdict (the
     goal needs ≥ 4 paired seeds, so two seeds never meet it), the per-run accounting."""
@@ -215,6 +200,7 @@ def test_the_readme_block_gives_a_verdict_against_the_goal_whichever_way(smoke: 
 
     results = render_docs.Results(smoke)
     (smoke / "headline.json").write_text((smoke / "headline_smoke.json").read_text())
+    (smoke / "power.json").write_text((hl.RESULTS / "power.json").read_text())
     body = docs_headline.headline_selection(results)
     assert "*Warm start* (built by uniform GRPO for" in body
     assert "**Goal not met** (yet)." in body and "GRESO with refill" in body
@@ -277,119 +263,129 @@ def test_a_two_seed_bracket_is_labelled_as_their_range() -> None:
     assert docs_headline._ci(two).endswith("[0.198, 0.222] (range of 2 seeds)")
     four = hl.seed_bootstrap([0.18, 0.2, 0.21, 0.23], np.random.default_rng(0))
     assert "range" not in docs_headline._ci(four)
-    paired = {"mean": 0.01, "ci95": [-0.006, 0.028], "seeds": 2, "problems": 281}
-    assert "range" not in docs_headline._ci(paired)
+    paired = {"mean": 0.01, "ci95": [-0.006, 0.028], "t_ci95": [-0.1, 0.12], "seeds": 2,
+              "problems": 281}  # fmt: skip
+    assert docs_headline._ci(paired) == "0.010 [-0.006, 0.028]; t [-0.100, 0.120]"
 
 
-def test_rollouts_to_target_pair_each_seed_with_uniforms_own_final() -> None:
-    """Each seed's target is uniform's final on that seed: a uniform seed no other arm has run
-    yet (here seed 3, ending far higher) moves no arm's ratio, and a paired seed's uniform always
-    reaches its own final. A seed-mean target once read "Sieve did not reach uniform's final on
-    any paired seed" because uniform itself ended below the mean on the paired seeds."""
-    marks = (0, 512, 1024, 1536, 2048)
+MARKS = (0, 512, 1024, 1536, 2048)
 
-    def run(arm: str, seed: int, curve: tuple[float, ...]) -> dict[str, Any]:
-        final = {
-            "greedy": curve[-1], "sampled": 0.2, "scored": 4, "by_level": [],
-            "per_problem_sampled": [0.2] * 4, "per_problem_greedy": [curve[-1]] * 4,
-        }  # fmt: skip
-        points = [
-            {"rollouts": x, "updates": x // 64, "greedy": g}
-            for x, g in zip(marks, curve, strict=True)
-        ]
-        return {"arm": arm, "seed": seed, "start": "w", "steps": [], "curve": points,
-                "final": final, "seconds": 1.0}  # fmt: skip
 
-    slow, fast = (0.1, 0.15, 0.2, 0.2, 0.2), (0.1, 0.2, 0.2, 0.2, 0.2)
-    runs = [run("uniform", 1, slow), run("uniform", 2, slow),
-            run("uniform", 3, (0.1, 0.2, 0.3, 0.35, 0.4)),
-            run("sieve", 1, fast), run("sieve", 2, fast)]  # fmt: skip
+def _curve_run(arm: str, seed: int, curve: tuple[float, ...], start: str = "w") -> dict[str, Any]:
+    """A finished run with the greedy `curve` at MARKS (per-problem scores all its final)."""
+    points = [{"rollouts": x, "updates": x // 64, "greedy": g}
+              for x, g in zip(MARKS, curve, strict=True)]  # fmt: skip
+    return {**_final_run(arm, seed, start, [curve[-1]] * 4, curve[0]), "curve": points}
+
+
+def test_targets_come_from_uniforms_seed_mean_gain_and_favour_neither_arm() -> None:
+    """Each block's targets are its start plus 1/3, 2/3 and all of uniform's mean gain over the
+    paired blocks, the same for both runs of a block: uniform's own run need not reach them (a
+    target set by its own final is reached by its fit by construction). A run that never
+    reaches one counts at its last rollouts, named; ratios are geometric means; an unpaired
+    uniform seed (3, far higher) moves no arm's target."""
+    runs = [_curve_run("uniform", 1, (0.1, 0.15, 0.2, 0.2, 0.2)),  # gain 0.1
+            _curve_run("uniform", 2, (0.1, 0.2, 0.24, 0.3, 0.3)),  # gain 0.2
+            _curve_run("sieve", 1, (0.1, 0.26, 0.26, 0.26, 0.26)),
+            _curve_run("sieve", 2, (0.1, 0.3, 0.3, 0.3, 0.3))]  # fmt: skip
     out = hl.summarise_setting(runs, {"greedy": 0.1})
-    assert out["targets_greedy"]["3"][-1] == pytest.approx(0.4)
-    sieve = out["arms"]["sieve"]["rollouts_to_target"]
-    assert [t["fraction_of_uniform_gain"] for t in sieve] == pytest.approx([1 / 3, 2 / 3, 1.0])
-    assert sieve[-1]["ratio_to_uniform"]["mean"] == pytest.approx(0.5)  # 512 vs 1,024 rollouts
-    assert sieve[-1]["ratio_to_uniform"]["seeds"] == 2 and sieve[-1]["not_reached"] == 0
-    uniform = out["arms"]["uniform"]["rollouts_to_target"][-1]
-    assert uniform["not_reached"] == 0 and uniform["ratio_to_uniform"]["mean"] == 1.0
-    assert sieve[-1]["not_reached_paired"] == []
-    assert sieve[-1]["ratio_counting_unreached_at_budget"] is None
+    sieve = out["arms"]["sieve"]
+    assert sieve["target_gain"] == pytest.approx(0.15)
+    reach = sieve["rollouts_to_target"]
+    assert [t["fraction_of_uniform_gain"] for t in reach] == pytest.approx([1 / 3, 2 / 3, 1.0])
+    full = reach[-1]  # target 0.25 in both blocks
+    assert full["rollouts_by_block"] == pytest.approx({"1": 480.0, "2": 384.0})
+    uniform_2 = 1024 + 512 / 6  # 0.24 at 1,024 to 0.3 at 1,536
+    assert full["uniform_rollouts_by_block"] == {"1": None, "2": pytest.approx(uniform_2)}
+    assert full["uniform_not_reached"] == ["1"] and full["not_reached_paired"] == []
+    # block 1's uniform counts at its last rollouts, 2,048
+    assert full["ratio_to_uniform"]["mean"] == pytest.approx(
+        math.sqrt(480 / 2048 * 384 / uniform_2)
+    )
+    assert full["ratio_to_uniform"]["seeds"] == 2
+    assert "rollouts_to_target" not in out["arms"]["uniform"]
+    higher = _curve_run("uniform", 3, (0.1, 0.3, 0.4, 0.5, 0.5))
+    more = hl.summarise_setting([*runs, higher], {"greedy": 0.1})
+    assert more["arms"]["sieve"]["rollouts_to_target"] == reach
+    # the area under the gain curves, per rollout of the budget, paired per block
+    auc = sieve["auc_gain_delta"]
+    assert auc["mean"] > 0 and auc["seeds"] == 2 and auc["t_ci95"] is not None
 
 
 def test_a_paired_block_that_never_reaches_is_named_and_counted_at_the_budget() -> None:
-    """The ratio over the blocks that reached a target leaves out those that never did, which
-    flatters it: the block is named, a second ratio counts it at the budget (its ratio is at
-    least budget / uniform's rollouts), and the verdict says so and cannot call the goal met."""
+    """A block whose arm never reaches a target counts at its last rollouts (a lower bound, in
+    the arm's favour): the block is named and the verdict cannot call the goal met."""
     import docs_headline
 
-    marks = (0, 512, 1024, 1536, 2048)
-
-    def run(arm: str, seed: int, curve: tuple[float, ...]) -> dict[str, Any]:
-        points = [{"rollouts": x, "updates": x // 64, "greedy": g}
-                  for x, g in zip(marks, curve, strict=True)]  # fmt: skip
-        r = _final_run(arm, seed, "w", [curve[-1]] * 4)
-        return {**r, "curve": points}
-
-    up = (0.1, 0.2, 0.3, 0.4, 0.4)  # uniform reaches its final 0.4 at 1,536 rollouts
-    never = (0.1, 0.2, 0.2, 0.2, 0.2)  # its ratio is at least 2,048 / 1,536
-    runs = [
-        run("uniform", 1, up),
-        run("uniform", 2, up),
-        run("sieve", 1, (0.1, 0.4, 0.4, 0.4, 0.4)),  # at 512: ratio 1/3
-        run("sieve", 2, never),
-    ]
+    # uniform's mean gain is 0.3 (target 0.4); its fit (0.45 over the last two marks) reaches
+    # it at 1,024 + 512 x 2/3
+    up = (0.1, 0.2, 0.3, 0.5, 0.4)
+    runs = [_curve_run("uniform", 1, up), _curve_run("uniform", 2, up),
+            _curve_run("sieve", 1, (0.1, 0.5, 0.5, 0.5, 0.5)),  # at 384
+            _curve_run("sieve", 2, (0.1, 0.2, 0.2, 0.2, 0.2))]  # never: at 2,048  # fmt: skip
     out = hl.summarise_setting(runs, {"greedy": 0.1})
     last = out["arms"]["sieve"]["rollouts_to_target"][-1]
-    assert last["ratio_to_uniform"]["mean"] == pytest.approx(1 / 3)
-    assert last["ratio_to_uniform"]["seeds"] == 1 and last["not_reached_paired"] == ["2"]
-    low = last["ratio_counting_unreached_at_budget"]
-    assert low["seeds"] == 2 and low["mean"] == pytest.approx((1 / 3 + 2048 / 1536) / 2)
-    assert "not reached within the budget in block 2 (counting it at the budget, a lower bound" in (
-        docs_headline._ratio_cell(last)
-    )
+    uniform = 1024 + 512 * 2 / 3
+    assert last["ratio_to_uniform"]["mean"] == pytest.approx(math.sqrt(384 * 2048) / uniform)
+    assert last["not_reached_paired"] == ["2"] and last["uniform_not_reached"] == []
+    assert "not reached within the budget by the arm in block 2" in docs_headline._ratio_cell(last)
     block = {**out, "start": {"greedy": 0.1, "hash": "w"}}
-    block["arms"]["sieve"]["diff_sampled_vs_uniform"] = {
-        "mean": 0.1, "ci95": [0.05, 0.15], "significant": True, "seeds": 4}  # fmt: skip
-    block["arms"]["sieve"]["paired_seeds"] = ["1", "2", "3", "4"]
-    block["arms"]["sieve"]["diff_sampled_vs_others"] = {
-        o: {"mean": 0.1, "ci95": [0.05, 0.15], "significant": True}
+    s = block["arms"]["sieve"]
+    s["diff_sampled_vs_uniform"] = {
+        "mean": 0.1, "ci95": [0.05, 0.15], "t_ci95": [0.04, 0.16], "significant": True,
+        "seeds": 4}  # fmt: skip
+    s["paired_seeds"] = ["1", "2", "3", "4"]
+    s["diff_sampled_vs_others"] = {
+        o: {"mean": 0.1, "ci95": [0.05, 0.15], "t_ci95": [0.04, 0.16], "significant": True}
         for o in ("mopps", "greso", "dapo")
     }
-    last["ratio_to_uniform"]["ci95"] = [0.2, 0.4]  # every other condition of the goal holds
+    # every other condition of the goal holds: both intervals at or below 0.5
+    last["ratio_to_uniform"].update(ci95=[0.2, 0.4], t_ci95=[0.25, 0.5], significant=True)
     verdict = docs_headline._verdict(block)
-    assert (
-        "reached it; not reached within the budget in block 2 (counting it at the budget" in verdict
-    )
+    assert "not reached within the budget by the arm in block 2" in verdict
     assert "**Goal not met**" in verdict
     last["not_reached_paired"] = []  # the same block without the miss meets it
     assert "**Goal met.**" in docs_headline._verdict(block)
+    last["ratio_to_uniform"]["t_ci95"] = [0.25, 0.6]  # the t interval reaches past 0.5
+    assert "**Goal not met**" in docs_headline._verdict(block)
 
 
 def test_the_cold_verdict_asks_only_not_to_fall_behind_uniform() -> None:
-    """From the cold start the goal is not to fall behind uniform: met when neither paired Δ is
-    significantly below zero and every paired seed reached uniform's final greedy; a seed that
-    never reached it leaves keeping up not shown; a significant negative Δ is behind."""
+    """From the cold start the goal is not to fall behind uniform: met when no paired measure
+    (final Δ, area under the gain curve, rollouts ratio) is significantly against Sieve and its
+    runs missed no target in more blocks than uniform's; behind when one is significant."""
     import docs_headline
 
     def d(mean: float, significant: bool) -> dict[str, Any]:
-        return {"mean": mean, "ci95": [mean - 0.01, mean + 0.01], "significant": significant,
+        return {"mean": mean, "ci95": [mean - 0.01, mean + 0.01],
+                "t_ci95": [mean - 0.02, mean + 0.02], "significant": significant,
                 "seeds": 2}  # fmt: skip
+
+    def target() -> dict[str, Any]:
+        return {"ratio_to_uniform": {**d(1.1, False), "ci95": [1.0, 1.2]},
+                "not_reached_paired": [], "uniform_not_reached": []}  # fmt: skip
 
     sieve = {
         "paired_seeds": ["1", "2"], "diff_sampled_vs_uniform": d(-0.004, False),
         "diff_greedy_vs_uniform": d(-0.03, False), "diff_sampled_vs_others": {},
-        "rollouts_to_target": [{"ratio_to_uniform": {"mean": 1.1, "ci95": [1.0, 1.2], "seeds": 2},
-                                "not_reached_paired": []}],
+        "target_gain": 0.1, "auc_gain_delta": d(-0.01, False),
+        "rollouts_to_target": [target(), target(), target()],
     }  # fmt: skip
-    block = {"arms": {"uniform": {"final_greedy": {"mean": 0.23}}, "sieve": sieve},
-             "start": {"greedy": 0.075}, "planned_left": []}  # fmt: skip
+    block = {"arms": {"uniform": {}, "sieve": sieve}, "start": {"greedy": 0.075},
+             "planned_left": []}  # fmt: skip
     verdict = docs_headline._verdict(block, cold=True)
-    assert "**Goal met** (not behind uniform)" in verdict  # a ratio > 1 is not falling behind
+    assert "**Goal met** (not behind uniform)" in verdict  # a ratio > 1, n.s., is not behind
     assert "**Goal not met**" in docs_headline._verdict(block)  # the warm goal asks far more
-    sieve["rollouts_to_target"][0]["not_reached_paired"] = ["1"]
+    sieve["rollouts_to_target"][-1]["not_reached_paired"] = ["1"]
     verdict = docs_headline._verdict(block, cold=True)
-    assert "**Goal not met**: no paired Δ is significantly below zero" in verdict
-    assert "final greedy on 1 of 2 paired seeds, so keeping up is not shown" in verdict
+    assert "**Goal not met**: no paired measure is significantly against Sieve" in verdict
+    assert "Sieve missed all of uniform's mean gain in 1, uniform in 0" in verdict
+    assert "keeping up is not shown" in verdict
+    sieve["rollouts_to_target"][-1]["uniform_not_reached"] = ["2"]  # both missed once: even
+    assert "**Goal met**" in docs_headline._verdict(block, cold=True)
+    sieve["rollouts_to_target"][1]["ratio_to_uniform"]["significant"] = True
+    verdict = docs_headline._verdict(block, cold=True)
+    assert "behind uniform in rollouts to two thirds of uniform's mean gain" in verdict
     sieve["diff_greedy_vs_uniform"] = d(-0.05, True)
     verdict = docs_headline._verdict(block, cold=True)
     assert "**Goal not met**: Sieve is significantly behind uniform in final greedy" in verdict
@@ -414,11 +410,75 @@ def test_updates_by_part_reads_each_quarter_of_the_updates_and_what_was_expected
     assert got["seeds"] == 2
     assert got["realized"] == pytest.approx([(1.0 + 0.5) / 2, (0.5 + 0.5) / 2, (0.25 + 0.5) / 2,
                                              (0.0 + 0.5) / 2])  # fmt: skip
-    assert got["predicted"] == pytest.approx([0.9, 0.9, 0.5, 0.5])
+    assert got["predicted_at_mean"] == pytest.approx([0.9, 0.9, 0.5, 0.5])
+    # no observations kept: the posterior predictive cannot be rebuilt
+    assert got["predicted"] is None and got["expected_vs_realized"] is None
     assert got["informative_per_1k_sampled"] == pytest.approx(
         [1000 * sum(inf) / (9 * 64), 1000 * 32 / (8 * 64)]
     )
     assert hl.updates_by_part([{"steps": steps[:3]}])["seeds"] == 0  # fewer updates than parts
+
+
+def test_the_posterior_predictive_share_is_the_beta_binomial_one() -> None:
+    """1 − E[p^G] − E[(1 − p)^G] under p ~ Beta(α, β) against Monte Carlo, and below the
+    plug-in at the posterior mean (which ignores the posterior's spread)."""
+    rng = np.random.default_rng(0)
+    a, b, g = np.array([0.5, 2.0, 9.0]), np.array([3.0, 2.0, 1.0]), 8
+    p = rng.beta(a, b, (400_000, 3))
+    k = rng.binomial(g, p)
+    mc = ((k > 0) & (k < g)).mean(0)
+    assert hl.expected_informative(a, b, g) == pytest.approx(mc, abs=0.003)
+    m = a / (a + b)
+    assert np.all(hl.expected_informative(a, b, g) < 1 - m**g - (1 - m) ** g)
+
+
+def test_the_predictive_share_is_rebuilt_from_the_observations_a_sieve_run_keeps() -> None:
+    """The posterior at step i is a function of the groups observed before update i: the
+    rebuilt posterior's mean gives back the share the run recorded at the mean, and its
+    predictive share is smaller. Steps past the last observation kept have none; a recorded
+    share the rebuild does not give back (another posterior configuration) disowns the run."""
+    import polars as pl
+
+    from pipeline.selection.posterior import OBSERVATION_SCHEMA, PosteriorConfig, prompt_posterior
+
+    rng = np.random.default_rng(2)
+    keys = [f"p{i}" for i in range(12)]
+    cell = {k: f"c {i % 3}" for i, k in enumerate(keys)}
+    obs: list[list[Any]] = []
+    steps = []
+    for i in range(8):
+        batch = [keys[int(j)] for j in rng.choice(12, 3, replace=False)]
+        seen = pl.DataFrame(obs or None, schema=OBSERVATION_SCHEMA, orient="row")
+        prompts = pl.DataFrame({"problem_id": batch, "cell": [cell[k] for k in batch]})
+        m = prompt_posterior(seen, prompts, PosteriorConfig(), i)["mean"].to_numpy()
+        steps.append({**_step(2, predicted=float(np.mean(1 - m**8 - (1 - m) ** 8))),
+                      "keys": batch})  # fmt: skip
+        obs += [[k, cell[k], float(rng.integers(0, 9)), 8.0, i] for k in batch]
+    run = {"arm": "sieve", "setup": {"group_size": 8}, "steps": steps,
+           "state": {"observations": [o for o in obs if o[4] < 6]}}  # kept to update 5  # fmt: skip
+    got = hl.predictive_steps(run)
+    assert got is not None and got[6:] == [None, None]
+    assert all(p is not None and p < s["predicted_informative"]
+               for p, s in zip(got[:6], steps, strict=False))  # fmt: skip
+    steps[2]["predicted_informative"] += 0.01
+    assert hl.predictive_steps(run) is None
+    assert hl.predictive_steps({**run, "arm": "mopps"}) is None
+
+
+def test_a_step_that_trains_nothing_counts_nothing_as_trained() -> None:
+    """A step whose batch made no update decided and did not train, whatever it recorded."""
+    steps = [_step(4), {**_step(0, update=False), "trained": 64}, _step(4)]
+    assert hl.totals(steps) == {"sampled": 192, "trained": 128, "updates": 2}
+    row = hl.run_row({**_final_run("uniform", 1, "w", [0.5] * 4), "steps": steps})
+    assert row["rollouts_trained"] == 128 and row["rollouts_decided_not_trained"] == 64
+    assert row["empty_steps"] == 1
+
+
+def test_the_held_out_check_sees_a_run_that_scored_other_problems() -> None:
+    runs = [_final_run("uniform", s, "w", [0.5] * 4) for s in (1, 2)]
+    assert hl.held_out_check(runs) == {"problems": 4, "same_in_every_run": True}
+    other = _final_run("sieve", 1, "w", [0.5] * 5)
+    assert hl.held_out_check([*runs, other])["same_in_every_run"] is False
 
 
 def test_group_outcomes_splits_first_visits_from_revisits_by_quarter() -> None:
@@ -582,7 +642,7 @@ def test_runs_from_two_builds_of_the_start_pair_only_within_their_own_block() ->
     A seed with runs from both starts is two blocks, never one pair across starts."""
 
     def run(arm: str, seed: int, start: str, final: float) -> dict[str, Any]:
-        return _final_run(arm, seed, start, [final] * 4)
+        return _final_run(arm, seed, start, [final] * 4, {"A": 0.1, "B": 0.3}[start])
 
     runs = [run("uniform", 1, "A", 0.2), run("sieve", 1, "A", 0.3),
             run("uniform", 3, "A", 0.2),  # seed 3's uniform from A: no sieve from A to pair
@@ -596,26 +656,29 @@ def test_runs_from_two_builds_of_the_start_pair_only_within_their_own_block() ->
     assert out["arms"]["uniform"]["seeds"] == ["1", "3", "3b"]
     diff = sieve["diff_sampled_vs_uniform"]
     assert diff["seeds"] == 2 and diff["mean"] == pytest.approx(0.1)  # never 0.5 - 0.2 across
-    # block 3b's targets run from its own start (0.3) to its uniform's final (0.4)
-    assert out["targets_greedy"]["3b"] == pytest.approx([0.3 + 0.1 / 3, 0.3 + 0.2 / 3, 0.4])
+    # uniform gained 0.1 in block 1 (0.1 -> 0.2) and 0.1 in block 3b (0.3 -> 0.4): block 3b's
+    # full target is its own start plus the mean gain, 0.4, which its sieve run reached
+    assert sieve["target_gain"] == pytest.approx(0.1)
+    assert sieve["rollouts_to_target"][-1]["not_reached_paired"] == []
     assert (
         out["other_starts_used"][0]["hash"] == "B" and out["other_starts_used"][0]["suffix"] == "b"
     )
     assert {r["block"] for r in out["runs"]} == {"1", "3", "3b", "4b"}
-    # every run from one start: blocks are plain seeds, whichever start that is
-    # a block whose uniform ended at or below its start has no target: no ratio comes from it
+    # a block whose uniform ended at or below its start is named; it still has targets (the
+    # mean gain's), and its runs count in every ratio
     flat = [run("uniform", 5, "B", 0.25), run("sieve", 5, "B", 0.35)]
     got = hl.summarise_setting(
         [*runs, *flat], {"hash": "A", "greedy": 0.1}, {"B": {"hash": "B", "greedy": 0.3}}
     )
-    assert got["blocks_without_gain"] == ["5b"] and "5b" not in got["targets_greedy"]
+    assert got["blocks_without_gain"] == ["5b"]
     reach = got["arms"]["sieve"]["rollouts_to_target"][-1]
-    assert "5b" not in reach["rollouts_by_seed"] and reach["ratio_to_uniform"]["seeds"] == 2
+    assert "5b" in reach["rollouts_by_block"] and reach["ratio_to_uniform"]["seeds"] == 3
+    assert got["arms"]["sieve"]["target_gain"] == pytest.approx((0.1 + 0.1 - 0.05) / 3)
+    # every run from one start: blocks are plain seeds, whichever start that is
     alone = hl.summarise_setting(
         [runs[3], runs[4]], {"hash": "A", "greedy": 0.1}, {"B": {"hash": "B", "greedy": 0.3}}
     )
     assert alone["arms"]["sieve"]["paired_seeds"] == ["3"]
-    assert alone["targets_greedy"]["3"][0] == pytest.approx(0.3 + 0.1 / 3)  # from B's own start
 
 
 def test_an_interval_does_not_move_when_another_arms_run_finishes() -> None:
@@ -636,12 +699,14 @@ def test_an_interval_does_not_move_when_another_arms_run_finishes() -> None:
     assert more["arms"]["sieve"]["final_sampled"] == alone["final_sampled"]
 
 
-def _final_run(arm: str, seed: int, start: str, per: list[float]) -> dict[str, Any]:
+def _final_run(
+    arm: str, seed: int, start: str, per: list[float], begin: float = 0.1
+) -> dict[str, Any]:
     """A finished run whose every per-problem score is `per` (greedy and sampled alike), its
-    curve from 0.1 to their mean."""
+    curve from its start's accuracy `begin` to their mean."""
     g = float(np.mean(per))
     return {"arm": arm, "seed": seed, "start": start, "steps": [],
-            "curve": [{"rollouts": 0, "updates": 0, "greedy": 0.1},
+            "curve": [{"rollouts": 0, "updates": 0, "greedy": begin},
                       {"rollouts": 2048, "updates": 32, "greedy": g}],
             "final": {"greedy": g, "sampled": g, "scored": len(per), "by_level": [],
                       "per_problem_sampled": per, "per_problem_greedy": per},
