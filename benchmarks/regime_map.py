@@ -38,7 +38,7 @@ import os
 import platform
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +266,106 @@ def run(model_dir: Path, name: str, arm: str, seed: int) -> dict[str, Any]:
     return hl.run_arm(setup, "cold", arm, seed, pol, weights, start, mix, held, runs_dir, state)
 
 
+def summarise() -> dict[str, Any]:
+    """Step 3: per pool, each arm against uniform (headline.summary's statistics: crossed
+    bootstrap and t intervals over paired seeds), beside the pool's share and `sieve plan`."""
+    record = json.loads(OUT.read_text())
+    pools = []
+    for pool in record["pools"]:
+        runs_dir = RUNS / pool["name"]
+        row: dict[str, Any] = {
+            k: pool.get(k) for k in ("name", "target", "predicted_share", "pool_predicted_share")
+        }
+        row["cells"], row["mix"] = pool["cells"], pool["mix"]
+        row["plan"] = {k: v for k, v in pool.get("plan", {}).items() if k != "rows"}
+        block = None
+        if runs_dir.is_dir() and any(runs_dir.glob("cold_*_s*.json")):
+            block = hl.summary(runs_dir, setup_for(pool), "tiny")["settings"].get("cold")
+        row["arms"] = {}
+        for arm, a in (block or {}).get("arms", {}).items():
+            full = next(
+                (t for t in a.get("rollouts_to_target", []) if t["fraction_of_uniform_gain"] == 1),
+                None,
+            )
+            row["arms"][arm] = {
+                "seeds": a["seeds"],
+                "final_sampled": a["final_sampled"],
+                "final_greedy": a["final_greedy"],
+                "diff_sampled_vs_uniform": a.get("diff_sampled_vs_uniform"),
+                "diff_greedy_vs_uniform": a.get("diff_greedy_vs_uniform"),
+                "auc_gain_delta": a.get("auc_gain_delta"),
+                "ratio_to_uniform_gain": None if full is None else full["ratio_to_uniform"],
+                "not_reached": None if full is None else full["not_reached_paired"],
+                "informative_by_quarter": (a.get("by_part") or {}).get("realized"),
+            }
+        if block is not None:
+            uni = [r for r in block["runs"] if r["arm"] == "uniform"]
+            row["start"] = block["start"]
+            row["runs"] = len(block["runs"])
+            row["uniform_runs"] = len(uni)
+        pools.append(row)
+    result = {
+        "benchmark": "regime_map",
+        "policy": "tiny",
+        "model_revision": record.get("model_revision"),
+        "setup": {k: v for k, v in asdict(hl.TINY).items() if k != "per_level"},
+        "arms": list(ARMS),
+        "seeds": list(SEEDS),
+        "verifier": hl.verifier_version(),
+        "pools": pools,
+        "cells": record.get("cells"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+    }
+    return result
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Δ final sampled pass@1 and the area-under-the-curve Δ against the pool's share, per arm,
+    with `sieve plan`'s cost ratio beside each pool."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    for arm in ARMS[1:]:
+        xs, d, lo, hi, auc = [], [], [], [], []
+        for pool in result["pools"]:
+            a = pool["arms"].get(arm)
+            share = (pool.get("plan") or {}).get("uniform_share_screen")
+            if a is None or a["diff_sampled_vs_uniform"] is None or share is None:
+                continue
+            xs.append(share)
+            diff = a["diff_sampled_vs_uniform"]
+            d.append(diff["mean"])
+            lo.append(diff["mean"] - diff["ci95"][0])
+            hi.append(diff["ci95"][1] - diff["mean"])
+            auc.append((a["auc_gain_delta"] or {}).get("mean"))
+        if xs:
+            axes[0].errorbar(xs, d, yerr=[lo, hi], marker="o", capsize=3, label=arm)
+            axes[1].plot(xs, auc, marker="o", label=arm)
+    for ax, title in zip(
+        axes[:2],
+        ("final sampled pass@1, arm − uniform", "AUC of greedy gain, arm − uniform"),
+        strict=True,
+    ):
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xlabel("uniform informative share at the start (sieve plan's screen, G 8)")
+        ax.set_title(title)
+        ax.legend()
+    shares = [(p.get("plan") or {}).get("uniform_share_screen") for p in result["pools"]]
+    ratios = [(p.get("plan") or {}).get("best_ratio") for p in result["pools"]]
+    pts = [(x, y) for x, y in zip(shares, ratios, strict=True) if x is not None and y is not None]
+    if pts:
+        axes[2].plot(*zip(*pts, strict=True), marker="s", color="k")
+    axes[2].axhline(0.95, color="grey", ls="--", lw=0.8)
+    axes[2].set_xlabel("uniform informative share at the start")
+    axes[2].set_title("sieve plan: best policy's rollouts per informative group / uniform's")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def planned() -> list[tuple[str, str, int]]:
     """Every run of the map, seed-major: all pools' arms for seed 1, then seed 2, ..."""
     record = json.loads(OUT.read_text())
@@ -279,6 +379,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--measure", action="store_true", help="cells, pools, sieve plan")
     ap.add_argument("--run", nargs=3, metavar=("POOL", "ARM", "SEED"), help="one run")
     ap.add_argument("--list", action="store_true", help="print the planned runs, seed-major")
+    ap.add_argument("--summarise", action="store_true", help="JSON + PNG from the run files")
     args = ap.parse_args(argv)
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: `sieve bootstrap --home data`")
@@ -292,6 +393,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.list:
         for name, arm, seed in planned():
             print(f"{name} {arm} {seed}")
+    if args.summarise:
+        result = summarise()
+        path = RESULTS / "regime_map_summary.json"
+        hl.atomic_write(path, result)
+        plot(result, path.with_suffix(".png"))
+        print(f"wrote {path}")
     if args.run:
         name, arm, seed = args.run
         result = run(args.model, name, arm, int(seed))
