@@ -151,7 +151,7 @@ class DemoRun:
     bought_note: str | None = None
 
 
-# the tiny policy's recipe, read from its files (data/configs/tiny_curate.toml, tiny_train.toml):
+# the tiny policy's recipe, read from its shipped files (tiny_curate.toml, tiny_train.toml):
 # 30 steps × 512 rollouts is about twice what the night's 1,000-candidate curation spends, the
 # ratio benchmarks/curriculum.py trains with; the demo evaluates 20 problems per level × 4 samples
 DEMO_CURATE = CurateConfig(n_candidates=1000, **TINY_CURATE)  # type: ignore[arg-type]
@@ -208,7 +208,7 @@ DEMO_REAL_CELLS = {"arith": "1-2", "rg:basic_arithmetic": "1", "rg:products": "1
 
 def demo_real_settings() -> tuple[CurateConfig, TrainSettings, EngineOptions]:
     """The real-model demo's curation, training and engine settings: the chat recipe
-    (data/configs/real_train.toml) cut down as the comment above says; the night curates at
+    (pipeline/recipes/real_train.toml) cut down as the comment above says; the night curates at
     its temperature and answer budget by the one rule every night follows
     (`pipeline.jobs.recipes.curation_sampling`)."""
     from pipeline.jobs.recipes import RECIPES, load_settings

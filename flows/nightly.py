@@ -7,7 +7,7 @@ curated with, and on a fresh home the bootstrapped tiny policy. So each night sa
 the previous night trained, and a checkpoint of another model's lineage is never picked up.
 Curation reads the ledger's history (prompt_stats of recent revisions) for its prior. Training
 uses the same model and backend, with `train` settings or else the recipe for the model
-(`data/configs/*_train.toml`), evaluates the held-out set before and after and registers the new
+(the shipped `*_train.toml`), evaluates the held-out set before and after and registers the new
 checkpoint, which the next night picks up. With the vllm backend a night starts one in-process
 engine (`night_engine`): curation samples from it, training pushes its weights into it and
 evaluates on it, and it is closed when the night ends.
@@ -72,7 +72,7 @@ class NightlyParams(BaseModel):
         "for a chat model (pipeline.jobs.recipes.curation_sampling).",
     )
     train: TrainSettings | None = Field(
-        default=None, description="None: the recipe for the model (data/configs/*_train.toml)."
+        default=None, description="None: the recipe for the model (the shipped *_train.toml)."
     )
     skip_train: bool = Field(default=False, description="Curate only (the pre-trainer flow).")
     night: str | None = Field(default=None, description="YYYY-MM-DD; default today (UTC).")

@@ -77,7 +77,7 @@ class TrainParams(BaseModel):
     )
     home: str | None = None
     settings: TrainSettings | None = Field(
-        default=None, description="None: the recipe for the model (data/configs/*_train.toml)."
+        default=None, description="None: the recipe for the model (the shipped *_train.toml)."
     )
     backend: str = Field(default="hf", description="Rollouts: hf, vllm or openai.")
     base_urls: list[str] = Field(default_factory=list, description="openai backend servers.")

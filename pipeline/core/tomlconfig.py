@@ -8,6 +8,12 @@ and checked again with `fstat`, and at most the cap plus one byte is read, so `/
 or a huge file is one error line, not unbounded memory or a hang. The values are validated by the
 model (`grpo_core.validate.STRICT`: strict types, finite numbers, ranges).
 
+The recipes Sieve ships (`RECIPES`: `pipeline/recipes/*.toml`, package data) are found through
+the package, so an installed wheel has them wherever it runs; `data/configs` in a checkout is a
+link to them. A config argument names a file, or one of those recipes by name (`recipe_file`):
+`--config tiny_train` or `--config tiny_train.toml` reads the shipped one unless a file of that
+name exists where the command runs.
+
 Test: `pytest tests/cli/test_bad_configs.py` (every committed config file loads, each bad one
 is one line).
 """
@@ -18,6 +24,7 @@ import os
 import re
 import stat
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,7 +36,30 @@ from pipeline.core.errors import SieveError
 M = TypeVar("M", bound=BaseModel)
 
 MAX_CONFIG_BYTES = 1 << 20  # 1 MiB: the committed configs are about 2 KB
-CONFIGS = Path(__file__).resolve().parents[2] / "data" / "configs"  # the committed recipes
+# the shipped recipes (pyproject's package-data); a wheel is installed unpacked, so they are files
+RECIPES = Path(str(resources.files("pipeline").joinpath("recipes")))
+CONFIGS = RECIPES  # the name `pipeline.selection.config` imports
+
+
+def shipped_recipes() -> list[str]:
+    """The names of the recipes Sieve ships (`tiny_train`, ...), sorted."""
+    return sorted(p.stem for p in RECIPES.glob("*.toml"))
+
+
+def recipe_file(name: str | Path) -> Path:
+    """The file a config argument names: a path that exists, as given (a user's own recipe);
+    else a bare name (`tiny_train.toml` or `tiny_train`) of a shipped recipe, from the package.
+    A bare name that is neither is one SieveError line listing the shipped recipes; any other
+    path is returned as given, and reading it reports what is wrong with it."""
+    path = Path(name)
+    if os.path.lexists(path) or path.parent != Path(".") or not path.name:
+        return path
+    shipped = RECIPES / (path.name if path.suffix == ".toml" else f"{path.name}.toml")
+    if shipped.is_file():
+        return shipped
+    raise SieveError(
+        f"{path}: no such file, nor a recipe Sieve ships ({', '.join(shipped_recipes())})"
+    )
 
 
 def first_error(exc: ValidationError, model: type | None = None) -> str:
@@ -78,13 +108,17 @@ def _check_kind(path: Path, mode: int) -> None:
 
 
 def load_toml(path: str | Path, model: type[M]) -> M:
-    return validate_toml(Path(path), read_toml(path), model)
+    """The config file or shipped recipe `path` names (`recipe_file`) as a `model`."""
+    file = recipe_file(path)
+    return validate_toml(file, read_toml(file), model)
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
-    """The parsed TOML at `path`; unreadable or invalid is one SieveError line, and so is a
-    shape no config has that would cost the parser unbounded time or memory (`check_shape`)."""
-    text = read_config_text(Path(path))
+    """The parsed TOML of the file or shipped recipe `path` names (`recipe_file`); unreadable or
+    invalid is one SieveError line, and so is a shape no config has that would cost the parser
+    unbounded time or memory (`check_shape`)."""
+    path = recipe_file(path)
+    text = read_config_text(path)
     check_shape(Path(path), text)
     try:
         return tomllib.loads(text)

@@ -4,10 +4,11 @@
 knob the table leaves out taking GRPOConfig's documented default. The table is kept as written
 (it is part of a run's id, `pipeline.jobs.trainee.train_id_for`), and the `GRPOConfig` it gives is
 built once, when the settings are validated, and kept with them: `grpo_config()` hands out that one
-object (issue 49: a train job resolved once). A recipe is such a file:
-`data/configs/tiny_train.toml` for raw-prompt models (the built-in tiny policy) and
-`data/configs/real_train.toml` for chat models (`recipe_for`), unless a file is given; a file is
-read alone on top of GRPOConfig's defaults — nothing is merged in. `train_recipe` is the one
+object (issue 49: a train job resolved once). A recipe is such a file,
+shipped in the package (`pipeline/recipes/`, `pipeline.core.tomlconfig.RECIPES`): `tiny_train.toml`
+for raw-prompt models (the built-in tiny policy) and `real_train.toml` for chat models
+(`recipe_for`), unless `--config` names another (a file, or a shipped recipe by name); it is read
+alone on top of GRPOConfig's defaults — nothing is merged in. `train_recipe` is the one
 place a run's recipe is chosen (a given file, else the model's). `settings_toml` writes the
 effective settings back out (`sieve train --print-config`).
 
@@ -35,7 +36,7 @@ from pydantic import (
 from grpo_core.config import GRPOConfig
 from grpo_core.validate import MAX_COUNT, STRICT, AtLeastOne, Count, FieldError
 from pipeline.core.errors import SieveError
-from pipeline.core.tomlconfig import CONFIGS, load_toml
+from pipeline.core.tomlconfig import RECIPES, load_toml, recipe_file
 from pipeline.policy.model import read_meta
 from pipeline.policy.prompts import PromptFormat, prompt_format
 from pipeline.problems import FAMILIES, OPT_IN_FAMILIES, parse_levels
@@ -226,10 +227,8 @@ def load_settings(path: str | Path) -> TrainSettings:
 
 # ---------------------------------------------------------------------- recipes
 
-RECIPES = CONFIGS
-
-# The built-in tiny policy's recipe exists once, as data/configs/tiny_train.toml (its comments say
-# why each value); these names are read from that file for the demo and the benchmarks. At 128
+# The built-in tiny policy's recipe exists once, as pipeline/recipes/tiny_train.toml (its comments
+# say why each value); these names are read from that file for the demo and the benchmarks. At 128
 # rollouts per step lr 1e-4 was the largest that did not lose held-out accuracy; with 512 rollouts
 # per step (64 prompts × G = 8) it trains at 2e-4 after a 20-step warm-up (benchmarks/curriculum.py
 # measured its headline with exactly this file: tests/test_tiny_recipe.py).
@@ -263,7 +262,9 @@ def recipe_for(model_dir: str | Path) -> Recipe:
 
 
 def given_recipe(path: Path) -> Recipe:
-    return Recipe(path, load_settings(path), "--config")
+    """The `--config` recipe: a file, or a shipped recipe by name (`recipe_file`)."""
+    file = recipe_file(path)
+    return Recipe(file, load_settings(file), "--config")
 
 
 def train_recipe(

@@ -5,7 +5,7 @@
 arith = "1-10"
 word = "all"
 ```
-A curate config's `[mix]` table is a mix too (`sieve generate --mix data/configs/curate.toml`
+A curate config's `[mix]` table is a mix too (`sieve generate --mix curate.toml`
 generates what that config curates from), so the mix is written once, where curation reads it;
 `pipeline.selection.config.load_mix` reads either kind of file.
 Test: `pytest tests/problems/test_code_family.py tests/cli/test_bad_inputs.py` (the default mix;
