@@ -380,7 +380,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--run", nargs=3, metavar=("POOL", "ARM", "SEED"), help="one run")
     ap.add_argument("--list", action="store_true", help="print the planned runs, seed-major")
     ap.add_argument("--summarise", action="store_true", help="JSON + PNG from the run files")
+    ap.add_argument("--results", type=Path, default=None, help="results folder (a pinned tree's)")
     args = ap.parse_args(argv)
+    if args.results is not None:  # a pinned checkout writes into the repository it serves
+        global RESULTS, OUT, RUNS
+        RESULTS = args.results
+        OUT, RUNS = RESULTS / "regime_map.json", RESULTS / "regime_map_runs"
     if not (args.model / "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: `sieve bootstrap --home data`")
     if args.measure:

@@ -30,10 +30,21 @@ commit() {  # commit the given paths alone, retrying while another git command h
     echo "driver: could not commit $*" >&2
 }
 bench() {
-    (cd "$CODE" && PYTHONPATH="$CODE" "$@" --model "$MAIN/data/models/tiny")
+    (cd "$CODE" && PYTHONPATH="$CODE" "$@" --model "$MAIN/data/models/tiny" \
+        --results "$MAIN/benchmarks/results")
 }
-runs=$(cd "$CODE" && PYTHONPATH="$CODE" "$PY" benchmarks/regime_map.py --list \
-    --model "$MAIN/data/models/tiny" | tr ' ' ':')
+measured() {  # cells, pools and every pool's plan written
+    "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); \
+sys.exit(0 if r.get('pools') and all('plan' in p for p in r['pools']) else 1)" \
+        benchmarks/results/regime_map.json 2>/dev/null
+}
+if ! measured; then
+    echo "driver: measuring cells, pools and sieve plan $(date -u +%FT%TZ)"
+    bench nice -n "$NICE" "$PY" benchmarks/regime_map.py --measure >> "$LOG" 2>&1 || exit 1
+    commit "regime map: the tiny policy's cells, the pools and sieve plan's prediction per pool" \
+        benchmarks/results/regime_map.json
+fi
+runs=$(bench "$PY" benchmarks/regime_map.py --list | tr ' ' ':')
 for run in ${RUNS:-$runs}; do
     IFS=: read -r pool arm seed <<< "$run"
     file="benchmarks/results/regime_map_runs/$pool/cold_${arm}_s${seed}.json"
