@@ -224,7 +224,8 @@ def measure(model_dir: Path) -> dict[str, Any]:
         share = {(r["family"], int(r["level"])): float(r["informative"]) for r in done["cells"]}
         for pool in done["pools"]:  # as seed 1's pool holds its cells (small cells run short)
             frame = generate_mix(pool["mix"], hl.TINY.pool_size * 2, 10_001)
-            frame = frame.filter(pl.col("split") == "train").head(hl.TINY.pool_size)
+            frame = frame.filter(pl.col("split") == "train")
+            frame = frame.sample(fraction=1.0, shuffle=True, seed=1).head(hl.TINY.pool_size)
             pool["pool_predicted_share"] = float(
                 np.mean(
                     [
