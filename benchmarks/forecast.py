@@ -7,17 +7,19 @@ What it measures. Every finished run of `results/headline_runs/` (SmolLM2, warm 
 problem, cell, k correct of n, update, in the order observed) is replayed in order; before each
 update's groups every model forecasts each group's pass rate and P(informative) (0 < k < n) from
 the groups of earlier updates of the same run only, as the selection saw them. Only the posterior
-arms keep their groups (`sieve`, `sieve_screen`); the other arms' files keep per-step counts, not
-per-group outcomes, and are listed under `skipped`. Their committed state was saved at the last
-evaluation mark, so the groups cover each run's first three quarters of steps (`span`). The
-groups are the ones the sieve arm chose: the models are scored where the product's selection
-looked, not on a uniform draw.
+arms keep their groups (`sieve`, `sieve_screen`, `sieve_learning`); the other arms' files keep
+per-step counts, not per-group outcomes, and are listed under `skipped`. Their committed state
+was saved at the last evaluation mark, so the groups cover each run's first three quarters of
+steps (`span`). The groups are the ones the sieve arm chose: the models are scored where the
+product's selection looked, not on a uniform draw.
 
 Settings: `real warm`, `real cold`, `tiny cold` (sieve), `tiny cold screen` (sieve_screen: also
-its 4-sample screens). Models (all see the same groups, in the same order, on the same clock):
+its 4-sample screens), `... learning` (sieve_learning, once runs of it have finished). Models
+(all see the same groups, in the same order, on the same clock):
 - `posterior`: the product's model (`prompt_posterior`, default `PosteriorConfig`), P exact;
-- `posterior at mean`: the same Beta, P(informative) read at its mean, as the trainer's
-  `predicted_informative` metric does (the replay is checked against those recorded numbers);
+- `posterior at mean`: the same Beta, P(informative) read at its mean, as the runs recorded
+  before the trainer's `predicted_informative` metric became the predictive (the replay is
+  checked against the recorded numbers, whichever the run kept);
 - `mopps`: the MoPPS-style arm's `BetaPosterior` (its defaults);
 - `static (tuned)`: the product's model with a prior strength, a forgetting clock and cell
   settings chosen from GRID (no drift);
@@ -62,6 +64,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # headline.py's start prior
 
 from pipeline.selection.forecast import (
     LearningConfig,
@@ -78,7 +81,8 @@ from pipeline.selection.forecast import (
 
 RESULTS = Path(__file__).parent / "results"
 FAMILIES = {"real": RESULTS / "headline_runs", "tiny": RESULTS / "headline_tiny_runs"}
-SETTING_OF = {"sieve": "", "sieve_screen": " screen"}  # arms that keep their groups
+# the arms that keep their groups
+SETTING_OF = {"sieve": "", "sieve_screen": " screen", "sieve_learning": " learning"}
 STRENGTHS = (0.5, 1.0, 2.0, None)  # None: matched online
 CLOCKS = {"update": (0.9, 1.0), "group": (1.0, 0.7), "both": (0.9, 0.7)}  # (decay, forget)
 CELLS = {"product": (8.0, 0.9), "slow": (2.0, 0.97)}  # (cell_strength, cell_decay)
@@ -116,6 +120,7 @@ def label(cfg: LearningConfig) -> str:
 @dataclass
 class Run:
     name: str
+    arm: str
     family: str
     setting: str
     stream: Stream
@@ -126,21 +131,15 @@ class Run:
 
 
 def start_prior(folder: Path, p: dict[str, Any]) -> tuple[dict[str, tuple[float, float]], str]:
-    """Per cell (k, n) the start weights were measured to pass before any arm ran."""
+    """Per cell (k, n) the start weights were measured to pass before any arm ran: the prior
+    the `sieve_learning` arm starts from (headline.py's `start_prior`)."""
+    from headline import start_prior as measured
+
     path = folder / f"start_{p['setting']}_{p['start']}.json"
     start = json.loads(path.read_text())
-    if start.get("cells"):
-        n = p["setup"]["cell_samples"]
-        return {
-            f"{c['family']} {c['level']}": (c["pass_rate"] * c["prompts"] * n, c["prompts"] * n)
-            for c in start["cells"]
-        }, f"{path.name}: cells"
-    n = p["setup"]["samples"]
-    return {
-        f"{c['family']} {c['level']}": (c["sampled"] * c["problems"] * n, c["problems"] * n)
-        for c in start["by_level"]
-        if c.get("sampled") is not None
-    }, f"{path.name}: by_level sampled"
+    prior = measured(start, p["setup"]["cell_samples"], p["setup"]["samples"])
+    source = "cells" if start.get("cells") else "by_level sampled"
+    return dict(prior.cells) if prior else {}, f"{path.name}: {source}"
 
 
 def load_runs(quick: bool) -> tuple[list[Run], list[dict[str, str]]]:
@@ -170,6 +169,7 @@ def load_runs(quick: bool) -> tuple[list[Run], list[dict[str, str]]]:
             runs.append(
                 Run(
                     f"{family}/{path.stem}",
+                    arm,
                     family,
                     setting,
                     stream,
@@ -224,12 +224,17 @@ def leave_one_out(runs: list[Run], sse: np.ndarray) -> list[int]:
 
 
 def recorded_check(run: Run, post: dict[str, np.ndarray]) -> dict[str, Any] | None:
-    """The replayed posterior at its mean against the `predicted_informative` the run recorded
-    per step; and the recorded forecast's calibration per quarter over all the run's steps."""
+    """The replayed posterior against the forecast the run recorded per step: at its mean
+    (`predicted_informative`, runs recorded before the predictive was) or the predictive itself
+    (`expected_informative`, the static model's `sieve` arm only: the replay is that model);
+    and the recorded forecast's calibration per quarter over all the run's steps."""
     recorded = [s.get("predicted_informative") for s in run.steps]
+    plug = post["plug_in"]
     if any(x is None for x in recorded):
-        return None
-    u, plug = run.stream.update, post["plug_in"]
+        recorded, plug = [s.get("expected_informative") for s in run.steps], post["p_inf"]
+        if run.arm != "sieve" or any(x is None for x in recorded):
+            return None
+    u = run.stream.update
     gaps = [abs(float(plug[u == t].mean()) - recorded[t]) for t in np.unique(u)]
     q = np.minimum(4 * np.arange(len(run.steps)) // len(run.steps), 3)
     share = [s["informative"] / s["groups"] if s["groups"] else np.nan for s in run.steps]

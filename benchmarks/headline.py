@@ -25,7 +25,12 @@ The protocol:
   `sieve` (Sieve's difficulty model, pipeline/selection/posterior.py: each prompt's Beta
   posterior shrunk toward its cell's yield, evidence decaying with every update, Thompson draws
   from `candidates` per step, the batch with the largest learnability p(1 - p); no extra
-  rollouts; the model learns only from the run's own training groups, like every other arm).
+  rollouts; the model learns only from the run's own training groups, like every other arm);
+  `sieve_learning` (the same selection on the learning model, pipeline/selection/learning.py:
+  evidence that moves with training, per-cell drift fitted on the run's own revisits, plus a
+  start prior: per cell what the start weights were measured to pass before any arm ran, the
+  warm start's train-split cell measurement, else the start evaluation's sampled accuracy per
+  cell, `start_prior`).
 - **Seeds.** A seed fixes the pool (train-split problems of the mix), every draw, and the
   trainer's seed; every arm gets the same. The evaluation's sampling seed is the same for
   every run.
@@ -96,7 +101,7 @@ RESULTS = Path(__file__).parent / "results"
 STATE = Path("/tmp/sieve-headline")
 MODEL = Path("/tmp/sieve-real-model/models/smollm2-135m")
 MIX_FILE = ROOT / "data" / "configs" / "real_mix.toml"
-ARMS = ("uniform", "dapo", "greso", "mopps", "sieve", "sieve_screen", "night")
+ARMS = ("uniform", "dapo", "greso", "mopps", "sieve", "sieve_learning", "sieve_screen", "night")
 SETTINGS = ("warm", "cold")
 ZONES = ((0.8, "always"), (0.05, "learnable"), (0.0, "never"))  # lower bounds, first match
 TOP_P = 1.0
@@ -401,6 +406,7 @@ def run_arm(
         Observations,
         PosteriorConfig,
         ScreenConfig,
+        SelectionConfig,
         posterior_screen,
         posterior_select,
     )
@@ -481,6 +487,17 @@ def run_arm(
             seed,
             PosteriorConfig(candidates=setup.candidates // n),
         )
+    elif arm == "sieve_learning":  # the learning model and the start prior, Thompson draws
+        inner = posterior_select(
+            lambda st, r: draw(st, r, setup.candidates),
+            CELL_OF,
+            seen,
+            n,
+            seed,
+            PosteriorConfig(candidates=setup.candidates // n),
+            select=SelectionConfig(model="learning"),
+            prior=start_prior(start, setup.cell_samples, setup.samples),
+        )
     elif arm == "sieve_screen":  # the same pick, then two stages inside the step (issue 46.3)
         g = setup.group_size
         inner = lambda t, st: posterior_screen(  # noqa: E731
@@ -547,7 +564,9 @@ def run_arm(
                 "keys": last["keys"],
                 "unfilled": bool(m.get("unfilled", 0.0)),
                 "skipped": int(m.get("skipped_zero_var", 0.0)),
-                "predicted_informative": m.get("predicted_informative"),
+                # the batch's posterior predictive P(informative) (runs recorded before it
+                # kept `predicted_informative`: the same read at the posterior mean)
+                "expected_informative": m.get("predicted_informative"),
                 "seconds": round(
                     m.get("time_sample", 0.0)
                     + m.get("time_score", 0.0)
@@ -717,7 +736,7 @@ def night_steps(ledger: Any, train_id: str) -> list[dict[str, Any]]:
                 "keys": list(gg.get("keys") or []),
                 "unfilled": False,
                 "skipped": 0,
-                "predicted_informative": mm.get("predicted_informative"),
+                "expected_informative": mm.get("predicted_informative"),
                 "seconds": round(
                     mm.get("time_sample", 0.0) + mm.get("time_score", 0.0)
                     + mm.get("time_update", 0.0), 2
@@ -824,7 +843,7 @@ def run_night(
                 {
                     "sampled": spent, "trained": 0, "groups": 0, "informative": 0,
                     "update": False, "keys": [], "unfilled": False, "skipped": 0,
-                    "predicted_informative": None, "seconds": 0.0,
+                    "expected_informative": None, "seconds": 0.0,
                     "load_1m": round(os.getloadavg()[0], 2), "curation": True,
                 }
             ]  # fmt: skip
@@ -969,6 +988,30 @@ def start_point(
     return {k: v.detach().clone() for k, v in pol.model.state_dict().items()}, record
 
 
+def start_prior(start: dict[str, Any], cell_samples: int, samples: int) -> Any:
+    """The `sieve_learning` arm's start prior (a `CellPrior`, None without a measurement): per
+    cell, k of n samples the start weights were measured to pass before any arm ran. The warm
+    start's train-split cell measurement (`cells`: prompts x `cell_samples` per cell) where the
+    record has one, else the start evaluation's sampled accuracy per held-out cell (`by_level`:
+    problems x `samples`). benchmarks/forecast.py scores the same prior on recorded runs."""
+    from pipeline.selection.posterior import CellPrior
+
+    if start.get("cells"):
+        n = cell_samples
+        return CellPrior(
+            {f"{c['family']} {c['level']}": (c["pass_rate"] * c["prompts"] * n, c["prompts"] * n)
+             for c in start["cells"]}
+        )  # fmt: skip
+    rows = [c for c in start.get("by_level") or [] if c.get("sampled") is not None]
+    if not rows:
+        return None
+    n = samples
+    return CellPrior(
+        {f"{c['family']} {c['level']}": (c["sampled"] * c["problems"] * n, c["problems"] * n)
+         for c in rows}
+    )  # fmt: skip
+
+
 # ---------------------------------------------------------------- statistics
 
 
@@ -976,22 +1019,27 @@ def expected_informative(alpha: np.ndarray, beta: np.ndarray, g: int) -> np.ndar
     """The chance that a group of g is informative (not all alike) when p ~ Beta(α, β): the
     posterior predictive (Beta-binomial) 1 − E[p^g] − E[(1 − p)^g], with E[p^g] = Π_{i<g}
     (α + i) / (α + β + i). At the posterior mean m, 1 − m^g − (1 − m)^g ignores the spread of p
-    and is larger (m^g ≤ E[p^g], Jensen)."""
-    i = np.arange(g)[:, None]
-    right = np.prod((alpha + i) / (alpha + beta + i), 0)
-    wrong = np.prod((beta + i) / (alpha + beta + i), 0)
-    return 1.0 - right - wrong
+    and is larger (m^g ≤ E[p^g], Jensen). The product's `informative_probability`."""
+    from pipeline.selection.stats import informative_probability
+
+    return informative_probability(alpha, beta, np.full(len(alpha), g))
 
 
 def predictive_steps(r: dict[str, Any]) -> list[float | None] | None:
     """Per step of a Sieve run (`posterior_select`), the informative share its posterior
-    expected of the batch, from the posterior predictive, rebuilt from the observations the run
+    expected of the batch, from the posterior predictive: as the run recorded it
+    (`expected_informative`; None for the run when no step has one), or, for a run that
+    recorded the share at the posterior mean only (`predicted_informative`, the static model's
+    `sieve` arm before the predictive was recorded), rebuilt from the observations the run
     keeps: at step i the posterior is a function of the groups observed before update i. None
     for a step past the last observation kept (runs that saved them only with their last
     checkpoint), and None for the run when the rebuilt posterior's mean does not give the share
     the run recorded at the mean (a posterior configured otherwise than the defaults)."""
     from pipeline.selection.posterior import OBSERVATION_SCHEMA, PosteriorConfig, prompt_posterior
 
+    if any("expected_informative" in s for s in r["steps"]):
+        got = [s.get("expected_informative") for s in r["steps"]]
+        return got if any(x is not None for x in got) else None
     kept = (r.get("state") or {}).get("observations")
     if r.get("arm") != "sieve" or not kept:
         return None
@@ -1044,7 +1092,7 @@ def run_row(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-SIEVE_ARMS = ("sieve", "sieve_screen", "night")  # compared with every competitor too
+SIEVE_ARMS = ("sieve", "sieve_learning", "sieve_screen", "night")  # against every competitor
 COMPETITORS = ("mopps", "greso", "dapo")  # the selection methods the goal names
 
 
@@ -1094,9 +1142,10 @@ def _quarters(rows: list[list[float | None]]) -> list[float | None] | None:
 def updates_by_part(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Per quarter of each run's updates (in update order): the share of trained groups that
     were informative (not all G answers alike) and, where the arm predicts it before sampling,
-    the share its posterior expected, from the posterior predictive (`predicted`, Sieve's arm:
-    rebuilt from its observations) and at the posterior mean (`predicted_at_mean`, as the run
-    recorded it: larger, since it ignores the posterior's spread); means over the runs (seeds).
+    the share its posterior expected, from the posterior predictive (`predicted`: as the run
+    recorded it, or rebuilt from its observations where it recorded only the next,
+    `predictive_steps`) and at the posterior mean (`predicted_at_mean`, where the run recorded
+    it: larger, since it ignores the posterior's spread); means over the runs (seeds).
     `expected_vs_realized` sets both against the realised share over every update the
     predictive covers. Also informative groups trained per 1,000 rollouts sampled, per seed:
     the quantity an arm's selection buys."""
@@ -1127,7 +1176,7 @@ def updates_by_part(runs: list[dict[str, Any]]) -> dict[str, Any]:
             for p, s in zip(mine, upd, strict=True):
                 if p is not None:
                     covered["predictive"].append(p)
-                    covered["at_mean"].append(s["predicted_informative"])
+                    covered["at_mean"].append(s.get("predicted_informative"))
                     covered["informative"].append(s["informative"])
                     covered["groups"].append(s["groups"])
         sampled = totals(r["steps"])["sampled"]
@@ -1142,7 +1191,9 @@ def updates_by_part(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "updates": len(covered["groups"]),
                 "seeds": len(predictive),
                 "predictive": float(np.mean(covered["predictive"])),
-                "at_mean": float(np.mean(covered["at_mean"])),
+                "at_mean": (
+                    float(np.mean(covered["at_mean"])) if None not in covered["at_mean"] else None
+                ),
                 "realized": sum(covered["informative"]) / sum(covered["groups"]),
             }
             if covered["groups"]
@@ -1349,7 +1400,7 @@ def summarise_setting(
         }
         row["group_outcomes"] = (
             group_outcomes(list(mine.values()), rates if any(rates.values()) else None)
-            if arm == "sieve"
+            if arm in ("sieve", "sieve_learning")
             else None
         )
         if arm != "uniform" and paired:
@@ -1373,6 +1424,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
         "greso": "tab:orange",
         "mopps": "tab:purple",
         "sieve": "tab:green",
+        "sieve_learning": "tab:olive",
     }
     settings = [s for s in SETTINGS if s in result["settings"]]
     fig, axes = plt.subplots(len(settings), 2, figsize=(11, 4 * len(settings)), squeeze=False)

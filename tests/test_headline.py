@@ -33,8 +33,10 @@ def coin_reward(setup: Any) -> Any:
 
 
 # the arms the coin reward reaches (the night arm runs the product's loop, which scores with
-# Sieve's verifiers: on the random policy it pays nothing, so it runs once, for its accounting)
-ONLINE = [a for a in hl.ARMS if a != "night"]
+# Sieve's verifiers: on the random policy it pays nothing, so it runs once, for its accounting);
+# `sieve_learning` runs in a campaign of its own (test_the_learning_arm_...) until the docs
+# renderer (docs/render/docs_headline.py: ORDER, ARM_NAMES) names it
+ONLINE = [a for a in hl.ARMS if a not in ("night", "sieve_learning")]
 
 
 @pytest.fixture(scope="module")
@@ -545,6 +547,41 @@ def test_the_smoke_summary_reads_every_arm_by_quarter_and_sieves_groups_to_the_e
     )
     assert "| warm | **Sieve** (ledger posterior) | 2 |" in body
     assert "Sieve's trained groups by what they turned out to be" in body
+
+
+def test_the_learning_arm_runs_the_protocol_from_its_start_prior(
+    smoke: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """`sieve_learning` under the protocol (the smoke's warm weights): a full batch every step,
+    the posterior predictive recorded per step, its observations saved at the eval mark and
+    every group at the end, and a start prior read from the warm start's cell measurement."""
+    saved: list[tuple[bool, int]] = []
+    write = hl.atomic_write
+
+    def spy(path: Path, p: dict[str, Any]) -> None:
+        if p.get("arm") == "sieve_learning":
+            saved.append((p["done"], len(p["state"].get("observations", []))))
+        write(path, p)
+
+    monkeypatch.setattr(hl, "reward_fn", coin_reward)
+    monkeypatch.setattr(hl, "atomic_write", spy)
+    hl.main(["--smoke", "--results", str(tmp_path), "--state", str(smoke / "state"),
+             "--seeds", "1", "--arms", "sieve_learning"])  # fmt: skip
+    r = runs(tmp_path)["warm_sieve_learning_s1"]
+    setup = hl.SMOKE
+    assert r["done"] and sum(s["sampled"] for s in r["steps"]) <= setup.budget
+    assert all(s["sampled"] == setup.per_update for s in r["steps"])
+    assert all(0.0 < s["expected_informative"] < 1.0 for s in r["steps"])
+    assert hl.predictive_steps(r) == [s["expected_informative"] for s in r["steps"]]
+    groups = len(r["steps"]) * setup.batch_prompts
+    assert saved[0] == (False, groups // 2)  # the mark (halfway, 2 marks) kept its groups
+    assert saved[-1] == (True, groups) == (True, len(r["state"]["observations"]))
+    (record,) = (tmp_path / "headline_smoke_runs").glob("start_warm_*.json")
+    prior = hl.start_prior(json.loads(record.read_text()), setup.cell_samples, setup.samples)
+    n = setup.cell_prompts * setup.cell_samples
+    assert prior is not None and all(c[1] == n for c in prior.cells.values())
+    learning = json.loads((tmp_path / "headline_smoke.json").read_text())["settings"]["warm"]
+    assert learning["arms"]["sieve_learning"]["group_outcomes"]["seeds"] == 1
 
 
 def _dig(d: Any, keys: tuple[str, ...]) -> Any:

@@ -23,21 +23,45 @@ every step from the run's own groups (every group it trains is an observation; n
 to decide). The same numbers come from the ledger in SQL (`queries/prompt_posterior.sql`); the
 tests hold the two to 1e-12.
 
-Test: `.venv/bin/pytest tests/selection/test_posterior.py -q`.
+Options (`SelectionConfig`; its defaults are the above):
+- `model = "learning"`: the learning model (pipeline/selection/learning.py: evidence that moves
+  with training, per-cell drift fitted on the run's revisits) instead of this static one; it has
+  no SQL twin;
+- `score = "ucb"`: the posterior mean of p(1 − p) plus κ times its standard deviation instead of
+  a Thompson draw's p(1 − p); `coverage` ρ: a prompt seen v times scores × (1 + v)^−ρ;
+- a start prior (`CellPrior`): k of n samples per cell known before the run (a screen or an
+  evaluation of the start weights; `ledger_cell_prior` reads one revision's from the ledger),
+  joined to the cells' evidence at its update, in either model.
+
+The metric `predicted_informative` of a step is the mean over the picked batch of the posterior
+predictive P(0 < k < G) (Beta-binomial, `stats.informative_probability`) under the model that
+picked it.
+
+Test: `.venv/bin/pytest tests/selection/test_posterior.py tests/selection/test_posterior_learning.py
+-q`.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 
 from grpo_core.seeds import derive_seed
 from grpo_core.types import Collected, Collector, Item, Rollouts, Scores, TrainerError
-from grpo_core.validate import AtLeastOne, check_fields
+from grpo_core.validate import AtLeastOne, NonNegative, check_fields
+from pipeline.selection.learning import LEARNING, LearningConfig, RunLearner
+from pipeline.selection.stats import (
+    flat_probability,
+    informative_probability,
+    learnability,
+    learnability_sd,
+)
 
 OBSERVATION_SCHEMA = {
     "problem_id": pl.String,
@@ -71,6 +95,66 @@ class PosteriorConfig:
             )
 
 
+@dataclass(frozen=True)
+class SelectionConfig:
+    """Which difficulty model scores a step's candidates and how a candidate's posterior becomes
+    the score its batch is picked by. The defaults are the static model and Thompson draws."""
+
+    # static: PosteriorConfig's model (its SQL twin: the ledger views); learning: `learning`'s
+    # (drift fitted on the run's revisits, after DPS, Mao et al. 2026, arXiv 2603.10887)
+    model: Literal["static", "learning"] = "static"
+    learning: LearningConfig = LEARNING  # the learning model's settings (forecast.json's best)
+    # thompson: a Beta draw's p(1 − p) (MoPPS, Qu et al. 2025, arXiv 2507.04632); ucb: E[p(1 −
+    # p)] + κ · sd(p(1 − p)) (after InSight, Zhou et al. 2026, arXiv 2603.01907: a score from
+    # the mean belief plus what more evidence is worth, not from one noisy draw)
+    score: Literal["thompson", "ucb"] = "thompson"
+    kappa: NonNegative = 1.0  # κ of "ucb": weight of the spread; 0 ranks by the mean alone
+    # ρ: a prompt the model has v groups of scores × (1 + v)^−ρ, so an unseen prompt beats a
+    # revisit of equal learnability (a count-based novelty discount: Thompson draws alone keep
+    # revisiting the prompts they know to be learnable); 0: revisits cost nothing
+    coverage: NonNegative = 0.0
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True)
+class CellPrior:
+    """What is known of each cell ("family level") before the run: `cells` maps a cell to (k
+    correct, n samples), measured at update `update` (a screen or a held-out evaluation of the
+    start weights). Both models add it to the cell's evidence, never to a prompt's own, and it
+    decays like a group observed then (static: γ per update, uncapped: `cap` bounds one group,
+    a measurement is many; learning: `cell_decay`)."""
+
+    cells: Mapping[str, tuple[float, float]]
+    update: int = 0
+
+    def __post_init__(self) -> None:
+        for cell, (k, n) in self.cells.items():
+            if not (math.isfinite(k) and math.isfinite(n) and 0.0 <= k <= n):
+                raise ValueError(f"cell {cell!r}: need 0 ≤ k ≤ n, finite; got k={k}, n={n}")
+        if self.update < 0:
+            raise ValueError(f"need update ≥ 0; got {self.update}")
+
+    @classmethod
+    def from_rates(
+        cls, rates: Mapping[str, float], samples: float | Mapping[str, float], update: int = 0
+    ) -> CellPrior:
+        """From a pass rate per cell worth `samples` samples (one number, or one per cell): the
+        strength of the prior is how many samples the rate was measured on, or less."""
+        n = {c: float(samples[c] if isinstance(samples, Mapping) else samples) for c in rates}
+        return cls({c: (float(r) * n[c], n[c]) for c, r in rates.items()}, update)
+
+    def frame(self, decay: float, now: int) -> pl.DataFrame:
+        """cell, wk, wn: the evidence weighted γ^(now − update), as `cell_posterior` pools it."""
+        w = decay ** (now - self.update)
+        return pl.DataFrame(
+            {"cell": list(self.cells), "wk": [w * k for k, _ in self.cells.values()],
+             "wn": [w * n for _, n in self.cells.values()]},
+            schema={"cell": pl.String, "wk": pl.Float64, "wn": pl.Float64},
+        )  # fmt: skip
+
+
 def _weighted(obs: pl.DataFrame, cfg: PosteriorConfig, now: int) -> pl.DataFrame:
     w = pl.lit(cfg.decay, pl.Float64).pow(
         (now - pl.col("update")).cast(pl.Float64)
@@ -78,9 +162,14 @@ def _weighted(obs: pl.DataFrame, cfg: PosteriorConfig, now: int) -> pl.DataFrame
     return obs.filter(pl.col("n") > 0).with_columns(wk=w * pl.col("k"), wn=w * pl.col("n"))
 
 
-def cell_posterior(obs: pl.DataFrame, cfg: PosteriorConfig, now: int) -> tuple[float, pl.DataFrame]:
-    """(pooled yield m, per cell: cell, wk, wn, yield m_c) from observations at update `now`."""
+def cell_posterior(
+    obs: pl.DataFrame, cfg: PosteriorConfig, now: int, prior: CellPrior | None = None
+) -> tuple[float, pl.DataFrame]:
+    """(pooled yield m, per cell: cell, wk, wn, yield m_c) from observations at update `now`
+    (and a start prior's cell evidence, which the pooled yield counts too)."""
     w = _weighted(obs, cfg, now)
+    if prior is not None:
+        w = pl.concat([w.select("cell", "wk", "wn"), prior.frame(cfg.decay, now)])
     pooled = (float(w["wk"].sum()) + 1.0) / (float(w["wn"].sum()) + 2.0)
     cells = (
         w.group_by("cell")
@@ -96,11 +185,15 @@ def cell_posterior(obs: pl.DataFrame, cfg: PosteriorConfig, now: int) -> tuple[f
 
 
 def prompt_posterior(
-    obs: pl.DataFrame, prompts: pl.DataFrame, cfg: PosteriorConfig, now: int
+    obs: pl.DataFrame,
+    prompts: pl.DataFrame,
+    cfg: PosteriorConfig,
+    now: int,
+    prior: CellPrior | None = None,
 ) -> pl.DataFrame:
     """Beta(alpha, beta) of every prompt in `prompts` (columns problem_id, cell), observed or
-    not, at update `now`; also its posterior mean."""
-    pooled, cells = cell_posterior(obs, cfg, now)
+    not, at update `now`; also its posterior mean. `prior`: a start prior of the cells."""
+    pooled, cells = cell_posterior(obs, cfg, now, prior)
     fallback = min(max(pooled, cfg.floor), 1.0 - cfg.floor)
     mine = (
         _weighted(obs, cfg, now)
@@ -125,14 +218,39 @@ def prompt_posterior(
     return out.select("problem_id", "cell", "cell_yield", "alpha", "beta", "mean")
 
 
-def select_batch(
-    alpha: np.ndarray, beta: np.ndarray, batch: int, rng: np.random.Generator
+def selection_score(
+    alpha: np.ndarray,
+    beta: np.ndarray,
+    rng: np.random.Generator,
+    select: SelectionConfig = SelectionConfig(),
+    visits: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Indices of the `batch` candidates whose Thompson draws have the largest p(1 − p)."""
+    """Each candidate's score under `select`: a Thompson draw's p(1 − p), or E[p(1 − p)] + κ ·
+    sd(p(1 − p)) ("ucb", no draw); times (1 + visits)^−ρ where ρ = `select.coverage` > 0."""
+    if select.score == "thompson":
+        p = rng.beta(alpha, beta)
+        score = p * (1.0 - p)
+    else:
+        score = learnability(alpha, beta) + select.kappa * learnability_sd(alpha, beta)
+    if select.coverage > 0 and visits is not None:
+        score = score * (1.0 + visits) ** -select.coverage
+    return np.asarray(score)
+
+
+def select_batch(
+    alpha: np.ndarray,
+    beta: np.ndarray,
+    batch: int,
+    rng: np.random.Generator,
+    select: SelectionConfig = SelectionConfig(),
+    visits: np.ndarray | None = None,
+) -> np.ndarray:
+    """Indices of the `batch` candidates of the largest `selection_score` (by default, whose
+    Thompson draws have the largest p(1 − p)); ties keep the candidates' order."""
     if len(alpha) < batch:
         raise ValueError(f"{len(alpha)} candidates for a batch of {batch}")
-    p = rng.beta(alpha, beta)
-    return np.argsort(-(p * (1.0 - p)), kind="stable")[:batch]
+    score = selection_score(alpha, beta, rng, select, visits)
+    return np.argsort(-score, kind="stable")[:batch]
 
 
 @dataclass
@@ -156,26 +274,70 @@ class Observations:
         return cls([(str(a), str(b), float(c), float(d), int(e)) for a, b, c, d, e in rows])
 
 
+Difficulty = Callable[[Observations, list[str], list[str], int], tuple[np.ndarray, np.ndarray]]
+
+
+def difficulty_model(
+    cfg: PosteriorConfig = PosteriorConfig(),
+    select: SelectionConfig = SelectionConfig(),
+    prior: CellPrior | None = None,
+) -> Difficulty:
+    """The model `select.model` names, as a function (observations, keys, cells, now) → the
+    prompts' Beta (α, β) at update `now`: the static one (`cfg`) computed afresh each time, or
+    the learning one (`select.learning`; `cfg` unused) keeping its state between calls (a
+    `RunLearner` over the observations' rows). `prior` joins the cells' evidence in either."""
+    if select.model == "learning":
+        learner = RunLearner(select.learning, prior.cells if prior else None,
+                             prior.update if prior else 0)  # fmt: skip
+        return lambda obs, keys, cells, now: learner.params(obs.rows, keys, cells, now)
+
+    def static(
+        obs: Observations, keys: list[str], cells: list[str], now: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        prompts = pl.DataFrame({"problem_id": keys, "cell": cells})
+        post = prompt_posterior(obs.frame(), prompts, cfg, now, prior)
+        return post["alpha"].to_numpy(), post["beta"].to_numpy()
+
+    return static
+
+
+@dataclass
+class _Step:
+    """A step's distinct candidates, their Beta (α, β) at the step's update (in their order),
+    their visits (groups the model holds of each; None unless the score reads them) and the
+    step's Thompson generator."""
+
+    cands: list[Item]
+    alpha: np.ndarray
+    beta: np.ndarray
+    visits: np.ndarray | None
+    rng: np.random.Generator
+
+
 def _candidates(
     source: Callable[[int, int], Sequence[Item]],
     cell_of: Mapping[str, str],
     obs: Observations,
-    cfg: PosteriorConfig,
+    model: Difficulty,
+    select: SelectionConfig,
     seed: int,
     step: int,
     size: int,
     now: int,
-) -> tuple[list[Item], pl.DataFrame, np.random.Generator]:
-    """A step's distinct candidates, their posteriors at update `now` (in their order) and the
-    step's Thompson generator; a TrainerError when they cannot fill a batch of `size`."""
+) -> _Step:
+    """The step's candidates and their posteriors; a TrainerError when they cannot fill a batch
+    of `size`."""
     cands = list({it.key: it for it in source(step, 0)}.values())
     if len(cands) < size:
         raise TrainerError(f"{len(cands)} candidates for a batch of {size} at step {step}")
-    prompts = pl.DataFrame(
-        {"problem_id": [it.key for it in cands], "cell": [cell_of[it.key] for it in cands]}
-    )
-    post = prompt_posterior(obs.frame(), prompts, cfg, now)
-    return cands, post, np.random.default_rng(derive_seed(seed, "posterior", step))
+    keys = [it.key for it in cands]
+    alpha, beta = model(obs, keys, [cell_of[k] for k in keys], now)
+    visits = None
+    if select.coverage > 0:
+        seen = Counter(r[0] for r in obs.rows)
+        visits = np.array([seen[k] for k in keys], dtype=np.float64)
+    rng = np.random.default_rng(derive_seed(seed, "posterior", step))
+    return _Step(cands, alpha, beta, visits, rng)
 
 
 def posterior_select(
@@ -188,11 +350,15 @@ def posterior_select(
     update_of: Callable[[int], int] = lambda step: step,
     stored: Mapping[str, Sequence[Any]] | None = None,
     visited: set[str] | None = None,
+    select: SelectionConfig = SelectionConfig(),
+    prior: CellPrior | None = None,
 ) -> Collector:
     """The trainer collector: candidates of (step, 0) (≥ cfg.candidates x `batch` of them),
-    their posteriors at update `update_of(step)` from `obs`, the `batch` with the largest drawn
-    learnability sampled, each group then added to `obs`. No rollout is spent to decide.
-    `batch` may be a function of the step (the curriculum's stages differ in G).
+    their posteriors at update `update_of(step)` from `obs` (and `prior`) under the model
+    `select` names, the `batch` of the largest score (`select_batch`) sampled, each group then
+    added to `obs`. No rollout is spent to decide. `batch` may be a function of the step (the
+    curriculum's stages differ in G). Metric `predicted_informative`: the batch's mean posterior
+    predictive P(0 < k < G).
 
     `stored` (key → samples, e.g. the night's screen/refine samples of the curriculum): a picked
     prompt's first visit (its key not in `visited`, which the collector then extends) trains on
@@ -202,18 +368,20 @@ def posterior_select(
     from grpo_core.history import replay_first_visits
 
     seen_keys = visited if visited is not None else set()
+    model = difficulty_model(cfg, select, prior)
 
     def collect(t: Rollouts, step: int) -> Collected:
         size = batch(step) if callable(batch) else batch
         now = update_of(step)
-        cands, post, rng = _candidates(source, cell_of, obs, cfg, seed, step, size, now)
-        idx = select_batch(post["alpha"].to_numpy(), post["beta"].to_numpy(), size, rng)
-        kept = [cands[int(i)] for i in idx]
-        m = post["mean"].to_numpy()[idx]
+        at = _candidates(source, cell_of, obs, model, select, seed, step, size, now)
+        idx = select_batch(at.alpha, at.beta, size, at.rng, select, at.visits)
+        kept = [at.cands[int(i)] for i in idx]
         g = np.array([it.group_size for it in kept], dtype=np.float64)
-        metrics = {  # a group of G is informative unless all G agree (at the posterior mean)
-            "candidates": float(len(cands)),
-            "predicted_informative": float(np.mean(1.0 - m**g - (1.0 - m) ** g)),
+        metrics = {  # a group of G is informative unless all G agree (posterior predictive)
+            "candidates": float(len(at.cands)),
+            "predicted_informative": float(
+                np.mean(informative_probability(at.alpha[idx], at.beta[idx], g))
+            ),
         }
         if stored:
             c, replayed = replay_first_visits(t, step, kept, stored, seen_keys)
@@ -380,6 +548,26 @@ def lineage_observations(
     return obs.sort("update", "problem_id", maintain_order=True), now
 
 
+def ledger_cell_prior(
+    ledger: Any, revision: str, samples: float | None = None, update: int = 0
+) -> CellPrior | None:
+    """The start prior of a training run from the weights `revision`: per cell, k of n samples
+    those weights were sampled to pass in the ledger (the stored query `cell_prior`: every
+    sampled run of them, curation screens and held-out evaluations), as measured at `update`
+    (the revision's clock); each cell's n capped at `samples` keeping its pass rate (a big
+    screen need not outweigh the run's own groups). None when the ledger has no such sample.
+    The curation groups of the lineage may already be prompt evidence (`lineage_observations`):
+    a caller that adds both counts those samples twice in their cells."""
+    rows = ledger.query("cell_prior", revision=revision)
+    if rows.height == 0:
+        return None
+    cells: dict[str, tuple[float, float]] = {}
+    for cell, k, n in rows.select("cell", "k", "n").iter_rows():
+        f = min(1.0, samples / n) if samples is not None else 1.0
+        cells[str(cell)] = (f * float(k), f * float(n))
+    return CellPrior(cells, update)
+
+
 def checkpoint_clock(hop: tuple[str, int], start: Mapping[str, int]) -> int:
     """The update clock of the checkpoint (train_id, step) on the lineage."""
     return start[hop[0]] + hop[1]
@@ -396,16 +584,6 @@ def ledger_posterior(
     )
     _, cells = cell_posterior(obs, cfg, now)
     return cells, prompt_posterior(obs, prompts, cfg, now), now
-
-
-def flat_probability(alpha: np.ndarray, beta: np.ndarray, g_max: int) -> np.ndarray:
-    """P(a group of G is flat: all right or all wrong) under Beta(alpha, beta), for G = 1..g_max
-    (column G − 1): E[p^G] + E[(1 − p)^G], each a product Π_{i<G} (a + i) / (a + b + i)."""
-    i = np.arange(g_max, dtype=np.float64)
-    a, b = alpha[:, None], beta[:, None]
-    right = np.cumprod((a + i) / (a + b + i), axis=1)
-    wrong = np.cumprod((b + i) / (a + b + i), axis=1)
-    return right + wrong
 
 
 def group_size_for(
@@ -454,6 +632,8 @@ def posterior_screen(
     screen: ScreenConfig = ScreenConfig(),
     update_of: Callable[[int], int] = lambda step: step,
     full: bool = False,
+    select: SelectionConfig = SelectionConfig(),
+    prior: CellPrior | None = None,
 ) -> Collector:
     """`posterior_select` with the two stages inside training: the `batch` candidates with the
     largest drawn learnability are sampled at once, each either straight at its G (posterior
@@ -463,15 +643,18 @@ def posterior_screen(
     screens further candidates in Thompson order to replace them. `full`: a step that did not
     fill its batch trains nothing (metric `unfilled`; its groups still count as evidence), so
     every update trains the same number of groups (the matched protocol of
-    benchmarks/headline.py)."""
+    benchmarks/headline.py). `select` and `prior` as in `posterior_select`."""
     from grpo_core.collect import _Gather
+
+    model = difficulty_model(cfg, select, prior)
 
     def collect(t: Rollouts, step: int) -> Collected:
         size = batch(step) if callable(batch) else batch
         now = update_of(step)
-        cands, post, rng = _candidates(source, cell_of, obs, cfg, seed, step, size, now)
-        alpha, beta = post["alpha"].to_numpy(), post["beta"].to_numpy()
-        order = select_batch(alpha, beta, len(cands), rng)  # every candidate, best first
+        pick = _candidates(source, cell_of, obs, model, select, seed, step, size, now)
+        cands, alpha, beta = pick.cands, pick.alpha, pick.beta
+        # every candidate, best first
+        order = select_batch(alpha, beta, len(cands), pick.rng, select, pick.visits)
         item_g = np.array([it.group_size for it in cands])
         direct_g = group_size_for(alpha, beta, item_g, max(screen.g_max, int(item_g.max())),
                                   screen.target)  # fmt: skip

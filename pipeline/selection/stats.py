@@ -21,6 +21,11 @@ when its rollouts' step accuracies differ (max − min > tol, the same `is_uninf
 some fragment position is right in one rollout and wrong in another: a fragment-level reward
 still separates such a group when every final answer agrees.
 
+The Beta-binomial predictive (numpy, for the selection before rollout): `flat_probability` and
+`informative_probability` (the chance that a group of G is all alike, or not, when p ~ Beta(α,
+β), exact rather than at the mean), `learnability` and `learnability_sd` (mean and spread of
+p(1 − p), the selection's "ucb" score).
+
 Departure in SQL: the macro `sieve_beta_q` knows the normal quantile only at u = 0.05 / 0.95 (the
 90 % interval), the two levels it is called with; here y = Φ⁻¹(1 − u) for any u.
 
@@ -33,6 +38,7 @@ from collections.abc import Callable
 from statistics import NormalDist
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from grpo_core.advantages import is_uninformative
@@ -178,8 +184,13 @@ def beta_summary(a: Any, b: Any, quantile: Quantile = beta_quantile) -> dict[str
         "p_mean": a / (a + b),
         "p_low": quantile(a, b, INTERVAL[0]),
         "p_high": quantile(a, b, INTERVAL[1]),
-        "learnability": a * b / ((a + b) * (a + b + 1)),
+        "learnability": learnability(a, b),
     }
+
+
+def learnability(a: Any, b: Any) -> Any:
+    """E[p(1 − p)] under Beta(a, b): the expected Bernoulli variance, what GRPO learns from."""
+    return a * b / ((a + b) * (a + b + 1))
 
 
 def posterior(frame: pl.DataFrame) -> pl.DataFrame:
@@ -196,3 +207,40 @@ def posterior(frame: pl.DataFrame) -> pl.DataFrame:
 def beta_quantile_value(a: float, b: float, u: float) -> float:
     """Scalar convenience over `beta_quantile` (tests, notebooks)."""
     return float(pl.select(beta_quantile(pl.lit(float(a)), pl.lit(float(b)), u)).item())
+
+
+# ---------------------------------------------------------------- the Beta-binomial predictive
+
+
+def learnability_sd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The standard deviation of p(1 − p) under Beta(a, b): E[p²(1 − p)²] = a(a + 1) b(b + 1) /
+    (t(t + 1)(t + 2)(t + 3)), t = a + b, less `learnability`² (clipped at 0 against rounding)."""
+    t = a + b
+    second = a * (a + 1) * b * (b + 1) / (t * (t + 1) * (t + 2) * (t + 3))
+    return np.sqrt(np.maximum(second - learnability(a, b) ** 2, 0.0))
+
+
+def flat_probability(alpha: np.ndarray, beta: np.ndarray, g_max: int) -> np.ndarray:
+    """P(a group of G is flat: all right or all wrong) under Beta(alpha, beta), for G = 1..g_max
+    (column G − 1): E[p^G] + E[(1 − p)^G], each a product Π_{i<G} (a + i) / (a + b + i)."""
+    i = np.arange(g_max, dtype=np.float64)
+    a, b = alpha[:, None], beta[:, None]
+    right = np.cumprod((a + i) / (a + b + i), axis=1)
+    wrong = np.cumprod((b + i) / (a + b + i), axis=1)
+    return right + wrong
+
+
+def informative_probability(alpha: np.ndarray, beta: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """P(0 < k < n) for k ~ BetaBinomial(n, α, β), elementwise (n whole, ≥ 1): 1 − E[p^n] −
+    E[(1 − p)^n], the moments of `flat_probability` at each row's own n."""
+    g = np.asarray(n).astype(np.int64)
+    out = np.zeros(len(g))
+    for size in np.unique(g):
+        at = g == size
+        a, b = alpha[at], beta[at]
+        right, wrong = np.ones(len(a)), np.ones(len(a))
+        for i in range(int(size)):
+            right *= (a + i) / (a + b + i)
+            wrong *= (b + i) / (a + b + i)
+        out[at] = 1.0 - right - wrong
+    return out
