@@ -7,7 +7,8 @@ what to sample has the most to save; where half of them already disagree, little
 builds pools of the generator mix whose predicted share spans about 0.05 to 0.5, and runs the
 tiny headline's protocol (benchmarks/headline.py: matched updates, paired seeds, the same
 evaluation for every arm of a pool) on each, with the arms uniform, Sieve's default selection
-(`sieve`: the ledger posterior), DAPO's dynamic sampling and the MoPPS-style Thompson selection.
+(`sieve`: the ledger posterior), DAPO's dynamic sampling, the MoPPS-style Thompson selection and
+the learning difficulty model with the start's cell prior (`sieve_learning`).
 
 Steps, each resumable:
 
@@ -54,7 +55,9 @@ OUT = RESULTS / "regime_map.json"
 RUNS = RESULTS / "regime_map_runs"
 STATE = Path("/tmp/sieve-regime")
 TARGETS = (0.05, 0.15, 0.3, 0.5)  # predicted uniform informative share at the start
-ARMS = ("uniform", "sieve", "dapo", "mopps")
+# Sieve's default (`sieve`: today's ledger posterior) and the learning model with the start's
+# cell prior (`sieve_learning`), which becomes the default only if it holds on every pool here
+ARMS = ("uniform", "sieve", "dapo", "mopps", "sieve_learning")
 SEEDS = (1, 2, 3, 4, 5)
 G = 8
 CELL_PROMPTS = 32  # prompts per cell in the measurement
