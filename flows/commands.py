@@ -24,7 +24,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.core.errors import SieveError
+from pipeline.core.errors import SieveError, check_range
 from pipeline.core.hooks import Progress, ProgressEvent
 
 if TYPE_CHECKING:
@@ -332,8 +332,7 @@ def check_train_request(request: TrainRequest) -> Recipe | None:
     max_steps, steps = request.max_steps, request.steps
     if max_steps is not None and max_steps < 1:
         raise SieveError(f"--max-steps must be >= 1, got {max_steps}")
-    if steps is not None and not 1 <= steps <= MAX_COUNT:
-        raise SieveError(f"--steps must be an integer in [1, {MAX_COUNT}], got {steps}")
+    check_range("--steps", steps, 1, MAX_COUNT)
     given = given_recipe(request.config) if request.config is not None else None  # fails first
     check_backend(request.backend, request.base_urls)
     return given
@@ -358,22 +357,36 @@ def train_job(
         return resolve_train_job(ledger, *args, recipe=given, steps=request.steps)
 
 
-def check_resumable(job: TrainJob, backend: str) -> None:
-    """SieveError when `--resume` finds no checkpoint of this run (the curriculum, model,
-    settings and backend name it): it used to train a fresh run without a word."""
+def check_resumable(job: TrainJob, backend: str) -> str | None:
+    """What `--resume` resumes, checked before Prefect starts: a SieveError when it finds no
+    checkpoint of this run (the curriculum, model, settings and backend name it; it trained a
+    fresh run without a word), and the line to say instead of training when the ledger records
+    the run as finished (resuming it ran both evaluations again, and a failure there marked a
+    finished run failed); None when there is something to resume."""
     from grpo_core import checkpoint as ckpt
     from pipeline.jobs.trainee import train_id_for
     from pipeline.policy.model import folder_revision
+    from pipeline.store import Ledger
 
     cid, folder = job.curriculum_id, job.model
     train_id = train_id_for(cid, folder_revision(folder), job.settings, backend)
     root = job.home / "checkpoints" / train_id
-    if not ckpt.list_steps(root):
+    steps = ckpt.list_steps(root)
+    if not steps:
         raise SieveError(
             f"--resume: training {train_id} (curriculum {cid}, model {folder}, these settings) "
             f"has no checkpoint in {root}, so there is nothing to resume; drop --resume to "
             "start it"
         )
+    with Ledger.open(job.home, read_only=True) as ledger:
+        rows = ledger.run("SELECT status FROM train_runs WHERE train_id = $t", {"t": train_id})
+    if not rows or rows[0][0] != "finished":
+        return None
+    step, final = steps[-1]
+    return (
+        f"training {train_id} is already finished (step {step}, checkpoint {final}); nothing "
+        "to resume (more steps: --steps N, a run of its own)"
+    )
 
 
 def train(
@@ -384,13 +397,14 @@ def train(
     note: Note = _silent,
     warn: Note = _silent,
     progress: Progress | None = None,
-) -> dict[str, Any] | str:
+) -> dict[str, Any] | str | None:
     """`sieve train`: everything decided before Prefect starts, once, into a `TrainJob` (the
     curriculum, the starting model, the recipe); with `print_config` the effective settings as
     TOML (a `--config` file; nothing on disk touched, no ledger read when the model is given),
     else the sampling checked against the curriculum's (`pipeline.jobs.lineage.check_sampling`:
-    a `warn` line, or the error with `strict`), the checkpoint `resume` needs, then the Prefect
-    flow `flows.train.train_flow` (its summary returned)."""
+    a `warn` line, or the error with `strict`), the checkpoint `resume` needs (a finished run
+    is a `note` and None: nothing runs), then the Prefect flow `flows.train.train_flow` (its
+    summary returned)."""
     from pipeline.core.runlog import quiet_prefect
     from pipeline.jobs.lineage import check_sampling
 
@@ -411,8 +425,9 @@ def train(
     line = check_sampling(job, request.strict)
     if line is not None:
         warn(line)
-    if request.resume:
-        check_resumable(job, request.backend)
+    if request.resume and (finished := check_resumable(job, request.backend)) is not None:
+        note(finished)
+        return None
     note(f"train {job.curriculum_id}: model {job.model} ({job.model_why}); {job.recipe}")
     start_flows(job.home)
     from flows.runtime import Runtime
@@ -528,9 +543,10 @@ def schedule(
     note: Note = _silent,
 ) -> None:
     """`sieve schedule`: the nightly flow served as a Prefect deployment on `cron`
-    (`flows.nightly.serve`, blocks until Ctrl-C), its settings checked first: the cron, the
-    backend, the curation config (`check_samplable`, as `sieve curate` and `sieve loop` check
-    it) and the train settings (None: each night the recipe for its model)."""
+    (`flows.nightly.serve`, blocks until Ctrl-C), its settings checked first: $PREFECT_API_URL
+    (`check_api_url`), the cron, the backend, the curation config (`check_samplable`, as `sieve
+    curate` and `sieve loop` check it), the train settings (None: each night the recipe for its
+    model), and last that a Prefect API answers at the URL (`check_api_reachable`)."""
     import os
 
     from pipeline.jobs.recipes import load_settings
@@ -541,6 +557,8 @@ def schedule(
             "sieve schedule needs a Prefect server: run `prefect server start`, then "
             "export PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
+    api = os.environ["PREFECT_API_URL"]
+    check_api_url(api)  # before Prefect reads it (a malformed one fails in its settings)
     from prefect.client.schemas.schedules import CronSchedule
 
     try:
@@ -562,6 +580,7 @@ def schedule(
         train=settings,
         keep_sampling=sorted(cfg.sampling.model_fields_set) if config is not None else [],
     )
+    check_api_reachable(api)  # the last check: every setting is refused without a server
     note(f"serving deployment sieve-nightly/{name} on cron {cron!r}; Ctrl-C stops it")
     serve(cron, params, name)
 
@@ -583,11 +602,13 @@ def demo(
     candidates, `steps` training steps: None, the recipe's), or with `model` on vLLM
     (`flows.loop.demo_real`). `on_start` is called once the options are checked. Returns the
     ledger's path and the night."""
-    from flows.loop import DEMO_CURATE, DEMO_TRAIN
+    from grpo_core.validate import MAX_COUNT
     from pipeline.jobs.demo import run_demo
+    from pipeline.selection.config import MAX_CANDIDATES
 
-    if n < 10 or bootstrap_steps < 1:
-        raise SieveError("--n must be >= 10 and --bootstrap-steps >= 1")
+    check_range("--n", n, 10, MAX_CANDIDATES)  # all three before the embedded problems go in
+    check_range("--bootstrap-steps", bootstrap_steps, 1, MAX_COUNT)
+    check_range("--steps", steps, 1, MAX_COUNT)
     if on_start is not None:
         on_start()
     found = run_demo(home, n=2000, seed=0)
@@ -608,6 +629,8 @@ def demo(
         run = demo_real(home, model, say=note, progress=progress, on_night=on_night)
         return found.ledger, run
     note("2. policy -> curate -> train -> eval (one night of the nightly flow)")
+    from flows.loop import DEMO_CURATE, DEMO_TRAIN
+
     config = DEMO_CURATE.model_copy(update={"n_candidates": n})
     settings = DEMO_TRAIN.with_steps(steps)
     run = tiny_night(home, bootstrap_steps, config, settings, say=note, on_night=on_night)
@@ -639,6 +662,47 @@ def check_folders(home: Path | None, *names: str) -> None:
         path = root / name
         if (path.exists() or path.is_symlink()) and not path.is_dir():
             raise SieveError(f"{path} is not a folder; this command writes its {name} there")
+
+
+API_EXAMPLE = "http://127.0.0.1:4200/api"  # `prefect server start`'s API on this machine
+
+
+def check_api_url(url: str) -> None:
+    """One SieveError line naming $PREFECT_API_URL when it is not an http(s) URL with a host:
+    Prefect failed on it deep inside (pydantic's traceback from its settings, or httpx's)."""
+    from urllib.parse import urlsplit
+
+    where = f"PREFECT_API_URL {url!r}"
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - a port out of range raises here
+    except ValueError as exc:
+        raise SieveError(f"{where} is not a URL ({exc}); e.g. {API_EXAMPLE}") from None
+    if parts.scheme not in ("http", "https"):
+        raise SieveError(f"{where} is not an http:// or https:// URL; e.g. {API_EXAMPLE}")
+    if not parts.hostname:
+        raise SieveError(f"{where} names no host; e.g. {API_EXAMPLE}")
+
+
+def check_api_reachable(url: str, timeout_s: float = 5.0) -> None:
+    """One SieveError line naming $PREFECT_API_URL when no Prefect API answers at it (`GET
+    <url>/health`): Prefect's serve failed there with 100-130 lines of httpx's traceback."""
+    import httpx
+
+    where = f"PREFECT_API_URL {url!r}"
+    try:
+        answer = httpx.get(url.strip().rstrip("/") + "/health", timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        reason = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise SieveError(
+            f"{where}: cannot reach a Prefect server there ({reason}); start one with "
+            "`prefect server start`, or fix the URL"
+        ) from None
+    if answer.status_code != 200:
+        raise SieveError(
+            f"{where}: no Prefect API there (GET /health answered {answer.status_code}); "
+            f"a Prefect server's API URL ends in /api, e.g. {API_EXAMPLE}"
+        )
 
 
 def check_backend(backend: str, base_url: Sequence[str] | None) -> None:

@@ -3,7 +3,9 @@ sequence called without a Prefect run), over the steps in `pipeline.jobs.curate`
 
 generate + prior -> screen (one task per chunk) -> screen decisions -> refine (per chunk) ->
 pooled stats -> curriculum -> the verifier audit's warning (one stderr line when a family's
-audited verdicts disagree with math-verify above `audit_warn`; `pipeline.jobs.audit`). The ledger
+audited verdicts disagree with math-verify above `audit_warn`; `pipeline.jobs.audit`), and one
+when the curriculum kept no prompt (it is recorded, but `latest` still names the newest
+curriculum with items: `pipeline.store.ids.latest_curriculum`). The ledger
 is the source of truth for resuming: every chunk task commits its rollouts (and their audit
 rows) in one transaction, and `sample_run` starts a chunk task only for a chunk
 whose rollouts are not all stored (and checks they are after it). Chunk tasks keep no Prefect
@@ -192,10 +194,12 @@ def curate(
         make_curriculum, ledger, pol, cfg, runs, screened, rejected, solved, cid, by_prior
     )
     spent = core.rollouts_spent(ledger, runs)
-    warned = audit.warning(ledger, runs, cfg.audit_warn, cid)
-    if warned is not None:
-        print(f"warning: {warned}", file=sys.stderr)
-    warnings = [warned] if warned is not None else []
+    found = [audit.warning(ledger, runs, cfg.audit_warn, cid)]
+    if items.is_empty():
+        found.append(core.empty_curriculum_note(ledger, cid))
+    warnings = [line for line in found if line is not None]
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
     return CurateResult(
         cid, screen.run_id, refine.run_id, n_cands, items, rejections, spent, hist, warnings
     )

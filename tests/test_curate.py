@@ -17,6 +17,7 @@ from pipeline.sampling.base import Completion, Sampler
 from pipeline.scoring import VERIFIER_VERSION
 from pipeline.selection import REASONS, CurateConfig
 from pipeline.store import Ledger
+from pipeline.store.ids import resolve_curriculum
 from tests.simulated import RATES, reachable_problems, simulated_policy, use_verifier_version
 
 TABLES = ("sampling_runs", "rollouts", "curricula", "curriculum_items", "rejections", "problems")
@@ -102,6 +103,38 @@ def test_an_empty_or_flat_pool_gives_an_empty_curriculum(ledger: Ledger) -> None
     result = curate(ledger, policy, cfg)
     assert result.items.filter(pl.col("reason") != "replay").height == 0
     assert set(result.rejections["reason"]) <= {"all_correct", "heldout", "duplicate"}
+
+
+def test_an_empty_curriculum_is_recorded_but_never_latest(
+    ledger: Ledger, cfg: CurateConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A curation that keeps nothing (a flat pool; on the command line `--temperature 1e-6`)
+    wrote an empty curriculum that became `latest`, so `sieve train`, `export` and `curriculum
+    show` took it. It is still recorded (its rejections; `sieve audit ID` reads its runs), but
+    `latest` names the newest curriculum with items, and the curation says so in a warning."""
+    first = curate(ledger, simulated_policy(reachable_problems(cfg), RATES), cfg)
+    assert first.items.height > 0
+    flat = CurateConfig(n_candidates=60, mix={"arith": "1"}, seed=1, chunk_size=50)
+    capsys.readouterr()
+    empty = curate(ledger, simulated_policy(reachable_problems(flat), RATES), flat)
+    assert empty.items.is_empty()
+    assert ledger.sql("SELECT count(*) AS n FROM curricula")["n"][0] == 2  # recorded
+    assert resolve_curriculum(ledger, "latest") == first.curriculum_id
+    assert resolve_curriculum(ledger, empty.curriculum_id) == empty.curriculum_id
+    line = (
+        f"curriculum {empty.curriculum_id} kept no prompt, so it is not `latest` (still "
+        f"{first.curriculum_id})"
+    )
+    assert any(w.startswith(line) for w in empty.warnings), empty.warnings
+    assert f"warning: {line}" in capsys.readouterr().err
+
+
+def test_latest_is_none_while_every_curriculum_is_empty(ledger: Ledger) -> None:
+    flat = CurateConfig(n_candidates=60, mix={"arith": "1"}, seed=1, chunk_size=50)
+    empty = curate(ledger, simulated_policy(reachable_problems(flat), RATES), flat)
+    assert any("so it is not `latest` (there is none yet)" in w for w in empty.warnings)
+    with pytest.raises(SieveError, match="no curriculum with items yet: 1 curated kept no prompt"):
+        resolve_curriculum(ledger, "latest")
 
 
 OLD_VERSION = "sieve-math/3+math-verify/0.8.0"

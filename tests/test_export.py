@@ -161,12 +161,15 @@ def test_jsonl_export_round_trips_every_column(ledger: Ledger, cid: str, tmp_pat
     assert got["prompt"].to_list() == [render_raw(q) for q in want["question"]]
 
 
-def test_latest_resolves_to_the_newest_curriculum(ledger: Ledger, cid: str) -> None:
+def test_latest_resolves_to_the_newest_curriculum_with_items(ledger: Ledger, cid: str) -> None:
+    """A newer curriculum that kept nothing is recorded but never `latest` (`sieve export`
+    after a curation that kept nothing exported zero rows); its id still names it."""
     ledger.write(
         "curricula",
         pl.DataFrame({"curriculum_id": ["cur-empty"], "created_at": [datetime.now(UTC)]}),
     )
-    assert resolve_curriculum(ledger, "latest") == "cur-empty"
+    assert resolve_curriculum(ledger, "latest") == cid
+    assert resolve_curriculum(ledger, "cur-empty") == "cur-empty"
     assert resolve_curriculum(ledger, cid) == cid
 
 

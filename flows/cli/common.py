@@ -2,12 +2,15 @@
 
 `run_app` is the console script's error handling: a `SieveError` (a user error) is one
 `error: ...` line on stderr and exit 1; a usage error is one line and exit 2 (Typer's
-convention); a full disk, whatever was writing, is one line and exit 1, and so is any other
-OSError about a file (`file_error`: a read-only file system, a folder that is a file). SIGINT
-(Ctrl-C) and SIGTERM (`timeout`, a scheduler) end a run with one line, `interrupted: <what was
-committed>`, and exit 128 + the signal (130, 143): a long command says what it has committed as
-it goes (`committed`); from the signal on, other stderr output (Prefect's, a dying thread's) is
-dropped unless --verbose. Help texts are shown as written, brackets included.
+convention), and a command group called without its command (bare `sieve`) prints its help and
+exits 2; a full disk, whatever was writing, is one line and exit 1, and so is any other
+OSError about a file (`file_error`: a read-only file system, a folder that is a file) and an
+allocation that failed (`out_of_memory`: RAM or GPU memory, and what the command can ask for
+less of). SIGINT (Ctrl-C) and SIGTERM (`timeout`, a scheduler) end a run with one line,
+`interrupted: <what was committed>`, and exit 128 + the signal (130, 143): a long command says
+what it has committed as it goes (`committed`); from the signal on, other stderr output
+(Prefect's, a dying thread's) is dropped unless --verbose. Help texts are shown as written,
+brackets included.
 
 Text is never markup: the consoles (`console`) read no Rich markup or emoji codes, and show
 control characters escaped (`pipeline.core.errors.printable`), so ledger text, file and column names
@@ -66,6 +69,7 @@ WIDE_ENV = "SIEVE_WIDE"  # set by `sieve --wide`: tables keep every column whate
 
 
 def options(
+    ctx: typer.Context,
     verbose: Annotated[
         bool,
         typer.Option(
@@ -85,6 +89,8 @@ def options(
 ) -> None:
     """Options for every command (put them before the command: `sieve --verbose curate`)."""
     from pipeline.core.runlog import VERBOSE_ENV
+
+    _run.command = ctx.invoked_subcommand or ""
 
     if verbose:
         os.environ[VERBOSE_ENV] = "1"
@@ -225,6 +231,7 @@ class _Run:
     note: str = "nothing half-written"
     stderr: IO[str] | None = None
     said: bool = False  # the `interrupted:` line is out
+    command: str = ""  # the command run (`sieve CMD`), for what its errors advise
 
 
 _run = _Run()
@@ -287,11 +294,17 @@ def _fail(exc: BaseException) -> None:
         sys.exit(1)
     if not isinstance(exc, Exception):
         return
+    if type(exc).__name__ == "NoArgsIsHelpError":  # a group without its command: the help
+        _help(exc)
     if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # click's usage errors
         _error(" ".join(str(exc.format_message()).split()))
         sys.exit(exc.exit_code)
     if type(exc).__name__ == "Exit" and hasattr(exc, "exit_code"):  # typer may vendor click
         sys.exit(exc.exit_code)
+    memory = out_of_memory(exc, _run.command)
+    if memory is not None:
+        _error(memory)
+        sys.exit(1)
     full = disk_full(exc)
     if full is not None:
         _error(f"disk full: {full}; free some space and re-run (what was committed is kept)")
@@ -300,6 +313,16 @@ def _fail(exc: BaseException) -> None:
     if failed is not None:
         _error(failed)
         sys.exit(1)
+
+
+def _help(exc: Any) -> None:
+    """Exit with Click's code for a command group called without a command (2), its help
+    printed: Typer's Rich help prints itself as it is made, leaving the error's message empty;
+    a plain Click help is the message, printed as it is rather than as an `error:` line."""
+    message = str(exc.format_message())
+    if message.strip():
+        typer.echo(message, err=True)
+    sys.exit(exc.exit_code)
 
 
 def _check_settings() -> None:
@@ -434,6 +457,40 @@ def disk_full(exc: BaseException) -> str | None:
         text = " ".join(str(cause).split())
         if any(t in text.lower() for t in _FULL_TEXTS):
             return text[:300]
+    return None
+
+
+# what to ask for less of, by command, when a run runs out of memory (`out_of_memory`)
+LESS_MEMORY = {
+    "train": "lower eval_per_level or eval_samples (the held-out evaluation) or "
+    "rollouts_per_step in a --config file (`sieve train --print-config` shows them)",
+    "loop": "lower --n, or eval_per_level, eval_samples or rollouts_per_step in --train-config",
+    "demo": "lower --n",
+    "eval": "lower --per-level or --samples",
+    "bootstrap": "lower --per-level (the evaluation after training)",
+    "curate": "lower --n, or chunk_size in a --config file",
+    "backtest": "replay a smaller --pool",
+    "plan": "plan on a smaller --pool",
+    "generate": "lower --n",
+    "ingest": "import the file in parts",
+}
+
+
+def out_of_memory(exc: BaseException, command: str = "") -> str | None:
+    """One line saying what ran out (RAM: a MemoryError; GPU memory: torch's
+    OutOfMemoryError) and what `sieve COMMAND` can ask for less of (`LESS_MEMORY`), when `exc`
+    or an exception it was raised from (or while handling) is an allocation failure."""
+    for cause in _causes(exc):
+        if isinstance(cause, MemoryError):
+            what = "out of memory (RAM): an allocation failed"
+        elif type(cause).__name__ == "OutOfMemoryError":  # torch's, for an accelerator
+            first = " ".join(str(cause).split()).split(". ")[0][:160]
+            what = f"out of GPU memory ({first})" if first else "out of GPU memory"
+        else:
+            continue
+        where = f" in `sieve {command}`" if command else ""
+        hint = LESS_MEMORY.get(command, "ask the command for less, or free some memory")
+        return f"{what}{where}; {hint}, and re-run (what was committed is kept)"
     return None
 
 

@@ -31,6 +31,7 @@ from flows.cli.options import (
     OptionBlock,
     eval_block,
     option_blocks,
+    seed_option,
 )
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ def curate(
     backend: BackendOpt = "hf",
     base_url: BaseUrlOpt = None,
     n: Annotated[int | None, typer.Option("--n", help="Candidates (overrides the config).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed (overrides the config).")] = None,
+    seed: Annotated[int | None, seed_option("Seed (overrides the config).")] = None,
     sampling: OptionBlock = SAMPLING,
     engine: OptionBlock = ENGINE,
     home: HomeOpt = None,
@@ -201,3 +202,5 @@ def _print_summary(summary: dict[str, Any]) -> None:
     out.print(f"screen pass-rate histogram (bin start: prompts): {bars}")
     spent = summary["rollouts_spent"]
     out.print(f"rollouts spent: {sum(spent.values())} ({spent})")
+    for line in summary.get("warnings", []):  # the flow's went to its log: said here as well
+        err.print(f"warning: {line}", soft_wrap=True)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flows.cli.common import err, out, table
-from flows.cli.options import HomeOpt
+from flows.cli.options import HomeOpt, seed_option
 from pipeline.core.errors import SieveError
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def generate(
     ] = None,
     levels: Annotated[str, typer.Option(help="Levels: 3, 1-5, 1,3,5 or all.")] = "all",
     n: Annotated[int, typer.Option(help="Number of problems, spread over the levels.")] = 1000,
-    seed: Annotated[int, typer.Option(help="Seed; the same seed gives the same problems.")] = 0,
+    seed: Annotated[int, seed_option("Seed; the same seed gives the same problems.")] = 0,
     heldout_pct: HeldoutOpt = 10.0,
     home: HomeOpt = None,
 ) -> None:

@@ -13,9 +13,12 @@ rarely used options out of four commands' `--help`. A command declares one param
 OptionBlock = ENGINE`, and `@option_blocks` turns it into the block's options, in that place of
 `--help`, handing the command the block with what was given. The block checks its values when the
 command asks (`engine.options()`); the commands ask before they call their job, so a bad
-`--engine` is refused before anything is written.
+`--engine` is refused before anything is written. An integer option outside a block that has a
+range takes `within(low, high)` as its callback (`seed_option` for `--seed`), so it is refused
+while the command line is parsed, in the words every range check uses (`check_range`).
 
-Test: `pytest tests/cli/test_cli.py` (where the blocks sit), `tests/cli/test_train_cli.py`.
+Test: `pytest tests/cli/test_cli.py` (where the blocks sit), `tests/cli/test_train_cli.py`,
+`tests/cli/test_bad_inputs.py` (the ranges).
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from typing import Annotated, Any, get_type_hints
 
 import typer
 
-from pipeline.core.errors import SieveError
+from grpo_core.validate import MAX_SEED
+from pipeline.core.errors import SieveError, check_range
 
 
 def home_path(text: str) -> Path:
@@ -91,6 +95,27 @@ BaseUrlOpt = Annotated[
     typer.Option("--base-url", help="OpenAI-compatible server (repeat for several; openai)."),
 ]
 ConfigOpt = Annotated[Path | None, typer.Option(help="CurateConfig TOML file.")]
+
+
+def within(low: int, high: int) -> Callable[[typer.CallbackParam, int | None], int | None]:
+    """A Typer callback that refuses an integer option outside [low, high] while the command
+    line is parsed, before any work, as one line in `check_range`'s words."""
+
+    def check(param: typer.CallbackParam, value: int | None) -> int | None:
+        check_range(param.opts[0] if param.opts else f"--{param.name}", value, low, high)
+        return value
+
+    return check
+
+
+def seed_option(help: str) -> Any:
+    """`--seed` of a command that takes one outside a settings block: refused outside
+    [0, 2^63 - 1], the range of every Sieve seed (`grpo_core.validate.Seed`: a DuckDB BIGINT,
+    numpy's SeedSequence takes no negative one), as the blocks' `--seed` is."""
+    return typer.Option("--seed", help=help, callback=within(0, MAX_SEED))
+
+
+ROWS_CAP = 2**63 - 1  # `--limit`: past any table, and the most a DuckDB LIMIT takes
 
 
 class OptionBlock:

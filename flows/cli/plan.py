@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flows.cli.common import out
-from flows.cli.options import ConfigOpt, HomeOpt
+from flows.cli.options import ConfigOpt, HomeOpt, seed_option
 
 if TYPE_CHECKING:
     from pipeline.jobs.plan import Plan
@@ -52,7 +52,7 @@ def plan(
             "prompt holds, 2 to 8).",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the DAPO, GRESO and posterior draws.")] = 0,
+    seed: Annotated[int, seed_option("Seed of the DAPO, GRESO and posterior draws.")] = 0,
     config: ConfigOpt = None,
     raw_answers: Annotated[
         bool, typer.Option(help="Score a pool's bare answers (no answer marker needed).")

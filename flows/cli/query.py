@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 import typer
 
 from flows.cli.common import console, out, show, table
-from flows.cli.options import HomeOpt
+from flows.cli.options import ROWS_CAP, HomeOpt, within
 from pipeline.core.errors import SieveError
 from pipeline.core.outputs import STDOUT, Mode, open_output
 
@@ -280,7 +280,7 @@ def audit(
 @curriculum_app.command("show")
 def curriculum_show(
     curriculum: Annotated[str, typer.Argument(help="Curriculum id or 'latest'.")] = "latest",
-    limit: Annotated[int, typer.Option(help="Items to list.")] = 20,
+    limit: Annotated[int, typer.Option(help="Items to list.", callback=within(0, ROWS_CAP))] = 20,
     home: HomeOpt = None,
 ) -> None:
     """Stages, group sizes and the top items of a curriculum."""

@@ -100,6 +100,8 @@ def train(
             warn=lambda line: err.print(line, soft_wrap=True),
             progress=_train_progress(bar),
         )
+    if summary is None:  # --resume of a finished run: said so, nothing ran
+        return
     if isinstance(summary, str):  # --print-config: the settings as a --config file
         sys.stdout.write(summary)
         return

@@ -13,6 +13,13 @@ class SieveError(Exception):
     """A user-facing error: the message names what is wrong and, where possible, how to fix it."""
 
 
+def check_range(option: str, value: int | None, low: int, high: int) -> None:
+    """A SieveError naming `option` when the integer `value` (None: not given) is outside
+    [low, high]; every integer option a command checks before its work says it in these words."""
+    if value is not None and not low <= value <= high:
+        raise SieveError(f"{option} must be an integer in [{low}, {high}], got {value}")
+
+
 def _escapes() -> dict[int, str]:
     """Code point -> what `printable` shows instead: C0 controls, DEL and C1 controls as `\\xNN`
     (tab, newline and carriage return as `\\t`, `\\n`, `\\r`),

@@ -33,7 +33,7 @@ from grpo_core.seeds import derive_seed
 from pipeline.core.errors import SieveError
 from pipeline.jobs.rollouts import Scored
 from pipeline.scoring import VERIFIER_VERSION, Verdict, is_guess, math_verify_only
-from pipeline.store import Ledger, load_query
+from pipeline.store import Ledger
 
 AUDITED_PURPOSES = ("screen", "refine")  # curation only: never eval or training runs
 AUDITED_VERIFIERS = ("math", "exact")  # not "code": its verdict comes from running the code
@@ -138,17 +138,20 @@ def warning(ledger: Ledger, runs: list[str], threshold: float, target: str) -> s
 def resolve(
     ledger: Ledger, target: str, purposes: tuple[str, ...] | None = AUDITED_PURPOSES
 ) -> tuple[str, list[str]]:
-    """(label, run ids) of what `sieve audit TARGET` reads: `latest` (the newest curriculum's
-    screen and refine runs), a curriculum id (its runs), or one screen / refine run id.
-    SieveError for an unknown id or a run that is not a curation run. `purposes=None` takes a
-    run of any purpose (`sieve rescore`)."""
-    from pipeline.store.ids import curation_runs
+    """(label, run ids) of what `sieve audit TARGET` reads: `latest` (the screen and refine runs
+    of the newest curriculum with items, `latest_curriculum`), a curriculum id (its runs), or
+    one screen / refine run id. SieveError for an unknown id or a run that is not a curation
+    run. `purposes=None` takes a run of any purpose (`sieve rescore`)."""
+    from pipeline.store.ids import curation_runs, latest_curriculum
 
     if target == "latest":
-        rows = ledger.run(load_query("export_latest_curriculum"))
-        if not rows:
-            raise SieveError("no curation yet: run `sieve curate` first")
-        target = str(rows[0][0])
+        latest = latest_curriculum(ledger)
+        if latest is None:
+            raise SieveError(
+                "no curation yet: run `sieve curate` first (a curation that kept nothing is "
+                "never `latest`: name it by its id)"
+            )
+        target = latest
     if ledger.run("SELECT 1 FROM curricula WHERE curriculum_id = $c", {"c": target}):
         return f"curation {target}", curation_runs(target)
     found = ledger.run("SELECT purpose FROM sampling_runs WHERE run_id = $r", {"r": target})

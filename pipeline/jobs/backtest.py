@@ -53,15 +53,16 @@ Test: `.venv/bin/pytest tests/test_backtest.py tests/test_demo.py -q`.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import polars as pl
 from pydantic import ValidationError
 
-from pipeline.core.errors import SieveError
+from grpo_core.validate import MAX_SEED
+from pipeline.core.errors import SieveError, check_range
 from pipeline.core.tomlconfig import first_error
 from pipeline.selection import (
     CurateConfig,
@@ -123,6 +124,8 @@ def pool_samples(path: Path, marker_required: bool = True) -> pl.DataFrame:
         pool = pl.read_parquet(path)
     except (OSError, pl.exceptions.ComputeError) as exc:
         raise SieveError(f"cannot read pool {path}: {' '.join(str(exc).split())}") from None
+    if pool.height == 0:  # every policy would replay nothing and the table say nothing
+        raise SieveError(f"pool {path} holds no samples; a pool needs at least one prompt's")
     scored_already = {"reward", "correct"} <= set(pool.columns)
     need = ["problem_id", "sample_idx"] + (
         ["reward", "correct"] if scored_already else ["completion", "answer", "verifier"]
@@ -131,7 +134,13 @@ def pool_samples(path: Path, marker_required: bool = True) -> pl.DataFrame:
     if missing:
         raise SieveError(f"pool {path} lacks column(s) {', '.join(missing)}")
     _check_pool(pool, path, need)
-    return pool if scored_already else score(pool, marker_required)
+    if not scored_already:
+        return score(pool, marker_required)
+    return pool.with_columns(pl.col("correct").cast(pl.Boolean))  # 0 / 1 as false / true
+
+
+# raises the pool's one error line: (column, problem, the rows that have it)
+Refuse = Callable[[str, str, "pl.Series | None"], NoReturn]
 
 
 def _check_pool(pool: pl.DataFrame, path: Path, columns: list[str]) -> None:
@@ -139,11 +148,13 @@ def _check_pool(pool: pl.DataFrame, path: Path, columns: list[str]) -> None:
     a missing value, a `sample_idx` that is not a whole number >= 0, a (problem_id, sample_idx)
     stored twice (it would be counted twice), a prompt whose `sample_idx` skips a number (draw
     order runs 0, 1, 2, ...: a policy reading samples 0..g-1 would get fewer than g), a reward
-    that is not a finite number (NaN has no variance to judge), a completion, answer or verifier
-    that is not text, a verifier that does not exist."""
+    that is not a finite number (NaN has no variance to judge), a `correct` that is not true /
+    false (0 / 1 is taken; the text "false" would count as true), a completion, answer or
+    verifier that is not text, a verifier that does not exist, a `code` answer that is not a
+    test spec (every verdict on it would be a verifier error)."""
     from pipeline.scoring import VERIFIERS
 
-    def refuse(column: str, problem: str, bad: pl.Series | None = None) -> None:
+    def refuse(column: str, problem: str, bad: pl.Series | None = None) -> NoReturn:
         row = f" (row {int(bad.arg_true()[0])})" if bad is not None else ""
         raise SieveError(f"pool {path}: {column} {problem}{row}")
 
@@ -172,13 +183,8 @@ def _check_pool(pool: pl.DataFrame, path: Path, columns: list[str]) -> None:
             "samples must be numbered 0, 1, 2, ... in draw order",
         )
     if "reward" in columns:
-        reward = pool["reward"]
-        if not reward.dtype.is_numeric():
-            refuse("reward", f"must be numbers, not {reward.dtype}")
-        values = reward.cast(pl.Float64)
-        bad = values.is_nan() | values.is_infinite()
-        if bad.any():
-            refuse("reward", f"must be a finite number, got {values.filter(bad)[0]}", bad)
+        _check_rewards(pool["reward"], refuse)
+        _check_verdicts(pool["correct"], refuse)
     for column in ("completion", "answer", "verifier"):
         if column in columns and pool[column].dtype != pl.String:
             refuse(column, f"must be text, not {pool[column].dtype}")
@@ -188,6 +194,43 @@ def _check_pool(pool: pl.DataFrame, path: Path, columns: list[str]) -> None:
             name = pool["verifier"].filter(unknown)[0]
             valid = ", ".join(sorted(VERIFIERS))
             refuse("verifier", f"{name!r} is not a verifier (valid: {valid})", unknown)
+        _check_code_answers(pool, refuse)
+
+
+def _check_rewards(reward: pl.Series, refuse: Refuse) -> None:
+    """`reward` must be finite numbers."""
+    if not reward.dtype.is_numeric():
+        refuse("reward", f"must be numbers, not {reward.dtype}", None)
+    values = reward.cast(pl.Float64)
+    bad = values.is_nan() | values.is_infinite()
+    if bad.any():
+        refuse("reward", f"must be a finite number, got {values.filter(bad)[0]}", bad)
+
+
+def _check_verdicts(correct: pl.Series, refuse: Refuse) -> None:
+    """`correct` must be booleans, or whole numbers 0 / 1."""
+    if correct.dtype == pl.Boolean:
+        return
+    if not correct.dtype.is_integer():
+        refuse("correct", f"must be true/false (booleans), not {correct.dtype}", None)
+    bad = ~correct.is_in([0, 1])
+    if bad.any():
+        refuse("correct", f"must be true/false or 0/1, got {correct.filter(bad)[0]}", bad)
+
+
+def _check_code_answers(pool: pl.DataFrame, refuse: Refuse) -> None:
+    """Each distinct answer of a `code` row must be a test spec (`decode_spec`)."""
+    from pipeline.scoring.code import decode_spec
+
+    code = pool["verifier"] == "code"
+    for answer in pool.filter(code)["answer"].unique(maintain_order=True):
+        try:
+            decode_spec(answer)
+        except ValueError as exc:
+            bad = code & (pool["answer"] == answer)
+            pid = pool.filter(bad)["problem_id"][0]
+            problem = f"{answer!r} of prompt {pid!r} is not a code test spec ({exc})"
+            refuse("answer", problem, bad)
 
 
 def ledger_samples(
@@ -216,11 +259,17 @@ def groups(scored: pl.DataFrame, samples: range) -> pl.DataFrame:
 
 
 def informative_share(stats: pl.DataFrame) -> float:
-    return float((~stats["zero_variance"]).mean()) if stats.height else 0.0  # type: ignore[arg-type]
+    return float(_informative(stats).mean()) if stats.height else 0.0  # type: ignore[arg-type]
 
 
 def informative(stats: pl.DataFrame) -> int:
-    return int((~stats["zero_variance"]).sum())
+    return int(_informative(stats).sum())
+
+
+def _informative(stats: pl.DataFrame) -> pl.Series:
+    """Per group, whether it is informative; a group of verifier errors only (no scored sample,
+    so no variance: `zero_variance` null) is not."""
+    return ~stats["zero_variance"].fill_null(True)
 
 
 def require(scored: pl.DataFrame, prompts: pl.Series, n: int, policy: str) -> None:
@@ -643,6 +692,7 @@ def _numbers(spec: Spec) -> dict[str, Any]:
         raise SieveError(f"policy {spec.name}: group sizes and batch must be positive")
     if not 0.0 <= out.get("explore", 0.0) <= 1.0:
         raise SieveError(f"policy {spec.name}: explore is a probability, in [0, 1]")
+    check_range(f"policy {spec.name}: seed", out.get("seed"), 0, MAX_SEED)  # as every --seed
     return out
 
 

@@ -405,6 +405,21 @@ def write_curriculum(
     )
 
 
+def empty_curriculum_note(ledger: Ledger, curriculum_id: str) -> str:
+    """The warning for a curriculum that kept no prompt: it is recorded, but `latest` names
+    the newest curriculum with items (`pipeline.store.ids.latest_curriculum`), so a
+    `sieve train` after it does not train on nothing."""
+    from pipeline.store.ids import latest_curriculum
+
+    latest = latest_curriculum(ledger)
+    still = f"still {latest}" if latest is not None else "there is none yet"
+    return (
+        f"curriculum {curriculum_id} kept no prompt, so it is not `latest` ({still}); no "
+        "group disagreed enough (see the rejections): curate at a higher temperature, or on "
+        "other levels"
+    )
+
+
 def _model_name(name: str, ledger: Ledger) -> str:
     """`curricula.model`: a local folder inside the ledger's home relative to it (the home may
     be moved or copied), another folder absolute, a served model's name as it is."""
@@ -414,11 +429,13 @@ def _model_name(name: str, ledger: Ledger) -> str:
 def model_identity(model: str | Path) -> str:
     """The revision a model is recorded under: the content hash of a local folder's weights and
     config (`folder_revision`, the same value training and evaluation record), or, for a name
-    only a server knows (openai backend), `served:<name>`."""
-    from pipeline.policy.model import folder_revision
+    only a server knows (openai backend), `served:<name>`. A folder's `sieve.json` is checked
+    here too (`read_meta`), before any engine loads its weights."""
+    from pipeline.policy.model import folder_revision, read_meta
 
     folder = Path(model)
     if (folder / "config.json").is_file():
+        read_meta(folder)
         return folder_revision(folder)
     return f"served:{model}"
 

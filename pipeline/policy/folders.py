@@ -172,12 +172,12 @@ def add_folder(
             f"{MAX_NAME_BYTES - len('.tmp') - 1} here"
         )
     _check_copyable(src)
+    meta = {**read_meta(src), "source": f"copied from {src.resolve()}"}  # checked before a copy
     folder = models_dir(home) / name
     _check_target(folder, force)
     tmp = _staging(folder)
     try:
         shutil.copytree(src, tmp, ignore=_IGNORED)
-        meta = {**read_meta(src), "source": f"copied from {src.resolve()}"}
         return _swap_in(tmp, folder, meta)
     except shutil.Error as exc:  # a file that changed under the copy: the first one named
         shutil.rmtree(tmp, ignore_errors=True)

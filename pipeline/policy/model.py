@@ -18,8 +18,10 @@ import json
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 import torch
+from pydantic import BaseModel, ConfigDict, ValidationError
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
@@ -29,6 +31,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from grpo_core.validate import problem
 from pipeline.core.errors import SieveError
 from pipeline.policy.tiny import TinySize
 from pipeline.policy.tokenizer import build_tokenizer
@@ -182,9 +185,51 @@ def folder_revision(path: str | Path) -> str:
         raise SieveError(f"cannot load model from {folder}: {reason}") from exc
 
 
+class ModelMeta(BaseModel):
+    """The keys of `sieve.json` that Sieve reads, each with its type; none is required (a folder
+    without the file is a plain Hugging Face folder) and other keys (a bootstrap's recipe, a
+    converted GGUF's provenance) are kept as they are."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    prompt_format: Literal["raw", "chat"] | None = None  # `pipeline.policy.prompts`
+    source: str | None = None  # where the folder came from (`sieve models list`)
+    model_revision: str | None = None  # `folder_revision` when it was written
+    base_revision: str | None = None  # a checkpoint's: the model it was trained from
+    curriculum_id: str | None = None
+    train_id: str | None = None
+    step: int | None = None
+
+
 def read_meta(path: Path) -> dict:
+    """The folder's `sieve.json` as a dict ({} without one); one SieveError line naming the file
+    when it is not a JSON object of `ModelMeta`'s keys (every command that reads a model folder
+    reads it here)."""
     meta = Path(path) / SIEVE_META
-    return json.loads(meta.read_text()) if meta.exists() else {}
+    if not meta.exists():
+        return {}
+    fix = "fix it, or delete it (a model folder needs no sieve.json)"
+    try:
+        raw = json.loads(meta.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SieveError(f"{meta} is not UTF-8 text (byte {exc.start}); {fix}") from None
+    except ValueError as exc:  # json.JSONDecodeError
+        raise SieveError(f"{meta} is not valid JSON ({exc}); {fix}") from None
+    if not isinstance(raw, dict):
+        raise SieveError(f"{meta} must hold a JSON object, not {_json_kind(raw)}; {fix}")
+    try:
+        ModelMeta.model_validate(raw)
+    except ValidationError as exc:
+        raise SieveError(f"{meta}: {problem(exc, ModelMeta)}; {fix}") from None
+    return raw
+
+
+def _json_kind(value: object) -> str:
+    """What a parsed JSON value is, in JSON's words (`a list`, `null`)."""
+    if value is None:
+        return "null"
+    kinds = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def load_policy(

@@ -42,7 +42,7 @@ from pipeline.store import locks
 
 OnConflict = Literal["ignore", "replace"]
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
-READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
+READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "MULTI"}  # MULTI: a PIVOT, checked by `_check_multi`
 
 
 def _sql_file(folder: str, name: str) -> str:
@@ -408,7 +408,8 @@ def _checksum(text: str) -> str:
 
 def check_read_only(query: str) -> list[duckdb.Statement]:
     """The statements of `query` if each is a SELECT (SHOW, DESCRIBE and SUMMARIZE parse as
-    one) or an EXPLAIN of a SELECT without ANALYZE; else a SieveError saying why not."""
+    one), a PIVOT that is a query (`_check_multi`) or an EXPLAIN of a SELECT without ANALYZE;
+    else a SieveError saying why not."""
     try:
         statements = duckdb.extract_statements(query)
     except duckdb.Error as exc:
@@ -424,7 +425,25 @@ def check_read_only(query: str) -> list[duckdb.Statement]:
             )
         if kind == "EXPLAIN":
             _check_explain(str(statement.query))
+        if kind == "MULTI":
+            _check_multi(str(statement.query))
     return statements
+
+
+def _check_multi(text: str) -> None:
+    """A statement DuckDB runs as several: a PIVOT without its IN list, run as a temporary enum
+    type of the pivoted values (in the connection's in-memory temp catalog, never the file)
+    and then the query. It is read-only only when it is a query as a whole, which is when it
+    parses as a subquery: a CREATE TABLE AS, INSERT, COPY or EXPLAIN around the PIVOT does not."""
+    try:
+        kinds = [s.type.name for s in duckdb.extract_statements(f"SELECT * FROM (\n{text}\n)")]
+    except duckdb.Error:
+        kinds = []
+    if kinds not in (["SELECT"], ["MULTI"]):
+        raise SieveError(
+            "refused: this PIVOT is not a query; `sieve sql` is read-only (SELECT, EXPLAIN, "
+            "SHOW, DESCRIBE, PIVOT)"
+        )
 
 
 _ANALYZE = {"analyze", "analyse"}

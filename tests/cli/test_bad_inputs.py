@@ -44,7 +44,9 @@ FIFO = "<fifo>"  # a file value: a named pipe
 BAD_JSON = '{"model_type": "llama", "hidden_size": '
 LEVEL_ABOVE_INT32 = '{"question": "1+1?", "answer": "2", "level": 99999999999}\n'
 TRUNCATED = b"\x08\x00\x00\x00"  # weights cut short: loading the model fails
-BRACES = "{" * 16 + "1" + "}" * 16  # math-verify takes seconds to judge anything against it
+FRACTIONS = "1"  # 16 nested \\frac, as JSON text: no bracket wraps it whole, so none is peeled
+for _ in range(16):
+    FRACTIONS = f"\\\\frac{{{FRACTIONS}}}{{2}}"
 
 
 def parquet_bytes(**columns: list[Any]) -> bytes:
@@ -69,19 +71,36 @@ def pool_bytes(**columns: list[Any]) -> bytes:
     return buffer.getvalue()
 
 
-def scored_pool_bytes(rewards: list[float]) -> bytes:
-    """A scored Parquet pool: two prompts, `rewards` split between them in draw order."""
+def scored_pool_bytes(rewards: list[float], correct: list[Any] | None = None) -> bytes:
+    """A scored Parquet pool: two prompts, `rewards` split between them in draw order;
+    `correct` as given (default: reward == 1)."""
     half = len(rewards) // 2
     frame = pl.DataFrame(
         {
             "problem_id": ["a"] * half + ["b"] * (len(rewards) - half),
             "sample_idx": list(range(half)) + list(range(len(rewards) - half)),
             "reward": rewards,
-        }
+        },
+        schema_overrides={"problem_id": pl.String, "sample_idx": pl.Int64, "reward": pl.Float64},
     )
     buffer = io.BytesIO()
-    frame.with_columns(correct=pl.col("reward") == 1).write_parquet(buffer)
+    if correct is None:
+        frame.with_columns(correct=pl.col("reward") == 1).write_parquet(buffer)
+    else:
+        frame.with_columns(correct=pl.Series(correct)).write_parquet(buffer)
     return buffer.getvalue()
+
+
+def empty_pool_bytes() -> bytes:
+    """A Parquet pool with every column `sieve backtest` scores from, and no row."""
+    schema = {"problem_id": pl.String, "sample_idx": pl.Int64, "completion": pl.String,
+              "answer": pl.String, "verifier": pl.String}  # fmt: skip
+    buffer = io.BytesIO()
+    pl.DataFrame(schema=schema).write_parquet(buffer)
+    return buffer.getvalue()
+
+
+MAX_SEED = 2**63 - 1
 
 
 # (id, files to write under the case dir, argv, needle expected in the error line); a case that
@@ -250,10 +269,10 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str] | pytest.Paramete
         "a.jsonl:1: field 'question' has no visible character (only U+200B)",
     ),
     (
-        "ingest: a gold of 16 nested braces",  # the fast path paid it against itself
-        {"a.jsonl": '{"question": "What is one?", "answer": "' + BRACES + '"}\n'},
+        "ingest: a gold of 16 nested fractions",  # every verdict on it would be too_deep
+        {"a.jsonl": '{"question": "What is one?", "answer": "' + FRACTIONS + '"}\n'},
         ["ingest", "{d}/a.jsonl"],
-        f"the math verifier cannot read answer '{BRACES}' within its deadline",
+        "nests brackets deeper than 8 and is not a plain number",
     ),
     # engine/model failures inside the Prefect flow: one line, Prefect's logs in the log file
     pytest.param(
@@ -443,6 +462,73 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], str] | pytest.Paramete
         ["eval", "--samples", "99999999999", "--model", "{d}/m"],
         "--samples must be an integer in [1,",
     ),
+    # a probe round: numbers checked before any work (the demo wrote its problems first)
+    *[
+        (f"demo: {option} {value}", {}, ["demo", option, value], f"{option} must be an integer")
+        for option, value in [
+            ("--steps", "99999999999"),
+            ("--steps", "0"),
+            ("--n", "99999999999"),
+            ("--bootstrap-steps", "99999999999"),
+            ("--bootstrap-steps", "-1"),
+        ]
+    ],
+    *[
+        (
+            f"curriculum show: --limit {value}",
+            {},
+            ["curriculum", "show", "--limit", value],
+            f"--limit must be an integer in [0, {MAX_SEED}], got {value}",
+        )
+        for value in ("-5", "-1", str(2**63))
+    ],
+    *[
+        (
+            f"{argv[0]}: --seed {value}",
+            {},
+            [*argv, "--seed", value],
+            f"--seed must be an integer in [0, {MAX_SEED}], got {value}",
+        )
+        for argv in (["plan"], ["generate", "--family", "arith"], ["curate", "--n", "10"])
+        for value in ("-1", str(2**63))
+    ],
+    (
+        "backtest: a policy seed below 0",
+        {"p.parquet": pool_bytes()},
+        ["backtest", "--pool", "{d}/p.parquet", "--policy", "dapo:g=2,batch=1,seed=-1"],
+        f"policy dapo: seed must be an integer in [0, {MAX_SEED}], got -1",
+    ),
+    # a probe round: pools that ended in a traceback, or in a table of nothing
+    *[
+        (
+            f"{command[0]}: pool with {what}",
+            {"p.parquet": body},
+            [*command, "--pool", "{d}/p.parquet"],
+            needle,
+        )
+        for command in (["backtest", "--policy", "uniform:g=2"], ["plan"])
+        for what, body, needle in [
+            (
+                "a code answer that is a number",
+                pool_bytes(verifier=["code", "code"], answer=["42", "42"]),
+                "answer '42' of prompt 'a' is not a code test spec (code answer must be a JSON "
+                "object with args, expected and function) (row 0)",
+            ),
+            (
+                "a code answer that is not JSON",
+                pool_bytes(verifier=["math", "code"], answer=["2", "def f(): pass"]),
+                "answer 'def f(): pass' of prompt 'a' is not a code test spec (code answer is "
+                "not a JSON test spec) (row 1)",
+            ),
+            (
+                "correct stored as text",
+                scored_pool_bytes([1.0, 0.0, 1.0, 0.0], ["true", "false", "true", "false"]),
+                "correct must be true/false (booleans), not String",
+            ),
+            ("no samples", empty_pool_bytes(), "{d}/p.parquet holds no samples"),
+            ("no scored samples", scored_pool_bytes([]), "{d}/p.parquet holds no samples"),
+        ]
+    ],
 ]
 PARAMS = [c if isinstance(c, pytest.ParameterSet) else pytest.param(*c, id=c[0]) for c in CASES]
 ROWS = [tuple(p.values) for p in PARAMS]
@@ -527,7 +613,7 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_unchanged(
 
 
 def test_the_catalogue_holds_every_case() -> None:
-    assert len(ROWS) == 87 and len({c[0] for c in ROWS}) == len(ROWS)
+    assert len(ROWS) == 112 and len({c[0] for c in ROWS}) == len(ROWS)
     assert all(p.id == p.values[0] for p in PARAMS)
     assert len(FLOW_CASES) == 5
 
@@ -629,7 +715,7 @@ def test_train_resume_with_nothing_to_resume_is_one_line(
     assert checksums(seeded_home) == before
 
 
-@pytest.mark.parametrize("value", ["inf", "1e300", "3601", "nan", "-1"])
+@pytest.mark.parametrize("value", ["inf", "1e300", "3601", "nan", "-1", "1e-9", "0.05"])
 @pytest.mark.parametrize(
     "argv",
     [["verify", "--answer", "1+x", "--completion", "\\boxed{x+1}"], ["stats"]],
@@ -643,12 +729,13 @@ def test_a_verifier_deadline_past_any_wait_is_one_line(
     argv: list[str],
 ) -> None:
     """`SIEVE_VERIFY_TIMEOUT=inf` (or 1e300) was taken, and every math-verify verdict became
-    verifier_error (an OverflowError in the wait); every command now refuses it up front."""
+    verifier_error (an OverflowError in the wait); so was `1e-9`, shorter than any worker's round
+    trip; every command now refuses both up front."""
     monkeypatch.setenv("SIEVE_VERIFY_TIMEOUT", value)
     home = [] if argv[0] == "verify" else ["--home", str(seeded_home)]
     code, err = run_cli([*argv, *home], capfd)
     line = error_line(code, err)
-    assert "SIEVE_VERIFY_TIMEOUT must be a number of seconds above 0 and at most 3600" in line
+    assert "SIEVE_VERIFY_TIMEOUT must be a number of seconds from 0.1 to 3600" in line
     assert repr(value) in line
 
 
@@ -1683,3 +1770,97 @@ def test_a_signal_inside_an_import_is_delivered_again_after_it(
     with pytest.raises(KeyboardInterrupt):
         common._on_signal(15, sys._getframe())
     assert common._run.signal == 15
+
+
+# ------------------------------------------------------------- a probe round: model folders
+
+# sieve.json bodies a model folder may hold by mistake, and what the one line says of each
+BROKEN_SIEVE_JSON: dict[str, tuple[str | bytes, str]] = {
+    "invalid JSON": ('{"prompt_format": ', "sieve.json is not valid JSON (Expecting value"),
+    "a list": ("[1, 2]", "sieve.json must hold a JSON object, not a list"),
+    "a string": ('"raw"', "sieve.json must hold a JSON object, not a string"),
+    "null": ("null", "sieve.json must hold a JSON object, not null"),
+    "a number": ("7", "sieve.json must hold a JSON object, not a number"),
+    "prompt_format a number": ('{"prompt_format": 5}', "prompt_format must be one of"),
+    "prompt_format unknown": ('{"prompt_format": "Raw"}', "got 'Raw'"),
+    "source a number": ('{"source": 3}', "source must be a string (or unset), got 3"),
+    "model_revision a list": ('{"model_revision": []}', "model_revision must be a string"),
+    "step a boolean": ('{"step": true}', "step must be an integer (or unset), got True"),
+    "not UTF-8": (b'{"source": "\xff"}', "sieve.json is not UTF-8 text (byte 12)"),
+}
+META_COMMANDS = {
+    "models add": ["models", "add", "copy", "--from", "{m}"],
+    "curate": ["curate", "--n", "10", "--model", "{m}"],
+    "eval": ["eval", "--per-level", "1", "--samples", "1", "--model", "{m}"],
+}
+
+
+@pytest.mark.parametrize("body", list(BROKEN_SIEVE_JSON))
+@pytest.mark.parametrize("command", list(META_COMMANDS))
+def test_a_broken_sieve_json_is_one_line_before_any_work(
+    seeded_home: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    tiny_model_dir: Path,
+    body: str,
+    command: str,
+) -> None:
+    """A model folder's sieve.json that is not JSON, not an object, or holds a key Sieve reads
+    with the wrong type was a traceback (JSONDecodeError, `'list' object has no attribute
+    'get'`) or, for a bad `prompt_format`, ignored without a word; it is one line naming the
+    file, before anything is copied, sampled or written. (No key is required: a folder without
+    sieve.json, or with `{}`, is a plain Hugging Face folder.)"""
+    text, needle = BROKEN_SIEVE_JSON[body]
+    model = tmp_path / "m"
+    write_files(tmp_path, {"m": TINY, "m/sieve.json": text}, tiny_model_dir)
+    argv = [a.replace("{m}", str(model)) for a in META_COMMANDS[command]]
+    before = checksums(seeded_home)
+    code, err = run_cli([*argv, "--home", str(seeded_home)], capfd)
+    line = error_line(code, err)
+    assert f"{model}/sieve.json" in line and needle in line, line
+    assert "delete it (a model folder needs no sieve.json)" in line
+    assert checksums(seeded_home) == before
+    assert not (seeded_home / "models" / "copy").exists()
+    assert not (seeded_home / "models" / ".copy.tmp").exists()
+
+
+@pytest.mark.parametrize("text", ["{}", '{"prompt_format": "chat", "anything": [1, {}]}'])
+def test_a_sieve_json_without_sieve_keys_is_read_as_it_is(tmp_path: Path, text: str) -> None:
+    from pipeline.policy.model import read_meta
+
+    (tmp_path / "sieve.json").write_text(text)
+    assert read_meta(tmp_path) == json.loads(text)
+    assert read_meta(tmp_path / "nothing-here") == {}
+
+
+# ------------------------------------------------------------- a probe round: the Prefect API
+
+BAD_API_URLS = {
+    "nothing listening": ("http://127.0.0.1:9/api", "cannot reach a Prefect server there"),
+    "not a URL": ("not a url", "is not an http:// or https:// URL"),
+    "an unclosed IPv6 host": ("http://[::1", "is not a URL (Invalid IPv6 URL)"),
+    "another scheme": ("ftp://127.0.0.1/api", "is not an http:// or https:// URL"),
+    "no host": ("http:///api", "names no host"),
+    "a port past 65535": ("http://127.0.0.1:99999/api", "is not a URL (Port out of range"),
+    "empty": ("   ", "is not an http:// or https:// URL"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_API_URLS))
+def test_schedule_with_a_bad_prefect_api_url_is_one_line(
+    seeded_home: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+) -> None:
+    """`PREFECT_API_URL` unreachable or malformed: 70-130 lines of httpx's or pydantic's
+    traceback from inside Prefect's serve; one line naming the URL and what is wrong with it,
+    checked before Prefect reads it."""
+    url, needle = BAD_API_URLS[case]
+    monkeypatch.setenv("PREFECT_API_URL", url)
+    argv = ["schedule", "--cron", "0 2 * * *", "--home", str(seeded_home)]
+    started = time.monotonic()
+    code, err = run_cli(argv, capfd)
+    line = error_line(code, err)
+    assert f"PREFECT_API_URL {url!r}" in line and needle in line, line
+    assert time.monotonic() - started < 30

@@ -4,6 +4,7 @@ where the shared option blocks (`flows.cli.options`) sit in each command's optio
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -157,6 +158,19 @@ def test_generate_writes_problems_and_prints_counts_by_level(tmp_path: Path) -> 
 def test_bad_input_gives_one_clear_line(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
     Ledger.open(tmp_path).close()  # an empty ledger: read commands refuse a home without one
     assert needle in one_error_line(sieve(*args, home=tmp_path))
+
+
+@pytest.mark.parametrize("argv", [[], ["models"], ["curriculum"]], ids=["sieve", "models", "curr"])
+def test_a_bare_command_group_prints_its_help_not_an_empty_error(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bare `sieve` (or `sieve models`) printed its help and then `error: ` with nothing after
+    it; it prints the help alone and exits 2, as Click does for a group called without a
+    command."""
+    code, out, err = run_cli(argv, capsys)
+    assert code == 2
+    assert f"Usage: sieve {' '.join(argv)}".rstrip() in " ".join(out.split())
+    assert "error" not in err and not err.strip(), err
 
 
 def test_drop_is_refused_and_the_table_stays(tmp_path: Path) -> None:
@@ -314,14 +328,21 @@ def test_curate_config_errors_are_one_line(tmp_path: Path, tiny_model_dir: Path)
 
 @pytest.mark.integration  # 39 s
 def test_curate_on_a_random_policy_prints_the_summary(tmp_path: Path, tiny_model_dir: Path) -> None:
+    """A random policy answers nothing right: the curriculum keeps no prompt, is recorded (its
+    rejections shown by its id) and, with a warning line, is not `latest`."""
     args = ("curate", "--model", str(tiny_model_dir), "--n", "40", "--seed", "1")
     result = sieve(*args, home=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     for part in ("curriculum cur-", "kept:", "all_wrong", "histogram", "rollouts spent:"):
         assert part in result.stdout
-    shown = sieve("curriculum", "show", "latest", home=tmp_path)
+    cid = re.findall(r"curriculum (cur-\w+)", result.stdout)[0]
+    warning = f"warning: curriculum {cid} kept no prompt, so it is not `latest` (there is none"
+    assert warning in " ".join(result.stderr.split()), result.stderr
+    shown = sieve("curriculum", "show", cid, home=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "all_wrong" in shown.stdout
+    latest = sieve("curriculum", "show", "latest", home=tmp_path)
+    assert "no curriculum with items yet: 1 curated kept no prompt" in one_error_line(latest)
 
 
 def test_every_command_decides_its_home_in_its_option() -> None:

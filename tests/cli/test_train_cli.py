@@ -366,3 +366,91 @@ def test_train_at_other_sampling_than_curated_warns_and_strict_refuses(
         assert len(flow_calls) == 1  # only the first, lenient run reached the flow
     else:
         assert code == 0 and len(flow_calls) == 2, err
+
+
+# ------------------------------------------------------------------ a probe round
+
+
+def gpu_out_of_memory() -> Exception:
+    import torch
+
+    return torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ...")
+
+
+@pytest.mark.parametrize(
+    ("command", "failure", "needle"),
+    [
+        (
+            "train",
+            MemoryError,
+            "error: out of memory (RAM): an allocation failed in `sieve train`; lower "
+            "eval_per_level or eval_samples (the held-out evaluation) or rollouts_per_step",
+        ),
+        (
+            "train",
+            gpu_out_of_memory,
+            "error: out of GPU memory (CUDA out of memory) in `sieve train`; lower eval_per_level",
+        ),
+        ("eval", MemoryError, "in `sieve eval`; lower --per-level or --samples, and re-run"),
+    ],
+    ids=["train RAM", "train GPU", "eval RAM"],
+)
+def test_running_out_of_memory_is_one_line_saying_what_to_lower(
+    tiny_model_dir: Path,
+    curated_home: Callable[[Path | None], Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    failure: Callable[[], Exception],
+    needle: str,
+) -> None:
+    """An allocation that failed in a run (the probe's: training's held-out evaluation) was a
+    207-line traceback; it is one line saying what ran out and what the command can lower."""
+    import flows.commands
+    import flows.train
+
+    def out_of_memory(*args: Any, **kwargs: Any) -> Any:
+        raise failure()
+
+    monkeypatch.setattr(flows.train, "train_flow", out_of_memory)
+    monkeypatch.setattr(flows.commands, "run_eval", out_of_memory)
+    monkeypatch.setattr(flows.commands, "start_flows", lambda home: None)
+    home = curated_home(tiny_model_dir)
+    argv = [command, "--home", str(home), "--model", str(tiny_model_dir)]
+    code, _, err = run_cli(argv, capsys)
+    line = one_error_line(code, err)
+    assert needle in line and "what was committed is kept" in line, line
+
+
+def test_resuming_a_finished_run_says_so_and_changes_nothing(
+    tiny_model_dir: Path,
+    curated_home: Callable[[Path | None], Path],
+    flow_calls: list[Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`train --resume` of a run the ledger records as finished ran its evaluations again (and
+    could mark the run failed); it says the run is finished, with its checkpoint, and exits 0
+    without starting the flow or touching the ledger."""
+    from grpo_core.checkpoint import PREFIX
+    from pipeline.jobs.trainee import train_id_for
+
+    home = curated_home(tiny_model_dir)
+    assert run_cli(["train", "--home", str(home)], capsys)[0] == 0  # the job it resolves
+    (job,) = [c.job for c in flow_calls]
+    train_id = train_id_for("cur-test", folder_revision(tiny_model_dir), job.settings, "hf")
+    steps = job.settings.grpo_config().total_steps
+    final = home / "checkpoints" / train_id / f"{PREFIX}{steps:06d}"
+    final.mkdir(parents=True)
+    with Ledger.open(home) as ledger:
+        ledger.run(
+            "INSERT INTO train_runs (train_id, curriculum_id, status) "
+            "VALUES ($t, 'cur-test', 'finished')",
+            {"t": train_id},
+        )
+        before = {t: ledger.checksum(t) for t in ("train_runs", "train_metrics", "checkpoints")}
+    code, out, err = run_cli(["train", "--resume", "--home", str(home)], capsys)
+    assert code == 0 and err == "", err
+    assert f"{train_id} is already finished" in out and str(final) in out, out
+    assert len(flow_calls) == 1  # the flow never started
+    with Ledger.open(home, read_only=True) as ledger:
+        assert {t: ledger.checksum(t) for t in before} == before

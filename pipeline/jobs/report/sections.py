@@ -16,8 +16,8 @@ import polars as pl
 
 from pipeline.jobs.audit import by_family
 from pipeline.jobs.report import plots
-from pipeline.store import Ledger, load_query
-from pipeline.store.ids import curation_runs
+from pipeline.store import Ledger
+from pipeline.store.ids import curation_runs, latest_curriculum
 
 # Training curves drawn when the trainer wrote them: (panel title, train_metrics name).
 CURVES = (
@@ -47,11 +47,6 @@ class Section:
 
 def _short(revision: str | None) -> str:
     return "?" if revision is None else str(revision)[:10]
-
-
-def latest_curriculum(ledger: Ledger) -> str | None:
-    rows = ledger.run(load_query("export_latest_curriculum"))
-    return str(rows[0][0]) if rows else None
 
 
 def overview(ledger: Ledger) -> Section:
