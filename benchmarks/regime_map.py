@@ -309,6 +309,7 @@ def summarise() -> dict[str, Any]:
             row["uniform_runs"] = len(uni)
         pools.append(row)
     result = {
+        "verdicts": verdicts(pools),
         "benchmark": "regime_map",
         "policy": "tiny",
         "model_revision": record.get("model_revision"),
@@ -321,6 +322,41 @@ def summarise() -> dict[str, Any]:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
     }
     return result
+
+
+def _call(stat: dict[str, Any] | None) -> str | None:
+    """ "ahead" / "behind" when the crossed bootstrap and the t interval both exclude zero on
+    one side, "n.s." otherwise, None without a comparison."""
+    if not stat or stat.get("ci95") is None:
+        return None
+    if not stat.get("significant"):
+        return "n.s."
+    return "ahead" if stat["mean"] > 0 else "behind"
+
+
+def verdicts(pools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per arm, per pool: ahead of uniform (final sampled Δ or the area-under-the-curve Δ
+    significantly above zero, neither significantly below), behind, or no difference shown; and
+    whether `sieve plan`'s verdict on the pool ("curation pays") agreed with Sieve's arm."""
+    out: dict[str, Any] = {"arms": {}, "plan_agrees_with_sieve": {}}
+    for arm in ARMS[1:]:
+        per_pool = {}
+        for pool in pools:
+            a = pool["arms"].get(arm)
+            if a is None:
+                continue
+            calls = {_call(a["diff_sampled_vs_uniform"]), _call(a["auc_gain_delta"])} - {None}
+            per_pool[pool["name"]] = (
+                "behind" if "behind" in calls else "ahead" if "ahead" in calls else "n.s."
+            )
+        out["arms"][arm] = per_pool
+    for pool in pools:
+        call = out["arms"].get("sieve", {}).get(pool["name"])
+        verdict = (pool.get("plan") or {}).get("verdict") or ""
+        if call is not None and verdict:
+            plan_pays = verdict.startswith("Curation pays")
+            out["plan_agrees_with_sieve"][pool["name"]] = plan_pays == (call == "ahead")
+    return out
 
 
 def plot(result: dict[str, Any], path: Path) -> None:

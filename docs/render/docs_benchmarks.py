@@ -199,7 +199,89 @@ def verifier_throughput(r: Results) -> str:
     )
 
 
+REGIME_ARMS = {
+    "sieve": "**Sieve** (ledger posterior)",
+    "sieve_learning": "Sieve, learning model + start prior",
+    "dapo": "DAPO dynamic sampling",
+    "mopps": "MoPPS-style posterior",
+}
+
+
+def _delta(stat: Any) -> str:
+    """`+0.012 [crossed]; t [..]` for a paired Δ, `–` without one."""
+    if stat is None or stat["ci95"] is None:
+        return "–"
+    lo, hi = stat["ci95"]
+    t = stat.get("t_ci95")
+    tail = "; t: 1 block" if t is None else f"; t [{t[0]:+.3f}, {t[1]:+.3f}]"
+    return f"{stat['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]{tail}"
+
+
+def regime_map(r: Results) -> str:
+    """The tiny regime map: per pool, its uniform informative share at the start, `sieve plan`'s
+    prediction, and each arm against uniform (final sampled pass@1 Δ, AUC Δ), with the verdicts
+    the summary computed."""
+    pools = r("regime_map_summary", "pools")
+    verdicts = r("regime_map_summary", "verdicts")
+    seeds = sorted({s for p in pools for a in p["arms"].values() for s in a["seeds"]})
+    lines = [
+        f"Tiny policy (revision {r('regime_map_summary', 'model_revision')}), "
+        f"{num(r('regime_map_summary', 'setup', 'budget'))} rollouts per arm × seed, the tiny "
+        f"headline's protocol on each pool; verifier `{r('regime_map_summary', 'verifier')}`; "
+        f"seeds finished so far: {', '.join(str(s) for s in seeds) or 'none'} of "
+        f"{', '.join(str(s) for s in r('regime_map_summary', 'seeds'))}. Brackets: crossed "
+        "bootstrap, then the t interval over seeds; an arm is *ahead* or *behind* only where "
+        "both exclude zero.",
+        "",
+    ]
+    rows = []
+    for p in pools:
+        plan = p["plan"]
+        for arm, label in REGIME_ARMS.items():
+            a = p["arms"].get(arm)
+            if a is None:
+                continue
+            rows.append(
+                [
+                    f"{p['name']} ({p['cells']} cells)",
+                    num(plan["uniform_share_screen"], 3),
+                    f"{plan['best_policy']} {times(plan['best_ratio'])}",
+                    label,
+                    str(len(a["seeds"])),
+                    _delta(a["diff_sampled_vs_uniform"]),
+                    _delta(a["auc_gain_delta"]),
+                    verdicts["arms"].get(arm, {}).get(p["name"], "–"),
+                ]
+            )
+    lines.append(
+        table(
+            [
+                "pool",
+                "uniform informative share at the start (screen, G 8)",
+                "sieve plan: cheapest policy per informative group vs uniform",
+                "arm",
+                "seeds",
+                "Δ final sampled pass@1 vs uniform",
+                "Δ area under the greedy-gain curve",
+                "verdict",
+            ],
+            rows,
+        )
+    )
+    agree = verdicts["plan_agrees_with_sieve"]
+    if agree:
+        right = sum(1 for v in agree.values() if v)
+        pays = sum(1 for p in pools if p["plan"]["verdict"].startswith("Curation pays"))
+        lines += [
+            "",
+            f"`sieve plan` said curation pays on {pays} of {len(pools)} pools; its verdict "
+            f"matched Sieve's measured one on {right} of {len(agree)}.",
+        ]
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, Callable[[Results], str]] = {
+    "regime-map": regime_map,
     "headline-curriculum": headline_curriculum,
     "curriculum": curriculum,
     "curriculum-quick": curriculum_quick,
