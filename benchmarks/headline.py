@@ -478,7 +478,10 @@ def run_arm(
         inner = greso_refill(draw, skip, n)
     elif arm == "mopps":
         inner = thompson_select(lambda st, r: draw(st, r, setup.candidates), posterior, n, seed)
-    elif arm == "sieve":  # Sieve's default: the ledger posterior (cell prior, decay, cap)
+    elif arm in ("sieve", "sieve_learning"):
+        # sieve: Sieve's default, the ledger posterior (cell prior, decay, cap); sieve_learning:
+        # the learning model with the start's cell prior, Thompson draws as well
+        learning = arm == "sieve_learning"
         inner = posterior_select(
             lambda st, r: draw(st, r, setup.candidates),
             CELL_OF,
@@ -486,17 +489,8 @@ def run_arm(
             n,
             seed,
             PosteriorConfig(candidates=setup.candidates // n),
-        )
-    elif arm == "sieve_learning":  # the learning model and the start prior, Thompson draws
-        inner = posterior_select(
-            lambda st, r: draw(st, r, setup.candidates),
-            CELL_OF,
-            seen,
-            n,
-            seed,
-            PosteriorConfig(candidates=setup.candidates // n),
-            select=SelectionConfig(model="learning"),
-            prior=start_prior(start, setup.cell_samples, setup.samples),
+            select=SelectionConfig(model="learning") if learning else SelectionConfig(),
+            prior=start_prior(start, setup.cell_samples, setup.samples) if learning else None,
         )
     elif arm == "sieve_screen":  # the same pick, then two stages inside the step (issue 46.3)
         g = setup.group_size

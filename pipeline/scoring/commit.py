@@ -33,7 +33,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from pipeline.scoring import lexicon
-from pipeline.scoring.units import SCALE_WORDS, is_unit, unit_mismatch
+from pipeline.scoring.units import NUMBER_WORDS, SCALE_WORDS, is_unit, unit_mismatch
 
 HEDGED = "hedged"
 RETRACTED = "retracted"
@@ -429,39 +429,7 @@ _ANY_LETTER = re.compile(r"[^\W\d_]")
 _VARIABLE = re.compile(r"[A-Za-zα-ωΑ-Ω]")
 _MATH_NEXT = re.compile(r"\s*+(?:[=+\-*/^_(),<>\]}|]|\\(?:cdot|times|le|ge|neq)\b)")
 _MATH_PREV = "0123456789({[+-*/^_=|"
-_NUMBER_WORDS = frozenset(
-    [
-        "zero",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "eleven",
-        "twelve",
-        "thirteen",
-        "fourteen",
-        "fifteen",
-        "sixteen",
-        "seventeen",
-        "eighteen",
-        "nineteen",
-        "twenty",
-        "thirty",
-        "forty",
-        "fifty",
-        "sixty",
-        "seventy",
-        "eighty",
-        "ninety",
-        "hundred",
-    ]
-)
+_NUMBER_WORDS = frozenset(NUMBER_WORDS) | {"hundred"}
 
 
 @lru_cache(maxsize=1)

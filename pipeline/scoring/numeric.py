@@ -34,6 +34,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from pipeline.scoring.commit import fold
+from pipeline.scoring.units import NUMBER_WORDS
 
 _NUM = r"(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)"
 _SNUM = rf"-?{_NUM}"
@@ -54,33 +55,7 @@ _SPACED = re.compile(r"(?P<sign>[-+])?(?P<whole>[1-9]\d{0,2}(?: \d{3})+)(?P<frac
 _LONG_DECIMAL = re.compile(r"\.(\d{10,})")  # a float print-out (0.0833333333333333): maybe rounded
 _ANYWHERE = re.compile(rf"(?<![\w.]){_NUMBER}")
 _UNIT_TAIL = re.compile(r"(?:[A-Za-z\s.%°]|(?<=[A-Za-z])\^\{?[23]\}?)*")  # cm^2, not 10^3
-_WORDS = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-    "twenty",
-]
-_NUMBER_WORDS = {w: Fraction(i) for i, w in enumerate(_WORDS)} | {
-    w: Fraction(10 * i)
-    for i, w in enumerate(["thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 3)
-}
+_NUMBER_WORDS = {w: Fraction(v) for w, v in NUMBER_WORDS.items()}
 _TEXT_CMD = re.compile(
     r"\\(?:text|textbf|textrm|textit|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}"
 )

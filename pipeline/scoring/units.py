@@ -71,6 +71,41 @@ _UNITS: dict[str, str] = {
 _QUALIFIERS = frozenset({"sq", "cu", "unit"})
 
 
+# Number words read as values: zero..twenty, then the tens (numeric.py reads them, commit.py
+# lets them stand in a committed answer).
+NUMBER_WORDS: dict[str, int] = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+} | {
+    w: 10 * i
+    for i, w in enumerate(["thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 3)
+}
+
+
 def is_unit(word: str) -> bool:
     """True when `word` (any case) spells a recognised unit."""
     return word.lower() in _UNITS
