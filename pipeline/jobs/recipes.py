@@ -4,7 +4,7 @@
 knob the table leaves out taking GRPOConfig's documented default. The table is kept as written
 (it is part of a run's id, `pipeline.jobs.trainee.train_id_for`), and the `GRPOConfig` it gives is
 built once, when the settings are validated, and kept with them: `grpo_config()` hands out that one
-object (issue 49: a train job resolved once). A recipe is such a file,
+object, so a train job is resolved once. A recipe is such a file,
 shipped in the package (`pipeline/recipes/`, `pipeline.core.tomlconfig.RECIPES`): `tiny_train.toml`
 for raw-prompt models (the built-in tiny policy) and `real_train.toml` for chat models
 (`recipe_for`), unless `--config` names another (a file, or a shipped recipe by name); it is read
