@@ -101,8 +101,12 @@ RESULTS = Path(__file__).parent / "results"
 STATE = Path("/tmp/sieve-headline")
 MODEL = Path("/tmp/sieve-real-model/models/smollm2-135m")
 MIX_FILE = ROOT / "data" / "configs" / "real_mix.toml"
-ARMS = ("uniform", "dapo", "greso", "mopps", "sieve", "sieve_learning", "sieve_screen", "night")
-SETTINGS = ("warm", "cold")
+USER_MIX_FILE = Path(__file__).parent / "user_mix.toml"  # the `user` setting's pool
+ARMS = (
+    "uniform", "dapo", "greso", "mopps", "sieve", "sieve_learning", "sieve_screen", "night",
+    "oracle",
+)  # fmt: skip
+SETTINGS = ("warm", "cold", "user")
 ZONES = ((0.8, "always"), (0.05, "learnable"), (0.0, "never"))  # lower bounds, first match
 TOP_P = 1.0
 CELL_OF: dict[str, str] = {}  # problem_id -> "family level", filled by pool_items
@@ -134,6 +138,14 @@ class Setup:
         return self.batch_prompts * self.group_size
 
 
+# `--setting user`: the pool a user would bring (issue 63 point 4). Every family and level of the
+# generator mix plus reasoning-gym cells (benchmarks/user_mix.toml, 62 cells chosen by rule, not
+# by measuring the model), 2,048 train prompts per seed: the budget (256 groups) visits an eighth
+# of it, well under one epoch. Held-out: 5 problems per cell (about 310, the size the power
+# analysis asked for). The start is the warm checkpoint (built exactly as the `warm` setting's,
+# on real_mix's seed-0 pool), its cells measured again on the user mix (6 prompts x 8 samples per
+# cell: the oracle's knowledge and the pool's pass-rate histogram).
+USER = Setup(pool_size=2_048, per_level=5, cell_prompts=6)
 SMOKE = Setup(
     budget=96,
     batch_prompts=2,
@@ -400,7 +412,13 @@ def run_arm(
     from grpo_core.collect import dynamic_sampling, plain
     from grpo_core.history import ZeroVarSkip
     from grpo_core.seeds import derive_seed, seed_torch
-    from grpo_core.select import BetaPosterior, greso_refill, informative_groups, thompson_select
+    from grpo_core.select import (
+        BetaPosterior,
+        greso_refill,
+        informative_groups,
+        ranked_select,
+        thompson_select,
+    )
     from grpo_core.trainer import Hooks, Trainer
     from pipeline.selection.posterior import (
         Observations,
@@ -511,6 +529,14 @@ def run_arm(
             ),
             full=True,
         )(t, st)
+    elif arm == "oracle":  # knows every cell's measured P(informative) at the start, uncharged
+        known = oracle_scores(start)
+        inner = ranked_select(
+            lambda st, r: draw(st, r, setup.candidates),
+            lambda it: known.get(CELL_OF[it.key], 0.0),
+            n,
+            seed,
+        )
     else:
         raise SystemExit(f"unknown arm {arm!r}: choose from {', '.join(ARMS)}")
     last: dict[str, Any] = {}
@@ -902,19 +928,24 @@ def start_point(
     runs_dir: Path,
     state_dir: Path,
     model_dir: Path | None = None,
+    warm_mix: dict[str, list[int]] | None = None,
+    warm_setup: Setup | None = None,
 ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """The setting's start weights and their record (hash, evaluation, cells, cost), cached:
-    the record under results (it outlives the machine), the warm weights under `state_dir`."""
+    the record under results (it outlives the machine), the warm weights under `state_dir`.
+    The `user` setting starts from the same warm weights: built (if missing) on `warm_mix` under
+    `warm_setup` (the `warm` setting's), its record and cells measured on the user's mix."""
     pol.model.load_state_dict(base)
     pol.sync()
     from pipeline.policy.model import folder_revision
 
-    if setting == "warm":
+    if setting in ("warm", "user"):
         folder = state_dir / "warm"
         if not (folder / "config.json").is_file():
             print("warm: building the shared checkpoint (uniform, seed 0's pool)", flush=True)
             began = time.perf_counter()
-            wsetup = replace(setup, budget=setup.warm_updates * setup.per_update, marks=1)
+            built = warm_setup or setup
+            wsetup = replace(built, budget=built.warm_updates * built.per_update, marks=1)
             wrun = run_arm(
                 wsetup,
                 "warmup",
@@ -923,7 +954,7 @@ def start_point(
                 pol,
                 base,
                 {"hash": "base", "greedy": None, "sampled": None},
-                mix,
+                warm_mix or mix,
                 held,
                 runs_dir / "warmup",
                 state_dir,
@@ -971,7 +1002,7 @@ def start_point(
             "eval_seconds": ev["seconds"],
             "cost": cost,
             "model_revision": folder_revision(model_dir) if model_dir is not None else None,
-            "cells": measure_cells(setup, pol, mix) if setting == "warm" else None,
+            "cells": measure_cells(setup, pol, mix) if setting in ("warm", "user") else None,
         }
         atomic_write(record_path, record)
     print(
@@ -980,6 +1011,16 @@ def start_point(
         flush=True,
     )
     return {k: v.detach().clone() for k, v in pol.model.state_dict().items()}, record
+
+
+def oracle_scores(start: dict[str, Any]) -> dict[str, float]:
+    """The `oracle` arm's knowledge: per cell ("family level"), the share of the start's measured
+    prompts whose group of `cell_samples` disagreed (P(informative) at G, measured on the train
+    split before any arm ran). The ceiling of what cell-level knowledge buys: no arm pays for it,
+    and the oracle learns nothing from its own groups."""
+    if not start.get("cells"):
+        raise SystemExit("the oracle arm needs the start's cell measurement (settings warm, user)")
+    return {f"{c['family']} {c['level']}": float(c["informative"]) for c in start["cells"]}
 
 
 def start_prior(start: dict[str, Any], cell_samples: int, samples: int) -> Any:
@@ -1585,7 +1626,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--summarise", action="store_true", help="JSON + PNG from the progress files")
     ap.add_argument("--is-done", action="store_true", help="exit 0 if every run asked is done")
     args = ap.parse_args(argv)
-    setup = SMOKE if args.smoke else TINY if args.policy == "tiny" else Setup()
+    setup = (
+        SMOKE if args.smoke else TINY if args.policy == "tiny"
+        else USER if args.setting == "user" else Setup()
+    )  # fmt: skip
     arms = [a for a in args.arms.split(",") if a]
     bad = [a for a in arms if a not in ARMS]
     if bad:
@@ -1613,7 +1657,7 @@ def main(argv: list[str] | None = None) -> None:
         from pipeline.selection.config import load_mix
 
         out, state = args.results or RESULTS, args.state or STATE
-        mix = load_mix(MIX_FILE).levels()
+        mix = load_mix(USER_MIX_FILE if args.setting == "user" else MIX_FILE).levels()
         model_dir = args.model or MODEL
     name = "headline_smoke" if args.smoke else f"headline_{args.policy}".replace("_smollm2", "")
     runs_dir = out / f"{name}_runs"
@@ -1630,9 +1674,15 @@ def main(argv: list[str] | None = None) -> None:
         )
         pol = load(setup, model_dir)  # type: ignore[arg-type]  # the fields load reads
         base = {k: v.detach().clone() for k, v in pol.model.state_dict().items()}
+        warm_mix = None
+        if args.setting == "user":  # the warm setting's start weights, built as they are there
+            from pipeline.selection.config import load_mix
+
+            warm_mix = load_mix(MIX_FILE).levels()
         weights, start = start_point(
-            setup, args.setting, pol, base, mix, held, runs_dir, state, model_dir
-        )
+            setup, args.setting, pol, base, mix, held, runs_dir, state, model_dir,
+            warm_mix=warm_mix, warm_setup=Setup() if args.setting == "user" else None,
+        )  # fmt: skip
         for seed in args.seeds:
             for arm in arms:
                 if arm == "night":  # the product's own loop (`sieve loop`), nights of it

@@ -152,6 +152,27 @@ def thompson_select(
     return collect
 
 
+def ranked_select(
+    source: Source, score: Callable[[Item], float], target: int, seed: int
+) -> Collector:
+    """Selection by a score known before the step: the candidates of (step, 0), the `target`
+    of the largest `score(item)` sampled, ties broken by a generator seeded by (seed, step)
+    (resume draws the same). Nothing is learned from the groups: the score is fixed, e.g. each
+    prompt's cell's measured P(informative) (an oracle of cell-level knowledge)."""
+
+    def collect(t: Rollouts, step: int) -> Collected:
+        cands = list({it.key: it for it in source(step, 0)}.values())
+        if len(cands) < target:
+            raise TrainerError(f"{len(cands)} candidates for a batch of {target} at step {step}")
+        rng = np.random.default_rng(derive_seed(seed, "ranked", step))
+        scores = np.array([score(it) for it in cands], dtype=np.float64)
+        order = np.lexsort((rng.random(len(cands)), -scores))[:target]  # by score, then chance
+        kept = [cands[int(i)] for i in order]
+        return _sample_all(t, step, kept, {"candidates": float(len(cands))})
+
+    return collect
+
+
 def informative_groups(c: Collected, tol: float) -> int:
     """How many of a collected batch's groups have a reward spread (train something)."""
     return sum(_informative(p, tol) for p in _split(c.scores, c.groups))
@@ -161,5 +182,6 @@ __all__ = [
     "BetaPosterior",
     "greso_refill",
     "informative_groups",
+    "ranked_select",
     "thompson_select",
 ]

@@ -34,9 +34,8 @@ def coin_reward(setup: Any) -> Any:
 
 # the arms the coin reward reaches (the night arm runs the product's loop, which scores with
 # Sieve's verifiers: on the random policy it pays nothing, so it runs once, for its accounting);
-# `sieve_learning` runs in a campaign of its own (test_the_learning_arm_...) until the docs
-# renderer (docs/render/docs_headline.py: ORDER, ARM_NAMES) names it
-ONLINE = [a for a in hl.ARMS if a not in ("night", "sieve_learning")]
+# every other arm, `sieve_learning` and the cell oracle included, runs on the coin reward
+ONLINE = [a for a in hl.ARMS if a != "night"]
 
 
 @pytest.fixture(scope="module")
@@ -748,3 +747,31 @@ def _final_run(
             "final": {"greedy": g, "sampled": g, "scored": len(per), "by_level": [],
                       "per_problem_sampled": per, "per_problem_greedy": per},
             "seconds": 1.0}  # fmt: skip
+
+
+def test_the_oracle_knows_each_cells_measured_informative_share_and_nothing_else() -> None:
+    """The cell oracle's scores are the start's measured P(informative) per cell; a start with
+    no cell measurement (the cold setting) cannot run it."""
+    start = {"cells": [
+        {"family": "arith", "level": 1, "pass_rate": 0.5, "informative": 0.75, "prompts": 4},
+        {"family": "rg:gcd", "level": 2, "pass_rate": 0.0, "informative": 0.0, "prompts": 4},
+    ]}  # fmt: skip
+    assert hl.oracle_scores(start) == {"arith 1": 0.75, "rg:gcd 2": 0.0}
+    with pytest.raises(SystemExit, match="cell measurement"):
+        hl.oracle_scores({"cells": None})
+
+
+def test_the_user_setting_draws_its_pool_from_every_cell_of_its_mix() -> None:
+    """The user pool's mix: every generator family at every level, each reasoning-gym dataset
+    Sieve has levels for at its two easiest; 2,048 prompts per seed, the budget under an epoch."""
+    from pipeline.problems import FAMILIES, family_levels
+    from pipeline.problems.rg import LEVEL_CONFIGS
+    from pipeline.selection.config import load_mix
+
+    mix = load_mix(hl.USER_MIX_FILE).levels()
+    assert {f: mix[f] for f in FAMILIES} == {f: family_levels(f) for f in FAMILIES}
+    assert {f.removeprefix("rg:") for f in mix if f.startswith("rg:")} == set(LEVEL_CONFIGS)
+    assert all(mix[f] == [1, 2] for f in mix if f.startswith("rg:"))
+    setup = hl.USER
+    assert setup.budget // setup.group_size <= setup.pool_size  # at most one epoch
+    assert setup.per_update == hl.Setup().per_update  # the protocol's batch, as the warm runs'

@@ -18,10 +18,15 @@ ARM_NAMES = {
     "greso": "GRESO with refill",
     "dapo": "DAPO dynamic sampling",
     "night": "**Sieve's night** (`sieve loop`: refresh + posterior)",
+    "sieve_learning": "Sieve, learning model (start prior + drift)",
+    "oracle": "cell oracle (knows each cell's measured rate, uncharged)",
 }
 FRACTION_NAMES = ("a third", "two thirds", "all")  # headline_stats.FRACTIONS, in words
 MIN_CELL_PROBLEMS = 12  # held-out problems per cell the protocol asks for (issue 45 point 4)
-ORDER = ("uniform", "sieve", "sieve_screen", "night", "mopps", "greso", "dapo")
+ORDER = (
+    "uniform", "sieve", "sieve_learning", "sieve_screen", "night", "mopps", "greso", "dapo",
+    "oracle",
+)  # fmt: skip
 GOAL = (
     "Goal (issue 45): from the warm start, Sieve's default reaches uniform's held-out greedy "
     "gain (its mean over the paired seeds) with ≤ 0.5× of uniform's rollouts, all counted, "

@@ -11,8 +11,14 @@ import pytest
 from grpo_core.collect import dynamic_sampling
 from grpo_core.config import GRPOConfig
 from grpo_core.history import ZeroVarSkip
-from grpo_core.select import BetaPosterior, greso_refill, informative_groups, thompson_select
-from grpo_core.types import Item, Sample, Scores
+from grpo_core.select import (
+    BetaPosterior,
+    greso_refill,
+    informative_groups,
+    ranked_select,
+    thompson_select,
+)
+from grpo_core.types import Item, Sample, Scores, TrainerError
 
 G = 4
 
@@ -115,6 +121,27 @@ def test_thompson_select_needs_enough_candidates() -> None:
 
     with pytest.raises(TrainerError, match="2 candidates for a batch of 3"):
         thompson_select(lambda s, r: items("ab"), BetaPosterior(), 3, seed=0)(Fake({}), 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ranked_select_samples_the_top_scores_and_breaks_ties_by_seed_and_step(seed: int) -> None:
+    """The cell oracle's collector: the batch is the largest fixed scores (duplicate candidates
+    counted once), ties broken by a draw of (seed, step); only the batch is sampled."""
+    score = {"a": 0.9, "b": 0.5, "c": 0.5, "d": 0.5, "e": 0.0, "f": 0.1}
+    fake = Fake({k: 1 for k in score})
+
+    def picked(step: int) -> list[str]:
+        src = lambda s, r: items("abcdefa")  # noqa: E731
+        c = ranked_select(src, lambda it: score[it.key], 3, seed)(fake, step)
+        assert c.rollouts == 3 * G and fake.sampled[-1] == [it.key for it in c.items]
+        return [it.key for it in c.items]
+
+    got = [picked(step) for step in range(8)]
+    assert all(g[0] == "a" and set(g[1:]) <= {"b", "c", "d"} and len(set(g)) == 3 for g in got)
+    assert len({tuple(g) for g in got}) > 1  # the ties fall differently by step
+    assert got == [picked(step) for step in range(8)]  # and the same again on resume
+    with pytest.raises(TrainerError, match="6 candidates for a batch of 7"):
+        ranked_select(lambda s, r: items("abcdef"), lambda it: 0.0, 7, seed)(fake, 0)
 
 
 def test_beta_posterior_refuses_a_bad_prior() -> None:
