@@ -668,7 +668,12 @@ NIGHT_START = "2026-01-01"  # the first night's date (each night's curation seed
 
 
 def night_settings(
-    setup: Setup, seed: int, updates: int, candidates: int, mix: dict[str, list[int]]
+    setup: Setup,
+    seed: int,
+    updates: int,
+    candidates: int,
+    mix: dict[str, list[int]],
+    replay: bool = False,
 ) -> tuple[Any, Any]:
     """(CurateConfig, TrainSettings) of the `night` arm: `sieve loop` as a user would set it to
     train on what the ledger knows (issue 46 point 4) under the protocol. Curation refreshes the
@@ -677,7 +682,10 @@ def night_settings(
     training group has the arm's G (stage1_g = max_group_size = G); training picks each batch
     with the posterior before sampling (selection = "posterior", 8x candidates), carries AdamW
     and the schedules over the nights (carry_over) at the protocol's constant lr and fixed β,
-    and `rollouts_per_step` = the batch, so an update trains batch_prompts x G rollouts."""
+    and `rollouts_per_step` = the batch, so an update trains batch_prompts x G rollouts (a night
+    that kept fewer prompts than a batch gives its best-ranked a second group). `replay` (the
+    `user` setting: Sieve as a user runs it): a kept prompt's first pick trains on its stored
+    curation samples (its latest G), so the rollouts curation spent also train."""
     from pipeline.jobs.recipes import TrainSettings
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.selection import CurateConfig, load_curate_config
@@ -721,6 +729,7 @@ def night_settings(
         tensorboard=False,
         selection="posterior",
         carry_over=True,
+        replay_curation=replay,
     )
     return curate, train
 
@@ -838,7 +847,9 @@ def run_night(
         if candidates < setup.batch_prompts or updates < 1:
             break
         night = first + timedelta(days=len(p["nights"]))
-        cur_cfg, train = night_settings(setup, seed, updates, candidates, mix)
+        cur_cfg, train = night_settings(
+            setup, seed, updates, candidates, mix, replay=setting == "user"
+        )
         result = loop(
             home, 1, cur_cfg, train, night,
             lambda i, summary: print(f"    {night_line(i, summary)}", flush=True),
@@ -1674,14 +1685,14 @@ def main(argv: list[str] | None = None) -> None:
         )
         pol = load(setup, model_dir)  # type: ignore[arg-type]  # the fields load reads
         base = {k: v.detach().clone() for k, v in pol.model.state_dict().items()}
-        warm_mix = None
-        if args.setting == "user":  # the warm setting's start weights, built as they are there
+        warm_mix, warm_setup = None, None
+        if args.setting == "user" and not args.smoke:  # the warm setting's start weights
             from pipeline.selection.config import load_mix
 
-            warm_mix = load_mix(MIX_FILE).levels()
+            warm_mix, warm_setup = load_mix(MIX_FILE).levels(), Setup()
         weights, start = start_point(
             setup, args.setting, pol, base, mix, held, runs_dir, state, model_dir,
-            warm_mix=warm_mix, warm_setup=Setup() if args.setting == "user" else None,
+            warm_mix=warm_mix, warm_setup=warm_setup,
         )  # fmt: skip
         for seed in args.seeds:
             for arm in arms:

@@ -5,9 +5,11 @@
   off-policy sample whose behaviour log-prob is the reference log-prob the trainer computes for
   KL anyway. On a prompt's *first* visit (the first step since `start` whose batch draws it) its
   stored samples are its group (`Sample.replayed`, scored again by the trainer's reward
-  function). The trainer trains a replayed row on the decoupled clipped objective
-  (`grpo_core.loss`, issue 46 point 5): ratio r = π_θ/π_prox to the policy at the step's start,
-  clipped as usual, times the behaviour weight w = min(π_prox/π_ref, tis_cap)
+  function): at most the item's G of them, the latest (a refine after its screen), so the update
+  trains the group size the curriculum gave the prompt. The trainer trains a replayed row on the
+  decoupled clipped objective (`grpo_core.loss`, issue 46 point 5): ratio r = π_θ/π_prox to the
+  policy at the step's start, clipped as usual, times the behaviour weight w = min(π_prox/π_ref,
+  tis_cap)
   (`grpo_core.batch.StepInputs.is_weights`), which is exactly 1 while the policy is still the
   reference; its KL term is weighted by the same w. Later visits sample fresh. Replayed samples
   are not new rollouts (`Collected.rollouts` counts only fresh ones; `replayed_rollouts` reports
@@ -214,11 +216,12 @@ def replay_first_visits(
     before rollout (`pipeline.selection.posterior.posterior_select`) uses it so that a night's
     screen samples train on a prompt's first pick."""
     items = list(items)
-    replay = [
-        i
-        for i, it in enumerate(items)
-        if it.key not in visited and len(stored.get(it.key, ())) >= 2
-    ]
+    replay: list[int] = []
+    first: set[str] = set()  # a key twice in one batch replays once; its repeat is sampled
+    for i, it in enumerate(items):
+        if it.key not in visited and it.key not in first and len(stored.get(it.key, ())) >= 2:
+            replay.append(i)
+            first.add(it.key)
     chosen = set(replay)
     fresh = [i for i in range(len(items)) if i not in chosen]
     unweighted = any(s.logprobs is None for i in replay for s in stored[items[i].key])
@@ -258,7 +261,12 @@ def _assemble(
         for i, g, p in zip(fresh, got, _split(scores, got), strict=True):
             groups[i], parts[i] = g, p
     if replay:
-        old = [[replace(s, replayed=True) for s in stored[items[i].key]] for i in replay]
+        # at most the item's G of them, the latest (a refine after its screen): the update
+        # trains the group size the curriculum gave the prompt, as a fresh group would
+        old = [
+            [replace(s, replayed=True) for s in stored[items[i].key][-items[i].group_size :]]
+            for i in replay
+        ]
         got, scores = t.score_groups([items[i] for i in replay], old)
         for i, g, p in zip(replay, got, _split(scores, got), strict=True):
             groups[i], parts[i] = g, p

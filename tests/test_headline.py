@@ -775,3 +775,43 @@ def test_the_user_setting_draws_its_pool_from_every_cell_of_its_mix() -> None:
     setup = hl.USER
     assert setup.budget // setup.group_size <= setup.pool_size  # at most one epoch
     assert setup.per_update == hl.Setup().per_update  # the protocol's batch, as the warm runs'
+
+
+@pytest.mark.timeout(900)  # the product's loop: Prefect flows, each night a curation and a train
+def test_the_user_night_runs_the_product_loop_with_replay_from_the_warm_weights(
+    smoke: Path, tmp_path: Path
+) -> None:
+    """The `user` setting's night (Sieve as a user runs it): the product's loop from the same
+    warm weights as the warm setting, with curation replay and posterior selection, its nights'
+    curation charged inside the budget. (That a replayed prompt trains its stored samples once
+    and every step trains a full batch is tested on the collector, tests/selection.)"""
+    import importlib
+
+    fl = importlib.import_module("flows.loop")  # run_night imports `loop` from it at call time
+    seen: list[Any] = []
+    real = fl.loop
+
+    def spy(home: Any, nights: int, cfg: Any, train: Any, *a: Any, **kw: Any) -> Any:
+        seen.append(train)
+        return real(home, nights, cfg, train, *a, **kw)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(fl, "loop", spy)
+    try:
+        hl.main(["--smoke", "--results", str(tmp_path), "--state", str(smoke / "state"),
+                 "--seeds", "1", "--setting", "user", "--arms", "night"])  # fmt: skip
+    finally:
+        mp.undo()
+    r = runs(tmp_path)["user_night_s1"]
+    assert r["done"] and sum(s["sampled"] for s in r["steps"]) <= hl.SMOKE.budget
+    assert len(seen) == len(r["nights"]) >= 1
+    assert all(t.replay_curation and t.selection == "posterior" for t in seen)
+    curation = [s for s in r["steps"] if s.get("curation")]
+    assert [s["sampled"] for s in curation] == [n["curation_rollouts"] for n in r["nights"]]
+    (start,) = (tmp_path / "headline_smoke_runs").glob("start_user_*.json")
+    (warm,) = (smoke / "headline_smoke_runs").glob("start_warm_*.json")
+    assert start.name.split("_")[-1] == warm.name.split("_")[-1]  # the same start weights
+    assert json.loads(start.read_text())["cells"]
+    # the other settings' nights do not replay (their committed runs did not)
+    _, cold = hl.night_settings(hl.SMOKE, 1, 2, 8, hl.SMOKE_MIX)
+    assert not cold.replay_curation

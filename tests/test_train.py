@@ -166,7 +166,33 @@ def test_batches_follow_stages_fill_the_budget_and_are_reproducible() -> None:
     assert len({it.key for it in batches.candidates_all(3, 5)}) == 5
     assert batches.batch_prompts() == 16 // 4
     big = CurriculumBatches(frame, prompts, rollouts_per_step=1000, total_steps=10, seed=0)
-    assert big.batch_prompts() == 10  # never more prompts than the curriculum holds
+    assert big.batch_prompts() == 1000 // 4  # the recipe's batch, not the curriculum's size
+
+
+@pytest.mark.parametrize("budget", [8, 24, 25, 100, 333])
+@pytest.mark.parametrize("n", [1, 3, 7])
+def test_a_stage_smaller_than_the_step_still_fills_the_steps_rollouts(budget: int, n: int) -> None:
+    """A curriculum (or stage) with fewer rollouts than a step repeats its order from the top:
+    the step gets the rollouts the recipe asked for, each prompt at most once more than any
+    other, the same draw on every call."""
+    frame = pl.DataFrame(
+        {
+            "problem_id": [f"p{i}" for i in range(n)],
+            "stage": [1] * n,
+            "group_size": [4] * n,
+            "weight": [1.0 + i for i in range(n)],
+            "answer": ["1"] * n,
+            "verifier": ["math"] * n,
+        }
+    )
+    batches = CurriculumBatches(frame, [f"q{i}=" for i in range(n)], budget, 5, seed=1)
+    for step in range(5):
+        items = batches(step)
+        total = sum(it.group_size for it in items)
+        assert budget <= total < budget + 4
+        counts = [sum(it.key == f"p{i}" for it in items) for i in range(n)]
+        assert max(counts) - min(counts) <= 1 and items == batches(step)
+    assert batches.batch_prompts() == max(1, budget // 4)
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,9 @@
 `CurriculumBatches(step) -> items`: stages in order, each getting a share of the steps
 proportional to what one pass over it costs in rollouts; each step draws items weighted by their
 curriculum weight, without replacement, seeded by (seed, step), until the step's rollout budget
-is filled. `verifier_reward` scores with the problems' own verifiers (chat models are judged
-only on a marked answer, as in curation) and fills `Scores.steps` with each completion's step
+is filled (a stage with fewer rollouts than the step repeats its order: every step trains the batch
+the recipe asked for). `verifier_reward` scores with the problems' own verifiers (chat models are
+judged only on a marked answer, as in curation) and fills `Scores.steps` with each completion's step
 verdicts (pipeline/scoring/steps.py; the item's prompt is the question the checker reads, so a
 linear `...=..., x` prompt lets steps in x be checked by substitution).
 
@@ -83,23 +84,27 @@ class CurriculumBatches:
         return _draw(items, weights, derive_seed(self.seed, "candidates", step), n)
 
     def batch_prompts(self) -> int:
-        """Prompts a batch of the whole curriculum holds: the step's rollouts over the most
-        common group size (at least one, at most every item)."""
+        """Groups a batch of the whole curriculum holds: the step's rollouts over the most
+        common group size (at least one). A curriculum with fewer prompts than that gives its
+        best-ranked prompts a second group in the step: the batch is never cut to the
+        curriculum's size (a smaller update than the recipe asked for)."""
         sizes = [it.group_size for _, items, _ in self.stages for it in items]
         common = max(set(sizes), key=lambda g: (sizes.count(g), -g))
-        return max(1, min(len(sizes), self.budget // common))
+        return max(1, self.budget // common)
 
     def __call__(self, step: int) -> list[Item]:
         index = next((i for i, end in enumerate(self.ends) if step < end), len(self.ends) - 1)
         _, items, weights = self.stages[index]
         rng = np.random.default_rng(derive_seed(self.seed, "batch", step))
         keys = rng.random(len(items)) ** (1.0 / weights)  # Efraimidis–Spirakis weighted order
+        order = np.argsort(-keys, kind="stable")
         picked, total = [], 0
-        for i in np.argsort(-keys, kind="stable"):
-            picked.append(items[int(i)])
-            total += items[int(i)].group_size
-            if total >= self.budget:
-                break
+        while total < self.budget:  # a stage smaller than the step: its order again, from the top
+            for i in order:
+                picked.append(items[int(i)])
+                total += items[int(i)].group_size
+                if total >= self.budget:
+                    break
         return picked
 
 

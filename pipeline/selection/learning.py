@@ -97,7 +97,8 @@ def logit(p: np.ndarray) -> np.ndarray:
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-z))
+    """σ(z) without overflow at any z (1 / (1 + e^−z) overflows for z below about −709)."""
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, dtype=np.float64)))
 
 
 def fit_shift(
@@ -163,8 +164,11 @@ def beta_predictive(
     s = np.asarray(s, dtype=np.float64)
     col = (lambda v: v[:, None]) if s.ndim == 1 else (lambda v: v)
     static = (s * col(part["m"]) + col(part["ek"])) / (s + col(part["en"]))
-    shift = col(part["shift"])
+    # a fitted shift that ran off (±inf, NaN from an empty fit) moves nothing it should not:
+    # the mean stays inside [EPS, 1 − EPS], so α and β stay > 0 for any strength > 0
+    shift = np.nan_to_num(col(part["shift"]), nan=0.0, posinf=0.0, neginf=0.0)
     moved = np.where(shift != 0, sigmoid(logit(static) + shift), static)
+    moved = np.clip(moved, EPS, 1.0 - EPS)
     total = s + col(part["en_w"])
     return moved * total, (1.0 - moved) * total
 

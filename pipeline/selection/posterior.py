@@ -324,11 +324,12 @@ def _candidates(
     step: int,
     size: int,
     now: int,
+    fewest: int | None = None,
 ) -> _Step:
-    """The step's candidates and their posteriors; a TrainerError when they cannot fill a batch
-    of `size`."""
+    """The step's candidates and their posteriors; a TrainerError when there are fewer than
+    `fewest` distinct ones (default: a batch of `size`)."""
     cands = list({it.key: it for it in source(step, 0)}.values())
-    if len(cands) < size:
+    if len(cands) < (size if fewest is None else fewest):
         raise TrainerError(f"{len(cands)} candidates for a batch of {size} at step {step}")
     keys = [it.key for it in cands]
     alpha, beta = model(obs, keys, [cell_of[k] for k in keys], now)
@@ -356,9 +357,10 @@ def posterior_select(
     """The trainer collector: candidates of (step, 0) (≥ cfg.candidates x `batch` of them),
     their posteriors at update `update_of(step)` from `obs` (and `prior`) under the model
     `select` names, the `batch` of the largest score (`select_batch`) sampled, each group then
-    added to `obs`. No rollout is spent to decide. `batch` may be a function of the step (the
-    curriculum's stages differ in G). Metric `predicted_informative`: the batch's mean posterior
-    predictive P(0 < k < G).
+    added to `obs`; with fewer distinct candidates than `batch`, the best-ranked take a second group
+    (the step still trains `batch` groups). No rollout is spent to decide. `batch` may be a function
+    of the step (the curriculum's stages differ in G). Metric `predicted_informative`: the batch's
+    mean posterior predictive P(0 < k < G).
 
     `stored` (key → samples, e.g. the night's screen/refine samples of the curriculum): a picked
     prompt's first visit (its key not in `visited`, which the collector then extends) trains on
@@ -373,8 +375,12 @@ def posterior_select(
     def collect(t: Rollouts, step: int) -> Collected:
         size = batch(step) if callable(batch) else batch
         now = update_of(step)
-        at = _candidates(source, cell_of, obs, model, select, seed, step, size, now)
-        idx = select_batch(at.alpha, at.beta, size, at.rng, select, at.visits)
+        at = _candidates(source, cell_of, obs, model, select, seed, step, size, now, fewest=1)
+        idx = select_batch(at.alpha, at.beta, min(size, len(at.cands)), at.rng, select, at.visits)
+        # fewer distinct prompts than a batch (a small curriculum): the ranking is repeated from
+        # the top, so the best-ranked prompts take a second group and every step trains the
+        # batch it was given (never a smaller one, which would change the update's size)
+        idx = np.resize(idx, size)
         kept = [at.cands[int(i)] for i in idx]
         g = np.array([it.group_size for it in kept], dtype=np.float64)
         metrics = {  # a group of G is informative unless all G agree (posterior predictive)
@@ -386,7 +392,9 @@ def posterior_select(
         if stored:
             c, replayed = replay_first_visits(t, step, kept, stored, seen_keys)
             for it, part in zip(c.items, _split(c.scores, c.groups), strict=True):
-                if it.key not in replayed:
+                if it.key in replayed:  # the first copy replayed; a repeat of it was sampled
+                    replayed = replayed - {it.key}
+                else:
                     _observe(obs, cell_of, it, [part], now)
             c.metrics.update(metrics)
             return c

@@ -93,6 +93,27 @@ def test_replay_only_on_a_prompts_first_visit(toy: dict[str, Any]) -> None:
     assert t2.run_step(1).metrics["replayed_rollouts"] == 8
 
 
+@pytest.mark.parametrize("extra", [1, 3, 4, 9])
+def test_a_stored_group_larger_than_g_replays_its_latest_g(toy: dict[str, Any], extra: int) -> None:
+    """A screen then a refine of the same prompt are stored as one group of more than G: the
+    replay trains the latest G of them (the refine), so the update is the curriculum's size."""
+    groups = completions()
+    screen = [Sample((6, 1), "e", False)] * extra  # an earlier screen, stored first
+    stored = {k: screen + g for k, g in groups.items()}
+    model, tok = toy["model"](), toy["tokenizer"]()
+    seen: list[list[str]] = []
+
+    def reward(items: Any, samples: Any) -> Scores:
+        seen.append([s.text for s in samples])
+        return toy["reward"](items, samples)
+
+    t = Trainer(model, tok, Fixed(groups), reward, two_prompts, cfg(),
+                collector=replay_curation(stored))  # fmt: skip
+    m = t.run_step(0).metrics
+    assert m["replayed_rollouts"] == 8 and m["rollouts"] == 0
+    assert seen[0] == [s.text for k in ("a", "b") for s in groups[k]]
+
+
 def test_replay_without_a_reference_is_refused(toy: dict[str, Any]) -> None:
     groups = completions()
     model, tok = toy["model"](), toy["tokenizer"]()

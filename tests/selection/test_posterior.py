@@ -173,6 +173,10 @@ class Fake:
         ok = [i < self.right[it.key] for it in items for i in range(it.group_size)]
         return groups, Scores([float(x) for x in ok], list(ok)), 0.0, 0.0
 
+    def score_groups(self, items: Sequence[Item], groups: list[list[Sample]]):
+        ok = [s.text.endswith("-s0") for g in groups for s in g]  # stored: one right of four
+        return groups, Scores([float(x) for x in ok], ok)
+
 
 def test_the_collector_samples_only_what_it_trains_and_learns_from_it() -> None:
     keys = [f"k{i}" for i in range(16)]
@@ -190,6 +194,49 @@ def test_the_collector_samples_only_what_it_trains_and_learns_from_it() -> None:
     assert sum(len(x) for x in fake.calls) == 24 and len(obs.rows) == 24
     assert sum(mids[3:]) > sum(mids[:1]) * 3 - 1 and mids[-1] >= 3  # learns: the mid cell
     assert math.isfinite(c.metrics["predicted_informative"])
+
+
+@pytest.mark.parametrize(("distinct", "batch"), [(1, 4), (3, 4), (3, 8), (5, 7), (2, 9)])
+def test_a_curriculum_smaller_than_the_batch_still_trains_a_full_batch(
+    distinct: int, batch: int
+) -> None:
+    """Fewer distinct prompts than a batch (a night that kept few): every step still trains
+    `batch` groups, the best-ranked prompts taking a second; every group is evidence once."""
+    keys = [f"k{i}" for i in range(distinct)]
+    cell_of = {k: "c" for k in keys}
+    obs = Observations()
+    fake = Fake({k: 2 for k in keys})
+    items = [Item(k, k, 4, key=k) for k in keys]
+    collect = posterior_select(lambda s, r: items, cell_of, obs, batch, seed=0)
+    for step in range(3):
+        c = collect(fake, step)
+        counts = [sum(it.key == k for it in c.items) for k in keys]
+        assert len(c.items) == batch and c.rollouts == 4 * batch
+        assert max(counts) - min(counts) <= 1
+    assert len(obs.rows) == 3 * batch
+
+
+@pytest.mark.parametrize("distinct", [1, 2, 3])
+def test_a_repeated_prompt_replays_its_stored_samples_once(distinct: int) -> None:
+    """A prompt picked twice in one step on its first visit trains its stored (curation)
+    samples once; its second group is sampled fresh and observed, the replayed one is not (the
+    ledger already holds it as curation evidence)."""
+    from grpo_core.config import GRPOConfig
+
+    keys = [f"k{i}" for i in range(distinct)]
+    cell_of = {k: "c" for k in keys}
+    stored = {k: [Sample((1,), f"{k}-s{i}", False, logprobs=(0.0,)) for i in range(4)]
+              for k in keys}  # fmt: skip
+    obs = Observations()
+    fake = Fake({k: 1 for k in keys})
+    fake.cfg = GRPOConfig(reference="frozen")
+    collect = posterior_select(lambda s, r: [Item(k, k, 4, key=k) for k in keys], cell_of, obs,
+                               4, seed=0, stored=stored, visited=set())  # fmt: skip
+    c = collect(fake, 0)
+    assert len(c.items) == 4
+    sampled = [k for call in fake.calls for k in call]
+    assert len(sampled) == 4 - distinct  # each prompt's first copy replayed, the rest fresh
+    assert len(obs.rows) == 4 - distinct
 
 
 def test_flat_probability_is_the_beta_binomial_closed_form() -> None:

@@ -326,3 +326,27 @@ def test_the_ledgers_cell_prior_is_one_revisions_sampled_pass_rate() -> None:
     assert prior is not None and capped is not None
     assert prior.cells == {"arith 1": (4.0, 8.0), "arith 2": (4.0, 4.0)}
     assert capped.cells == {"arith 1": (2.0, 4.0), "arith 2": (4.0, 4.0)} and capped.update == 7
+
+
+@pytest.mark.parametrize("shift", [-1e4, -800.0, -40.0, 0.0, 40.0, 800.0, 1e4, np.inf, -np.inf,
+                                   np.nan])  # fmt: skip
+@pytest.mark.parametrize("m", [0.0, 1e-300, 0.3, 1.0])
+@pytest.mark.parametrize("strength", [1e-6, 2.0, 64.0])
+def test_the_predictive_is_a_proper_beta_whatever_the_shift(
+    shift: float, m: float, strength: float
+) -> None:
+    """A run's fitted drift can run off (a share05 regime-map run overflowed σ and drew from
+    Beta(0, β)): whatever the shift, the cell yield and the strength, α and β are finite and
+    > 0, and a finite shift still moves the mean the way it points."""
+    from pipeline.selection.learning import beta_predictive
+
+    part = {"m": np.array([m, m]), "ek": np.array([0.0, 3.0]), "en": np.array([0.0, 8.0]),
+            "en_w": np.array([0.0, 8.0]), "shift": np.array([shift, shift])}  # fmt: skip
+    a, b = beta_predictive(strength, part)
+    assert np.all(np.isfinite(a) & np.isfinite(b) & (a > 0) & (b > 0))
+    np.random.default_rng(0).beta(a, b)  # what Thompson selection draws
+    if np.isfinite(shift) and abs(shift) >= 40:
+        still = dict(part, shift=np.zeros(2))
+        a0, b0 = beta_predictive(strength, still)
+        mean, mean0 = a / (a + b), a0 / (a0 + b0)
+        assert np.all(mean >= mean0) if shift > 0 else np.all(mean <= mean0)
