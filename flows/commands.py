@@ -18,7 +18,7 @@ Test: `pytest tests/cli tests/test_demo.py tests/flows/test_loop.py`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -309,7 +309,8 @@ def bootstrap(
 class TrainRequest:
     """`sieve train` as given: `--config` (None: the recipe for the model), the starting model
     (None: the one the curriculum was curated with), `--steps` (the recipe's total replaced),
-    `--max-steps` (stop early), and how it runs."""
+    `--max-steps` (stop early), the recipe fields its options replace (`options`: the
+    `--selection*` options given), and how it runs."""
 
     curriculum: str = "latest"
     config: Path | None = None
@@ -321,6 +322,7 @@ class TrainRequest:
     backend: str = "hf"
     base_urls: Sequence[str] = ()
     engine: EngineOptions | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def check_train_request(request: TrainRequest) -> Recipe | None:
@@ -347,14 +349,19 @@ def train_job(
     from pipeline.jobs.lineage import resolve_train_job
     from pipeline.store import Ledger
 
-    args = (request.curriculum, request.model, home)
+    def resolve(ledger: Ledger | None) -> TrainJob:
+        return resolve_train_job(
+            ledger, request.curriculum, request.model, home,
+            recipe=given, steps=request.steps, options=request.options,
+        )  # fmt: skip
+
     if not read_ledger:
-        return resolve_train_job(None, *args, recipe=given, steps=request.steps)
+        return resolve(None)
     path = home / LEDGER_NAME
     if not path.exists():
         raise SieveError(f"no ledger at {path}: run `sieve curate` first")
     with Ledger.open(home, read_only=True) as ledger:
-        return resolve_train_job(ledger, *args, recipe=given, steps=request.steps)
+        return resolve(ledger)
 
 
 def check_resumable(job: TrainJob, backend: str) -> str | None:
@@ -488,11 +495,13 @@ def loop(
     again: bool = False,
     note: Note = _silent,
     on_night: Night | None = None,
+    train_options: Mapping[str, Any] | None = None,
 ) -> Any:
     """`sieve loop`: `nights` nights back to back in this process (`flows.loop.loop`), the
     first on `start` (YYYY-MM-DD; None: today, UTC), from the model `loop_start` decides, with
-    `train_config` (else the recipe for that model); `on_night` gets each night's number and
-    summary once it is committed. Returns the held-out sampled pass@1 by revision afterwards
+    `train_config` (else the recipe for that model) and the fields `train_options` replaces in
+    it (the `--selection*` options); `on_night` gets each night's number and summary once it
+    is committed. Returns the held-out sampled pass@1 by revision afterwards
     (`pipeline.jobs.stats.heldout_by_revision`)."""
     from pipeline.jobs.recipes import given_recipe, train_recipe
 
@@ -507,7 +516,7 @@ def loop(
     check_backend(backend, list(base_urls))
     folder, why = loop_start(model, backend, home)
     given = given_recipe(train_config) if train_config is not None else None
-    recipe, settings = train_recipe(folder, given, steps)
+    recipe, settings = train_recipe(folder, given, steps, train_options)
     note(f"loop: night 1 starts from {folder} ({why}); {recipe.line()}")
     keep = sorted(cfg.sampling.model_fields_set) if config is not None else []
     start_flows(home)

@@ -51,6 +51,7 @@ def train_metrics() -> pl.DataFrame:
         "zero_var_share": [0.6, 0.5, 0.5, 0.4, 0.4, 0.3],
         "completion_len": [9.0, 9.5, 10.0, 10.0, 11.0, 11.0],
         "grad_norm": [1.0] * 6,  # not plotted
+        "predicted_informative": [0.5] * 6,  # the difficulty model picked (not plotted)
     }
     return pl.DataFrame(
         {
@@ -60,6 +61,18 @@ def train_metrics() -> pl.DataFrame:
             "value": [v for values in rows.values() for v in values],
         }
     )
+
+
+def train_rollouts() -> pl.DataFrame:
+    """train-1's groups: two prompts a step, groups of 2; p0's disagree, p1's never do."""
+    rows = [
+        ("train-1", step, pid, i, "rev-a", float(pid == "p0" and i == 0), pid == "p0" and i == 0)
+        for step in range(6)
+        for pid in ("p0", "p1")
+        for i in range(2)
+    ]
+    schema = ["train_id", "step", "problem_id", "sample_idx", "policy", "reward", "correct"]
+    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +92,7 @@ def busy() -> Iterator[Ledger]:
         policy = simulated_policy(held, dict.fromkeys(range(1, 11), rate), revision)
         evaluate(policy.sampler, ledger, revision, prompts_of, EvalConfig(2, 4), held)
     ledger.write("train_metrics", train_metrics())
+    ledger.write("train_rollouts", train_rollouts())
     yield ledger
     ledger.close()
 
@@ -98,7 +112,7 @@ def test_an_empty_ledger_gives_a_page_of_no_data_notes(ledger: Ledger, tmp_path:
     result = build_report(ledger, tmp_path)
     text = result.path.read_text()
     assert result.figures == [] and images(result.path) == []
-    assert len(result.empty_sections) == 7 and text.count("No data yet") == 7
+    assert len(result.empty_sections) == 8 and text.count("No data yet") == 8
     assert "Ledger overview" not in result.empty_sections
 
 

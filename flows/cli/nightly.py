@@ -19,6 +19,7 @@ from rich.rule import Rule
 from flows.cli.common import committed, out, progress, show, stage_lines
 from flows.cli.options import (
     ENGINE,
+    SELECTION,
     BackendOpt,
     BaseUrlOpt,
     ConfigOpt,
@@ -197,6 +198,7 @@ def loop(
     train_config: LoopTrainConfigOpt = None,
     n: Annotated[int | None, typer.Option("--n", help="Candidates per night.")] = None,
     steps: Annotated[int | None, typer.Option(help="Training steps per night.")] = None,
+    selection: OptionBlock = SELECTION,
     start: StartOpt = None,
     again: Annotated[
         bool,
@@ -227,6 +229,6 @@ def loop(
         nights, config, train_config, n, steps, start, model, backend, base_url or (),
         engine.options(), home, again,
         note=lambda line: out.print(line, markup=False, highlight=False, soft_wrap=True),
-        on_night=night_done,
+        on_night=night_done, train_options=selection.overrides(),
     )  # fmt: skip
     show(table, "held-out sampled pass@1 by revision (oldest first)")

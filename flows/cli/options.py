@@ -3,13 +3,15 @@
 `--home` and the sampler's `--model`, `--backend` and `--base-url` are `Annotated` types used as
 they are; `HomeOpt` is `--home` handing every command the home it decided (the folder given, else
 $SIEVE_HOME's, else ./data, checked as `decided_home` says), so a command resolves its home once
-and passes it down. The sampling overrides (curate, eval) and the vLLM engine settings (curate,
-eval, train, loop) are blocks generated from the settings objects they set (`SamplingConfig`,
-`EngineOptions`), so a field and its option are written once, its help the field's own description.
-Sampling is one option per field (`--temperature 0.6`); the engine, whose settings only the vllm
-backend reads, is one repeatable option of KEY=VALUE pairs named after its fields (`--engine
-max_model_len=1024,kv_cache_gib=2`, as lm-evaluation-harness's `--model_args`), which keeps six
-rarely used options out of four commands' `--help`. A command declares one parameter, `engine:
+and passes it down. The sampling overrides (curate, eval), the vLLM engine settings (curate,
+eval, train, loop) and a train recipe's selection fields (train, loop; plan takes the model and
+score) are blocks generated from the settings objects they set (`SamplingConfig`,
+`EngineOptions`, `SelectionSettings`), so a field and its option are written once, its help the
+field's own description. Sampling and selection are one option per field (`--temperature 0.6`);
+the engine, whose settings only the vllm backend reads, is one repeatable option of KEY=VALUE
+pairs named after its fields (`--engine max_model_len=1024,kv_cache_gib=2`, as
+lm-evaluation-harness's `--model_args`), which keeps six rarely used options out of four
+commands' `--help`. A command declares one parameter, `engine:
 OptionBlock = ENGINE`, and `@option_blocks` turns it into the block's options, in that place of
 `--help`, handing the command the block with what was given. The block checks its values when the
 command asks (`engine.options()`); the commands ask before they call their job, so a bad
@@ -265,10 +267,21 @@ def bootstrap_block() -> OptionBlock:
     return OptionBlock("bootstrap", BootstrapConfig, ("seed", "max_steps", "max_minutes"))
 
 
+def selection_block(*fields: str) -> OptionBlock:
+    from pipeline.jobs.selection_settings import SelectionSettings
+
+    return OptionBlock("selection", SelectionSettings, fields)
+
+
 SAMPLING = sampling_block()  # --max-new-tokens --temperature --top-p --stop (SamplingConfig)
 EVAL = eval_block("per_level", "samples", "seed")  # --per-level --samples --seed (EvalConfig)
 ENGINE = engine_block()  # --engine KEY=VALUE,... (EngineOptions)
 BOOTSTRAP = bootstrap_block()  # --seed --max-steps --max-minutes (BootstrapConfig)
+# --selection --selection-model --selection-score --selection-prior (a train recipe's fields,
+# SelectionSettings): handed on as `overrides()`, which the recipe's settings check
+SELECTION = selection_block("selection", "selection_model", "selection_score", "selection_prior")
+# sieve plan's: which difficulty model and score its posterior policy replays with
+SELECTION_MODEL = selection_block("selection_model", "selection_score")
 
 
 def option_blocks(command: Callable[..., None]) -> Callable[..., None]:

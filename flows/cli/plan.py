@@ -6,6 +6,7 @@ whether curation pays on this data (`pipeline.jobs.plan`).
     sieve plan                                   # the home's newest screened revision
     sieve plan --model data/models/smollm2-135m  # that model's newest screened revision
     sieve plan --pool benchmarks/results/real_model_pool.parquet
+    sieve plan --train-config my_train.toml      # the posterior with the model that recipe names
 
 Nothing is sampled. A ledger without samples of the model is one `error:` line naming the
 small screen to run first.
@@ -23,12 +24,20 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flows.cli.common import out
-from flows.cli.options import ConfigOpt, HomeOpt, seed_option
+from flows.cli.options import (
+    SELECTION_MODEL,
+    ConfigOpt,
+    HomeOpt,
+    OptionBlock,
+    option_blocks,
+    seed_option,
+)
 
 if TYPE_CHECKING:
     from pipeline.jobs.plan import Plan
 
 
+@option_blocks
 def plan(
     pool: Annotated[
         Path | None,
@@ -54,6 +63,15 @@ def plan(
     ] = None,
     seed: Annotated[int, seed_option("Seed of the DAPO, GRESO and posterior draws.")] = 0,
     config: ConfigOpt = None,
+    train_config: Annotated[
+        Path | None,
+        typer.Option(
+            help="TrainSettings TOML file (sieve train --config): the posterior picks with the "
+            "difficulty model it names (default the recipe for a --model folder, else the "
+            "static model)."
+        ),
+    ] = None,
+    selection: OptionBlock = SELECTION_MODEL,
     raw_answers: Annotated[
         bool, typer.Option(help="Score a pool's bare answers (no answer marker needed).")
     ] = False,
@@ -66,12 +84,17 @@ def plan(
     pays here against uniform."""
     from pipeline.jobs.plan import plan_for
 
-    result = plan_for(home, pool, model, g=g, seed=seed, config=config, raw_answers=raw_answers)
+    result = plan_for(
+        home, pool, model, g=g, seed=seed, config=config, raw_answers=raw_answers,
+        train_config=train_config, selection=selection.overrides(),
+    )  # fmt: skip
     if as_json:
         rows = [r.as_dict() for r in result.rows]
         payload = {
             "source": result.source,
             "group_size": result.g,
+            "selection_model": result.select.model,
+            "selection_score": result.select.score,
             "rows": rows,
             "verdict": result.verdict,
         }

@@ -3,9 +3,10 @@
 One call into the job, `flows.commands.train`: everything is decided there before Prefect
 starts, once, into a `pipeline.jobs.lineage.TrainJob` (the curriculum, the starting model, by
 default the one the curriculum was curated with, and the recipe: `--config FILE`, read once,
-else the recipe file for that model's prompt format; `--steps` replaces its total), then the
-flow `flows.train.train_flow` runs on it. `--print-config` shows the job's settings as TOML and
-stops. The home is decided by `--home`'s own check. This module draws the bar and prints.
+else the recipe file for that model's prompt format; `--steps` replaces its total and the
+`--selection*` options its selection fields), then the flow `flows.train.train_flow` runs on
+it. `--print-config` shows the job's settings as TOML and stops. The home is decided by
+`--home`'s own check. This module draws the bar and prints.
 
 Test: `pytest tests/cli/test_train_cli.py`.
 """
@@ -22,6 +23,7 @@ import typer
 from flows.cli.common import committed, err, out, progress, show
 from flows.cli.options import (
     ENGINE,
+    SELECTION,
     BackendOpt,
     BaseUrlOpt,
     HomeOpt,
@@ -73,6 +75,7 @@ def train(
     model: StartOpt = None,
     max_steps: MaxStepsOpt = None,
     steps: StepsOpt = None,
+    selection: OptionBlock = SELECTION,
     resume: ResumeOpt = False,
     backend: BackendOpt = "hf",
     base_url: BaseUrlOpt = None,
@@ -88,7 +91,7 @@ def train(
     request = commands.TrainRequest(
         curriculum=curriculum, config=config, model=model, steps=steps, max_steps=max_steps,
         resume=resume, strict=strict, backend=backend, base_urls=base_url or (),
-        engine=engine.options(),
+        engine=engine.options(), options=selection.overrides(),
     )  # fmt: skip
     root = home if home is not None else resolve_home()  # --home's check decided it
     with progress("train") as bar:

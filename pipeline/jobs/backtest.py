@@ -71,7 +71,7 @@ from pipeline.selection import (
     screen_survivors,
     stable_uniforms,
 )
-from pipeline.selection.posterior import PosteriorConfig
+from pipeline.selection.posterior import PosteriorConfig, SelectionConfig
 from pipeline.store import Ledger
 
 POLICIES = ("uniform", "dapo", "greso", "speed", "pilot", "posterior", "sieve")
@@ -470,12 +470,14 @@ def posterior_arm(
     seed: int,
     steps: int = 0,
     cfg: PosteriorConfig | None = None,
+    select: SelectionConfig | None = None,
 ) -> Arm:
     """Select before rollout: `steps` steps of `posterior_select` over `StoredGroups`, stopping
     early when fewer than `batch` prompts have a group left (0: as many as train half the
     groups the pool holds, at least one: with two groups a prompt, as many groups as uniform's
     one pass, so what it picks is not the whole pool). Every rollout read trains; nothing
-    decides only."""
+    decides only. `select`: the difficulty model and score (default the static model, Thompson
+    draws: `SelectionConfig()`)."""
     from typing import cast
 
     from grpo_core.types import Rollouts
@@ -495,7 +497,7 @@ def posterior_arm(
     obs = Observations()
     collect = posterior_select(
         lambda step, _round: stored.candidates(step, cfg.candidates * batch),
-        cells(scored), obs, batch, seed, cfg,
+        cells(scored), obs, batch, seed, cfg, select=select or SelectionConfig(),
     )  # fmt: skip
     rollouts, predicted, ran = 0, [], 0
     for step in range(steps):

@@ -14,7 +14,7 @@ Test: `pytest tests/flows/test_loop.py tests/cli/test_train_cli.py`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -61,14 +61,15 @@ def resolve_train_job(
     *,
     recipe: Recipe | None = None,
     steps: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> TrainJob:
     """The one place a training run is resolved, from one open ledger: the curriculum id
     (`resolve_curriculum`), the sampling it was curated at (`curated_sampling`), the model
     (`model`, else the one the curriculum was curated with: `curriculum_model`), the settings
     (`settings`, else `pipeline.jobs.recipes.train_recipe`: `recipe`, a `--config` file, else the
-    model's recipe, with `steps`) and the home (`resolve_home`). `ledger` None reads nothing:
-    `model` must be given and `curriculum` stays as given (`sieve train --print-config
-    --model`)."""
+    model's recipe, with `steps` and the fields `options` replaces) and the home
+    (`resolve_home`). `ledger` None reads nothing: `model` must be given and `curriculum` stays
+    as given (`sieve train --print-config --model`)."""
     if ledger is None:
         if model is None:
             raise SieveError("a train job without a ledger needs its model folder")
@@ -83,7 +84,7 @@ def resolve_train_job(
         folder, why = curriculum_model(ledger, cid, home)
     line = None
     if settings is None:
-        chosen, settings = train_recipe(folder, recipe, steps)
+        chosen, settings = train_recipe(folder, recipe, steps, options)
         line = chosen.line()
     return TrainJob(
         curriculum_id=cid, model=folder, home=resolve_home(home), settings=settings,

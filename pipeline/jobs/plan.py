@@ -27,8 +27,8 @@ Test: `.venv/bin/pytest tests/test_plan.py -q`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ import polars as pl
 from pipeline.core.errors import SieveError
 from pipeline.jobs import backtest as bt
 from pipeline.selection import CurateConfig, load_curate_config
+from pipeline.selection.posterior import SelectionConfig
 from pipeline.store import Ledger
 
 PLAN_POLICIES = ("uniform", "dapo", "greso", "posterior", "sieve")
@@ -95,6 +96,8 @@ class Plan:
     g: int
     replays: int  # seeds the seeded policies are averaged over
     rows: list[PlanRow]
+    # the difficulty model and score the posterior policy picked with
+    select: SelectionConfig = field(default_factory=SelectionConfig)
 
     @property
     def verdict(self) -> str:
@@ -148,10 +151,14 @@ def plan(
     seed: int = 0,
     replays: int = 5,
     source: str = "",
+    select: SelectionConfig | None = None,
 ) -> Plan:
     """Every policy of `PLAN_POLICIES` replayed on `scored` with training groups of `g` (default
     `group_size` of the pool's depth); the seeded ones (DAPO's order, GRESO's exploration, the
-    posterior's candidates and draws) averaged over `replays` seeds from `seed` on."""
+    posterior's candidates and draws) averaged over `replays` seeds from `seed` on. `select`:
+    the difficulty model and score the posterior picks with (default the static model and
+    Thompson draws, as a train recipe's defaults)."""
+    select = select or SelectionConfig()
     counts = scored.group_by("problem_id").len()["len"]
     depth, top = int(counts.min() or 0), int(counts.max() or 0)  # type: ignore[arg-type]
     g = g or group_size(depth)
@@ -182,7 +189,7 @@ def plan(
         return prompts + int(a.report["epoch2_sampled"]), a.informative_groups, a.rollouts, 0
 
     def posterior(s: int) -> Counts:
-        a = bt.posterior_arm(scored, g, min(8, max(1, prompts // 4)), s)
+        a = bt.posterior_arm(scored, g, min(8, max(1, prompts // 4)), s, select=select)
         return int(a.report["groups_trained"]), a.informative_groups, a.rollouts, 0
 
     labels: dict[str, str] = {}
@@ -209,11 +216,18 @@ def plan(
     run("uniform", "uniform", uniform)
     run("dapo", "dapo (drops flat groups)", dapo, seeded=True)
     run("greso", "greso (skips flat prompts)", greso, seeded=True)
-    run("posterior", "posterior (picks first)", posterior, seeded=True)
+    run("posterior", posterior_label(select), posterior, seeded=True)
     run("sieve", f"sieve (screen {cfg.screen_g}, refine {cfg.refine_g})", sieve)
     if "sieve" in labels:  # the screen and refine it could replay
         rows[-1] = replace(rows[-1], label=labels["sieve"])
-    return Plan(source, prompts, scored.height, depth, g, replays, rows)
+    return Plan(source, prompts, scored.height, depth, g, replays, rows, select)
+
+
+def posterior_label(select: SelectionConfig) -> str:
+    """The posterior row's label: which model picks, where it is not the default."""
+    if select == SelectionConfig():
+        return "posterior (picks first)"
+    return f"posterior ({select.model}{', ucb' if select.score == 'ucb' else ''})"
 
 
 def verdict(rows: list[PlanRow]) -> str:
@@ -321,13 +335,17 @@ def plan_for(
     seed: int = 0,
     config: Path | None = None,
     raw_answers: bool = False,
+    train_config: Path | None = None,
+    selection: Mapping[str, Any] | None = None,
 ) -> Plan:
     """`sieve plan`: the samples of `pool` (a Parquet file, scored if needed; `model` picks its
     rows) or of the ledger of `home` (`model`'s newest screened revision, default the newest
     screen run's), planned with the config file `config` (else, from the ledger, the config its
-    samples were curated with, else the defaults)."""
+    samples were curated with, else the defaults); the posterior picks with the difficulty
+    model the train recipe names (`plan_selection`)."""
     if g is not None and g < 2:
         raise SieveError(f"--g {g}: a group needs at least 2 samples to disagree")
+    select = plan_selection(train_config, model, selection)
     cfg = load_curate_config(config) if config else None
     if pool is not None:
         samples = bt.pool_samples(pool, marker_required=not raw_answers)
@@ -337,4 +355,27 @@ def plan_for(
         with Ledger.open(home, read_only=True) as ledger:
             samples, source, stored = ledger_pool(ledger, model)
         cfg = cfg or stored
-    return plan(samples, cfg or CurateConfig(), g=g, seed=seed, source=source)
+    return plan(samples, cfg or CurateConfig(), g=g, seed=seed, source=source, select=select)
+
+
+def plan_selection(
+    train_config: Path | None, model: str | None, selection: Mapping[str, Any] | None = None
+) -> SelectionConfig:
+    """The difficulty model and score `sieve plan`'s posterior picks with: those of the train
+    recipe `sieve train` would use (`train_config`, its `--config`; else, where `model` is a
+    model folder, the recipe for it; else a recipe's defaults), with `selection`'s fields
+    (`--selection-model`, `--selection-score`) replacing them. A bad value is one SieveError
+    line."""
+    from pipeline.jobs.selection_settings import selection_config
+
+    select = SelectionConfig()
+    if train_config is not None or (model is not None and (Path(model) / "config.json").is_file()):
+        from pipeline.jobs.recipes import given_recipe, recipe_for  # torch: only when read
+
+        recipe = given_recipe(train_config) if train_config else recipe_for(str(model))
+        select = selection_config(recipe.settings)
+    given = {k.removeprefix("selection_"): v for k, v in (selection or {}).items() if v is not None}
+    try:
+        return replace(select, **given)  # SelectionConfig checks the values
+    except (TypeError, ValueError) as exc:
+        raise SieveError(f"sieve plan: {exc}") from None

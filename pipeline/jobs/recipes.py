@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
     Field,
     ModelWrapValidatorHandler,
     PrivateAttr,
+    ValidationError,
     field_validator,
     model_validator,
 )
@@ -36,7 +37,14 @@ from pydantic import (
 from grpo_core.config import GRPOConfig
 from grpo_core.validate import MAX_COUNT, STRICT, AtLeastOne, Count, FieldError
 from pipeline.core.errors import SieveError
-from pipeline.core.tomlconfig import RECIPES, load_toml, recipe_file
+from pipeline.core.tomlconfig import RECIPES, first_error, load_toml, recipe_file
+from pipeline.jobs.selection_settings import (
+    Selection,
+    SelectionModel,
+    SelectionPrior,
+    SelectionScore,
+    check_selection,
+)
 from pipeline.policy.model import read_meta
 from pipeline.policy.prompts import PromptFormat, prompt_format
 from pipeline.problems import FAMILIES, OPT_IN_FAMILIES, parse_levels
@@ -96,19 +104,12 @@ class TrainSettings(BaseModel):
         "skipped_zero_var. Off until measured.",
     )
 
-    selection: Literal["curriculum", "posterior", "posterior-screen"] = Field(
-        default="curriculum",
-        description="How a step picks its prompts. curriculum: weighted draws from the "
-        "curriculum's stage. posterior: Sieve's difficulty model (pipeline/selection/"
-        "posterior.py) over the curriculum's curation groups and this run's own training "
-        "groups picks the batch with the largest Thompson-drawn learnability p(1 - p) from 8x "
-        "as many candidates, before any rollout is sampled (issue 46). posterior-screen: the "
-        "same pick, then two stages inside the step: a prompt the model is sure of goes "
-        "straight to the smallest G (≥ its item's) informative with probability ≥ 0.9, the "
-        "others are screened with 4 samples and, if those disagree, continued to their G "
-        "with the screen's samples in the group; flat screens are replaced by the next "
-        "candidates, sampled straight at their G.",
-    )
+    # how a step picks its prompts: pipeline/jobs/selection_settings.py (one definition, which
+    # the --selection* options are made from)
+    selection: Selection = "curriculum"
+    selection_model: SelectionModel = "static"
+    selection_score: SelectionScore = "thompson"
+    selection_prior: SelectionPrior = "none"
 
     carry_over: bool = Field(
         default=False,
@@ -154,6 +155,7 @@ class TrainSettings(BaseModel):
                 "selection = 'posterior-screen' does not combine with replay_curation yet (its "
                 "screens are its own): use selection = 'posterior' to replay the curation"
             )
+        check_selection(self)
         return self
 
     @field_validator("eval_families")
@@ -198,6 +200,19 @@ class TrainSettings(BaseModel):
         copy = self.model_copy(update={"grpo": table})
         copy._grpo = _Built(table, config)
         return copy
+
+    def with_options(self, options: Mapping[str, Any] | None) -> TrainSettings:
+        """These settings with the top-level fields in `options` replaced (`sieve train` and
+        `sieve loop`'s `--selection*` options), checked as a recipe file's are (the `[grpo]`
+        table and the GRPOConfig built from it kept as they are); unchanged for none. A value
+        refused is one ValueError line naming the field."""
+        if not options:
+            return self
+        try:
+            checked = TrainSettings.model_validate({**self.model_dump(exclude={"grpo"}), **options})
+        except ValidationError as exc:
+            raise ValueError(first_error(exc, TrainSettings)) from None
+        return self.model_copy(update={k: getattr(checked, k) for k in options})
 
 
 def grpo_config(values: dict[str, Any]) -> GRPOConfig:
@@ -268,17 +283,26 @@ def given_recipe(path: Path) -> Recipe:
 
 
 def train_recipe(
-    model_dir: str | Path, given: Recipe | None = None, steps: int | None = None
+    model_dir: str | Path,
+    given: Recipe | None = None,
+    steps: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[Recipe, TrainSettings]:
     """The one place a run's recipe is chosen: `given` (a `--config` file, `given_recipe`, read
     by the caller once), else the recipe for the model (`recipe_for`); (that recipe, its
-    settings with `--steps` as total_steps). A `--steps` GRPOConfig refuses is one SieveError
-    line naming it."""
+    settings with `--steps` as total_steps and the fields `options` names replaced: the
+    `--selection*` options). A `--steps` GRPOConfig refuses, or an option the settings refuse,
+    is one SieveError line naming it."""
     recipe = given if given is not None else recipe_for(model_dir)
     try:
-        return recipe, recipe.settings.with_steps(steps)
+        settings = recipe.settings.with_steps(steps)
     except ValueError as exc:  # `grpo.total_steps must be ...`: what --steps gave
         raise SieveError(f"--steps {steps}: {exc}") from None
+    try:
+        return recipe, settings.with_options(options)
+    except ValueError as exc:
+        shown = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in (options or {}).items())
+        raise SieveError(f"{shown}: {exc}") from None
 
 
 def folder_prompt_format(model_dir: str | Path) -> PromptFormat:

@@ -1,9 +1,10 @@
 """What the ledger holds, as tables to read: `sieve stats` (its summary views, the next
-curation's allocation, the difficulty model, curricula, held-out pass@1 by revision) and
-`sieve curriculum show` (one curriculum's stages, rejections and top items). Each opens the
-ledger read-only once; the CLI prints the tables.
+curation's allocation, the difficulty model and its calibration on the runs it picked for,
+curricula, held-out pass@1 by revision) and `sieve curriculum show` (one curriculum's stages,
+rejections and top items). Each opens the ledger read-only once; the CLI prints the tables.
 
-Test: `pytest tests/cli/test_cli.py tests/store/test_heldout_view.py`.
+Test: `pytest tests/cli/test_cli.py tests/store/test_heldout_view.py
+tests/store/test_selection_calibration.py`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ DIFFICULTY_MODEL = (
     "FROM cell_posterior c LEFT JOIN prompt_posterior p USING (cell) "
     "GROUP BY ALL ORDER BY c.cell"
 )
+
+CALIBRATION_RUNS = 3  # training runs picked by the difficulty model whose calibration is shown
 
 
 def ledger_stats(home: str | Path | None) -> tuple[Path | None, Titled]:
@@ -62,6 +65,13 @@ def ledger_stats(home: str | Path | None) -> tuple[Path | None, Titled]:
                 model,
                 "difficulty model by family x level (views cell_posterior, prompt_posterior: "
                 "decayed evidence, yield, learnability p(1-p) at the posterior mean)",
+            ))  # fmt: skip
+        calibration = ledger.query("selection_calibration_recent", limit=CALIBRATION_RUNS)
+        if calibration.height:
+            tables.append((
+                calibration,
+                "difficulty model calibration by run and quarter (view selection_calibration: "
+                "predicted vs realised informative share of the groups it picked)",
             ))  # fmt: skip
         tables += [
             (ledger.sql("SELECT * FROM curriculum_summary"), "curricula"),

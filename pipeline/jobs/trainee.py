@@ -43,6 +43,7 @@ from pipeline.core.home import from_home, resolve_home
 from pipeline.jobs.curriculum_batches import CurriculumBatches, curriculum_frame
 from pipeline.jobs.recipes import TrainSettings
 from pipeline.jobs.replay import stored_groups, zero_var_streaks
+from pipeline.jobs.selection_settings import MODEL_DEFAULTS, PRIOR_SAMPLES, selection_config
 from pipeline.policy.model import (
     folder_revision,
     load_policy,
@@ -52,14 +53,24 @@ from pipeline.policy.prompts import PromptFormat, prompt_format
 from pipeline.sampling import Sampler
 from pipeline.sampling.hf import HFSampler
 from pipeline.selection.posterior import (
+    CellPrior,
     Observations,
     PosteriorConfig,
+    ledger_cell_prior,
     lineage_observations,
     posterior_screen,
     posterior_select,
 )
 from pipeline.store import Ledger
 from pipeline.store.ids import curation_runs
+
+# the settings added after runs had ids, with their defaults: a run's id leaves them out when they
+# are at their defaults (`train_id_for`)
+LATER_SETTINGS: dict[str, object] = {
+    "replay_curation": False,
+    "skip_zero_variance": False,
+    **MODEL_DEFAULTS,
+}
 
 
 @dataclass
@@ -98,7 +109,7 @@ def train_id_for(
     """The run's id. The backend is part of it when it is not hf (another engine samples other
     rollouts); hf runs keep the ids they had before backends were selectable."""
     # settings added later count only when set, so runs started before them keep their ids
-    unset = {k for k in ("replay_curation", "skip_zero_variance") if not getattr(settings, k)}
+    unset = {k for k in LATER_SETTINGS if getattr(settings, k) == LATER_SETTINGS[k]}
     text = f"{curriculum_id}|{base_revision}|{settings.model_dump_json(exclude=unset)}"
     text += f"|{backend}" if backend != "hf" else ""
     return "train-" + hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -170,17 +181,29 @@ def posterior_evidence(ledger: Ledger, run: TrainPlan) -> tuple[Observations, in
     return Observations.load(obs.rows()), now
 
 
+def start_prior(ledger: Ledger, run: TrainPlan, clock: int) -> CellPrior | None:
+    """`selection_prior = "ledger"`: what the ledger measured of the run's start weights per
+    cell (`ledger_cell_prior`, at most `PRIOR_SAMPLES` samples a cell), at their update clock;
+    None for "none", or where the ledger holds no sample of those weights."""
+    if run.settings.selection_prior == "none":
+        return None
+    return ledger_cell_prior(ledger, run.base_revision, samples=PRIOR_SAMPLES, update=clock)
+
+
 def posterior_collector(
     ledger: Ledger, run: TrainPlan, batches: CurriculumBatches, tokenizer: Any = None
 ) -> Collector:
     """`selection = "posterior"`: each step's batch (rollouts_per_step over the curriculum's most
-    common G, in prompts) picked by Thompson-drawn learnability from 8x as many candidates of
-    the whole curriculum (the model, not the stage order, decides what comes first: a night
-    that refreshes the model puts most of its prompts in stage 2 by their cell's prior);
-    every training group becomes evidence as it is scored (the recorder writes the same
-    groups to train_rollouts). With `replay_curation`, a prompt's first pick trains on its
-    stored screen/refine samples (the night's curation rollouts count twice)."""
+    common G, in prompts) picked by the largest learnability score (`selection_score`) under the
+    difficulty model `selection_model` names from 8x as many candidates of the whole
+    curriculum (the model, not the stage order, decides what comes first: a night that
+    refreshes the model puts most of its prompts in stage 2 by their cell's prior), starting
+    from the cells' prior `selection_prior` names (`start_prior`); every training group becomes
+    evidence as it is scored (the recorder writes the same groups to train_rollouts). With
+    `replay_curation`, a prompt's first pick trains on its stored screen/refine samples (the
+    night's curation rollouts count twice)."""
     cfg = PosteriorConfig()
+    select = selection_config(run.settings)
     cell_of = {
         pid: f"{fam} {lv}"
         for pid, fam, lv in zip(
@@ -188,6 +211,7 @@ def posterior_collector(
         )
     }
     evidence, clock = posterior_evidence(ledger, run)
+    prior = start_prior(ledger, run, clock)
 
     prompts = batches.batch_prompts()  # the whole curriculum: the model picks across stages
 
@@ -202,8 +226,9 @@ def posterior_collector(
 
     if run.settings.selection == "posterior-screen":
         return posterior_screen(
-            source, cell_of, evidence, size, run.cfg.seed, cfg, update_of=update_of
-        )
+            source, cell_of, evidence, size, run.cfg.seed, cfg,
+            update_of=update_of, select=select, prior=prior,
+        )  # fmt: skip
     stored: dict[str, list[Any]] = {}
     visited: set[str] = set()
     if run.settings.replay_curation:
@@ -219,8 +244,9 @@ def posterior_collector(
             )["problem_id"].to_list()
         )  # a resumed run replays only prompts it has not trained yet
     return posterior_select(
-        source, cell_of, evidence, size, run.cfg.seed, cfg, update_of, stored, visited
-    )
+        source, cell_of, evidence, size, run.cfg.seed, cfg, update_of, stored, visited,
+        select=select, prior=prior,
+    )  # fmt: skip
 
 
 def carry_lineage(ledger: Ledger, run: TrainPlan, trainer: Trainer, home: Path | None) -> str:

@@ -31,6 +31,7 @@ def sieve(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 
 SAMPLING_OPTIONS = ["--max-new-tokens", "--temperature", "--top-p", "--stop"]
+SELECTION_OPTIONS = ["--selection", "--selection-model", "--selection-score", "--selection-prior"]
 
 
 @pytest.mark.parametrize(
@@ -40,6 +41,9 @@ SAMPLING_OPTIONS = ["--max-new-tokens", "--temperature", "--top-p", "--stop"]
         ("eval", "--seed", [*SAMPLING_OPTIONS, "--engine"], "--home"),
         ("train", "--base-url", ["--engine"], "--print-config"),
         ("loop", "--base-url", ["--engine"], "--home"),
+        ("train", "--steps", SELECTION_OPTIONS, "--resume"),
+        ("loop", "--steps", SELECTION_OPTIONS, "--start"),
+        ("plan", "--train-config", SELECTION_OPTIONS[1:3], "--raw-answers"),
     ],
 )
 def test_option_blocks_take_the_place_of_their_parameter(

@@ -454,3 +454,44 @@ def test_resuming_a_finished_run_says_so_and_changes_nothing(
     assert len(flow_calls) == 1  # the flow never started
     with Ledger.open(home, read_only=True) as ledger:
         assert {t: ledger.checksum(t) for t in before} == before
+
+
+def test_selection_options_set_the_recipes_selection_fields(
+    tiny_model_dir: Path,
+    curated_home: Callable[[Path | None], Path],
+    flow_calls: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--selection`, `--selection-model`, `--selection-score`, `--selection-prior` (made from
+    the recipe's fields, `SelectionSettings`) replace them in the recipe `sieve train` and
+    `sieve loop` train with; set where nothing reads them, they are one error line."""
+    import flows.loop
+
+    home = curated_home(tiny_model_dir)
+    given = ["--selection", "posterior", "--selection-model", "learning",
+             "--selection-score", "ucb", "--selection-prior", "ledger"]  # fmt: skip
+    code, out, err = run_cli(["train", "--print-config", *given, "--home", str(home)], capsys)
+    assert code == 0, err
+    shown = tomllib.loads(out)
+    fields = ("selection", "selection_model", "selection_score", "selection_prior")
+    assert [shown[k] for k in fields] == ["posterior", "learning", "ucb", "ledger"]
+    assert shown["grpo"]["lr"] == TINY_RECIPE.grpo_config().lr  # the rest is the recipe's
+    code, _, err = run_cli(["train", *given[:4], "--home", str(home)], capsys)
+    assert code == 0, err
+    (params,) = flow_calls
+    assert (params.settings.selection, params.settings.selection_model) == ("posterior", "learning")
+    assert params.settings.selection_prior == "none"
+    code, _, err = run_cli(["train", "--selection-model", "learning", "--home", str(home)], capsys)
+    line = one_error_line(code, err)
+    assert "--selection-model learning: selection_model = 'learning' applies only" in line
+    nights: list[Any] = []
+    monkeypatch.setattr(
+        flows.loop, "loop", lambda home, n, cfg, settings, *a, **kw: nights.append(settings) or []
+    )
+    argv = ["loop", "--nights", "1", "--model", str(tiny_model_dir), *given[:2]]
+    code, _, err = run_cli([*argv, "--selection-score", "ucb", "--home", str(home)], capsys)
+    assert code == 0, err
+    (settings,) = nights
+    assert (settings.selection, settings.selection_score) == ("posterior", "ucb")
+    assert settings.selection_model == "static"

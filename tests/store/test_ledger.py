@@ -52,6 +52,7 @@ VIEWS = {
     "posterior_weighted",
     "cell_posterior",
     "prompt_posterior",
+    "selection_calibration",
 }
 
 

@@ -186,6 +186,25 @@ def training_curves(ledger: Ledger) -> Section:
     return section
 
 
+def selection_calibration(ledger: Ledger) -> Section:
+    section = Section(
+        "calibration",
+        "Difficulty model calibration",
+        'Training runs whose batches the difficulty model picked (selection = "posterior"), '
+        "per quarter of their steps: the informative share of the picked groups it predicted "
+        "(posterior predictive P(0 < k < G), metric predicted_informative) against the share "
+        "that were informative (train_group_stats), and the gap (view selection_calibration; "
+        f"the {MAX_TRAIN_RUNS} most recent runs).",
+    )
+    frame = ledger.query("selection_calibration_recent", limit=MAX_TRAIN_RUNS)
+    if frame.height == 0:
+        return section.empty(
+            'no training run picked by the difficulty model (train with selection = "posterior")'
+        )
+    section.tables.append(("predicted vs realised informative share by run and quarter", frame))
+    return section
+
+
 def heldout_table(ledger: Ledger) -> Section:
     section = Section(
         "heldout",
@@ -219,5 +238,6 @@ SECTIONS: tuple[Callable[[Ledger], Section], ...] = (
     rejections,
     verifier_audit,
     training_curves,
+    selection_calibration,
     heldout_table,
 )
