@@ -3,16 +3,17 @@ write it.
 
 `sql` runs one statement in `pipeline.store`'s sandbox (read-only, time and memory limits) and
 writes it as a table, CSV, a JSON array or Parquet, streamed batch by batch under the same limits
-(a table cuts cells at `CELL_CHARS`). `--output` is written by `pipeline.core.outputs`' guarded
-writer: never the ledger or one of its side files under any name (device and inode are compared) nor
-any DuckDB database, `-` is stdout, a regular file is written as a new file beside it and renamed
-over it (through a symbolic link), a device or pipe in place, and nothing is removed but that
-new file. `audit` shows the verifier
-audit of a curation (`pipeline.jobs.audit`): math-verify's disagreement rate with Sieve's verdicts
-per family, the worst family x level cells and a few disagreements. Ledger text (answers,
-completions, column names) prints as it is, never as Rich markup (`flows.cli.common`'s consoles).
+(a table cuts cells at `CELL_CHARS`). `--output` is written by `pipeline.core.outputs`' guard,
+which judges the file the path leads to (through links and descriptors): never this home's
+ledger or its side files, nor any DuckDB database or log; `-` is stdout, a regular file is
+written as a new file beside it and renamed over it, a FIFO only when a process reads it, and
+nothing is removed but that new file. `audit` shows the verifier audit of a curation
+(`pipeline.jobs.audit`): math-verify's disagreement rate with Sieve's verdicts per family, the
+worst family x level cells and a few disagreements. Ledger text (answers, completions, column
+names) prints as it is, never as Rich markup (`flows.cli.common`'s consoles).
 
-Test: `pytest tests/cli/test_sql_sandbox.py tests/cli/test_cli.py tests/store/test_side_files.py`.
+Test: `pytest tests/cli/test_sql_sandbox.py tests/cli/test_cli.py tests/store/test_side_files.py
+tests/core/test_output_guard.py`.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def sql(
     sandboxed: it reads only the ledger, writes nothing, changes no setting, and stops at
     --timeout and --memory-limit. Lists and structs become JSON text in csv and table output;
     a table cuts cells at 10,000 characters (csv and json keep them whole)."""
+    from pipeline.core.home import ledger_path
     from pipeline.store.sandbox_sql import query_batches
 
     if format is Format.parquet and output is None:
@@ -90,27 +92,28 @@ def sql(
     with query_batches(
         home, query, timeout=timeout, memory_limit=memory_limit, view=view, output=output
     ) as batches:
-        _emit(batches, format, output)
+        _emit(batches, format, output, ledger_path(home))
 
 
 CELL_CHARS = 10_000  # a table cell longer than this is cut (Rich lays out long text slowly)
 
 
-def _emit(batches: Batches, format: Format, output: Path | None) -> None:
+def _emit(batches: Batches, format: Format, output: Path | None, ledger: Path) -> None:
     """Write a streamed `Sandbox` result: Parquet from the native view, a JSON array from the
-    json view (one object per row), CSV or a table from the text view."""
+    json view (one object per row), CSV or a table from the text view; `ledger` is never
+    written (`_output_file`)."""
     if format is Format.parquet and output is not None:
-        _write_parquet(batches, output)
+        _write_parquet(batches, output, ledger)
     elif format is Format.json:
-        with _text_out(output) as handle:
+        with _text_out(output, ledger) as handle:
             _write_json(batches, handle)
     elif format is Format.csv:
-        with _text_out(output) as handle:
+        with _text_out(output, ledger) as handle:
             _write_csv(batches, handle)
     elif output is None:
         out.print(_table(batches, 200))
     else:
-        with _text_out(output) as handle:
+        with _text_out(output, ledger) as handle:
             console(file=handle, width=200).print(_table(batches, None))
 
 
@@ -205,11 +208,11 @@ def _finite_json(rows: list[str]) -> list[str]:
     return rows
 
 
-def _write_parquet(batches: Batches, output: Path) -> None:
+def _write_parquet(batches: Batches, output: Path, ledger: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    with _output_file(output, "wb") as handle:
+    with _output_file(output, "wb", ledger) as handle:
         try:
             with pq.ParquetWriter(handle, batches.schema) as writer:
                 for batch in batches:
@@ -221,18 +224,19 @@ def _write_parquet(batches: Batches, output: Path) -> None:
 
 
 @contextmanager
-def _text_out(output: Path | None) -> Iterator[IO[str]]:
+def _text_out(output: Path | None, ledger: Path) -> Iterator[IO[str]]:
     if output is None:
         yield sys.stdout
     else:
-        with _output_file(output, "w") as handle:
+        with _output_file(output, "w", ledger) as handle:
             yield handle
 
 
 @contextmanager
-def _output_file(output: Path, mode: Mode) -> Iterator[IO[Any]]:
-    """`output` open for writing by the one guarded writer (`pipeline.core.outputs`)."""
-    with open_output(output, mode, label="--output ") as handle:
+def _output_file(output: Path, mode: Mode, ledger: Path) -> Iterator[IO[Any]]:
+    """`output` open for writing by the one guarded writer (`pipeline.core.outputs`), judged
+    again as it is opened, `ledger` (the home's) included."""
+    with open_output(output, mode, ledger=ledger, label="--output ") as handle:
         yield handle
 
 

@@ -1,70 +1,97 @@
-"""One guarded writer for every file a command writes where the user said (issue 47 point 6):
-`sieve sql --output`, `sieve backtest --png`, and the files `sieve report` and `sieve export`
-write into their `--output` folders.
+"""One guard for every file a command writes where the user said: `sieve sql --output`,
+`sieve backtest --png`, and the files `sieve report` and `sieve export` write into their
+`--output` folders.
 
-`open_output(path, mode, ledger=...)` opens `path` for writing:
+What is judged is the file that would change, never the name given (`pipeline.core.
+output_paths` resolves the path through links, hard links and descriptors). Before anything is
+written, one `SieveError` line naming the path and why refuses a file that is
 
-- `-` and `/dev/stdout` are the process's stdout (`sys.stdout`), `/dev/stderr` its stderr, and
-  `/dev/fd/N` and `/proc/self/fd/N` that open descriptor (duplicated), also at the end of a
-  symbolic link: never a file of that name, never truncated or renamed over;
-- the ledger is never written, under any name: a target with the device and inode of the
-  ledger or one of its side files (a symbolic or hard link to it), or any file that is a DuckDB
-  database, is refused with one `SieveError` line before anything is written;
-- a regular file (or a new one) is written as a new file beside it and renamed over it at the
-  end, so a failed write leaves it as it was. A symbolic link is written through: the file it
-  points to is replaced, the link stays. A hard-linked name is replaced as a name (the other
-  names keep the old contents);
-- anything else that exists (a device, a FIFO), and a path that goes through `/dev` or `/proc`,
-  is written in place, never renamed over;
-- only the new file beside the target is ever removed (`PARTIAL` lists it while it is written,
-  for a process that must stop mid-write). Every OSError is one `cannot write PATH: ...` line;
-- `write_outputs` writes the several files of one command all or nothing: each new file is
-  written before the first is renamed into place, so a failed `report` or `export` leaves the
-  folder as it was (issue 47: it left new figures beside the old page, data without its card).
+- the home's ledger or one of its side files (`.wal`, `.wal.recovery`, `.wal.checkpoint`, the
+  writer lease `.writer`): same device and inode;
+- any DuckDB database or DuckDB write-ahead log, by content, whatever its name and wherever it
+  lives (another home's ledger);
+- named as a side file of a DuckDB database beside it (`X.wal` next to a database `X`), even if
+  it does not exist yet: DuckDB would replay it as `X`'s log the next time `X` is opened.
 
-Test: `pytest tests/cli/test_bad_inputs.py -k output`, `tests/cli/test_sql_sandbox.py`.
+How a file is written:
+
+- a descriptor this process holds (`-` and `/dev/stdout` are stdout) is written through, as a
+  shell redirection is: never truncated, renamed over or closed;
+- a regular file the command owns (reached by a name of its own, not through `/proc`, and owned
+  by the effective user) or a new file is written to `.<name>.part-<pid>-<random>` beside it,
+  which is renamed over it at the end (its mode bits kept), so a failed write leaves it as it
+  was; a symbolic link is written through (the file it leads to is replaced, the link stays), a
+  hard-linked name is replaced as a name (its other names keep the old contents);
+- anything else (a device, a FIFO, a file reached through another process's descriptor, a
+  regular file of another user) is opened in place, non-blocking and without creating or
+  truncating it: a FIFO that no process reads is refused (a command never waits for a reader),
+  writes then block as usual, and a regular file is emptied once the open file is checked to be
+  the one judged.
+
+`write_outputs` writes the several files of `report` and `export` all or nothing: each new file
+is written before the first is renamed into place. Its names must lead to regular files the
+command owns, or to nothing yet (`check_output(..., regular=True)`, also before the work): a
+FIFO, device, socket or folder among them is refused, since none can be replaced by a rename
+and a FIFO would hold the command after its page was replaced. A descriptor or `/proc` route
+to a regular file is replaced at the file's own name.
+
+The temporary file is the only thing ever removed, on every exit Python sees: an exception,
+KeyboardInterrupt (`sieve` turns SIGINT and SIGTERM into one), `sys.exit` and `atexit`; while
+one is written, SIGINT, SIGTERM and SIGHUP that would end the process unseen (no handler of its
+own) remove it first and then end the process by the same signal. A caller about to `os._exit`
+calls `remove_partials`. SIGKILL cannot be caught: the `.<name>.part-<pid>-*` it leaves is
+removed by the next write to the same target, once process <pid> has ended. Each name is judged
+again just before the rename, in case it was changed while the file was written (a race that
+this narrows to the last moment; it does not close it).
+
+Test: `pytest tests/core/test_output_guard.py`, `tests/cli/test_bad_inputs.py -k output`,
+`tests/cli/test_sql_sandbox.py`.
 """
 
 from __future__ import annotations
 
+import atexit
 import errno
+import fcntl
 import os
-import re
 import secrets
+import signal
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any, Literal
 
 from pipeline.core.errors import SieveError
-from pipeline.core.home import side_files
+from pipeline.core.output_paths import STDOUT, Plan, cannot, plan_write, same_file
+
+__all__ = [
+    "PARTIAL",
+    "STDOUT",
+    "Mode",
+    "check_output",
+    "open_output",
+    "remove_partials",
+    "write_output",
+    "write_outputs",
+]
 
 Mode = Literal["w", "wb"]
-STDOUT = "-"
-PARTIAL: list[Path] = []  # the new files being written beside their targets, removed on failure
-_DUCKDB_MAGIC = (8, b"DUCK")  # a DuckDB database file has this at this offset
-_FD_NAMES = {"/dev/stdout": 1, "/dev/stderr": 2}
-_FD_PATH = re.compile(r"/(?:dev/fd|proc/self/fd)/(\d+)")
-_SPECIAL = ("/dev/", "/proc/", "/sys/")
+PARTIAL: list[Path] = []  # the new files being written beside their targets, removed on any exit
+_CAUGHT = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """How a path is written: to an open descriptor, in place, or as a new file renamed over
-    `target` (the path with every symbolic link followed)."""
-
-    how: Literal["fd", "in place", "replace"]
-    target: Path
-    fd: int = -1
-
-
-def check_output(path: Path | str, *, ledger: Path | None = None, label: str = "") -> None:
+def check_output(
+    path: Path | str, *, ledger: Path | None = None, label: str = "", regular: bool = False
+) -> None:
     """SieveError unless `path` may be written (module docstring); writes nothing, so a command
-    can check its output before doing the work. `label` names the option (`--png `)."""
-    _plan(Path(path), ledger, label)
+    can check its output before doing the work. `label` names the option (`--png `); `regular`:
+    only a regular file the command owns, or a new one (the files of `write_outputs`)."""
+    plan_write(Path(path), ledger, f"{label}{path}", regular)
 
 
 @contextmanager
@@ -74,49 +101,26 @@ def open_output(
     """`path` open for writing as the module docstring says; `ledger`: the home's ledger, whose
     file and side files are refused under any name."""
     path = Path(path)
-    plan = _plan(path, ledger, label)
-    encoding = None if "b" in mode else "utf-8"
-    if plan.how == "fd":
-        stream = sys.stdout if plan.fd == 1 else sys.stderr if plan.fd == 2 else None
-        try:
-            if stream is not None:  # the process's own stream, whatever it was replaced by
-                handle = stream.buffer if "b" in mode else stream
-                yield handle
-                handle.flush()
-            else:
-                with open(os.dup(plan.fd), mode, encoding=encoding) as handle:
+    name = f"{label}{path}"
+    plan = plan_write(path, ledger, name, regular=False)
+    if plan.how == "replace":
+        with _removed_on_signals():
+            partial = _stage(path, plan, mode, None)
+            try:
+                with open(partial.fd, mode, encoding=_encoding(mode)) as handle:
                     yield handle
-        except OSError as exc:
-            raise _cannot(path, exc) from exc
+                    _sync(handle)
+                _rename(partial.path, path, plan, ledger, name, regular=False)
+            except OSError as exc:
+                raise cannot(path, exc) from exc
+            finally:
+                _forget(partial.path)
         return
-    if plan.how == "in place":
-        try:
-            with open(plan.target, mode, encoding=encoding) as handle:
-                yield handle
-        except OSError as exc:
-            raise _cannot(path, exc) from exc
-        return
-    target = plan.target
-    partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
     try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
-    except OSError as exc:
-        raise _cannot(path, exc) from exc
-    PARTIAL.append(partial)
-    try:
-        with open(fd, mode, encoding=encoding) as handle:
+        with _opened(plan, mode, name) as handle:
             yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, target)
-    except BaseException as exc:
-        with suppress(OSError):
-            partial.unlink()
-        if isinstance(exc, OSError):
-            raise _cannot(path, exc) from exc
-        raise
-    finally:
-        PARTIAL.remove(partial)
+    except OSError as exc:
+        raise cannot(path, exc) from exc
 
 
 def write_output(
@@ -139,149 +143,194 @@ def write_outputs(
     ledger: Path | None = None,
 ) -> None:
     """Several files of one command (a report's page and figures, an export's data and card)
-    written all or nothing: every name is planned and every new file written beside its target
-    (and fsynced) before the first is renamed into place, so a failure (an error while writing,
-    a disk that fills up, a target that is a folder) changes none of them. Renames within a
-    folder do not fail for want of space; a device or FIFO among the targets is written in
-    place, last, as `open_output` writes it."""
-    plans = [(Path(path), write, _plan(Path(path), ledger, "")) for path, write in files]
-    for path, _, plan in plans:
-        if plan.how == "in place" and Path(plan.target).is_dir():
-            raise _cannot(path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
-    staged: list[tuple[Path, Path, Path]] = []  # (new file, target, name given)
-    try:
-        for path, write, plan in plans:
-            if plan.how == "replace":
-                staged.append((_stage(path, plan.target, mode, write), plan.target, path))
-        for partial, target, path in staged:
-            try:
-                os.replace(partial, target)
-            except OSError as exc:
-                raise _cannot(path, exc) from exc
-    finally:
-        for partial, _, _ in staged:
-            with suppress(OSError):
-                partial.unlink()
-            PARTIAL.remove(partial)
-    for path, write, plan in plans:
-        if plan.how != "replace":
-            write_output(path, write, mode, ledger=ledger)
+    written all or nothing: every name is judged (`regular=True`) and every new file written
+    beside its target and fsynced before the first is renamed into place, so a failure (an
+    error while writing, a disk that fills up) changes none of them. Renames within a folder do
+    not fail for want of space."""
+    plans = [(Path(p), write, plan_write(Path(p), ledger, str(p), True)) for p, write in files]
+    staged: list[tuple[Path, Path, Plan]] = []  # (new file, name given, plan)
+    with _removed_on_signals():
+        try:
+            for path, write, plan in plans:
+                staged.append((_stage(path, plan, mode, write).path, path, plan))
+            for partial, path, plan in staged:
+                try:
+                    _rename(partial, path, plan, ledger, str(path), regular=True)
+                except OSError as exc:
+                    raise cannot(path, exc) from exc
+        finally:
+            for partial, _, _ in staged:
+                _forget(partial)
 
 
-def _stage(path: Path, target: Path, mode: Mode, write: Callable[[IO[Any]], object]) -> Path:
-    """`write(handle)` into a new file beside `target`, fsynced; returns it (listed in
-    `PARTIAL` until the caller renames or removes it)."""
-    partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
-    try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
-    except OSError as exc:
-        raise _cannot(path, exc) from exc
-    PARTIAL.append(partial)
-    try:
-        encoding = None if "b" in mode else "utf-8"
-        with open(fd, mode, encoding=encoding) as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException as exc:
+def remove_partials() -> None:
+    """Remove every temporary file being written (for a caller about to end the process with
+    `os._exit`, and at exit)."""
+    for partial in list(PARTIAL):
         with suppress(OSError):
             partial.unlink()
-        PARTIAL.remove(partial)
-        if isinstance(exc, OSError):
-            raise _cannot(path, exc) from exc
-        raise
-    return partial
 
 
-def _plan(path: Path, ledger: Path | None, label: str) -> _Plan:
-    name = f"{label}{path}"
-    hops = [str(path)] if str(path) == STDOUT else _hops(path)
-    fd = next((n for n in map(_fd_name, hops) if n is not None), None)
-    if fd is not None:
-        try:
-            opened = os.fstat(fd)
-        except OSError as exc:
-            raise _cannot(path, exc) from exc
-        _refuse_ledger(opened, ledger, name)
-        return _Plan("fd", path, fd)
-    try:
-        info: os.stat_result | None = os.stat(path)
-    except FileNotFoundError:
-        info = None
-    except OSError as exc:
-        raise _cannot(path, exc) from exc
-    real = Path(os.path.realpath(path))
-    if info is None:
-        if not real.parent.is_dir():
-            raise SieveError(f"cannot write {path}: directory {real.parent} does not exist")
-        return _Plan("replace", real)
-    _refuse_ledger(info, ledger, name)
-    if stat.S_ISREG(info.st_mode):
-        _refuse_database(path, name)
-    special = any(hop.startswith(_SPECIAL) for hop in [*hops, str(real)])
-    if not stat.S_ISREG(info.st_mode) or special or not _same(real, info):
-        return _Plan("in place", path)
-    return _Plan("replace", real)
+atexit.register(remove_partials)
 
 
-def _hops(path: Path) -> list[str]:
-    """`path` made absolute, then each path its symbolic links lead to, in turn (at most 40)."""
-    hops = [os.path.abspath(path)]
-    for _ in range(40):
-        try:
-            link = os.readlink(hops[-1])
-        except OSError:  # not a link (or not there)
-            break
-        hops.append(os.path.normpath(os.path.join(os.path.dirname(hops[-1]), link)))
-    return hops
+# -- writing -------------------------------------------------------------------------------------
+def _encoding(mode: Mode) -> str | None:
+    return None if "b" in mode else "utf-8"
 
 
-def _fd_name(path: str) -> int | None:
-    """The descriptor a name like /dev/stdout or /proc/self/fd/3 stands for; `-` is stdout."""
-    if path == STDOUT:
-        return 1
-    if path in _FD_NAMES:
-        return _FD_NAMES[path]
-    match = _FD_PATH.fullmatch(path)
-    return int(match.group(1)) if match else None
-
-
-def _same(real: Path, info: os.stat_result) -> bool:
-    """True when `real` (the path with its links followed) is the file `info` describes; not so
-    when a link on the way was a /proc magic link (a descriptor's file, deleted or a pipe)."""
-    try:
-        other = os.stat(real)
-    except OSError:
-        return False
-    return (other.st_dev, other.st_ino) == (info.st_dev, info.st_ino)
-
-
-def _refuse_ledger(info: os.stat_result, ledger: Path | None, name: str) -> None:
-    """SieveError when `info` is the ledger or one of its side files (same device and inode)."""
-    if ledger is None:
+@contextmanager
+def _opened(plan: Plan, mode: Mode, name: str) -> Iterator[IO[Any]]:
+    """A handle on the descriptor or the in-place file of `plan`."""
+    stream = {1: sys.stdout, 2: sys.stderr}.get(plan.fd) if plan.how == "fd" else None
+    if stream is not None:  # the process's own stream, whatever it was replaced by
+        handle = stream.buffer if "b" in mode else stream
+        yield handle
+        handle.flush()
         return
-    for own in (ledger, *side_files(ledger)):
-        try:
-            mine = os.stat(own)
-        except OSError:
-            continue
-        if (mine.st_dev, mine.st_ino) == (info.st_dev, info.st_ino):
-            raise SieveError(f"refused: {name} is the ledger itself ({own.name})")
+    fd = os.dup(plan.fd) if plan.how == "fd" else _open_in_place(plan, name)
+    with open(fd, mode, encoding=_encoding(mode)) as handle:
+        yield handle
 
 
-def _refuse_database(path: Path, name: str) -> None:
-    """SieveError when the regular file at `path` is a DuckDB database (some home's ledger)."""
-    offset, magic = _DUCKDB_MAGIC
+def _open_in_place(plan: Plan, name: str) -> int:
+    """`plan.target` opened for writing without waiting (a FIFO no process reads is refused)
+    and checked to be the file judged; a regular file is emptied once that holds."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(offset + len(magic))
+        fd = os.open(plan.target, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO and plan.info and stat.S_ISFIFO(plan.info.st_mode):
+            raise SieveError(
+                f"refused: {name} is a FIFO (named pipe) that no process is reading; start the "
+                "reader first (the command does not wait for one)"
+            ) from exc
+        raise
+    try:
+        opened = os.fstat(fd)
+        if plan.info is None or not same_file(opened, plan.info):
+            raise SieveError(f"refused: {name} changed while it was checked; run the command again")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        if stat.S_ISREG(opened.st_mode):
+            os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@dataclass(frozen=True)
+class _Partial:
+    path: Path
+    fd: int  # open for writing; -1 once `_stage` has written and closed it
+
+
+def _stage(
+    path: Path, plan: Plan, mode: Mode, write: Callable[[IO[Any]], object] | None
+) -> _Partial:
+    """A new file beside `plan.target` (listed in `PARTIAL` until `_forget`), with the old
+    file's mode bits; with `write`, `write(handle)` into it, fsynced and closed."""
+    target = plan.target
+    _clean_leftovers(target)
+    partial = target.with_name(f".{target.name}.part-{os.getpid()}-{secrets.token_hex(4)}")
+    bits = stat.S_IMODE(plan.info.st_mode) & 0o777 if plan.info else 0o666
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(partial, flags, bits)
+    except OSError as exc:
+        raise cannot(path, exc) from exc
+    PARTIAL.append(partial)
+    try:
+        if plan.info is not None:
+            os.fchmod(fd, bits)  # as the file it replaces, whatever the umask
+        if write is None:
+            return _Partial(partial, fd)
+        with open(fd, mode, encoding=_encoding(mode)) as handle:
+            write(handle)
+            _sync(handle)
+    except BaseException as exc:
+        if write is None:
+            os.close(fd)
+        _forget(partial)
+        if isinstance(exc, OSError):
+            raise cannot(path, exc) from exc
+        raise
+    return _Partial(partial, -1)
+
+
+def _sync(handle: IO[Any]) -> None:
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+def _rename(
+    partial: Path, path: Path, plan: Plan, ledger: Path | None, name: str, *, regular: bool
+) -> None:
+    """`partial` renamed over `plan.target`, once `path` is judged again and still leads there
+    (it may have been changed while the file was written)."""
+    again = plan_write(path, ledger, name, regular)
+    if (again.how, again.target) != (plan.how, plan.target):
+        raise SieveError(f"refused: {name} changed while it was written; run the command again")
+    os.replace(partial, plan.target)
+
+
+def _forget(partial: Path) -> None:
+    """`partial` removed (if still there) and off `PARTIAL`."""
+    with suppress(OSError):
+        partial.unlink()
+    with suppress(ValueError):
+        PARTIAL.remove(partial)
+
+
+def _clean_leftovers(target: Path) -> None:
+    """Remove the `.<name>.part-<pid>-*` files beside `target` whose writer has ended (a
+    SIGKILL leaves one behind)."""
+    prefix = f".{target.name}.part-"
+    try:
+        names = [n for n in os.listdir(target.parent) if n.startswith(prefix)]
     except OSError:
-        return  # unreadable: replacing it is up to the rename's own permission check
-    if head[offset:] == magic:
-        raise SieveError(
-            f"refused: {name} is a DuckDB database (a Sieve ledger?); write to another file"
-        )
+        return
+    for leftover in names:
+        pid, _, _ = leftover[len(prefix) :].partition("-")
+        path = target.parent / leftover
+        if not pid.isdigit() or path in PARTIAL or _alive(int(pid)):
+            continue
+        with suppress(OSError):
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                path.unlink()
 
 
-def _cannot(path: Path, exc: OSError) -> SieveError:
-    return SieveError(f"cannot write {path}: {exc.strerror or exc}")
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # this process's, and not among the files it is writing
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
+@contextmanager
+def _removed_on_signals() -> Iterator[None]:
+    """While temporary files are written: SIGINT, SIGTERM and SIGHUP that would end the process
+    unseen (no handler of its own) remove them first (`_remove_and_die`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    installed: dict[signal.Signals, Any] = {}
+    for sig in _CAUGHT:
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            installed[sig] = signal.signal(sig, _remove_and_die)
+    try:
+        yield
+    finally:
+        for sig, before in installed.items():
+            signal.signal(sig, before)
+
+
+def _remove_and_die(signum: int, frame: FrameType | None) -> None:
+    """Remove the temporary files, then end the process by `signum`, as it would have ended."""
+    remove_partials()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)

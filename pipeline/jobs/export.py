@@ -33,8 +33,8 @@ Rows keep the curriculum's training order (`position`; stage 1 before stage 2). 
 with Arrow compute in bulk, and the data file and its card are written all or nothing (each to a
 temporary name, both renamed only once both are written), so a reader never sees half a file and
 a failed export leaves the folder as it was, a folder it created removed (`pipeline.core.outputs`'
-guarded writer: a name linked to the ledger is refused before the work, a symbolic link written
-through).
+guard: a name that leads to any ledger's database or side file, or to a FIFO, device or socket, is
+refused before the work; a symbolic link is written through).
 
 Test: `.venv/bin/pytest tests/test_export.py -q`.
 """
@@ -225,7 +225,7 @@ def write_atomically(
 ) -> None:
     """`write(handle)` into `path` by the one guarded writer (`pipeline.core.outputs`): a new file
     beside it renamed onto it (through a symbolic link), never the ledger (`ledger`, under any
-    name) nor any DuckDB database, a device in place."""
+    name) nor any DuckDB database or log, a device in place."""
     from pipeline.core.outputs import write_output
 
     write_output(path, write, "wb", ledger=ledger)
@@ -311,9 +311,9 @@ def export_curriculum(
     check_output_dir(Path(output_dir))
     path = Path(output_dir) / f"{cid}{_SUFFIX.get(kind, '.jsonl')}"
     card = path.with_name("README.md")
-    for existing in (path, card):  # never the ledger, before the work
-        if existing.exists():
-            check_output(existing, ledger=ledger.path)
+    for existing in (path, card):  # never a ledger, nor a FIFO or device, before the work
+        if existing.exists() or existing.is_symlink():
+            check_output(existing, ledger=ledger.path, regular=True)
     check_card_free(card, path.name)  # another export's card is not overwritten
     chosen = prompt_format or curriculum_prompt_format(ledger, cid)
     items = curriculum_table(ledger, cid)

@@ -6,8 +6,13 @@ Three layers, each of which stops the attacks in `tests/cli/test_sql_sandbox.py`
 1. `check_query` lets through exactly one SELECT-like statement (SELECT, SHOW, DESCRIBE,
    SUMMARIZE, or EXPLAIN of a SELECT, never EXPLAIN ANALYZE, which runs what it explains).
 2. `lock_down` turns off the connection's access to files, the network and extensions, then
-   locks DuckDB's configuration so no statement can turn any of it back on. DuckDB still reads
-   the ledger it has open (and nothing else: no spill files next to it, no stored secrets).
+   locks DuckDB's configuration so no statement can turn any of it back on. External access
+   off still lets a statement read the database's own files by name (the ledger, its `.wal`,
+   `.wal.recovery` and `.wal.checkpoint`: DuckDB's `allowed_paths`), so the local file system
+   is disabled as a whole (`disabled_filesystems`): no file function opens any path, however
+   the statement builds it (`'sieve' || '.duckdb.wal'`), and `lock_down` checks that it took.
+   DuckDB still reads the ledger through the file it already has open (and nothing else: no
+   spill files next to it, no stored secrets).
 3. `Sandbox.run` stops the query after `timeout_s`: DuckDB has no statement timeout, so a
    watchdog thread interrupts it, and, for the rare function that never checks for an interrupt
    (one huge `levenshtein`), calls `on_stuck` once a grace period has passed as well. DuckDB's
@@ -18,8 +23,7 @@ Three layers, each of which stops the attacks in `tests/cli/test_sql_sandbox.py`
    last batch of the result, so fetching, rendering and writing it are capped as well.
 
 Settings DuckDB fills from the environment (`http_proxy` from `$HTTP_PROXY`, credentials) are
-blanked before the lock, and a statement naming one of the ledger's side files (`.wal`...,
-which DuckDB lets a database read even with external access off) is refused.
+blanked before the lock.
 
 Results come back as Arrow tables shaped for the output format: `native` (DuckDB's own types,
 for Parquet), `text` (numbers, booleans and strings only; lists, structs and maps as JSON text,
@@ -108,19 +112,6 @@ def check_query(query: str) -> str:
     return str(statements[0].query)
 
 
-def refuse_side_files(statement: str, ledger: Path | None) -> None:
-    """Refuse a statement that names a side file of `ledger` (its write-ahead log and the like)."""
-    if ledger is None:
-        return
-    text = statement.lower()
-    for suffix in (".wal",):
-        if (ledger.name + suffix).lower() in text:
-            raise SieveError(
-                f"refused: `sieve sql` reads only the ledger's tables, not its file "
-                f"{ledger.name}{suffix}..."
-            )
-
-
 def _secret_settings(con: duckdb.DuckDBPyConnection) -> list[str]:
     rows = con.execute(
         "SELECT name FROM duckdb_settings() WHERE input_type = 'VARCHAR' "
@@ -145,7 +136,8 @@ def lock_down(con: duckdb.DuckDBPyConnection, limits: QueryLimits) -> None:
         "SET allow_persistent_secrets = false",  # secrets stored under ~/.duckdb stay unread
         f"SET memory_limit = '{limits.memory_bytes}B'",
         f"SET threads = {limits.threads}",
-        "SET enable_external_access = false",  # no files but the ledger, no network, no ATTACH
+        "SET enable_external_access = false",  # no files but the ledger's, no network, no ATTACH
+        "SET disabled_filesystems = 'LocalFileSystem'",  # nor the ledger's files by name
         "SET autoload_known_extensions = false",
         "SET autoinstall_known_extensions = false",
         "SET lock_configuration = true",  # must come last: every SET after it fails
@@ -155,6 +147,27 @@ def lock_down(con: duckdb.DuckDBPyConnection, limits: QueryLimits) -> None:
             con.execute(statement)
     except duckdb.Error as exc:
         raise SieveError(f"cannot sandbox the ledger connection: {_one_line(exc)}") from exc
+    _check_no_file_reads(con)
+
+
+def _check_no_file_reads(con: duckdb.DuckDBPyConnection) -> None:
+    """SieveError unless a statement on `con` fails to read even its own database file by name
+    (the one path external access off still allows), so a DuckDB that ignored
+    `disabled_filesystems` is not taken for a sandbox."""
+    rows = con.execute(
+        "SELECT path FROM duckdb_databases() WHERE path IS NOT NULL AND path <> '' AND NOT internal"
+    ).fetchall()
+    for (path,) in rows:
+        try:
+            con.execute(f"SELECT count(*) FROM read_blob({_literal(path)})").fetchall()
+        except duckdb.PermissionException:
+            continue
+        except duckdb.Error as exc:
+            raise SieveError(f"cannot sandbox the ledger connection: {_one_line(exc)}") from exc
+        raise SieveError(
+            "cannot sandbox the ledger connection: this DuckDB still reads the ledger's files "
+            "by name with its local file system disabled"
+        )
 
 
 class Sandbox:
@@ -167,12 +180,10 @@ class Sandbox:
         con: duckdb.DuckDBPyConnection,
         limits: QueryLimits,
         on_stuck: Callable[[str], object] | None = None,
-        ledger: Path | None = None,
     ):
         self.con = con
         self.limits = limits
         self.on_stuck = on_stuck
-        self.ledger = ledger
         lock_down(con, limits)
 
     def run(self, statement: str, view: View = "native") -> pa.Table:
@@ -184,7 +195,6 @@ class Sandbox:
     def stream(self, statement: str, view: View = "native") -> Iterator[Batches]:
         """Run one statement from `check_query`; the body reads its result batch by batch and
         writes it, under the same timeout and memory cap as the query itself."""
-        refuse_side_files(statement, self.ledger)
         limits = self.limits
         extra = 2 * limits.memory_bytes + SLACK_BYTES
         with _Watchdog(self.con, limits, self.on_stuck) as dog, _data_segment_cap(extra):
@@ -225,14 +235,10 @@ def exit_process(message: str) -> NoReturn:
 
 def end_command(message: str) -> NoReturn:
     """`on_stuck` of `sieve sql`: remove the output file a guarded writer had under way
-    (`pipeline.core.outputs.PARTIAL`), then `exit_process`."""
-    from contextlib import suppress
+    (`pipeline.core.outputs.remove_partials`), then `exit_process`."""
+    from pipeline.core.outputs import remove_partials
 
-    from pipeline.core.outputs import PARTIAL
-
-    for partial in PARTIAL:
-        with suppress(OSError):
-            partial.unlink()
+    remove_partials()
     exit_process(message)
 
 
@@ -250,16 +256,17 @@ def query_batches(
     """`sieve sql`: `query` checked (`check_query`), its limits read from the options
     (`QueryLimits.from_options`), then run sandboxed on the ledger of `home`, opened read-only;
     the body reads the result batch by batch. `output`, the file the result goes to, is checked
-    first (never the ledger nor another DuckDB database)."""
+    first (`pipeline.core.outputs`: never a ledger's database or side file, under any name)."""
+    from pipeline.core.home import ledger_path
     from pipeline.core.outputs import check_output
     from pipeline.store.ledger import Ledger
 
     statement = check_query(query)
     limits = QueryLimits.from_options(timeout, memory_limit)
+    if output is not None:
+        check_output(output, ledger=ledger_path(home), label="--output ")
     with Ledger.open(home, read_only=True) as ledger:
-        if output is not None:
-            check_output(output, ledger=ledger.path, label="--output ")
-        sandbox = Sandbox(ledger.con, limits, on_stuck=on_stuck, ledger=ledger.path)
+        sandbox = Sandbox(ledger.con, limits, on_stuck=on_stuck)
         with sandbox.stream(statement, view) as batches:
             yield batches
 

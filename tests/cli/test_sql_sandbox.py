@@ -634,12 +634,75 @@ def test_a_side_file_linked_to_a_secret_is_not_read(
     assert SECRET not in out + err
 
 
-def test_a_statement_naming_a_side_file_is_refused(
-    small_home: Path, capsys: pytest.CaptureFixture[str]
+# issue 61: the side-file refusal was a text match, which a name built by the statement passed;
+# DuckDB lets a connection with external access off read its database's own files by name
+# (`allowed_paths`), so the sandbox disables the local file system as a whole
+SPELLINGS = {
+    "the log by name": "read_blob('{h}/sieve.duckdb.wal')",
+    "the log in capitals": "read_blob('{h}/SIEVE.DUCKDB.WAL.recovery')",
+    "the log concatenated": "read_blob('{h}/sieve' || '.duckdb.wal')",
+    "the log by concat()": "read_blob(concat('{h}/sieve', '.duck', 'db', '.wal'))",
+    "the log by replace()": "read_blob(replace('{h}/sieve.duckdb.xal', 'xal', 'wal'))",
+    "the log by lower()": "read_blob(lower('{H}/SIEVE.DUCKDB.WAL'))",
+    "the log by a detour": "read_blob('{h}/../' || 'home/./sieve.duckdb.wal')",
+    "the log as text": "read_text('{h}/sieve.duck' || 'db.wal')",
+    "the ledger file": "read_blob('{h}/sieve.' || 'duckdb')",
+    "the home listed": "glob('{h}/' || '*')",
+}
+
+
+@pytest.fixture
+def home_with_a_log(small_home: Path) -> Path:
+    """`small_home` whose ledger has a write-ahead log (its writer ended without a checkpoint);
+    a ledger opened read-only reads it and leaves it there."""
+    leave_a_wal = (
+        "import duckdb, os, sys\ncon = duckdb.connect(sys.argv[1])\n"
+        "con.execute(\"SET checkpoint_threshold = '1TB'\")\n"
+        f"con.execute(\"CREATE TABLE scratch AS SELECT '{SECRET}' AS s\")\nos._exit(0)\n"
+    )
+    ledger = small_home / "sieve.duckdb"
+    subprocess.run([sys.executable, "-c", leave_a_wal, str(ledger)], check=True, timeout=120)
+    assert (small_home / "sieve.duckdb.wal").stat().st_size > 0
+    return small_home
+
+
+@pytest.mark.parametrize("spelling", list(SPELLINGS))
+def test_the_ledgers_files_are_unreadable_however_the_statement_names_them(
+    home_with_a_log: Path, capsys: pytest.CaptureFixture[str], spelling: str
 ) -> None:
-    query = f"SELECT content FROM read_text('{small_home}/SIEVE.DUCKDB.WAL.recovery')"
-    code, out, err = run_cli(sql(query, small_home.parent), capsys)
-    assert "not its file sieve.duckdb.wal" in one_error_line(code, out, err)
+    home = home_with_a_log
+    source = SPELLINGS[spelling].replace("{h}", str(home)).replace("{H}", str(home).upper())
+    files = tree(home)
+    code, out, err = run_cli(sql(f"SELECT * FROM {source}", home.parent), capsys)
+    assert "reads only the ledger" in one_error_line(code, out, err)
+    assert SECRET not in out + err and tree(home) == files
+
+
+def test_the_lock_down_check_refuses_a_connection_that_still_reads_files(small_home: Path) -> None:
+    """`lock_down` checks that the file system is off: a connection with external access off
+    alone fails that check."""
+    from pipeline.store.sandbox_sql import _check_no_file_reads
+
+    con = duckdb.connect(str(small_home / "sieve.duckdb"), read_only=True)
+    try:
+        con.execute("SET enable_external_access = false")
+        with pytest.raises(SieveError, match="still reads the ledger's files by name"):
+            _check_no_file_reads(con)
+    finally:
+        con.close()
+
+
+def test_control_external_access_off_alone_reads_the_ledgers_log(home_with_a_log: Path) -> None:
+    """Without the file system disabled, the same statement does read the log: the probe above
+    can fail."""
+    con = duckdb.connect(str(home_with_a_log / "sieve.duckdb"), read_only=True)
+    try:
+        con.execute("SET enable_external_access = false")
+        source = SPELLINGS["the log concatenated"].replace("{h}", str(home_with_a_log))
+        (content,) = con.execute(f"SELECT content FROM {source}").fetchone() or (b"",)
+    finally:
+        con.close()
+    assert SECRET.encode() in content
 
 
 def test_a_side_file_linked_after_the_lock_down_is_still_unreadable(small_home: Path) -> None:

@@ -4,8 +4,10 @@ The page and its figures are written all or nothing (each to a temporary name, a
 once all are written: `pipeline.core.outputs.write_outputs`), so an open report is never
 half-written and a failed one leaves the folder as it was (a folder it created is removed);
 figure files of an earlier report that this one no longer draws are removed after.
-Files are written by `pipeline.core.outputs`' guarded writer: a name linked to the ledger is refused
-(before the work), a symbolic link is written through.
+Files are written by `pipeline.core.outputs`' guard, before the work for the names already there:
+a name that leads to any ledger's database or side file (through links or descriptors) is refused,
+and so is a FIFO, device or socket named like the page or a figure (a report writes regular files
+it replaces whole, and never waits on a pipe); a symbolic link is written through.
 Text goes into the page through `_text`: HTML-escaped, control characters shown escaped (a raw
 one is not even valid HTML).
 
@@ -133,8 +135,8 @@ def build_report(ledger: Ledger, output_dir: str | Path) -> ReportResult:
     """Write `report.html` (figures embedded) and its `fig_*.png` files under `output_dir`."""
     check_output_dir(Path(output_dir))  # before the work, not after it
     for existing in [Path(output_dir) / PAGE, *Path(output_dir).glob(FIGURE_GLOB)]:
-        if existing.exists():  # a link to the ledger is refused before the work too
-            check_output(existing, ledger=ledger.path)
+        if existing.exists() or existing.is_symlink():  # refused before the work, not after it
+            check_output(existing, ledger=ledger.path, regular=True)
     sections = [make(ledger) for make in SECTIONS]
     text = page_html(sections, datetime.now(UTC)).encode("utf-8")
     figures = _figures(Path(output_dir), sections)
