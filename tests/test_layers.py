@@ -13,8 +13,9 @@ package imports only the pipeline packages `PIPELINE_LAYERS` lists for it (a pac
 itself freely): plumbing (`core`) at the bottom, then the ledger (`store`), the verifiers
 (`scoring`), the problem families (`problems`, which name their verifiers), the policy's files
 (`policy`), the samplers (`sampling`, which load a policy), the selection rules (`selection`,
-over problem mixes and sampling settings) and the adapters for other trainers (`integrations`),
-and the jobs on top (`jobs`, which may import all of them and each other). The pipeline modules'
+over problem mixes and sampling settings) and the adapters for other trainers (`integrations`,
+which run the selection inside them and name their weights by the policy's revision), and the
+jobs on top (`jobs`, which may import all of them and each other). The pipeline modules'
 imports form no circle. `benchmarks/settings_sprawl.py` counts the imports against this table
 (the `pipeline-shape` table of docs/architecture.md, which also shows the table itself).
 
@@ -49,7 +50,8 @@ PIPELINE_LAYERS: dict[str, tuple[str, ...]] = {
     "policy": ("core",),  # model folders, the tiny policy, prompt rendering
     "sampling": ("core", "policy"),  # sampling backends (hf loads a policy folder)
     "selection": ("core", "problems", "sampling"),  # group stats, posterior, rules, curriculum
-    "integrations": ("core", "store", "scoring"),  # adapters for TRL, verl, dataset cards
+    # adapters for TRL, verl, dataset cards; the posterior's selection inside their trainers
+    "integrations": ("core", "store", "scoring", "policy", "selection"),
     # the jobs (curation, training, evaluation, export, the report, ...): any package below
     "jobs": (
         "core",

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.scoring import RewardSpec, StepContext, verify_batch
+from pipeline.scoring import RewardSpec, StepContext, Verdict, verify_batch
 from pipeline.scoring.verifiers import get_verifier
 
 
@@ -94,6 +94,12 @@ class SieveReward:
     def __call__(
         self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
     ) -> list[float | None]:
+        return [v.reward for v in self.judge(prompts, completions, **kwargs)]
+
+    def judge(
+        self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
+    ) -> list[Verdict]:
+        """The verdicts behind the rewards (reward, correct, reason), counted and logged."""
         answers = self._answers(kwargs, len(completions))
         verdicts = verify_batch(
             [completion_text(c) for c in completions],
@@ -105,13 +111,12 @@ class SieveReward:
             contexts=self._contexts(kwargs, len(completions)),
             truncated=self._cut(kwargs, len(completions)),
         )
-        rewards = [v.reward for v in verdicts]
-        errors = sum(r is None for r in rewards)
+        errors = sum(v.reward is None for v in verdicts)
         self.verifier_errors += errors
         log_metric = kwargs.get("log_metric")
-        if callable(log_metric) and rewards:
-            log_metric(f"{self.__name__}/verifier_error_share", errors / len(rewards))
-        return rewards
+        if callable(log_metric) and verdicts:
+            log_metric(f"{self.__name__}/verifier_error_share", errors / len(verdicts))
+        return verdicts
 
     def _answers(self, kwargs: dict[str, Any], n: int) -> list[str]:
         if self.answer_key not in kwargs:
