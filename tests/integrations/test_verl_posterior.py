@@ -117,7 +117,8 @@ def check_draws(
         assert [ids[i] for i in run.pick(step, 3, upto=step - 1)] == rows
 
 
-@pytest.mark.integration  # ~25 s: the child imports verl's dataset code, tensordict and torch
+# in `make test` (~25 s: the child imports verl's dataset code, tensordict and torch): the
+# class-path loading is what a verl user configures
 def test_verls_class_path_sampler_records_each_step_and_draws_from_it(
     curated: tuple[Path, Path], tiny_model_dir: Path
 ) -> None:
