@@ -63,13 +63,41 @@ def _print_added(added: Added) -> None:
 
 
 def ingest(
-    file: Annotated[Path, typer.Argument(help="A .jsonl or .parquet file of problems.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="A .jsonl, .csv or .parquet file of problems, or a folder written by datasets' "
+            "save_to_disk."
+        ),
+    ],
     question_field: Annotated[str, typer.Option(help="Field holding the question.")] = "question",
-    answer_field: Annotated[str, typer.Option(help="Field holding the answer.")] = "answer",
-    family: Annotated[str, typer.Option(help="Family name recorded for these problems.")] = (
-        "external"
-    ),
+    chat_field: Annotated[
+        str | None,
+        typer.Option(
+            help="Field holding a chat conversation (a list of {role, content} turns) whose user "
+            "turn is the question, instead of --question-field.",
+        ),
+    ] = None,
+    answer_field: Annotated[
+        str,
+        typer.Option(
+            help="Field holding the answer, or a solution ending '#### 42' or with \\boxed{}."
+        ),
+    ] = "answer",
+    family: Annotated[
+        str, typer.Option(help="Family name recorded for these problems (no --family-field).")
+    ] = "external",
+    family_field: Annotated[
+        str | None, typer.Option(help="Field holding each row's family, instead of --family.")
+    ] = None,
     level_field: Annotated[str | None, typer.Option(help="Optional integer level field.")] = None,
+    split_field: Annotated[
+        str | None,
+        typer.Option(help="Field holding each row's split: train or test (held out)."),
+    ] = None,
+    id_field: Annotated[
+        str | None, typer.Option(help="Field holding the file's own id (kept in params).")
+    ] = None,
     heldout_pct: HeldoutOpt = 10.0,
     allow_conflicts: Annotated[
         bool,
@@ -82,25 +110,35 @@ def ingest(
     max_line_bytes: Annotated[
         int | None,
         typer.Option(
-            help="Longest JSONL line, or Parquet question or answer cell, accepted, in bytes "
-            "(default 1 MiB)."
+            help="Longest JSONL line or CSV record, or Parquet or dataset cell, accepted, in "
+            "bytes (default 1 MiB)."
         ),
     ] = None,
     home: HomeOpt = None,
 ) -> None:
-    """Import external problems (GSM8K-style '#### 42' answers are recognised).
+    """Import external problems (GSM8K '#### 42' and MATH \\boxed{} answers are recognised).
 
-    All or nothing: a bad record (named by file and line) imports nothing.
+    All or nothing: a bad record (named by file and line or row) imports nothing.
     """
     from pipeline.jobs.intake import ingest_file
+    from pipeline.problems.columns import Columns
 
+    if chat_field is not None and question_field != "question":
+        raise SieveError("give --question-field or --chat-field, not both")
+    columns = Columns(
+        question=chat_field if chat_field is not None else question_field,
+        answer=answer_field,
+        level=level_field,
+        split=split_field,
+        family=family_field,
+        id=id_field,
+        chat=chat_field is not None,
+    )
     added = ingest_file(
         home,
         file,
-        question_field,
-        answer_field,
+        columns,
         family=family,
-        level_field=level_field,
         heldout_pct=heldout_pct,
         allow_conflicts=allow_conflicts,
         max_line_bytes=max_line_bytes,

@@ -1,9 +1,11 @@
 """Problems into the ledger: `sieve generate` (a family's levels, or a mix file) and `sieve
-ingest` (an external JSONL or Parquet file, all or nothing).
+ingest` (a user's JSONL, CSV or Parquet file or saved dataset folder, all or nothing).
 
 An ingest refuses a question the file answers one way and the ledger (from another file)
-another, unless conflicts are allowed, in which case each answer is its own problem. Nothing is
-written until every record is read and checked.
+another, unless conflicts are allowed, in which case each answer is its own problem; questions
+are compared as `pipeline/problems/text.py` reads them, the ledger's streamed in batches. When
+the file gives each row's split, a problem the ledger holds in the other split is refused too.
+Nothing is written until every record is read and checked.
 
 Test: `pytest tests/cli/test_cli.py tests/problems/test_ingest.py tests/cli/test_bad_inputs.py`.
 """
@@ -17,9 +19,12 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.errors import SieveError
-from pipeline.store import Ledger
+from pipeline.problems.columns import Columns
+from pipeline.store import Ledger, load_query
 
 MAX_LINE_BYTES_ACCEPTED = 1 << 30  # a line is read whole into memory: past this, a mistake
+STORED_BATCH = 100_000  # ledger problems compared at a time
+WRITE_ROWS = 500_000  # problems turned into Arrow and inserted at a time (one transaction)
 
 
 @dataclass(frozen=True)
@@ -63,11 +68,9 @@ def generate_problems(
 def ingest_file(
     home: str | Path | None,
     file: Path,
-    question_field: str = "question",
-    answer_field: str = "answer",
+    columns: Columns | None = None,
     *,
     family: str = "external",
-    level_field: str | None = None,
     heldout_pct: float = 10.0,
     allow_conflicts: bool = False,
     max_line_bytes: int | None = None,
@@ -75,7 +78,8 @@ def ingest_file(
 ) -> Added:
     """The problems of `file` (`pipeline.problems.ingest.read_external`; `max_line_bytes` None:
     its default) written to the ledger of `home`, checked first against the answers the ledger
-    already holds for the same questions unless `allow_conflicts`."""
+    already holds for the same questions unless `allow_conflicts`, and against its splits when
+    the file gives them."""
     from pipeline.problems.ingest import (
         MAX_LINE_BYTES,
         check_stored_conflicts,
@@ -90,25 +94,60 @@ def ingest_file(
             f"--max-line-bytes must be at most {MAX_LINE_BYTES_ACCEPTED:,} (1 GiB), "
             f"got {max_line_bytes:,}"
         )
+    columns = columns if columns is not None else Columns()
     frame = read_external(
         file,
-        question_field,
-        answer_field,
+        columns,
         family=family,
-        level_field=level_field,
         heldout_pct=heldout_pct,
         allow_conflicts=allow_conflicts,
         max_line_bytes=MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
         warn=warn,
     )
     with Ledger.open(home) as ledger:
+        ledger.run("SET enable_progress_bar = false")  # DuckDB draws one on stdout past 2 s
         if not allow_conflicts:  # other files' answers to the same questions
-            stored = ledger.sql(
-                "SELECT question, answer, source FROM problems "
-                "WHERE question IN (SELECT unnest($q))",
-                {"q": frame["question"].unique().to_list()},
-            )
-            check_stored_conflicts(frame, stored, file.name)
-        new = ledger.write("problems", frame)
+            check_stored_conflicts(frame, _stored_answers(ledger, frame), file.name)
+        if columns.split is not None or (file / "dataset_dict.json").is_file():
+            _check_stored_splits(ledger, frame, file.name)
+        parts = (frame.slice(start, WRITE_ROWS) for start in range(0, frame.height, WRITE_ROWS))
+        new = ledger.write_parts("problems", parts)
         clashes = conflicting_questions(frame) if allow_conflicts else 0
         return Added(frame, new, ledger.path, file.name, clashes)
+
+
+def _stored_answers(ledger: Ledger, frame: pl.DataFrame) -> pl.DataFrame:
+    """The ledger's problems (question, answer, source) whose question is one of `frame`'s as
+    `question_key` reads them (candidates by the key's hash, compared exactly by the caller),
+    `STORED_BATCH` rows at a time."""
+    from pipeline.problems.text import key_hashes, question_key
+
+    hashed = question_key(pl.col("question")).hash(seed=0).alias("h")
+    wanted = key_hashes(frame["question"]).unique().to_frame("h")
+    kept = [pl.DataFrame(schema={"question": pl.Utf8, "answer": pl.Utf8, "source": pl.Utf8})]
+    with ledger.connected() as con:
+        reader = con.sql(load_query("ingest_stored_answers")).to_arrow_reader(STORED_BATCH)
+        assert reader is not None  # a SELECT has a result
+        for batch in reader:
+            part = pl.DataFrame(pl.from_arrow(batch))
+            kept.append(part.with_columns(hashed).join(wanted, on="h", how="semi").drop("h"))
+    return pl.concat(kept)
+
+
+def _check_stored_splits(ledger: Ledger, frame: pl.DataFrame, name: str) -> None:
+    """Refuse a problem the ledger holds in the other split than the file gives it."""
+    from pipeline.problems.duplicates import clip
+
+    shown = {"train": "train", "heldout": "test"}
+    with ledger.connected() as con:
+        con.register("_sieve_ingest", frame.select("problem_id", "question", "split").to_arrow())
+        try:
+            rows = con.execute(load_query("ingest_split_clashes")).fetchall()
+        finally:
+            con.unregister("_sieve_ingest")
+    if rows:
+        question, given, stored, n = rows[0]
+        raise SieveError(
+            f"{name}: question {clip(question)} is in the ledger's {shown[stored]} split; the "
+            f"file puts it in {shown[given]} ({n} such problem(s)); a problem is in one split"
+        )

@@ -3,7 +3,9 @@
 Re-exports only; the logic lives in named modules: the family registry and level specs in
 `registry.py`, seeded generation in `generation.py`, ids, the held-out split and the frame schema
 in `base.py`, one module per family (`arith`, `linear`, `modular`, `word`, `code`, `rg`), mixes
-from TOML in `mix.py` and external files in `ingest.py`.
+from TOML in `mix.py` and external files in `ingest.py` (formats in `readers.py` and `tables.py`,
+column mapping in `columns.py`, invisible text and question identity in `text.py`, duplicates
+and conflicts in `duplicates.py`).
 Test: `.venv/bin/pytest tests/problems -q`.
 """
 

@@ -1,88 +1,110 @@
-"""Import external problem files (`.jsonl` or `.parquet`) into a problem frame.
+"""Import a user's problem file into a problem frame, all or nothing: JSONL, CSV, Parquet, or a
+folder written by `datasets`' `save_to_disk` (`readers.py`, `tables.py`).
 
-GSM8K-style answers (a worked solution ending `#### 42`) are recognised: the answer becomes the
-text after the last `####` with thousands separators removed, and the full solution is kept in
-params as `solution`. Any bad record raises `SieveError` naming the file and line (or row), and
-nothing is returned, so a caller imports all of a file or none of it.
+`Columns` (`columns.py`) names the question column (or a chat conversation holding it), the
+answer column and, optionally, level, split (train/test), family and id columns. Answers:
+- GSM8K-style, a worked solution ending `#### 42`: the answer is the text after the last `####`
+  with thousands separators removed;
+- MATH-style, a solution holding `\\boxed{...}`: the answer is what the verifier reads from it as
+  from a completion (`pipeline/scoring/extract.py`: the last box, boxes just before it joined);
+- either way the full solution is kept in params as `solution` (and a file's id as `id`).
+Any bad record raises `SieveError` naming the file and the line or row a user sees, and nothing
+is returned, so a caller imports all of a file or none of it.
 
 What is refused, with the reason:
-- JSONL is split on `\\n` only (read as bytes, never `str.splitlines`, which also breaks at U+2028,
-  U+0085 or a form feed inside a string); a line over `max_line_bytes` (default 1 MiB) is refused
-  without reading the rest of it; raw control characters inside strings are tolerated. A Parquet
-  question or answer cell over `max_line_bytes` is refused too, before it is expanded, and so is
-  more than `MAX_PARQUET_TEXT` (1 GiB) of their text in all (Parquet compresses: a 7.5 KB file
-  held a 200 MB question).
+- A line, CSV record or Parquet/dataset cell over `max_line_bytes` (1 MiB by default), read no
+  further; Parquet and dataset columns whose type cannot hold the role, and more than
+  `MAX_PARQUET_TEXT` (1 GiB) of their text in all, both judged before a page is read
+  (`tables.py`).
 - An answer that is NaN or infinite (JSON `NaN`, `Infinity`, `1e999`, or the text `nan`/`inf`):
   no verifier ever scores it correct. An answer over `MAX_ANSWER_CHARS` (1,000) characters: a
   final answer is short (the longest MATH answers are a few hundred characters of LaTeX); longer
   text is a solution in the wrong field, and the cap also keeps digit strings far below Python's
-  4,300-digit `int()` limit.
+  4,300-digit `int()` limit. A `\\boxed{` that does not close.
 - A numeric answer that underflows: a nonzero number such as `1e-999` that a float reads as 0
   (a verifier comparing numbers would then pay `0`).
 - A math gold the verifier cannot read within its deadline (say 400 nested parentheses): every
-  later verdict on it would be a timeout. Each distinct math gold is judged against itself in its
-  boxed form (`verify_batch`, numbers on the fast path); a timeout refuses the file, a gold that
-  is not accepted against itself is kept with one warning line (no completion can be paid for it).
-  A gold that is not a plain number and that the fast path pays against itself (equal text) is
-  also judged by math-verify against a wrong answer (`0`): every other completion reaches
-  math-verify, and `{{{{{{{{{{{{{{{{1}}}}}}}}}}}}}}}}` passed the self-check, then timed out on
-  each of them.
-- A gold holding a control character other than a tab or line break (`"4\\x00"`) or an invisible
-  format character (`"\\u200b"`, U+FEFF, ...), and a question or answer with no visible character.
+  later verdict on it would be a timeout. Each distinct math gold that is not a plain decimal
+  number is judged against itself in its boxed form (`verify_batch`); a timeout refuses the file,
+  a gold that is not accepted against itself is kept with one warning line (no completion can be
+  paid for it). A gold the fast path pays against itself (equal text) is also judged by
+  math-verify against a wrong answer (`0`): every other completion reaches math-verify, and
+  `{{{{{{{{{{{{{{{{1}}}}}}}}}}}}}}}}` passed the self-check, then timed out on each of them. A
+  plain decimal number (`-12.50`) is always paid against itself on the fast path, so it is not
+  sent (`tests/problems/test_ingest_text.py` holds that).
+- A gold holding a control character other than a tab or line break (`"4\\x00"`) or any other
+  invisible character (`"4\\u200b"`, U+3164 HANGUL FILLER, U+2800 BRAILLE PATTERN BLANK, a
+  trailing U+034F; `text.py`), and a question or answer with no visible character.
 - Text that is not valid Unicode (a lone surrogate such as JSON `"\\ud800"`), a level outside
-  32 bits.
+  32 bits, a split other than train or test, a chat conversation with a system turn.
+- The same question (as a user sees it: `text.py`'s `question_key`) with two different answers,
+  unless `allow_conflicts`; the same question with the same answer is a duplicate and keeps its
+  first occurrence (`duplicates.py`). `sieve ingest` also refuses a question the ledger already
+  holds with another answer (`check_stored_conflicts`), unless `allow_conflicts`.
 
-Numbers are kept exactly as written: JSON numbers are read as their literal text
-(`3.14159265358979323846`, `123456789012345678901234567890.5` and `1e-7` stay as they are), Parquet
-decimals as their exact value, Parquet floats as their shortest round-trip text in their own
-width (a float32 `0.1` is `0.1`, not `0.10000000149011612`, with one warning line that a float32
-column holds only about 7 significant digits). An input with no records imports nothing and
-says so in one warning line.
-- The same question with two different answers (after the `####` split), unless
-  `allow_conflicts`; the same question with the same answer is a duplicate and keeps its first
-  occurrence. `sieve ingest` also refuses a question the ledger already holds with another
-  answer (`check_stored_conflicts`), unless `allow_conflicts`.
+Numbers are kept exactly as written: JSON numbers as their literal text
+(`3.14159265358979323846`, `1e-7` stay as they are), CSV cells as text, Parquet decimals as their
+exact value, Parquet floats as their shortest round-trip text in their own width. An input with
+no records imports nothing and says so in one warning line. Rows are kept as compact polars
+chunks, never as Python objects, so millions of short problems fit in bounded memory.
 
-Test: `.venv/bin/pytest tests/problems/test_ingest.py -q`.
+Test: `.venv/bin/pytest tests/problems/test_ingest*.py -q`.
 """
 
 from __future__ import annotations
 
-import codecs
 import decimal
-import json
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from pipeline.core.errors import SieveError
-from pipeline.problems.base import Row, build_frame, check_heldout_pct, make_row, params_json
+from pipeline.problems.base import (
+    PROBLEM_SCHEMA,
+    Split,
+    check_heldout_pct,
+    params_json,
+    problem_id,
+    split_for,
+)
+from pipeline.problems.columns import Columns, chat_question, sieve_split
+from pipeline.problems.duplicates import Chunks, clip, settle
+from pipeline.problems.readers import (
+    BigInt,
+    JsonNumber,
+    Limits,
+    Rows,
+    Warn,
+    csv_rows,
+    jsonl_rows,
+)
+from pipeline.problems.tables import dataset_rows, parquet_rows
+from pipeline.problems.text import hidden, invisible, key_hashes, question_key
 from pipeline.scoring import verify_batch
 from pipeline.scoring.commit import fold
 from pipeline.scoring.depth import MAX_DEPTH, peel, too_deep
+from pipeline.scoring.extract import boxed_content, extract
 from pipeline.scoring.numeric import gold_number, is_non_finite
 from pipeline.scoring.units import apply_scale
 from pipeline.scoring.verifiers import math_verify_gold
 from pipeline.scoring.worker import WorkerError, math_verify_equivalent, resolve_timeout
 
 GSM_MARK = "####"
-MAX_LINE_BYTES = 1 << 20  # default limit on one JSONL line (1 MiB)
+MAX_LINE_BYTES = 1 << 20  # default limit on one JSONL line or CSV record, or one cell (1 MiB)
+MAX_PARQUET_TEXT = 1 << 30  # text of the read columns of a Parquet file or dataset (1 GiB)
 MAX_ANSWER_CHARS = 1000  # longest final answer accepted (see the module docstring)
+GOLD_BATCH = 20_000  # distinct golds judged at a time
 _INT32 = (-(2**31), 2**31 - 1)  # the ledger's `level` column is INTEGER
-_INT_DIGITS = 4300  # Python's default limit for int() on a string of digits
 _THOUSANDS = re.compile(r"-?\d{1,3}(,\d{3})+(\.\d+)?")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-_FLOATS = (pl.Float32, pl.Float64)
-
-Warn = Callable[[str], None]
-
-# (where, record): `where` is "data.jsonl:17" or "data.parquet row 17", for error messages.
-Record = tuple[str, dict[str, Any]]
+_PLAIN = r"^-?[0-9]+(\.[0-9]+)?$"  # a gold the fast path always pays against itself
+_ASCII_VISIBLE = re.compile(r"[!-~]")
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # not tab or line breaks
 
 
 def split_gsm_answer(text: str) -> tuple[str, str | None]:
@@ -95,16 +117,16 @@ def split_gsm_answer(text: str) -> tuple[str, str | None]:
     return final, text
 
 
-class _BigInt(str):
-    """A JSON integer too long for `int()`, kept as its digits (only a problem if it is used)."""
-
-
-class _JsonNumber(str):
-    """A JSON number with a fraction or exponent, kept as the literal text of the file."""
-
-
-def _parse_int(digits: str) -> int | str:
-    return int(digits) if len(digits) <= _INT_DIGITS else _BigInt(digits)
+def split_solution(text: str, field: str, where: str) -> tuple[str, str | None]:
+    """(final answer, full solution or None): `#### 42`, else a closed `\\boxed{}`, else the
+    text itself."""
+    if GSM_MARK in text or ("\\boxed" not in text and "\\fbox" not in text):
+        return split_gsm_answer(text)
+    if boxed_content(text, closed=True) is None:
+        if boxed_content(text) is None:  # `\\boxed` as a word, with no group after it
+            return text.strip(), None
+        raise SieveError(f"{where}: the last \\boxed{{ in {field!r} is not closed")
+    return (extract(text).text or "").strip(), text
 
 
 def _as_float(text: str) -> float | None:
@@ -112,163 +134,6 @@ def _as_float(text: str) -> float | None:
     if len(text) > 400 or _NUMBER.fullmatch(text) is None:
         return None
     return float(text)
-
-
-def _underflows(text: str) -> bool:
-    """True for a plain number that is not zero but that a float reads as 0 (`1e-999`)."""
-    return _as_float(text) == 0.0 and decimal.Decimal(text) != 0
-
-
-def _json_record(raw: bytes, where: str) -> dict[str, Any]:
-    """One JSONL line as a JSON object; `SieveError` naming `where` otherwise."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SieveError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        record = json.loads(text, strict=False, parse_int=_parse_int, parse_float=_JsonNumber)
-    except json.JSONDecodeError as exc:
-        raise SieveError(f"{where}: invalid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise SieveError(f"{where}: invalid JSON (nested too deeply)") from None
-    if not isinstance(record, dict):
-        raise SieveError(f"{where}: expected a JSON object, got {type(record).__name__}")
-    return record
-
-
-def _jsonl_records(path: Path, max_line_bytes: int) -> Iterator[Record]:
-    """Records of a JSONL file, split on `\\n` only; a line over `max_line_bytes` is refused."""
-    try:
-        f = path.open("rb")
-    except OSError as exc:
-        raise SieveError(f"{path.name}: cannot read ({exc.strerror})") from None
-    with f:
-        number = 0
-        while raw := f.readline(max_line_bytes + 1):  # never more than one limit's worth
-            number += 1
-            where = f"{path.name}:{number}"
-            if len(raw.removesuffix(b"\n")) > max_line_bytes:
-                raise SieveError(
-                    f"{where}: line longer than {max_line_bytes:,} bytes (raise --max-line-bytes)"
-                )
-            if number == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8) :]
-            if raw.strip():
-                yield where, _json_record(raw, where)
-
-
-MAX_PARQUET_TEXT = 1 << 30  # decoded text of the read columns, all cells together (1 GiB)
-
-
-def _parquet_records(
-    path: Path, fields: list[str], max_cell_bytes: int, warn: Warn
-) -> Iterator[Record]:
-    frame = _parquet_frame(path, fields, max_cell_bytes)
-    text_fields = [f for f in dict.fromkeys(fields[:2]) if _numeric_column(frame, f)]
-    for field in text_fields:
-        if frame.schema[field] == pl.Float32 and frame.height:
-            warn(
-                f"{path.name}: column {field!r} is float32 (about 7 significant digits); its "
-                "values are read as their shortest float32 text — store answers as text or "
-                "decimals to keep more"
-            )
-    frame = frame.select(fields).with_columns(_exact_text(frame, f) for f in text_fields)
-    for number, record in enumerate(frame.iter_rows(named=True), start=1):
-        yield f"{path.name} row {number}", record
-
-
-def _parquet_frame(path: Path, fields: list[str], max_cell_bytes: int) -> pl.DataFrame:
-    """The `fields` columns of a Parquet file, each text cell at most `max_cell_bytes` (as a JSONL
-    line) and all of them together at most `MAX_PARQUET_TEXT`: Parquet compresses, so a few KB
-    of file can hold a 200 MB cell, or one cell repeated a million times by its dictionary. The
-    column chunks' uncompressed sizes are checked before anything is decompressed, then text
-    columns are read dictionary-encoded and their lengths checked before they are expanded."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    try:
-        handle = pq.ParquetFile(path)
-    except Exception as exc:  # arrow raises several types for unreadable files
-        raise SieveError(f"{path.name}: cannot read Parquet ({type(exc).__name__})") from None
-    names = handle.schema_arrow.names
-    for field in fields:
-        if field not in names:
-            available = ", ".join(names) or "none"
-            raise SieveError(f"{path.name}: no column {field!r}; available: {available}")
-    columns = list(dict.fromkeys(fields))
-    meta = handle.metadata
-
-    def too_big(field: str, size: int, average: bool = False) -> SieveError:
-        cells = "cells of" if average else "a cell of"
-        return SieveError(
-            f"{path.name}: column {field!r} holds {cells} {size:,} bytes"
-            + (" on average" if average else "")
-            + f"; a cell is at most {max_cell_bytes:,} bytes (raise --max-line-bytes)"
-        )
-
-    for group in range(meta.num_row_groups):  # before decompressing: the average cell
-        rows = meta.row_group(group)
-        count = max(rows.num_rows, 1)
-        for index in range(rows.num_columns):
-            chunk = rows.column(index)
-            size = chunk.total_uncompressed_size - (1 << 16)  # pages' headers, dictionary
-            if chunk.path_in_schema in columns and size > max_cell_bytes * count:
-                raise too_big(chunk.path_in_schema, size // count, average=True)
-
-    def textual(kind: pa.DataType) -> bool:
-        if pa.types.is_dictionary(kind):
-            return textual(kind.value_type)
-        return any(f(kind) for f in (pa.types.is_string, pa.types.is_large_string,
-                                     pa.types.is_binary, pa.types.is_large_binary))  # fmt: skip
-
-    text = [f for f in columns if textual(handle.schema_arrow.field(f).type)]
-    try:
-        table = handle.read(columns=columns) if not text else pq.read_table(
-            path, columns=columns, read_dictionary=text
-        )  # fmt: skip
-    except Exception as exc:
-        raise SieveError(f"{path.name}: cannot read Parquet ({type(exc).__name__})") from None
-    total = 0
-    for field in text:
-        for chunk in table.column(field).chunks:
-            lengths = pc.binary_length(chunk.dictionary)
-            longest = pc.max(lengths).as_py() or 0
-            if longest > max_cell_bytes:
-                raise too_big(field, longest)
-            total += pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0
-    if total > MAX_PARQUET_TEXT:
-        raise SieveError(
-            f"{path.name}: {total:,} bytes of text in {', '.join(map(repr, text))}; an import "
-            f"reads at most {MAX_PARQUET_TEXT:,} (split the file)"
-        )
-    for field in text:
-        kind = table.schema.field(field).type.value_type
-        table = table.set_column(
-            table.schema.get_field_index(field), field, table.column(field).cast(kind)
-        )
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    return frame
-
-
-def _numeric_column(frame: pl.DataFrame, field: str) -> bool:
-    dtype = frame.schema[field]
-    return dtype in _FLOATS or isinstance(dtype, pl.Decimal)
-
-
-def _exact_text(frame: pl.DataFrame, field: str) -> pl.Expr:
-    """A float or decimal column as text: floats by their shortest round-trip text in their own
-    width (polars formats a float32 as float32), decimals exactly, trailing zeros dropped."""
-    text = pl.col(field).cast(pl.Utf8)
-    if isinstance(frame.schema[field], pl.Decimal):
-        text = text.str.replace(r"(\.\d*?)0+$", "$1").str.replace(r"\.$", "")
-    return text
-
-
-def _clip(text: str, width: int = 40) -> str:
-    """`text` for an error message: repr'd, and cut to about `width` characters."""
-    return repr(text) if len(text) <= width else repr(text[:width]) + f"... ({len(text):,} chars)"
 
 
 def _check_unicode(text: str, what: str, where: str) -> None:
@@ -283,49 +148,60 @@ def _check_unicode(text: str, what: str, where: str) -> None:
         ) from None
 
 
-def _text_field(record: dict[str, Any], field: str, where: str) -> str:
-    """A required non-empty text field; finite numbers (not booleans) are accepted as their text."""
+def _field(record: dict[str, Any], field: str, where: str) -> Any:
     if field not in record:
         raise SieveError(f"{where}: missing field {field!r}")
-    value = record[field]
+    return record[field]
+
+
+def _text(value: Any, field: str, where: str) -> str:
+    """A required text value with a visible character; finite numbers (not booleans) are
+    accepted as their text."""
     if isinstance(value, bool) or (value is not None and not isinstance(value, str | int | float)):
-        raise SieveError(f"{where}: field {field!r} must be text or a number")
+        hint = ""
+        if isinstance(value, list) and value and isinstance(value[0], dict) and "role" in value[0]:
+            hint = f" (a chat conversation: pass --chat-field {field})"
+        raise SieveError(f"{where}: field {field!r} must be text or a number{hint}")
     if isinstance(value, float) and not math.isfinite(value):
         raise SieveError(f"{where}: field {field!r} is {value}, not a finite number")
     text = "" if value is None else str(value).strip()
     if not text:
         raise SieveError(f"{where}: empty {field!r}")
+    if text.isascii() and _ASCII_VISIBLE.search(text) is not None:
+        return text  # the common case, decided at C speed
     _check_unicode(text, f"field {field!r}", where)
-    if all(_invisible(c) for c in text):
+    if all(invisible(c) for c in text):
         shown = ", ".join(f"U+{ord(c):04X}" for c in dict.fromkeys(text))
         raise SieveError(f"{where}: field {field!r} has no visible character (only {shown})")
     return text
 
 
-def _invisible(char: str) -> bool:
-    """Whitespace, a control character or a format character (U+200B, U+FEFF, ...)."""
-    return char.isspace() or unicodedata.category(char) in ("Cc", "Cf")
-
-
 def _check_gold_text(answer: str, where: str) -> None:
     """Refuse a gold holding a control character other than a tab or line break (`"4\\x00"`) or
-    an invisible format character (`"4\\u200b"`): no completion writes it, so no answer is paid
-    or the comparison rests on a character nobody sees."""
+    an invisible character (`"4\\u200b"`, `"4\\u3164"`): no completion writes it, so no answer is
+    paid or the comparison rests on a character nobody sees."""
+    if answer.isascii() and _ASCII_CONTROL.search(answer) is None:
+        return
     for i, char in enumerate(answer):
-        kind = unicodedata.category(char)
-        if (kind == "Cc" and char not in "\t\n\r") or kind == "Cf":
-            what = "a control character" if kind == "Cc" else "an invisible format character"
+        if hidden(char) and char not in "\t\n\r":
+            kind = unicodedata.category(char)
+            what = {"Cc": "a control character", "Cf": "an invisible format character"}.get(
+                kind, "an invisible character"
+            )
             raise SieveError(
-                f"{where}: answer {_clip(answer)} holds {what} (U+{ord(char):04X}) at character "
+                f"{where}: answer {clip(answer)} holds {what} (U+{ord(char):04X}) at character "
                 f"{i}; a gold answer is visible text"
             )
 
 
-def _answer(record: dict[str, Any], field: str, where: str) -> tuple[str, str | None]:
+def _answer(value: Any, field: str, where: str) -> tuple[str, str | None]:
     """(final answer, full solution or None) of a record, refused when it cannot be a gold."""
-    answer, solution = split_gsm_answer(_text_field(record, field, where))
+    answer, solution = split_solution(_text(value, field, where), field, where)
     if not answer:
-        raise SieveError(f"{where}: empty answer after {GSM_MARK!r}")
+        after = f"after {GSM_MARK!r}" if GSM_MARK in (solution or "") else "in its \\boxed{}"
+        raise SieveError(f"{where}: empty answer {after}")
+    if solution is not None:
+        _text(answer, field, where)  # `#### \u3164`: nothing visible after the mark
     _check_gold_text(answer, where)
     if len(answer) > MAX_ANSWER_CHARS:
         raise SieveError(
@@ -333,83 +209,77 @@ def _answer(record: dict[str, Any], field: str, where: str) -> tuple[str, str | 
             f"(a final answer, not a solution: end a worked solution with '{GSM_MARK} answer')"
         )
     if is_non_finite(answer):
-        raise SieveError(f"{where}: answer {_clip(answer)} is not a finite number")
-    if _overflows(answer):
+        raise SieveError(f"{where}: answer {clip(answer)} is not a finite number")
+    value = _as_float(answer)
+    if value is not None and math.isinf(value):
         raise SieveError(
-            f"{where}: answer {_clip(answer)} is not a finite number (a float reads it as inf)"
+            f"{where}: answer {clip(answer)} is not a finite number (a float reads it as inf)"
         )
-    if _underflows(answer):
+    if value == 0.0 and decimal.Decimal(answer) != 0:
         raise SieveError(
-            f"{where}: answer {_clip(answer)} underflows (a float reads it as 0); "
+            f"{where}: answer {clip(answer)} underflows (a float reads it as 0); "
             "write it as text the verifier can compare, or round it"
         )
     return answer, solution
 
 
-def _overflows(text: str) -> bool:
-    """True for a plain number too large for a float (`1e999`), which reads as infinity."""
-    value = _as_float(text)
-    return value is not None and math.isinf(value)
-
-
-def _level(record: dict[str, Any], field: str | None, where: str) -> int:
-    if field is None:
-        return 0
-    if field not in record:
-        raise SieveError(f"{where}: missing field {field!r}")
-    value = record[field]
+def _level(value: Any, field: str, where: str) -> int:
     low, high = _INT32
-    if isinstance(value, _BigInt) or (isinstance(value, int) and not low <= value <= high):
+    if isinstance(value, BigInt) or (isinstance(value, int) and not low <= value <= high):
         raise SieveError(f"{where}: level field {field!r} is out of range ({low} to {high})")
     if isinstance(value, bool) or not isinstance(value, int):
-        shown = _clip(value) if isinstance(value, str) else repr(value)
+        shown = clip(value) if isinstance(value, str) else repr(value)
         raise SieveError(f"{where}: level field {field!r} must be an integer, got {shown}")
     return value
 
 
-def _records(path: Path, fields: list[str], max_line_bytes: int, warn: Warn) -> Iterator[Record]:
-    if not path.is_file():
-        raise SieveError(f"no such file: {path}")
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        return _jsonl_records(path, max_line_bytes)
-    if suffix == ".parquet":
-        return _parquet_records(path, fields, max_line_bytes, warn)
-    raise SieveError(f"{path.name}: unsupported file type {suffix!r}; use .jsonl or .parquet")
+def _id(value: Any, field: str, where: str) -> str | int:
+    if isinstance(value, int) and not isinstance(value, bool | BigInt):
+        return value
+    if not isinstance(value, str) or isinstance(value, JsonNumber) or not value.strip():
+        raise SieveError(f"{where}: id field {field!r} must be text or an integer")
+    _check_unicode(value, f"id field {field!r}", where)
+    return value
 
 
-class _Conflicts:
-    """Questions seen with more than one answer: where each was first seen, and the clashes."""
+class _Row:
+    """One record's problem, in `duplicates.CHUNK_SCHEMA` order (less `row`)."""
 
-    def __init__(self) -> None:
-        self.first: dict[str, tuple[str, str]] = {}  # question -> (answer, where)
-        self.clashes: dict[str, tuple[str, str, str, str]] = {}  # question -> first clash
+    def __init__(self, columns: Columns, heldout_pct: float, verifier: str) -> None:
+        self.c, self.pct, self.verifier = columns, heldout_pct, verifier
 
-    def add(self, question: str, answer: str, where: str) -> None:
-        seen = self.first.setdefault(question, (answer, where))
-        if seen[0] != answer and question not in self.clashes:
-            self.clashes[question] = (where, seen[1], answer, seen[0])
-
-    def check(self) -> None:
-        """Raise `SieveError` describing the first clash and how many questions clash."""
-        if not self.clashes:
-            return
-        where, first_where, answer, first_answer = next(iter(self.clashes.values()))
-        n = len(self.clashes)
-        raise SieveError(
-            f"{where}: same question as {first_where} with a different answer "
-            f"({_clip(answer)} here, {_clip(first_answer)} there); {n} question(s) with "
-            "conflicting answers in all; fix the file, or pass --allow-conflicts to keep them all"
-        )
+    def __call__(self, record: dict[str, Any], where: str, split: Any) -> tuple[Any, ...]:
+        c = self.c
+        asked = _field(record, c.question, where)
+        if c.chat:
+            asked = chat_question(asked, c.question, where)
+        question = _text(asked, c.question, where)
+        answer, solution = _answer(_field(record, c.answer, where), c.answer, where)
+        level = 0 if c.level is None else _level(_field(record, c.level, where), c.level, where)
+        family = None  # the file's one family, filled in at the end
+        if c.family is not None:
+            family = _text(_field(record, c.family, where), c.family, where)
+        given: Split | None = None
+        if c.split is not None:
+            given = sieve_split(_field(record, c.split, where), where)
+        elif split is not None:
+            given = sieve_split(split, where)
+        ident = None if c.id is None else _id(_field(record, c.id, where), c.id, where)
+        params: dict[str, Any] = {} if solution is None else {"solution": solution}
+        if ident is not None:
+            params["id"] = ident
+        pid = problem_id(question, answer, self.verifier)
+        split_name = given if given is not None else split_for(pid, self.pct)
+        text = params_json(params) if params else "{}"
+        shown = None if ident is None else str(ident)
+        return pid, family, level, text, question, answer, split_name, shown
 
 
 def read_external(
     path: str | Path,
-    question_field: str = "question",
-    answer_field: str = "answer",
+    columns: Columns | None = None,
     *,
     family: str = "external",
-    level_field: str | None = None,
     source: str | None = None,
     heldout_pct: float = 10.0,
     verifier: str = "math",
@@ -417,16 +287,19 @@ def read_external(
     max_line_bytes: int = MAX_LINE_BYTES,
     warn: Warn | None = None,
 ) -> pl.DataFrame:
-    """Problems from a `.jsonl` or `.parquet` file as a `PROBLEM_SCHEMA` frame.
+    """Problems from a file or saved dataset folder as a `PROBLEM_SCHEMA` frame.
 
-    Duplicates (same question, answer and verifier) keep their first occurrence. Raises
-    `SieveError` on any bad record, naming the file and line, so nothing is imported from a
-    partly bad file; also on a question given two different answers unless `allow_conflicts`
-    (then every answer is kept, each as its own problem; `conflicting_questions` counts them).
-    `warn` receives one line per warning (float32 columns, an empty input, golds the verifier
-    does not accept against themselves); by default they are dropped.
+    `columns` (default: `question` and `answer`) says which columns hold what; `family` names
+    every problem unless a family column does. Duplicates (the same question, answer and
+    verifier) keep their first occurrence. Raises `SieveError` on any bad record, naming the
+    file and line, so nothing is imported from a partly bad file; also on a question given two
+    different answers unless `allow_conflicts` (then every answer is kept, each as its own
+    problem; `conflicting_questions` counts them). `warn` receives one line per warning (float32
+    columns, an empty input, golds the verifier does not accept against themselves); by default
+    they are dropped.
     """
     warn = warn if warn is not None else (lambda _line: None)
+    columns = columns if columns is not None else Columns()
     check_heldout_pct(heldout_pct)
     if max_line_bytes < 1:
         raise SieveError(
@@ -436,65 +309,93 @@ def read_external(
     label = source if source is not None else f"file:{file.name}"
     _check_unicode(label, "the source label", file.name)
     _check_unicode(family, "the family name", file.name)
-    fields = [question_field, answer_field] + ([level_field] if level_field else [])
-    rows: dict[str, Row] = {}
-    conflicts = _Conflicts()
-    seen = 0
-    for where, record in _records(file, fields, max_line_bytes, warn):
-        seen += 1
-        question = _text_field(record, question_field, where)
-        answer, solution = _answer(record, answer_field, where)
-        row = make_row(
-            source=label,
-            family=family,
-            level=_level(record, level_field, where),
-            params=params_json({} if solution is None else {"solution": solution}),
-            question=question,
-            answer=answer,
-            verifier=verifier,
-            heldout_pct=heldout_pct,
-        )
-        rows.setdefault(row[0], row)
-        conflicts.add(question, answer, where)
-    if not allow_conflicts:
-        conflicts.check()
-    if not seen:
+    rows = open_rows(file, columns, Limits(max_line_bytes, MAX_PARQUET_TEXT), warn)
+    frame = _read(rows, columns, _Row(columns, heldout_pct, verifier))
+    if frame.is_empty():
         warn(f"{file.name}: no records; nothing to import")
-    frame = build_frame(rows.values())
+    splits_given = columns.split is not None or rows.split_of is not None
+    frame = settle(frame, rows.where, allow_conflicts=allow_conflicts, splits_given=splits_given)
+    frame = frame.select(
+        pl.col("problem_id"),
+        pl.lit(label, pl.Utf8).alias("source"),
+        "family" if columns.family is not None else pl.lit(family, pl.Utf8).alias("family"),
+        "level",
+        "params",
+        "question",
+        "answer",
+        pl.lit(verifier, pl.Utf8).alias("verifier"),
+        "split",
+        pl.lit(datetime.now(UTC)).cast(PROBLEM_SCHEMA["created_at"]).alias("created_at"),
+    )
     check_golds(frame, file.name, warn)
     return frame
 
 
+def open_rows(path: Path, columns: Columns, limits: Limits, warn: Warn) -> Rows:
+    """The records of `path` by its kind: a folder is a saved dataset, else by suffix."""
+    if path.is_dir():
+        return dataset_rows(path, columns, limits, warn)
+    if not path.is_file():
+        raise SieveError(f"no such file: {path}")
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return jsonl_rows(path, limits.cell)
+    if suffix == ".csv":
+        return csv_rows(path, columns, limits.cell)
+    if suffix == ".parquet":
+        return parquet_rows(path, columns, limits, warn)
+    raise SieveError(
+        f"{path.name}: unsupported file type {suffix!r}; use .jsonl, .csv, .parquet or a folder "
+        "written by datasets' save_to_disk"
+    )
+
+
+def _read(rows: Rows, columns: Columns, make: _Row) -> pl.DataFrame:
+    chunks = Chunks()
+    split_of = rows.split_of
+    for number, record in rows.records:
+        split = split_of(number) if split_of is not None else None
+        chunks.add((number, *make(record, rows.where(number), split)))
+    return chunks.frame()
+
+
 def check_golds(frame: pl.DataFrame, name: str, warn: Warn) -> None:
     """Refuse math golds the verifier cannot read within its deadline; warn (one line) about
-    golds it does not accept against themselves. Each distinct gold is judged once, boxed."""
-    golds = frame.filter(pl.col("verifier") == "math")["answer"].unique(maintain_order=True)
-    answers = golds.to_list()
-    if not answers:
-        return
-    deep = [a for a in answers if unjudgeable(a)]
+    golds it does not accept against themselves. Each distinct gold that is not a plain number
+    is judged once, boxed, `GOLD_BATCH` at a time."""
+    golds = (
+        frame.lazy()
+        .filter((pl.col("verifier") == "math") & ~pl.col("answer").str.contains(_PLAIN))
+        .select(pl.col("answer").unique(maintain_order=True))
+        .collect()["answer"]
+    )
+    batches = [golds.slice(s, GOLD_BATCH) for s in range(0, len(golds), GOLD_BATCH)]
+    deep = [a for batch in batches for a in batch if unjudgeable(a)]
     if deep:
         raise SieveError(
-            f"{name}: answer {_clip(deep[0])} nests brackets deeper than {MAX_DEPTH} and is not a "
+            f"{name}: answer {clip(deep[0])} nests brackets deeper than {MAX_DEPTH} and is not a "
             f"plain number ({len(deep)} such answer(s)); no completion could be judged against "
             "it — simplify the gold or import it with another verifier"
         )
-    verdicts = verify_batch([f"\\boxed{{{a}}}" for a in answers], answers, "math")
-    timeouts = [
-        a for a, v in zip(answers, verdicts, strict=True)
-        if v.reason == "verifier_error" or (v.detail.startswith("fast_path") and _unreadable(a))
-    ]  # fmt: skip
-    if timeouts:
-        raise SieveError(
-            f"{name}: the math verifier cannot read answer {_clip(timeouts[0])} within its "
-            f"deadline ({len(timeouts)} such answer(s)); every verdict on it would be a timeout "
-            "— simplify the gold or import it with another verifier"
-        )
-    unpaid = [a for a, v in zip(answers, verdicts, strict=True) if v.correct is not True]
+    unpaid: list[str] = []
+    for batch in batches:
+        answers = batch.to_list()
+        verdicts = verify_batch([f"\\boxed{{{a}}}" for a in answers], answers, "math")
+        timeouts = [
+            a for a, v in zip(answers, verdicts, strict=True)
+            if v.reason == "verifier_error" or (v.detail.startswith("fast_path") and _unreadable(a))
+        ]  # fmt: skip
+        if timeouts:
+            raise SieveError(
+                f"{name}: the math verifier cannot read answer {clip(timeouts[0])} within its "
+                f"deadline ({len(timeouts)} such answer(s)); every verdict on it would be a "
+                "timeout — simplify the gold or import it with another verifier"
+            )
+        unpaid += [a for a, v in zip(answers, verdicts, strict=True) if v.correct is not True]
     if unpaid:
         warn(
             f"{name}: {len(unpaid)} answer(s) are not accepted by the math verifier even against "
-            f"themselves (first {_clip(unpaid[0])}): no completion can be scored correct for them"
+            f"themselves (first {clip(unpaid[0])}): no completion can be scored correct for them"
         )
 
 
@@ -525,28 +426,38 @@ def _unreadable(answer: str) -> bool:
 
 
 def check_stored_conflicts(frame: pl.DataFrame, stored: pl.DataFrame, name: str) -> None:
-    """Refuse questions of `frame` that the ledger (`stored`: its problems with these
-    questions, columns question, answer, source) holds with another answer: the per-file check
-    cannot see what other files brought (56 from one file, then 57 from another, was added
-    without a word). An answer the ledger already holds for the question is no conflict."""
+    """Refuse questions of `frame` that the ledger (`stored`: at least its problems whose
+    question is the same as one of `frame`'s, as `question_key` reads them; columns question,
+    answer, source) holds with another answer: the per-file check cannot see what other files
+    brought (56 from one file, then 57 from another, was added without a word). An answer the
+    ledger already holds for the question is no conflict."""
     if frame.is_empty() or stored.is_empty():
         return
-    known = stored.select("question", "answer").unique()
-    new = frame.select("question", "answer").unique().join(known, ["question", "answer"], "anti")
-    there = stored.select("question", pl.col("answer").alias("stored"), "source")
-    clashes = new.join(there, "question", maintain_order="left").sort("question", "stored")
+    ident = question_key(pl.col("question")).alias("ident")
+    known = stored.select(ident, "answer").unique()
+    candidates = frame.filter(
+        key_hashes(frame["question"]).is_in(known["ident"].hash(seed=0).implode())
+    )
+    new = candidates.select("question", ident, "answer").unique(["ident", "answer"])
+    new = new.join(known, ["ident", "answer"], "anti")
+    there = stored.select(ident, pl.col("answer").alias("stored"), "source")
+    clashes = new.join(there, "ident", maintain_order="left").sort("question", "stored")
     if clashes.is_empty():
         return
-    question, answer, first, source = clashes.row(0)
-    n = clashes["question"].n_unique()
+    question, _, answer, first, source = clashes.row(0)
+    n = clashes["ident"].n_unique()
     raise SieveError(
-        f"{name}: question {_clip(question)} is already in the ledger with a different answer "
-        f"({_clip(answer)} here, {_clip(first)} from {source}); {n} question(s) with "
+        f"{name}: question {clip(question)} is already in the ledger with a different answer "
+        f"({clip(answer)} here, {clip(first)} from {source}); {n} question(s) with "
         "conflicting answers in all; fix the file, or pass --allow-conflicts to keep them all"
     )
 
 
 def conflicting_questions(frame: pl.DataFrame) -> int:
-    """How many questions of a problem frame carry more than one distinct answer."""
-    per_question = frame.group_by("question").agg(pl.col("answer").n_unique().alias("answers"))
+    """How many questions of a problem frame (as `question_key` reads them) carry more than one
+    distinct answer."""
+    hashes = key_hashes(frame["question"])
+    shared = frame.filter(hashes.is_duplicated())  # the text is compared below
+    ident = question_key(pl.col("question")).alias("ident")
+    per_question = shared.group_by(ident).agg(pl.col("answer").n_unique().alias("answers"))
     return per_question.filter(pl.col("answers") > 1).height

@@ -102,12 +102,13 @@ def _braced_group(text: str, start: int, stop: int | None = None) -> tuple[str, 
     return None if stop is not None else (text[i + 1 :], len(text))
 
 
-def boxed_content(text: str) -> str | None:
-    """Contents of the last `\\boxed{}` / `\\fbox{}` in `text`, or None when there is none."""
+def boxed_content(text: str, *, closed: bool = False) -> str | None:
+    """Contents of the last `\\boxed{}` / `\\fbox{}` in `text`, or None when there is none
+    (`closed`: nor when its braces do not close; a cut-off completion's box runs to the end)."""
     start, after = _last_box(text, len(text))
     if start < 0:
         return None
-    group = _braced_group(text, after)
+    group = _braced_group(text, after, stop=len(text) if closed else None)
     return None if group is None else group[0]
 
 

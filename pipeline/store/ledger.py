@@ -25,8 +25,8 @@ from __future__ import annotations
 import hashlib
 import re
 import stat
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -337,6 +337,32 @@ class Ledger:
                     crash_point("ledger.before_commit")
             finally:
                 for view in views.values():
+                    con.unregister(view)
+        return written
+
+    def write_parts(
+        self,
+        table: str,
+        parts: Iterable[pl.DataFrame | pa.Table],
+        on_conflict: OnConflict = "ignore",
+    ) -> int:
+        """Write one table's rows in parts, all in one transaction: all land, or none. Each
+        part becomes Arrow only while it is inserted, so a large import (`sieve ingest` of
+        millions of problems) never holds a second copy of itself. A key repeated across parts
+        keeps its first row, as within one batch. Returns the number of new rows."""
+        if self.read_only:
+            raise SieveError(f"ledger {self.path} is open read-only")
+        view, written = f"_sieve_part_{table}", 0
+        with self.connected() as con:
+            try:
+                with self.transaction():
+                    for part in parts:
+                        con.register(view, self._prepare(table, part))
+                        written += self._insert(table, view, on_conflict)
+                        con.unregister(view)
+                    crash_point("ledger.before_commit")
+            finally:  # after a rollback: an aborted transaction cannot drop the view
+                with suppress(duckdb.Error):
                     con.unregister(view)
         return written
 

@@ -19,6 +19,7 @@ import pytest
 from pipeline.core.errors import SieveError
 from pipeline.problems import PROBLEM_SCHEMA, split_for
 from pipeline.problems.base import problem_id
+from pipeline.problems.columns import Columns
 from pipeline.problems.ingest import (
     MAX_ANSWER_CHARS,
     MAX_LINE_BYTES,
@@ -90,7 +91,7 @@ def test_options(tmp_path: Path) -> None:
         [{"q": "1+1", "a": "2", "lvl": 3}, {"q": "2+2", "a": "4", "lvl": 5}],
     )
     frame = read_external(
-        path, "q", "a", family="mine", level_field="lvl", source="hand", heldout_pct=100.0
+        path, Columns("q", "a", level="lvl"), family="mine", source="hand", heldout_pct=100.0
     )
     assert frame["level"].to_list() == [3, 5]
     assert set(frame["source"]) == {"hand"}
@@ -137,7 +138,7 @@ def test_bad_records(tmp_path: Path, record: Any, fragment: str) -> None:
 def test_level_must_be_int(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "data.jsonl", [{"question": "a", "answer": "1", "lv": "2"}])
     with pytest.raises(SieveError, match=r"data\.jsonl:1: level field 'lv' must be an integer"):
-        read_external(path, level_field="lv")
+        read_external(path, Columns(level="lv"))
 
 
 def test_parquet_round_trip(tmp_path: Path) -> None:
@@ -151,7 +152,7 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
     )
     path = tmp_path / "set.parquet"
     source.write_parquet(path)
-    frame = read_external(path, "problem", "solution", level_field="difficulty")
+    frame = read_external(path, Columns("problem", "solution", level="difficulty"))
     assert frame.schema == pl.Schema(PROBLEM_SCHEMA)
     assert frame.select("question", "answer", "level").rows() == [
         ("1+1", "2", 1),
@@ -176,9 +177,9 @@ def test_parquet_empty_answer_names_row(tmp_path: Path) -> None:
 
 
 def test_unknown_suffix(tmp_path: Path) -> None:
-    path = tmp_path / "data.csv"
-    path.write_text("question,answer\na,1\n")
-    with pytest.raises(SieveError, match=r"unsupported file type '\.csv'"):
+    path = tmp_path / "data.tsv"
+    path.write_text("question\tanswer\na\t1\n")
+    with pytest.raises(SieveError, match=r"unsupported file type '\.tsv'"):
         read_external(path)
 
 
@@ -313,14 +314,14 @@ def test_bad_values_name_the_line(tmp_path: Path, line: str, fragment: str) -> N
     level = '"lv"' in line
     path = write_lines(tmp_path / "data.jsonl", [GOOD_LV if level else GOOD, line])
     with pytest.raises(SieveError) as info:
-        read_external(path, level_field="lv" if level else None)
+        read_external(path, Columns(level="lv" if level else None))
     message = one_line_error(info)
     assert message.startswith("data.jsonl:2: ") and fragment in message
 
 
 def test_level_at_int32_bounds_is_kept(tmp_path: Path) -> None:
     records = [{"q": "a", "a": "1", "lv": 2**31 - 1}, {"q": "b", "a": "1", "lv": -(2**31)}]
-    frame = read_external(write_jsonl(tmp_path / "data.jsonl", records), "q", "a", level_field="lv")
+    frame = read_external(write_jsonl(tmp_path / "data.jsonl", records), Columns("q", "a", "lv"))
     assert frame["level"].to_list() == [2**31 - 1, -(2**31)]
 
 
