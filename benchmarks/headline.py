@@ -104,7 +104,7 @@ MIX_FILE = ROOT / "data" / "configs" / "real_mix.toml"
 USER_MIX_FILE = Path(__file__).parent / "user_mix.toml"  # the `user` setting's pool
 ARMS = (
     "uniform", "dapo", "greso", "mopps", "sieve", "sieve_learning", "sieve_screen", "night",
-    "oracle",
+    "second", "oracle",
 )  # fmt: skip
 SETTINGS = ("warm", "cold", "user")
 ZONES = ((0.8, "always"), (0.05, "learnable"), (0.0, "never"))  # lower bounds, first match
@@ -665,6 +665,7 @@ NIGHT_CANDIDATES = 8  # a night's curation generates this many x the batch's pro
 NIGHT_SCREEN_G = 4  # its screen (unknown cells only): decides, does not train
 NIGHT_UPDATES = 12  # updates a night trains (the last night: what the budget has left)
 NIGHT_START = "2026-01-01"  # the first night's date (each night's curation seed follows it)
+SECOND_START = "2029-01-01"  # the second run's nights: dates (and curation seeds) of their own
 
 
 def night_settings(
@@ -788,6 +789,7 @@ def run_night(
     runs_dir: Path,
     state_dir: Path,
     model_dir: Path,
+    arm: str = "night",
 ) -> dict[str, Any]:
     """The `night` arm: the product's nightly loop (`flows.loop.loop`, the code `sieve loop`
     runs) on a home of its own, one night per call, from the run's start weights, until the
@@ -795,7 +797,13 @@ def run_night(
     trained: they decided); each training step is one record read from the ledger. After a
     night that passed an evaluation mark the night's weights are evaluated as every arm's are.
     Resumable: a stopped run continues with the next unfinished night of its home (the loop
-    skips finished nights, and a crashed one resumes from its own checkpoints)."""
+    skips finished nights, and a crashed one resumes from its own checkpoints).
+
+    `second` (Sieve's second run): the same, from the same start weights, on a home whose
+    ledger already holds another seed's finished night run (its partner: seeds pair 1-2, 3-4,
+    ...; kept by that run in `<state>/ledgers/`), charged nothing for it: the first night is
+    `sieve loop --fresh` (a new lineage from the start folder itself, reading the groups of
+    the runs from the same weights), on dates of its own."""
     from datetime import date, timedelta
 
     from flows.cli.summary import night_line
@@ -804,7 +812,15 @@ def run_night(
     from pipeline.store import Ledger
     from pipeline.store.ids import curation_runs
 
-    arm = "night"
+    partner = seed + 1 if seed % 2 else seed - 1
+    ledger_kept = (
+        state_dir / "ledgers" / f"{setting}_night_s{partner if arm == 'second' else seed}.duckdb"
+    )
+    if arm == "second" and not ledger_kept.is_file():
+        raise SystemExit(
+            f"{setting} second s{seed} reads the finished night run of seed {partner}: "
+            f"{ledger_kept} is missing (run {setting}:night:{partner} first)"
+        )
     path = progress_path(runs_dir, setting, arm, seed)
     folder = state_dir / f"{setting}_{arm}_s{seed}"
     home, start_dir = folder / "home", folder / "home" / "models" / "start"
@@ -827,6 +843,9 @@ def run_night(
         shutil.copytree(model_dir, start_dir)
         pol.model.load_state_dict(start_weights)
         pol.model.save_pretrained(start_dir)  # the run's start weights, in the home
+        if arm == "second":  # what the partner's run left in its ledger, charged nothing
+            shutil.copyfile(ledger_kept, home / "sieve.duckdb")
+            p["partner"] = {"seed": partner, "ledger_sha256": file_hash(ledger_kept)}
     commits = p.setdefault("commits", [])
     here = code_commit()
     if here and (not commits or commits[-1] != here):
@@ -839,7 +858,7 @@ def run_night(
     p.setdefault("nights", [])
     marks = [round(setup.budget * (i + 1) / setup.marks) for i in range(setup.marks - 1)]
     most = NIGHT_SCREEN_G + setup.group_size  # the most one candidate's curation can cost
-    first = date.fromisoformat(NIGHT_START)
+    first = date.fromisoformat(NIGHT_START if arm == "night" else SECOND_START)
     while True:  # no night may overrun: its curation is costed as if every candidate refined
         left = setup.budget - totals(p["steps"])["sampled"]
         candidates = min(NIGHT_CANDIDATES * setup.batch_prompts, (left - setup.per_update) // most)
@@ -854,6 +873,7 @@ def run_night(
             home, 1, cur_cfg, train, night,
             lambda i, summary: print(f"    {night_line(i, summary)}", flush=True),
             model=str(start_dir), backend=setup.backend,
+            fresh=arm == "second" and not p["nights"],
         )[0]  # fmt: skip
         done = result.get("done")  # finished before a stop, its record not yet written
         cid = done["curriculum_id"] if done else result["curate"]["curriculum_id"]
@@ -885,6 +905,7 @@ def run_night(
         p["nights"].append(
             {
                 "night": result["night"],
+                "model": Path(result.get("model") or "").name or None,  # what it started from
                 "curation_rollouts": spent,
                 "kept": sum(kept.values()),
                 "kept_by_reason": kept,
@@ -922,8 +943,22 @@ def run_night(
     p["seconds"] = time.perf_counter() - began
     atomic_write(path, p)
     print(f"    {setting} {arm} s{seed} done: {t['updates']} updates, {p['seconds']:.0f} s")
+    if arm == "night":  # its ledger, for the second run that pairs with this seed
+        with Ledger.open(home) as ledger:  # every write in the database file, none in a WAL
+            ledger.run("CHECKPOINT")
+        ledger_kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(home / "sieve.duckdb", ledger_kept.with_suffix(".tmp"))
+        ledger_kept.with_suffix(".tmp").replace(ledger_kept)
     shutil.rmtree(folder, ignore_errors=True)
     return p
+
+
+def file_hash(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
 
 
 # ---------------------------------------------------------------- the start weights
@@ -1138,7 +1173,8 @@ def run_row(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-SIEVE_ARMS = ("sieve", "sieve_learning", "sieve_screen", "night")  # against every competitor
+# the Sieve arms, each against every competitor
+SIEVE_ARMS = ("sieve", "sieve_learning", "sieve_screen", "night", "second")
 COMPETITORS = ("mopps", "greso", "dapo")  # the selection methods the goal names
 
 
@@ -1696,10 +1732,10 @@ def main(argv: list[str] | None = None) -> None:
         )  # fmt: skip
         for seed in args.seeds:
             for arm in arms:
-                if arm == "night":  # the product's own loop (`sieve loop`), nights of it
+                if arm in ("night", "second"):  # the product's own loop (`sieve loop`)
                     run_night(
                         setup, args.setting, seed, pol, weights, start, mix, held, runs_dir,
-                        state, model_dir,
+                        state, model_dir, arm,
                     )  # fmt: skip
                     continue
                 run_arm(

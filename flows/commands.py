@@ -496,9 +496,11 @@ def loop(
     note: Note = _silent,
     on_night: Night | None = None,
     train_options: Mapping[str, Any] | None = None,
+    fresh: bool = False,
 ) -> Any:
     """`sieve loop`: `nights` nights back to back in this process (`flows.loop.loop`), the
-    first on `start` (YYYY-MM-DD; None: today, UTC), from the model `loop_start` decides, with
+    first on `start` (YYYY-MM-DD; None: today, UTC), from the model `loop_start` decides (with
+    `fresh`, `model`'s folder itself: a new lineage beside earlier runs from it), with
     `train_config` (else the recipe for that model) and the fields `train_options` replaces in
     it (the `--selection*` options); `on_night` gets each night's number and summary once it
     is committed. Returns the held-out sampled pass@1 by revision afterwards
@@ -514,7 +516,12 @@ def loop(
     except ValueError:
         raise SieveError(f"--start {start!r} is not a YYYY-MM-DD date") from None
     check_backend(backend, list(base_urls))
-    folder, why = loop_start(model, backend, home)
+    if not fresh:
+        folder, why = loop_start(model, backend, home)
+    elif model is None or not (model / "config.json").is_file():
+        raise SieveError("--fresh starts a new lineage from a model folder: pass --model FOLDER")
+    else:  # not the lineage's head: the folder itself, whatever was trained from it
+        folder, why = model, "--fresh: a new lineage from the folder itself"
     given = given_recipe(train_config) if train_config is not None else None
     recipe, settings = train_recipe(folder, given, steps, train_options)
     note(f"loop: night 1 starts from {folder} ({why}); {recipe.line()}")
@@ -536,6 +543,7 @@ def loop(
         engine=engine,
         keep_sampling=keep,
         again=again,
+        fresh=fresh,
     )
     return heldout_table(home)
 

@@ -59,12 +59,18 @@ def loop(
     progress: Progress | None = None,
     again: bool = False,
     keep_sampling: Sequence[str] = (),
+    fresh: bool = False,
 ) -> list[dict[str, Any]]:
     """Run `nights` nightly flows in a row; returns each night's summary. A night that has
     finished on the lineage it would continue is not run again (its summary says `done`)
     unless `again`; a finished night is recorded in `nights`. `settings` None: each
     night trains with the recipe for its model; `progress` gets each night's events;
-    `keep_sampling`: the [sampling] fields the user set (the others follow training)."""
+    `keep_sampling`: the [sampling] fields the user set (the others follow training).
+    `fresh`: the first night starts from `model`'s folder itself, a new lineage beside the runs
+    the ledger holds from the same weights (whose groups it still reads), and is run even if a
+    night of that date finished on another lineage; later nights continue the newest
+    checkpoint trained from `model`, this loop's own (a sweep running beside it in the same
+    home should give each member its own --start dates)."""
     if nights < 1:
         raise SieveError(f"--nights must be >= 1, got {nights}")
     quiet_prefect(home)
@@ -75,7 +81,8 @@ def loop(
     results = []
     for i in range(nights):
         night = first + timedelta(days=i)
-        done = None if again else night_done(home, night, model)
+        first_fresh = fresh and i == 0
+        done = None if again or first_fresh else night_done(home, night, model)
         if done is not None:
             results.append({"night": night.isoformat(), "done": done})
             if on_night is not None:
@@ -91,6 +98,7 @@ def loop(
             keep_sampling=list(keep_sampling),
             train=settings,
             night=night.isoformat(),
+            fresh=first_fresh,
         )
         result = nightly_flow(params, Runtime(progress=progress) if progress else None)
         record(home, night, result)

@@ -39,6 +39,7 @@ from flows.curate import CurateParams, curate_flow
 from flows.runtime import EngineParam, Runtime
 from flows.train import TrainParams, train_flow
 from grpo_core.validate import STRICT
+from pipeline.core.errors import SieveError
 from pipeline.core.home import resolve_home
 from pipeline.core.hooks import Progress, report
 from pipeline.jobs.curate import policy_for
@@ -76,6 +77,12 @@ class NightlyParams(BaseModel):
     )
     skip_train: bool = Field(default=False, description="Curate only (the pre-trainer flow).")
     night: str | None = Field(default=None, description="YYYY-MM-DD; default today (UTC).")
+    fresh: bool = Field(
+        default=False,
+        description="Start from the model folder itself, not the newest checkpoint trained from "
+        "it: a new lineage (a second run, a sweep member) that still reads the groups the "
+        "ledger holds of the runs trained from the same weights.",
+    )
 
 
 def night_seed(config: CurateConfig, night: date) -> int:
@@ -89,7 +96,12 @@ def nightly_flow(params: NightlyParams, runtime: Runtime | None = None) -> dict[
     progress = runtime.progress if runtime is not None else None
     night = date.fromisoformat(params.night) if params.night else datetime.now(UTC).date()
     config = params.config.model_copy(update={"seed": night_seed(params.config, night)})
-    folder, why = current_model(params.home, params.model)
+    if params.fresh:
+        if params.model is None:
+            raise SieveError("a fresh lineage needs the model folder it starts from (--model)")
+        folder, why = Path(params.model), "a fresh lineage from the folder itself"
+    else:
+        folder, why = current_model(params.home, params.model)
     model = str(folder)
     print(f"night {night}: model {model} ({why})")
     if params.backend != "openai" or folder.is_dir():  # a served name has no recipe to read

@@ -35,7 +35,7 @@ def coin_reward(setup: Any) -> Any:
 # the arms the coin reward reaches (the night arm runs the product's loop, which scores with
 # Sieve's verifiers: on the random policy it pays nothing, so it runs once, for its accounting);
 # every other arm, `sieve_learning` and the cell oracle included, runs on the coin reward
-ONLINE = [a for a in hl.ARMS if a != "night"]
+ONLINE = [a for a in hl.ARMS if a not in ("night", "second")]
 
 
 @pytest.fixture(scope="module")
@@ -815,3 +815,30 @@ def test_the_user_night_runs_the_product_loop_with_replay_from_the_warm_weights(
     # the other settings' nights do not replay (their committed runs did not)
     _, cold = hl.night_settings(hl.SMOKE, 1, 2, 8, hl.SMOKE_MIX)
     assert not cold.replay_curation
+
+
+@pytest.mark.timeout(1200)  # three runs of the product's loop
+def test_the_second_run_reads_its_partners_ledger_and_starts_a_fresh_lineage(
+    smoke: Path, tmp_path: Path
+) -> None:
+    """Sieve's second run: seed 1's night keeps its ledger; seed 2's second run starts from a
+    copy of it (recorded by hash), from the start folder itself (`--fresh`, so the partner's
+    checkpoints, gone with its weights, are never its base), and trains its own lineage; a
+    second run whose partner has not run is one line naming it."""
+    from pipeline.store import Ledger
+
+    args = ["--smoke", "--results", str(tmp_path), "--state", str(tmp_path / "state"),
+            "--setting", "cold"]  # fmt: skip
+    with pytest.raises(SystemExit, match="night run of seed 1"):
+        hl.main([*args, "--seeds", "2", "--arms", "second"])
+    hl.main([*args, "--seeds", "1", "--arms", "night"])
+    kept = tmp_path / "state" / "ledgers" / "cold_night_s1.duckdb"
+    assert kept.is_file()
+    hl.main([*args, "--seeds", "2", "--arms", "second"])
+    r = runs(tmp_path)["cold_second_s2"]
+    assert r["done"] and r["partner"] == {"seed": 1, "ledger_sha256": hl.file_hash(kept)}
+    assert r["nights"] and r["nights"][0]["night"] == hl.SECOND_START
+    assert r["nights"][0]["model"] == "start"  # the folder itself, not the partner's head
+    assert sum(s["sampled"] for s in r["steps"]) <= hl.SMOKE.budget
+    with Ledger.open(path=kept, read_only=True) as ledger:  # the partner's own record, kept
+        assert ledger.sql("SELECT count(*) FROM nights").item() >= 1

@@ -208,6 +208,15 @@ def loop(
             "the newest weights); without it such a night is skipped.",
         ),
     ] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Start from --model's folder itself, not the newest checkpoint trained from "
+            "it: a second run or a sweep member, reading the groups the ledger holds of the "
+            "runs from the same weights.",
+        ),
+    ] = False,
     model: LoopModelOpt = None,
     backend: BackendOpt = "hf",
     base_url: BaseUrlOpt = None,
@@ -229,6 +238,6 @@ def loop(
         nights, config, train_config, n, steps, start, model, backend, base_url or (),
         engine.options(), home, again,
         note=lambda line: out.print(line, markup=False, highlight=False, soft_wrap=True),
-        on_night=night_done, train_options=selection.overrides(),
+        on_night=night_done, train_options=selection.overrides(), fresh=fresh,
     )  # fmt: skip
     show(table, "held-out sampled pass@1 by revision (oldest first)")

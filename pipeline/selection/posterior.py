@@ -156,10 +156,14 @@ class CellPrior:
 
 
 def _weighted(obs: pl.DataFrame, cfg: PosteriorConfig, now: int) -> pl.DataFrame:
+    """Each group's weight at update `now`; a group of a later update (a sibling run's, further
+    along its own lineage) is not evidence yet."""
     w = pl.lit(cfg.decay, pl.Float64).pow(
         (now - pl.col("update")).cast(pl.Float64)
     ) * pl.min_horizontal(pl.lit(1.0), pl.lit(cfg.cap) / pl.col("n"))
-    return obs.filter(pl.col("n") > 0).with_columns(wk=w * pl.col("k"), wn=w * pl.col("n"))
+    return obs.filter((pl.col("n") > 0) & (pl.col("update") <= now)).with_columns(
+        wk=w * pl.col("k"), wn=w * pl.col("n")
+    )
 
 
 def cell_posterior(
@@ -484,14 +488,20 @@ def lineage_observations(
     base_revision: str,
     train_id: str | None = None,
     exclude: Sequence[str] = (),
+    siblings: bool = True,
 ) -> tuple[pl.DataFrame, int]:
     """(observations, clock of `base_revision`): the evidence a training run that starts from
     `base_revision` has about its prompts — every curation group (screen, refine, T > 0) sampled
     by those weights or by an ancestor of them, and every training group of the runs that led
     to them (up to the step whose checkpoint the lineage continued from) and of `train_id`
-    itself (a resumed run), each at its update on the lineage clock (`lineage_clock`). Another
-    model's lineage in the same home adds nothing. The run's step s is update clock + s.
-    `exclude`: curation runs left out (a curation deciding from the evidence before its own)."""
+    itself (a resumed run), each at its update on the lineage clock (`lineage_clock`). With
+    `siblings`, also what the runs trained from `base_revision` (or from a checkpoint descended
+    from it) saw: an earlier run from the same weights, a sweep's other members — their
+    training groups and the curation groups their checkpoints sampled, each at its own clock,
+    so it counts once this run has trained as many updates (the posterior reads no group of a
+    later update than now). Another model's lineage in the same home adds nothing. The run's
+    step s is update clock + s. `exclude`: curation runs left out (a curation deciding from
+    the evidence before its own)."""
     runs = ledger.sql("SELECT train_id, base_revision FROM train_runs")
     ckpts = ledger.sql("SELECT train_id, step, model_revision FROM checkpoints")
     start = lineage_clock(runs, ckpts)
@@ -513,6 +523,8 @@ def lineage_observations(
         upto[hop[0]] = max(hop[1], upto.get(hop[0], -1))
         at = base_of.get(hop[0])
     now = revs[base_revision]
+    if siblings:  # the runs descended from the base: every group, at its own clock
+        _add_descendants(base_revision, train_id, base_of, ckpts, made, start, revs, upto)
     if train_id is not None:
         upto[train_id] = 1 << 62
         start.setdefault(train_id, now)
@@ -554,6 +566,37 @@ def lineage_observations(
         ]
     ).cast(OBSERVATION_SCHEMA)
     return obs.sort("update", "problem_id", maintain_order=True), now
+
+
+def _add_descendants(
+    base_revision: str,
+    train_id: str | None,
+    base_of: Mapping[str, Any],
+    ckpts: pl.DataFrame,
+    made: Mapping[str, tuple[str, int]],
+    start: Mapping[str, int],
+    revs: dict[str, int],
+    upto: dict[str, int],
+) -> None:
+    """Every run trained from `base_revision` or from a checkpoint descended from it (but
+    `train_id`) into `upto` with all its steps, and the revisions its checkpoints hold into
+    `revs` at their clock (their curation groups count too)."""
+    kids: dict[str, list[str]] = {}
+    for tid, b in base_of.items():
+        kids.setdefault(str(b), []).append(tid)
+    made_by: dict[str, list[str]] = {}
+    for tid, _step, rev in ckpts.select("train_id", "step", "model_revision").iter_rows():
+        made_by.setdefault(tid, []).append(rev)
+    frontier = [base_revision]
+    while frontier:
+        for tid in kids.get(frontier.pop(), []):
+            if tid == train_id or tid in upto or tid not in start:
+                continue
+            upto[tid] = 1 << 62
+            for rev in made_by.get(tid, []):
+                if rev not in revs and rev in made:
+                    revs[rev] = checkpoint_clock(made[rev], start)
+                    frontier.append(rev)
 
 
 def ledger_cell_prior(

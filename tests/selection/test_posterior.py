@@ -351,3 +351,19 @@ def test_a_short_batch_is_filled_straight_after_the_screening_round() -> None:
         assert c.rollouts == 3 * 8 + 4 * screened
         screened_keys = {k for call in fake.calls[:1] for k, g in call if g == 4}
         assert not screened_keys & {it.key for it in c.items}  # fill takes other candidates
+
+
+@pytest.mark.parametrize("later", [1, 2, 10])
+def test_a_group_of_a_later_update_is_not_evidence_yet(later: int) -> None:
+    """A sibling run's group sampled further along its lineage (update > now) waits: the
+    posterior at `now` is the one without it, and counts it once now reaches its update."""
+    base = [("a", "c1", 6.0, 8.0, 0), ("b", "c1", 2.0, 8.0, 0)]
+    ahead = [*base, ("a", "c1", 0.0, 8.0, later)]
+    cfg = PosteriorConfig()
+    cand = pl.DataFrame({"problem_id": ["a", "b"], "cell": ["c1", "c1"]})
+    now = 0
+    got = prompt_posterior(Observations(ahead).frame(), cand, cfg, now)
+    want = prompt_posterior(Observations(base).frame(), cand, cfg, now)
+    assert got.equals(want)
+    at = prompt_posterior(Observations(ahead).frame(), cand, cfg, later)
+    assert not at.equals(prompt_posterior(Observations(base).frame(), cand, cfg, later))

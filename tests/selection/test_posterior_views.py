@@ -203,8 +203,19 @@ def test_a_run_reads_the_evidence_of_its_own_lineage_only() -> None:
         rows, now = got("r4")
         assert now == 4
         assert rows == expect({"t1": (0, 4)}, {"s0": 0})
+        # weights the lineage never had: only the run trained from them (t3) is evidence there
         rows, now = got("elsewhere")
-        assert now == 0 and rows == []
+        assert now == 0 and rows == expect({"t3": (0, 1 << 30)}, {})
+        obs, _ = lineage_observations(ledger, "elsewhere", siblings=False)
+        assert obs.is_empty()
+        # a second run from the base reads every run trained from it at its own clock: t1's
+        # groups, t2's (from t1's step 8) at 8 + step, the refine r8 sampled at 8; the base's
+        # own lineage alone (siblings off) is its screen
+        rows, now = got("base")
+        assert now == 0
+        assert rows == expect({"t1": (0, 1 << 30), "t2": (8, 1 << 30)}, {"s0": 0, "f8": 8})
+        obs, _ = lineage_observations(ledger, "base", siblings=False)
+        assert sorted(obs.select("problem_id", "k", "n", "update").rows()) == expect({}, {"s0": 0})
         # a run of its own from r4 (resumed at step 2) adds its groups at 4 + step
         ledger.run("INSERT INTO train_runs (train_id, base_revision, started_at, status) VALUES "
                    "('t4', 'r4', now(), 'running')")  # fmt: skip
