@@ -1,4 +1,4 @@
-"""The generated blocks of docs/benchmarks.md, and the README's tiny-policy curriculum figure.
+"""The generated blocks of docs/benchmarks.md.
 
 Each function reads benchmarks/results/*.json (through `Results`) or the code and returns one
 block's Markdown; `BLOCKS` names them for `render_docs.py`, which puts each between its
@@ -95,20 +95,6 @@ def curriculum_levels(r: Results) -> str:
 
 def curriculum_quick(r: Results) -> str:
     return curriculum(r, "curriculum_quick")
-
-
-def headline_curriculum(r: Results) -> str:
-    final = r("curriculum", "final")
-    ratio = r("curriculum", "rollouts_to_uniform_final_vs_uniform")
-    sieve, uniform = final["sieve"], final["uniform"]
-    return (
-        f"Sieve reached uniform sampling's final held-out accuracy with "
-        f"**{times(ratio['sieve'])} of uniform's rollouts**, curation included, and ended at "
-        f"{num(sieve['sampled_mean'], 4)} against uniform's {num(uniform['sampled_mean'], 4)} "
-        f"(start {num(sieve['start_sampled'], 4)}; seeds "
-        f"{', '.join(str(s) for s in r('curriculum', 'setup', 'seeds'))}):\n\n"
-        + curriculum(r).split("\n\n", 1)[1]
-    )
 
 
 def ledger(r: Results) -> str:
@@ -282,7 +268,6 @@ def regime_map(r: Results) -> str:
 
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "regime-map": regime_map,
-    "headline-curriculum": headline_curriculum,
     "curriculum": curriculum,
     "curriculum-quick": curriculum_quick,
     "curriculum-levels": curriculum_levels,

@@ -1,4 +1,4 @@
-"""The generated blocks of docs/real-models.md, and the README's real-model figures.
+"""The generated blocks of docs/real-models.md.
 
 Each function reads benchmarks/results/*.json (through `Results`) or the code and returns one
 block's Markdown; `BLOCKS` names them for `render_docs.py`, which puts each between its
@@ -367,7 +367,6 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "real-curriculum-zones": real_curriculum_zones,
     "headline-real": headline_real,
     "real-model-run": real_model_run,
-    "real-model-arms": real_model_arms,
     "real-model-audit": real_model_audit,
     "sampler-memory": sampler_memory,
 }

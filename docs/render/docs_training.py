@@ -1,5 +1,4 @@
-"""The generated blocks of docs/training.md and docs/process-rewards.md, and the README's
-every-rollout summary.
+"""The generated blocks of docs/training.md and docs/process-rewards.md.
 
 Each function reads benchmarks/results/*.json (through `Results`) or the code and returns one
 block's Markdown; `BLOCKS` names them for `render_docs.py`, which puts each between its

@@ -34,7 +34,7 @@ import docs_architecture  # docs/architecture.md
 import docs_benchmarks  # docs/benchmarks.md
 import docs_curation  # docs/curation.md
 import docs_fresh  # README: the fresh-clone timings
-import docs_headline  # the selection headline (README, docs/real-models.md, docs/benchmarks.md)
+import docs_headline  # selection headline: README; its runs real-models.md; tiny benchmarks.md
 import docs_ledger  # docs/ledger.md
 import docs_real_models  # docs/real-models.md
 import docs_scaling  # docs/scaling.md, docs/reliability.md
