@@ -106,6 +106,14 @@ def curate(
     base_url: BaseUrlOpt = None,
     n: Annotated[int | None, typer.Option("--n", help="Candidates (overrides the config).")] = None,
     seed: Annotated[int | None, seed_option("Seed (overrides the config).")] = None,
+    ingested: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ingested",
+            help="Curate the problems `sieve ingest` stored under this family (repeatable) "
+            "instead of generating the config's mix.",
+        ),
+    ] = None,
     sampling: OptionBlock = SAMPLING,
     engine: OptionBlock = ENGINE,
     home: HomeOpt = None,
@@ -122,7 +130,7 @@ def curate(
 
     request = commands.CurateRequest(
         config=config,
-        overrides={"n_candidates": n, "seed": seed},
+        overrides={"n_candidates": n, "seed": seed, "ingested": ingested or None},
         sampling=sampling.overrides(),
         model=model,
         backend=backend,

@@ -178,13 +178,34 @@ def split_known_cells(
 
 def allocation(cfg: CurateConfig, history: pl.DataFrame) -> pl.DataFrame | None:
     """Candidates per family × level from the history (None: the even spread)."""
-    if not cfg.allocate_by_history:
+    if not cfg.allocate_by_history or cfg.ingested:
         return None
     return allocate_candidates(mix_cells(cfg.mix_levels()), history, cfg.n_candidates, cfg)
 
 
+def ingested_candidates(ledger: Ledger, cfg: CurateConfig) -> pl.DataFrame:
+    """Up to `n_candidates` train-split problems of the ingested families `cfg.ingested`, from
+    the ledger (already stored), drawn by `cfg.seed`; one SieveError line when it holds none."""
+    frame = ledger.sql(
+        "SELECT * FROM problems WHERE list_contains($families, family) AND split = 'train' "
+        "ORDER BY problem_id",
+        {"families": list(cfg.ingested)},
+    )
+    if frame.is_empty():
+        raise SieveError(
+            f"the ledger holds no train-split problem of {', '.join(cfg.ingested)}: "
+            "`sieve ingest FILE --family NAME` first (`sieve sql` lists the families)"
+        )
+    if frame.height > cfg.n_candidates:
+        frame = frame.sample(n=cfg.n_candidates, seed=cfg.seed, shuffle=True)
+    return frame.sort("problem_id")
+
+
 def candidates(ledger: Ledger, cfg: CurateConfig, history: pl.DataFrame) -> pl.DataFrame:
-    """Generate and store the candidates: spread by `allocation`, or evenly over the mix."""
+    """Generate and store the candidates: spread by `allocation`, or evenly over the mix; with
+    `cfg.ingested`, the ingested problems instead (`ingested_candidates`, stored already)."""
+    if cfg.ingested:
+        return ingested_candidates(ledger, cfg)
     cells = allocation(cfg, history)
     if cells is None:
         frame = generate_mix(cfg.mix_levels(), cfg.n_candidates, cfg.seed)

@@ -73,6 +73,13 @@ class CurateConfig(BaseModel):
         description="family -> level spec ('all', '1-5', '1,3'): which problems are generated. "
         "Default: every family at every level.",
     )
+    ingested: list[str] = Field(
+        default_factory=list,
+        description="Families of problems already in the ledger (`sieve ingest`, family "
+        "'external' unless the file or --family named one) to curate from instead of "
+        "generating `mix`: up to n_candidates of their train-split problems, drawn by seed. "
+        "Default: none (generate).",
+    )
     seed: Seed = Field(
         default=0,
         description="Seed of generation and of every random choice (stable_uniform); vary it "
