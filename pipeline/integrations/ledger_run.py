@@ -7,7 +7,8 @@ group it trains written back as a training run of the model's lineage.
   row), each in its cell ("family level") as the ledger's `problems` table has it; a problem the
   ledger lacks, or holds out for evaluation, is refused (its groups could be no evidence);
 - the evidence: what `lineage_observations` gives a run from `base_revision` (curation groups of
-  those weights and their ancestors, training groups of the lineage), this run's own groups
+  those weights and their ancestors, training groups of the lineage and of every other run from
+  the same weights, each at its clock), this run's own groups
   already in the ledger (a resumed run), and every group `record` adds while it trains;
 - `pick(step, size, upto)`: the step's `size` rows as `sieve train --selection posterior` picks
   them (the same seeded candidate draw, `_candidates` and `select_batch`), from this run's groups
@@ -85,7 +86,9 @@ class LedgerRun:
         self.select = select or SelectionConfig()  # and how a batch is picked from it
         self.keys, self.row_of = _pool(problem_ids)
         self.cell_of = _cells(ledger, self.keys)
-        prior, self.clock = lineage_observations(ledger, base_revision)
+        # the lineage and every other run from the same weights; this run's own groups are
+        # `own`, read step by step below
+        prior, self.clock = lineage_observations(ledger, base_revision, apart=(train_id,))
         self.prior = Observations.load(prior.rows()).rows  # (key, cell, k, n, update)
         self.own = _own_groups(ledger, train_id, self.cell_of)  # (step, key, cell, k, n)
         self.steps = _own_steps(ledger, train_id)  # the steps judged (evidence or not)

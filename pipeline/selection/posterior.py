@@ -489,6 +489,7 @@ def lineage_observations(
     train_id: str | None = None,
     exclude: Sequence[str] = (),
     siblings: bool = True,
+    apart: Sequence[str] = (),
 ) -> tuple[pl.DataFrame, int]:
     """(observations, clock of `base_revision`): the evidence a training run that starts from
     `base_revision` has about its prompts — every curation group (screen, refine, T > 0) sampled
@@ -501,7 +502,8 @@ def lineage_observations(
     so it counts once this run has trained as many updates (the posterior reads no group of a
     later update than now). Another model's lineage in the same home adds nothing. The run's
     step s is update clock + s. `exclude`: curation runs left out (a curation deciding from
-    the evidence before its own)."""
+    the evidence before its own); `apart`: training runs left out of the siblings (a caller
+    that holds a run's own groups itself, step by step)."""
     runs = ledger.sql("SELECT train_id, base_revision FROM train_runs")
     ckpts = ledger.sql("SELECT train_id, step, model_revision FROM checkpoints")
     start = lineage_clock(runs, ckpts)
@@ -524,7 +526,8 @@ def lineage_observations(
         at = base_of.get(hop[0])
     now = revs[base_revision]
     if siblings:  # the runs descended from the base: every group, at its own clock
-        _add_descendants(base_revision, train_id, base_of, ckpts, made, start, revs, upto)
+        skip = {train_id, *apart} - {None}
+        _add_descendants(base_revision, skip, base_of, ckpts, made, start, revs, upto)
     if train_id is not None:
         upto[train_id] = 1 << 62
         start.setdefault(train_id, now)
@@ -570,7 +573,7 @@ def lineage_observations(
 
 def _add_descendants(
     base_revision: str,
-    train_id: str | None,
+    skip: set[str | None],
     base_of: Mapping[str, Any],
     ckpts: pl.DataFrame,
     made: Mapping[str, tuple[str, int]],
@@ -578,8 +581,8 @@ def _add_descendants(
     revs: dict[str, int],
     upto: dict[str, int],
 ) -> None:
-    """Every run trained from `base_revision` or from a checkpoint descended from it (but
-    `train_id`) into `upto` with all its steps, and the revisions its checkpoints hold into
+    """Every run trained from `base_revision` or from a checkpoint descended from it (but those
+    in `skip`) into `upto` with all its steps, and the revisions its checkpoints hold into
     `revs` at their clock (their curation groups count too)."""
     kids: dict[str, list[str]] = {}
     for tid, b in base_of.items():
@@ -590,7 +593,7 @@ def _add_descendants(
     frontier = [base_revision]
     while frontier:
         for tid in kids.get(frontier.pop(), []):
-            if tid == train_id or tid in upto or tid not in start:
+            if tid in skip or tid in upto or tid not in start:
                 continue
             upto[tid] = 1 << 62
             for rev in made_by.get(tid, []):

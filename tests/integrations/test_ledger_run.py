@@ -76,10 +76,14 @@ def test_groups_land_as_a_training_run_that_the_lineage_continues(
     assert later.clock == 1 and sorted(r[0] for r in later.prior) == sorted(ids[:3])
     assert sorted(r[4] for r in later.prior) == [0, 0, 1]  # each at its update
     assert later.own == [] and later.steps == set()
-    # the same run resumed holds its own groups; another run from the base holds none of them
+    # the same run resumed holds its own groups, not twice
     resumed = LedgerRun(ledger, ids, "rev-base", "run-a")
     assert resumed.steps == {0, 1} and len(resumed.own) == 3
-    assert LedgerRun(ledger, ids, "rev-base", "run-c").prior == []
+    # another run from the base reads run-a's groups as a sibling's, each at run-a's clock
+    other = LedgerRun(ledger, ids, "rev-base", "run-c")
+    assert sorted((r[0], r[4]) for r in other.prior) == sorted(
+        [(ids[0], 0), (ids[1], 0), (ids[2], 1)]
+    )
     resumed.observe(1, samples({ids[3]: [True, False]}))  # a resumed step replaces its groups
     assert [r[1] for r in resumed.own if r[0] == 1] == [ids[3]]
 
