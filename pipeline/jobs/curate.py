@@ -96,6 +96,7 @@ _ADDED_DEFAULTS: dict[str, Any] = {
     "process_signal": False,
     "screen": "all",
     "known_cell_samples": 32.0,
+    "ingested": [],
 }
 # Fields that observe a curation without deciding it (the verifier audit): never in the key.
 _NOT_OUTCOME = ("audit_share", "audit_warn")

@@ -37,7 +37,7 @@ SELECTION_OPTIONS = ["--selection", "--selection-model", "--selection-score", "-
 @pytest.mark.parametrize(
     ("command", "before", "block", "after"),
     [
-        ("curate", "--seed", [*SAMPLING_OPTIONS, "--engine"], "--home"),
+        ("curate", "--ingested", [*SAMPLING_OPTIONS, "--engine"], "--home"),
         ("eval", "--seed", [*SAMPLING_OPTIONS, "--engine"], "--home"),
         ("train", "--base-url", ["--engine"], "--print-config"),
         ("loop", "--base-url", ["--engine"], "--home"),
