@@ -266,7 +266,14 @@ def test_a_refresh_night_screens_only_cells_the_lineage_does_not_know(
     dump = plain.model_dump(mode="json")
     assert dump["sampling"]["temperature"] is None  # unset: hashed as the value it samples at
     dump["sampling"]["temperature"] = plain.sampling.sampling_temperature
-    for name in ("process_signal", "screen", "known_cell_samples", "audit_share", "audit_warn"):
+    for name in (
+        "process_signal",
+        "screen",
+        "known_cell_samples",
+        "ingested",
+        "audit_share",
+        "audit_warn",
+    ):
         dump.pop(name)
     payload = json.dumps({"cfg": dump, "rev": "r"}, sort_keys=True).encode()
     assert curation_key(plain, "r") == hashlib.sha256(payload).hexdigest()[:12]
