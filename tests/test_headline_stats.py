@@ -154,29 +154,9 @@ def test_the_crossed_bootstrap_is_wider_than_the_nested_one_when_problems_recur(
 
 # ---------------------------------------------------------------- synthetic campaigns
 
-MARKS = np.array([0.0, 512, 1024, 1536, 2048])
 
-
-def synthetic(rng: np.random.Generator, blocks: int, speed: float, problems: int = 200) -> Any:
-    """One campaign of `blocks` paired runs on shared held-out problems: each problem has a
-    difficulty and a learnability that every run shares; each run learns at its own pace
-    (lognormal around `speed` for the arm, 1 for uniform), and each mark scores every problem
-    0/1 from the run's pass rate there. Every mark records per-problem scores, so replicates
-    move every point by its own draw."""
-    difficulty = rng.normal(-1.0, 1.5, problems)
-    learnable = rng.gamma(2.0, 0.5, problems)
-    start = (rng.random(problems) < 1 / (1 + np.exp(-difficulty))).astype(float)
-
-    def run(pace: float) -> hs.Curve:
-        u = pace * np.exp(0.3 * rng.normal())
-        z = difficulty[None] + learnable[None] * (1 - np.exp(-u * MARKS[:, None] / 1024))
-        scores = (rng.random(z.shape) < 1 / (1 + np.exp(-z))).astype(float)
-        scores[0] = start  # every run of the campaign starts from the same weights
-        return hs.Curve(MARKS, scores.mean(1), tuple(range(len(MARKS))), scores)
-
-    arm = [run(speed) for _ in range(blocks)]
-    uni = [run(1.0) for _ in range(blocks)]
-    return hs.compare_curves(arm, uni, [str(b) for b in range(blocks)], rng, n=200)
+def synthetic(rng: np.random.Generator, blocks: int, speed: float) -> Any:
+    return hs.synthetic_campaign(rng, blocks, speed)
 
 
 def test_two_identical_arms_are_called_different_in_at_most_5_percent_of_campaigns() -> None:
