@@ -1,8 +1,8 @@
 """Group advantages for GRPO, and the one definition of an uninformative group.
 
 A group is uninformative when max(r) − min(r) ≤ tol · max(1, |max(r)|, |min(r)|) (`ZERO_VAR_TOL`
-= 1e-4), on the rewards: a spread at rounding level relative to the rewards' scale. Issue 46
-point 6: the tolerance was an absolute 1e-6, and under std normalisation a spread of 1e-5 became
+= 1e-4), on the rewards: a spread at rounding level relative to the rewards' scale. The
+tolerance was once an absolute 1e-6, and under std normalisation a spread of 1e-5 became
 advantages of ±1.4. 0/1 rewards, and any spread ≥ 1e-3 of rewards within ±10 (the trainer clips
 to ±5), are classified as before, so their advantages are bit for bit those of the old rule
 (tested). This is the

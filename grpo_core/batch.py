@@ -7,7 +7,7 @@ reported them. `micro_batches` cuts the batch into parts bounded by `micro_batch
 `micro_batch_tokens` padded tokens; the loss is a share-weighted sum over parts (`share`), so
 the split changes no gradient, only peak memory and how much padding is computed.
 
-Under a token budget with prefix sharing the split is also chosen for padding (issue 48): a
+Under a token budget with prefix sharing the split is also chosen for padding: a
 part is padded to its longest completion, and a group's completions differ by 10× and more
 (one truncated at the budget, the rest a sentence), so most of a prompt-order part can be
 padding. `_cheapest_shared_parts` also splits the rows sorted by completion length, cutting

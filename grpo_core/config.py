@@ -26,7 +26,7 @@ loss term β·k(logp, ref_logp), differentiated through logp at tokens sampled o
   reward becomes reward − β·Σ_t(logπ_old − logπ_ref), detached, before the group baseline, so
   the policy gradient carries E[∇logπ · (−β·k1)] = −β·∇KL(π ‖ π_ref). `kl_estimator` then only
   picks the logged `kl` metric (which `beta_schedule="adaptive"` steers on). With β = 0 it is a
-  no-op (no extra forward pass). Fixed, not refused, with every estimator (issue 46 point 6):
+  no-op (no extra forward pass). Fixed, not refused, with every estimator:
   whether a group is informative is decided once, on the task (verifier) reward, as the
   ledger decides it, so a group whose task rewards all agree gets advantage 0 and no gradient
   although the KL penalty (or a repetition penalty) spreads its combined reward — before, under
@@ -34,7 +34,7 @@ loss term β·k(logp, ref_logp), differentiated through logp at tokens sampled o
   acts through informative groups only; there `grpo`'s std scales the penalty together with
   the task reward (β relative to the group's spread), `rloo`/`dr_grpo` keep it at scale β.
 
-Off-policy rows (replayed curation samples, `Sample.replayed`; issue 46 point 5): their KL
+Off-policy rows (replayed curation samples, `Sample.replayed`): their KL
 term is importance-weighted by the same truncated behaviour weight w = min(π_prox/μ, tis_cap)
 as their policy-gradient term (`grpo_core.loss`), not left out: k's value and gradient above are
 derived for tokens sampled from π, and w carries a replayed token's term from its behaviour
@@ -108,13 +108,13 @@ class GRPOConfig:
     std_ddof: Annotated[int, Ge(0), Le(1)] = 0
     adv_eps: NonNegative = 1e-6  # added to the std; bounds advantages when the spread is tiny
     # max − min ≤ tol · max(1, |max|, |min|) of the task reward → uninformative (one definition,
-    # also under penalties; relative since issue 46: 1e-4, was an absolute 1e-6)
+    # also under penalties; relative 1e-4, was an absolute 1e-6)
     zero_var_tol: NonNegative = ZERO_VAR_TOL
     length_penalty_coef: NonNegative = (
         0.0  # adv −= c · z(len), after normalising; seed 000: 0.05–0.2
     )
     # "outcome+steps" adds a group-relative advantage per checkable fragment (Scores.steps) to
-    # its tokens (issue 20: process advantages); denser signal, relies on the step verifier
+    # its tokens (process advantages); denser signal, relies on the step verifier
     advantage: AdvantageName = "outcome"
     step_weight: NonNegative = 0.5  # "outcome+steps": token adv = outcome + this · fragment adv
     # loss (grpo_core.loss)

@@ -1,13 +1,13 @@
 """Collectors that use a prompt's history: replay its curation samples, skip it when it stays flat.
 
-- `replay_curation` (issue 30 point 2): the curation revision is the training run's base and
+- `replay_curation`: the curation revision is the training run's base and
   reference, so a stored screen/refine completion of a curriculum prompt is an exactly weighted
   off-policy sample whose behaviour log-prob is the reference log-prob the trainer computes for
   KL anyway. On a prompt's *first* visit (the first step since `start` whose batch draws it) its
   stored samples are its group (`Sample.replayed`, scored again by the trainer's reward
   function): at most the item's G of them, the latest (a refine after its screen), so the update
   trains the group size the curriculum gave the prompt. The trainer trains a replayed row on the
-  decoupled clipped objective (`grpo_core.loss`, issue 46 point 5): ratio r = π_θ/π_prox to the
+  decoupled clipped objective (`grpo_core.loss`): ratio r = π_θ/π_prox to the
   policy at the step's start, clipped as usual, times the behaviour weight w = min(π_prox/π_ref,
   tis_cap)
   (`grpo_core.batch.StepInputs.is_weights`), which is exactly 1 while the policy is still the
@@ -16,7 +16,7 @@
   the others). Needs a reference model (`reference` not "none") and `tis_cap` > 0; matching the
   sampling settings (temperature, top-p, token budget) is the job of whoever loads the stored
   samples (`pipeline.jobs.replay`).
-- Selection bias, measured (issue 46 point 5): a replayed group is, unless the caller says
+- Selection bias, measured: a replayed group is, unless the caller says
   otherwise (`selecting`), the very samples the curation kept its prompt on; it was kept because
   it disagreed (its pass rate was inside the band), so it is not a fresh draw of the prompt and
   is informative more often than a fresh group of the same prompt. Each step reports
@@ -29,12 +29,12 @@
   computed by the trainer's own forward at those weights before they change; the behaviour
   weights are then π_prox over them (Yao et al. 2025's truncated IS, with the sampling weights'
   log-probs taken by the trainer), exactly 1 until the policy moves.
-- `ZeroVarSkip` / `skip_zero_variance` (issue 30 point 3), after GRESO (Zheng et al. 2025, "Act
+- `ZeroVarSkip` / `skip_zero_variance`, after GRESO (Zheng et al. 2025, "Act
   Only When It Pays"): a prompt whose last k visits were all zero-variance (`streaks`, from the
   ledger's curation and training history and updated as this run visits it) is skipped with
   probability max_skip·(1 − (1 − rate)^k): it grows with k and stays below `max_skip`, so every
-  skipped prompt keeps a 1 − max_skip chance to be re-explored. Evidence is weighed by its size
-  (issue 46 point 6): a flat group of `FULL_GROUP` (8) samples or more adds 1 to k, exactly as
+  skipped prompt keeps a 1 − max_skip chance to be re-explored. Evidence is weighed by its size:
+  a flat group of `FULL_GROUP` (8) samples or more adds 1 to k, exactly as
   GRESO's G = 8 groups; a smaller one adds size / 8 (a 0/4 screen is half a visit: P(0/4 |
   p = 0.15) = 0.52, so one such screen must not skip a prompt with p_skip 0.45), so k is real.
   Streaks of whole visits stay Python ints. The step's sampling budget

@@ -4,7 +4,7 @@ AdamW runs torch's fused kernel (`fused=True`: one pass over each parameter, its
 its two moments) where torch has one for every parameter (plain float tensors on CPU or CUDA;
 not fsdp's sharded DTensors), else torch's default implementation. The two compute the same
 update up to float32 rounding (tests/grpo_core/test_optim.py); the single-tensor loop torch
-picks on CPU by default makes ~8 passes with parameter-sized temporaries (issue 48).
+picks on CPU by default makes ~8 passes with parameter-sized temporaries.
 
 Test: `.venv/bin/pytest tests/grpo_core/test_optim.py -q`.
 """

@@ -81,7 +81,7 @@ def step_advantages(
     Informative is decided on the task reward (the verifier's, `raw`), the rule the ledger
     applies to the same rewards: a group whose task rewards all agree gets advantage 0 and stays
     out of the loss even when a repetition penalty or the KL penalty spreads its combined reward
-    (issue 46 point 6: under `grpo` the std would scale that spread to unit advantages).
+    (under `grpo` the std would scale that spread to unit advantages).
     """
     gid = judged_groups(group, known)  # (N,)
     active = {c.name for c in components if c.active(step)}  # zero weight or not started: skip

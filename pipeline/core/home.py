@@ -31,7 +31,7 @@ def resolve_home(home: str | Path | None = None) -> Path:
 
 def to_home(path: str | Path, home: Path | None) -> str:
     """How a ledger row names a folder: relative to `home` when it lies inside it (a home moved
-    or copied keeps naming its own models and checkpoints: issue 47), else absolute. `home`
+    or copied keeps naming its own models and checkpoints), else absolute. `home`
     None (an in-memory ledger): absolute."""
     inside = _within(path, home)
     return inside if inside is not None else os.path.abspath(path)
@@ -59,7 +59,7 @@ def from_home(
     run: str | None = None,
 ) -> Path:
     """The folder a ledger row names (`to_home`): a relative name under `home`; an absolute one
-    as recorded, except a name recorded absolute before names were relative (issue 47), outside
+    as recorded, except a name recorded absolute before names were relative, outside
     `home`: the home was moved or copied, and its own folder is meant, not the original home's
     (or one that is gone). A checkpoint of training `run` (an end checkpoints/RUN/STEP) is this
     home's, on disk or not; a model folder (models/NAME) or another checkpoint is, where `home`
@@ -96,8 +96,8 @@ def use_prefect_home(home: str | Path | None = None) -> Path | None:
     server keeps the state) or `PREFECT_HOME` set in the environment. Homes never share
     Prefect's database, and neither do two Prefect versions in one home: `.venv` and
     `.venv-vllm` resolve different Prefect releases (vLLM's pins hold the second back), and one
-    database migrated by the newer release broke the older one's start (`Can't locate revision`,
-    issue 47). Cached chunk results of one home are never consulted for another. Call before
+    database migrated by the newer release broke the older one's start (`Can't locate revision`).
+    Cached chunk results of one home are never consulted for another. Call before
     Prefect is imported. Returns the folder used, or None when the user's setting stands."""
     if os.environ.get("PREFECT_API_URL") or os.environ.get("PREFECT_HOME") or _api_in_context():
         return None

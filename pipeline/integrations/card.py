@@ -183,7 +183,7 @@ def card_data_file(text: str) -> str | None:
 def check_card_free(card: Path, data_file: str) -> None:
     """SieveError unless `card` (a folder's README.md) may be written for `data_file`: absent,
     or the card of that same file (an export repeated). Two exports into one folder replaced the
-    first one's card (issue 47), and a README of the user's would be lost as well."""
+    first one's card, and a README of the user's would be lost as well."""
     if not card.exists() and not card.is_symlink():
         return
     try:

@@ -21,7 +21,7 @@ on, and the report `benchmarks/real_model.py` writes):
   prompts with 0 < k < init continued with `cont` more, trained on all init + cont;
 - `pilot_arm`: pilot-then-commit: `pilot` samples per prompt, a fresh group of g committed to
   prompts whose pilot pass rate lies in the band; the pilot samples are not trained on;
-- `posterior_arm`: select before rollout (issue 46): a stream of steps, each picking `batch`
+- `posterior_arm`: select before rollout: a stream of steps, each picking `batch`
   prompts by `pipeline.selection.posterior.posterior_select` (the collector `sieve train` runs
   with `selection = "posterior"`) from a seeded candidate set of the pool, its posterior fed
   only by the groups it already trained on; a picked prompt's v-th group is its stored samples

@@ -143,7 +143,7 @@ def replay_pool(
     """(replay candidates, the prior's rejections without them, their ids): the screen's
     all-correct prompts plus the ones the prior took out as `solved_in_training` (`solved`:
     their `solved_counts`), so the policy's solved prompts are replayed instead of screened
-    again (issue 30 point 4)."""
+    again."""
     if solved.is_empty():
         return all_correct, rejected, solved["problem_id"]
     pool = pl.concat([all_correct, solved], how="diagonal_relaxed")

@@ -1,5 +1,5 @@
 """`sieve plan`: before any training rollout, what each way of choosing prompts would get out of
-this pool and this model (issue 46 point 7), replayed on samples already stored with the arms of
+this pool and this model, replayed on samples already stored with the arms of
 `pipeline.jobs.backtest`, so nothing is sampled.
 
 Per policy (`PLAN_POLICIES`: uniform, DAPO's dynamic sampling, GRESO's skip, the posterior that

@@ -92,7 +92,7 @@ class TrainSettings(BaseModel):
         default=False,
         description="Each curriculum prompt's first visit trains on its stored screen/refine "
         "samples (re-tokenised, importance-weighted π_θ/π_ref, exact at step 0) instead of "
-        "fresh ones: curation's rollouts count twice (issue 30; off until measured on a real "
+        "fresh ones: curation's rollouts count twice (off until measured on a real "
         "model, benchmarks/curriculum.py arm sieve_every_rollout on the tiny one). With "
         "selection = 'posterior', a prompt's first pick replays them.",
     )
@@ -380,7 +380,7 @@ def chat_sampling_defaults(model_dir: str | Path) -> tuple[dict[str, Any], Recip
 def curation_sampling(
     cfg: Any, model_dir: str | Path, keep: Sequence[str] = (), settings: TrainSettings | None = None
 ) -> tuple[Any, str | None]:
-    """The one rule "curate at the sampling training will use" (issue 46 point 4), for every
+    """The one rule "curate at the sampling training will use", for every
     entry point (sieve curate, loop, schedule, demo, the nightly flow): `cfg` (a CurateConfig)
     with [sampling]'s temperature and max_new_tokens taken from `settings` (the run's training
     settings; None: the model's recipe) for a chat model, except the fields named in `keep` (set

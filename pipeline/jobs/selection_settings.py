@@ -35,7 +35,7 @@ Selection = Annotated[
         "curriculum's stage. posterior: Sieve's difficulty model (pipeline/selection/"
         "posterior.py) over the curriculum's curation groups and this run's own training "
         "groups picks the batch with the largest learnability p(1 - p) (selection_score) from "
-        "8x as many candidates, before any rollout is sampled (issue 46). posterior-screen: "
+        "8x as many candidates, before any rollout is sampled. posterior-screen: "
         "the same pick, then two stages inside the step: a prompt the model is sure of goes "
         "straight to the smallest G (≥ its item's) informative with probability ≥ 0.9, the "
         "others are screened with 4 samples and, if those disagree, continued to their G "

@@ -6,7 +6,7 @@ tells models and checkpoints apart; `load_policy` loads any local causal-LM fold
 error line when it can't.
 
 Sizes: a trial here found a ~1 M-parameter Llama-style character model learned an addition ladder
-in minutes while a GPT-2-style model of similar size did not (issue 3), hence Llama.
+in minutes while a GPT-2-style model of similar size did not, hence Llama.
 
 Test: `pytest tests/policy/test_model.py`.
 """

@@ -133,7 +133,7 @@ class EvalConfig:
         default=40,
         metadata={"help": "Held-out problems per family x level (fewer where a level is small)."},
     )
-    samples: AtLeastOne = field(  # issue 3: the mean over 8 samples
+    samples: AtLeastOne = field(  # held-out accuracy: the mean over 8 samples
         default=8,
         metadata={"help": "Samples per problem (at the sampling's temperature)."},
     )

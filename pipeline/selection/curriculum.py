@@ -15,7 +15,7 @@ where the Beta(1 + k, 1 + n − k) posterior of its pass rate lies (the band):
   size = smallest G with 1 − p^G − (1 − p)^G ≥ informative_target at p = p_mean (none within
   the cap → `out_of_band`). The second clause makes the two stages tile: p_mean < hard_max_p
   and p_low ≥ band_low test different statistics, so at small n a count could fall between
-  them (issue 46 point 6: at n = 12, k = 1 went to stage 2 while k = 2 was rejected). Now, at
+  them (at n = 12, k = 1 once went to stage 2 while k = 2 was rejected). Now, at
   any n, the kept k form one interval — more successes never turn a kept prompt rejected and
   kept again. A config whose stage 2 takes nothing at this n (the tiny policy's hard_max_p 0.01:
   no G within the cap) keeps only its band, as before;

@@ -1,6 +1,6 @@
 """The difficulty model: each prompt's pass rate as a Beta posterior pooled from every group the
 ledger holds of it, shrunk toward its cell's yield, and the selection that picks a training batch
-from it before any rollout is spent (issue 46, points 1 and 2).
+from it before any rollout is spent.
 
 The model, per prompt i of cell c, from observed groups j (k_j correct of n_j, observed at update
 u_j; `now` the current update):
@@ -79,7 +79,7 @@ class PosteriorConfig:
     strength: float = 4.0  # s: pseudo-samples of the cell's yield in an unseen prompt's prior
     cell_strength: float = 8.0  # s_cell: pseudo-samples of the pooled yield in a cell's yield
     floor: float = 0.02  # every cell's yield stays in [floor, 1 − floor]
-    candidates: AtLeastOne = 8  # candidates drawn per batch slot (≥ 8x the batch: issue 46)
+    candidates: AtLeastOne = 8  # candidates drawn per batch slot (≥ 8x the batch)
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -653,7 +653,7 @@ def group_size_for(
 
 @dataclass(frozen=True)
 class ScreenConfig:
-    """The two stages inside training (issue 46 point 3): a picked prompt the posterior is not
+    """The two stages inside training: a picked prompt the posterior is not
     sure of is screened with `screen_g` samples and, if they disagree, continued to its item's G
     in the same step (the screen's samples stay in its group: same weights, nothing stale); one
     it is sure of goes straight to the smallest G in [item G, g_max] informative with

@@ -122,7 +122,7 @@ def history_prior(
     means every training group of the prompt was flat by the one rule (all wrong, all right, or
     equal rewards: no group ever gave a gradient), so a prompt solved in every training sample
     is zero-variance like one never solved, and so is one all right at one step and all wrong at
-    another, although its pooled samples disagree (issue 46 point 6: per group, as the trainer
+    another, although its pooled samples disagree (per group, as the trainer
     and GRESO's streaks see it, not pooled); without, the curation runs' pooled rewards decide.
     """
     require_columns(candidates, ("problem_id",), "candidates frame")

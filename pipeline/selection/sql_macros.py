@@ -7,7 +7,7 @@ DuckDB macros the ledger's views call:
 
 - `sieve_zero_var_tol()`: `ZERO_VAR_TOL`;
 - `sieve_uninformative(reward_max, reward_min)`: max − min ≤ sieve_zero_var_tol() · max(1,
-  |max|, |min|) (relative since migration 0015, issue 46 point 6; absolute 1e-6 before);
+  |max|, |min|) (relative since migration 0015; absolute 1e-6 before);
 - `sieve_upper_z(u)`: the upper-tail normal quantile at u = 0.05 and 0.95 (`Z95`), else NULL;
 - `sieve_beta_q(a, b, u)`: the Beta quantile at u = 0.05 or 0.95 (for another u, NULL unless
   a = 1 or b = 1: SQL has no normal quantile function, so the view's two levels are built in);

@@ -2,12 +2,12 @@
 -- (temperature > 0) runs, leaving out the runs of the curation being computed ($exclude), so a
 -- re-run sees the same history as the first run. family and level (null for a problem not in
 -- `problems`) let the same rows serve the per-cell candidate allocation.
--- Training evidence (issue 30 point 4): where a training run started from that revision drew
+-- Training evidence: where a training run started from that revision drew
 -- the problem (train_rollouts), its samples join the pool, and the training verdict, newer than
 -- the curation's, decides zero_variance: a prompt is zero-variance when every training group of
 -- it (one per run x step, `train_group_stats`, with a judged reward) was flat by the one rule
 -- (sieve_uninformative: all wrong, all right, or equal rewards), so training never got a
--- gradient from it; one group that disagreed makes it informative (issue 46 point 6). Per group,
+-- gradient from it; one group that disagreed makes it informative. Per group,
 -- not pooled: a prompt all right at one step and all wrong at a later one disagrees when pooled
 -- but gave no group a signal, so it is zero-variance; and all right in every group (k = n) is
 -- zero-variance as much as never solved (k = 0).

@@ -1,7 +1,8 @@
 -- Checkpoints descended from one model revision, newest first: the checkpoints of train runs
 -- whose base is $revision or a checkpoint descended from it (recursively), of finished runs only
 -- (a crashed night's checkpoints are resumed by its re-run, not trained from as a new base).
--- `path` is relative to the home for rows written since issue 47 (pipeline.core.home.from_home).
+-- `path` is relative to the home for rows written since names became home-relative (older rows
+-- hold absolute ones; pipeline.core.home.from_home).
 WITH RECURSIVE lineage(revision) AS (
     SELECT CAST($revision AS VARCHAR)
     UNION

@@ -1,7 +1,7 @@
 -- Per problem: how many of its most recent groups in a row were zero-variance (sampled curation
 -- runs and training steps, oldest to newest), the history of the GRESO-style skip
 -- (grpo_core.history.ZeroVarSkip). A group with no judged reward counts as not zero-variance.
--- Each flat group counts by its size (issue 46 point 6, `grpo_core.history.visit_weight`): one
+-- Each flat group counts by its size (`grpo_core.history.visit_weight`): one
 -- whole visit from $full_group samples up (drawn, judged or not), size / $full_group below, so a
 -- G = 4 screen is half a visit; `streak` is a DOUBLE (whole numbers when every group was full).
 WITH visits AS (
