@@ -1,4 +1,4 @@
-"""Each long `sieve` command's job below the CLI, one function per command (issue 49 point 4).
+"""Each long `sieve` command's job below the CLI, one function per command.
 
 A command of `flows/cli/` parses its options, calls one function here and prints what it
 returns. The function decides what an unset option means (the model a command takes by default:
@@ -467,14 +467,17 @@ def loop_config(config: Path | None, n: int | None) -> CurateConfig:
     return cfg
 
 
-def loop_start(model: Path | None, backend: str, home: Path | None) -> tuple[Path, str]:
-    """The model the first night starts from, and why; one error line when there is none."""
-    from pipeline.jobs.lineage import current_model
+def loop_start(
+    model: Path | None, backend: str, home: Path | None, fresh: bool = False
+) -> tuple[Path, str]:
+    """The model the first night starts from (`night_start`), and why; one error line when
+    there is none."""
+    from pipeline.jobs.lineage import night_start
 
     local = backend != "openai"  # openai: --model may be a served name
     if model is not None and local and not (model / "config.json").is_file():
         raise SieveError(f"model folder {model} has no config.json")
-    folder, why = current_model(home, str(model) if model is not None else None)
+    folder, why = night_start(home, str(model) if model is not None else None, fresh)
     if local and not (folder / "config.json").is_file():
         raise SieveError(f"no model at {folder}: run `sieve bootstrap` first, or pass --model")
     return folder, why
@@ -516,12 +519,7 @@ def loop(
     except ValueError:
         raise SieveError(f"--start {start!r} is not a YYYY-MM-DD date") from None
     check_backend(backend, list(base_urls))
-    if not fresh:
-        folder, why = loop_start(model, backend, home)
-    elif model is None or not (model / "config.json").is_file():
-        raise SieveError("--fresh starts a new lineage from a model folder: pass --model FOLDER")
-    else:  # not the lineage's head: the folder itself, whatever was trained from it
-        folder, why = model, "--fresh: a new lineage from the folder itself"
+    folder, why = loop_start(model, backend, home, fresh)
     given = given_recipe(train_config) if train_config is not None else None
     recipe, settings = train_recipe(folder, given, steps, train_options)
     note(f"loop: night 1 starts from {folder} ({why}); {recipe.line()}")

@@ -39,11 +39,10 @@ from flows.curate import CurateParams, curate_flow
 from flows.runtime import EngineParam, Runtime
 from flows.train import TrainParams, train_flow
 from grpo_core.validate import STRICT
-from pipeline.core.errors import SieveError
 from pipeline.core.home import resolve_home
 from pipeline.core.hooks import Progress, report
 from pipeline.jobs.curate import policy_for
-from pipeline.jobs.lineage import current_model
+from pipeline.jobs.lineage import night_start
 from pipeline.jobs.recipes import TrainSettings, curation_sampling
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
@@ -96,12 +95,7 @@ def nightly_flow(params: NightlyParams, runtime: Runtime | None = None) -> dict[
     progress = runtime.progress if runtime is not None else None
     night = date.fromisoformat(params.night) if params.night else datetime.now(UTC).date()
     config = params.config.model_copy(update={"seed": night_seed(params.config, night)})
-    if params.fresh:
-        if params.model is None:
-            raise SieveError("a fresh lineage needs the model folder it starts from (--model)")
-        folder, why = Path(params.model), "a fresh lineage from the folder itself"
-    else:
-        folder, why = current_model(params.home, params.model)
+    folder, why = night_start(params.home, params.model, params.fresh)
     model = str(folder)
     print(f"night {night}: model {model} ({why})")
     if params.backend != "openai" or folder.is_dir():  # a served name has no recipe to read

@@ -6,7 +6,7 @@ again by `sieve loop`).
 
 A training run is resolved once, into a `TrainJob` (`resolve_train_job`: curriculum id, model,
 home, settings, from one open ledger): `sieve train` resolves it before Prefect starts and hands
-it to the flow, which resolves nothing again (issue 49).
+it to the flow, which resolves nothing again.
 
 Test: `pytest tests/flows/test_loop.py tests/cli/test_train_cli.py`.
 """
@@ -135,7 +135,7 @@ def lineage_head(ledger: Ledger, revision: str, home: str | Path | None = None) 
     """The newest checkpoint (of a finished run) descended from `revision`: trained from it, or
     from a checkpoint trained from it, and so on; None when there is none. One SieveError line
     when it is missing from disk (a night would otherwise continue from an older checkpoint or
-    another model without a word: issue 47); older ones may be gone (a run keeps its last K)."""
+    another model without a word); older ones may be gone (a run keeps its last K)."""
     rows = ledger.run(load_query("lineage_checkpoints"), {"revision": revision})
     return _on_disk(rows[0], _home(ledger, home), "of this lineage") if rows else None
 
@@ -301,6 +301,20 @@ def curated_sampling(ledger: Ledger, curriculum_id: str) -> SamplingConfig | Non
         return SamplingConfig.model_validate(recorded) if recorded is not None else None
     except (ValueError, ValidationError, AttributeError):
         return None
+
+
+def night_start(
+    home: str | Path | None, model: str | None, fresh: bool = False
+) -> tuple[Path, str]:
+    """What a night starts from, and why: `current_model`, or with `fresh` the model folder
+    itself (a new lineage beside the runs trained from it: a second run, a sweep member), even
+    where the ledger records newer checkpoints of its lineage. One SieveError line when `fresh`
+    names no model folder."""
+    if not fresh:
+        return current_model(home, model)
+    if model is None or not (Path(model) / "config.json").is_file():
+        raise SieveError("--fresh starts a new lineage from a model folder: pass --model FOLDER")
+    return Path(model), "--fresh: a new lineage from the folder itself"
 
 
 def current_model(home: str | Path | None, model: str | None = None) -> tuple[Path, str]:

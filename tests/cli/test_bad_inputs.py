@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.core.errors import printable
+from pipeline.core.errors import SieveError, printable
 from pipeline.store import Ledger
 from tests.cli_runner import run_cli as run_sieve
 from tests.store.audit_rows import LONG, STRAY
@@ -1683,6 +1683,33 @@ def test_a_moved_or_copied_home_trains_on_its_own_checkpoints(
     assert homes_model(copy) == (copy / step, copy / "models" / "tiny")
     home.rename(moved)  # mv A B
     assert homes_model(moved) == (moved / step, moved / "models" / "tiny")
+
+
+@pytest.mark.parametrize("weights_gone", [False, True])
+def test_a_fresh_night_starts_from_the_folder_whatever_its_lineage_holds(
+    trained_home: Path, tmp_path: Path, weights_gone: bool
+) -> None:
+    """`sieve loop --fresh` (a second run, a sweep member): the first night starts from the
+    model folder itself, not from the newest checkpoint trained from it, and even where that
+    checkpoint is gone (a ledger copied from another machine); without --fresh a gone
+    checkpoint is one error line. --fresh without a model folder is one line too."""
+    from pipeline.jobs.lineage import night_start
+
+    home = tmp_path / "H"
+    shutil.copytree(trained_home, home, symlinks=True)
+    model = str(home / "models" / "tiny")
+    if weights_gone:
+        shutil.rmtree(home / "checkpoints")
+        with pytest.raises(SieveError, match="missing") as err:
+            night_start(home, model)
+        assert "\n" not in str(err.value)
+    else:
+        head, _ = night_start(home, model)
+        assert head != Path(model) and "checkpoints" in head.parts
+    assert night_start(home, model, fresh=True)[0] == Path(model)
+    for bad in (None, str(tmp_path / "nowhere"), str(home / "checkpoints")):
+        with pytest.raises(SieveError, match="--fresh starts a new lineage"):
+            night_start(home, bad, fresh=True)
 
 
 def test_a_moved_or_copied_home_of_absolute_rows_trains_on_its_own_checkpoints(
