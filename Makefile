@@ -27,6 +27,9 @@ $(STAMP): pyproject.toml
 	# pipeline/integrations/verl_posterior.py implements (test_verl_posterior.py)
 	$(BIN)/python -m pip install --quiet --no-deps --upgrade --target $(VENV)/consumers-verl07 \
 		'verl==0.7.1'
+	# ray, which verl 0.7.1's verl.protocol imports at its top (the same pin `make scale-deps`
+	# resolves to); in the main venv with its dependencies
+	$(BIN)/python -m pip install --quiet 'ray==2.60.0'
 	@touch $(STAMP)
 
 install: $(STAMP)

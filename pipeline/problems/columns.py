@@ -57,11 +57,6 @@ class Columns:
         optional = (self.level, self.split, self.family, self.id)
         return [self.question, self.answer, *(name for name in optional if name is not None)]
 
-    @property
-    def question_flag(self) -> str:
-        """The option that named the question column (for error messages)."""
-        return "--chat-field" if self.chat else "--question-field"
-
 
 def sieve_split(value: Any, where: str) -> Split:
     """Sieve's split for a user's split value (`train`, `test`; `heldout` too)."""

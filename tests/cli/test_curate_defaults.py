@@ -90,7 +90,7 @@ def _night_config(
         return {"curriculum_id": "c", "kept": {}}
 
     monkeypatch.setattr(nightly, "curate_flow", fake_curate)
-    monkeypatch.setattr(nightly, "current_model", lambda home, model: (SERVED, "given"))
+    monkeypatch.setattr(nightly, "night_start", lambda home, model, fresh=False: (SERVED, "given"))
     monkeypatch.setattr(nightly, "night_engine", lambda *a, **k: None)
     nightly.nightly_flow.fn(
         nightly.NightlyParams(home=str(tmp_path), night="2026-01-02", skip_train=True, **params)
