@@ -45,10 +45,13 @@ sandbox-deps:
 report-deps:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
-# the developer's check (about 9 min on 2 cores): everything but the marked groups below
+# the developer's check: everything but the marked groups below, in one worker per core
+# (pytest-xdist; each test has its own temporary home, and Prefect's test servers pick free
+# ports); WORKERS=0 runs it in this process
+WORKERS ?= 2
 test: $(STAMP) report-deps sandbox-deps
-	$(BIN)/pytest -q -m "not slow and not gpu and not scale and not crash and not integration" \
-		--durations=15
+	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal \
+		-m "not slow and not gpu and not scale and not crash and not integration" --durations=15
 
 # the integration tests (~11 min on 2 cores): the whole CLI in child processes with their own
 # Prefect servers, a trained tiny policy, SmolLM2 converted, torchrun ranks, deliberate lock

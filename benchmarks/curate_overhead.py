@@ -4,8 +4,8 @@ Runs the curation flow (Prefect, ephemeral API) with the hf backend on the boots
 policy until it has stored at least `--rollouts` rollouts (screen + refine), then samples
 exactly the same prompts with the same group sizes, chunking and backend with nothing else
 around it. Reports the wall-time ratio and where the curation's time went: sampling, scoring,
-ledger writes, stats (timed inside `pipeline.jobs.curate`) and the rest (Prefect orchestration,
-candidate generation, selection, start-up of the flow).
+ledger writes, stats (timed inside `pipeline.jobs.curate.curation`) and the rest (Prefect
+orchestration, candidate generation, selection, start-up of the flow).
 
 Run: `python benchmarks/curate_overhead.py [--model data/models/tiny] [--candidates 6000]`
 (needs `sieve bootstrap` first). Writes benchmarks/results/curate_overhead.json and .png.
@@ -41,7 +41,7 @@ def run_curate(model: str, home: str, candidates: int) -> tuple[float, dict, dic
 
 def bare_sampling(model: str, home: str, chunk_size: int) -> tuple[float, int]:
     """Sample the curation's own prompts and group sizes again, with nothing around it."""
-    from pipeline.jobs.curate import chunk_seed, policy_for
+    from pipeline.jobs.curate.curation import chunk_seed, policy_for
     from pipeline.sampling.base import SamplingParams
     from pipeline.store import Ledger
 

@@ -65,9 +65,9 @@ from grpo_core.collect import dynamic_sampling, pilot_commit
 from grpo_core.config import GRPOConfig
 from grpo_core.seeds import derive_seed, seed_torch
 from grpo_core.trainer import Hooks, Item, Trainer
-from pipeline.jobs.curriculum_batches import raw_verifier_reward
-from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set, overall
-from pipeline.jobs.recipes import TINY_GRPO, TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
+from pipeline.jobs.analysis.evaluate import EvalConfig, evaluate, heldout_set, overall
+from pipeline.jobs.train.curriculum_batches import raw_verifier_reward
+from pipeline.jobs.train.settings import TINY_GRPO, TINY_RECIPE_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
 from pipeline.policy.model import load_policy
 from pipeline.problems import FAMILIES, family_levels, generate_mix
 from pipeline.sampling.budget import SamplingConfig
@@ -85,7 +85,8 @@ MIX = {f: list(family_levels(f)) for f in FAMILIES}  # the whole generator mix
 G = 8
 # the trainer settings of every arm (on top of TINY_GRPO) and the retired sieve arms' curation
 # (still recorded in `setup`, so a new run's setup compares with the committed ones): the tiny
-# policy's recipe, as `sieve demo` uses it (pipeline.jobs.recipes / pipeline.selection.config)
+# policy's recipe, as `sieve demo` uses it (pipeline.jobs.train.settings /
+# pipeline.selection.config)
 BENCH_GRPO: dict[str, Any] = {**TINY_RECIPE_GRPO, "beta": 0.02, "beta_schedule": "fixed"}
 SIEVE_CURATE: dict[str, Any] = dict(TINY_CURATE)
 

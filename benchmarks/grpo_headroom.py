@@ -45,13 +45,13 @@ from flows.curate import curate
 from grpo_core.config import GRPOConfig
 from grpo_core.seeds import seed_torch
 from grpo_core.trainer import Hooks, Item, Trainer
-from pipeline.jobs.curate import policy_for
-from pipeline.jobs.curriculum_batches import (
+from pipeline.jobs.analysis.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.jobs.curate.curation import policy_for
+from pipeline.jobs.train.curriculum_batches import (
     CurriculumBatches,
     curriculum_frame,
     raw_verifier_reward,
 )
-from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set
 from pipeline.policy.model import load_policy
 from pipeline.problems import generate_mix
 from pipeline.sampling.budget import SamplingConfig

@@ -191,8 +191,8 @@ TINY_MODEL = ROOT / "data" / "models" / "tiny"
 
 def grpo(setup: Setup, seed: int) -> Any:
     """real_train.toml's recipe with the protocol's schedules: constant lr, fixed β."""
-    from pipeline.jobs.recipes import load_settings
-    from pipeline.jobs.trainee import for_device
+    from pipeline.jobs.train.settings import load_settings
+    from pipeline.jobs.train.trainee import for_device
 
     settings = load_settings(ROOT / "data" / "configs" / setup.recipe)
     cfg = settings.grpo_config(
@@ -246,8 +246,8 @@ def pool_items(setup: Setup, mix: dict[str, list[int]], pol: Policy, seed: int) 
 
 def evaluate(setup: Setup, pol: Policy, held: pl.DataFrame, full: bool) -> dict[str, Any]:
     """Greedy (and with `full`, `samples` samples at T) on the held-out set, per problem."""
-    from pipeline.jobs.evaluate import EvalConfig, overall
-    from pipeline.jobs.evaluate import evaluate as run_eval
+    from pipeline.jobs.analysis.evaluate import EvalConfig, overall
+    from pipeline.jobs.analysis.evaluate import evaluate as run_eval
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.store import Ledger
 
@@ -294,7 +294,7 @@ def measure_cells(setup: Setup, pol: Policy, mix: dict[str, list[int]]) -> list[
     """Every cell's pass rate from the current weights: `cell_prompts` train-split prompts (a
     seed of their own) x `cell_samples` samples at the training temperature; zone and the share
     of prompts whose group disagreed (informative at this G)."""
-    from pipeline.jobs.rollouts import RunInfo, record_run
+    from pipeline.jobs.curate.rollouts import RunInfo, record_run
     from pipeline.problems import generate_cells
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.store import Ledger
@@ -687,7 +687,7 @@ def night_settings(
     that kept fewer prompts than a batch gives its best-ranked a second group). `replay` (the
     `user` setting: Sieve as a user runs it): a kept prompt's first pick trains on its stored
     curation samples (its latest G), so the rollouts curation spent also train."""
-    from pipeline.jobs.recipes import TrainSettings
+    from pipeline.jobs.train.settings import TrainSettings
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.selection import CurateConfig, load_curate_config
 
@@ -808,7 +808,7 @@ def run_night(
 
     from flows.cli.summary import night_line
     from flows.loop import loop
-    from pipeline.jobs.lineage import nightly_model
+    from pipeline.jobs.train.lineage import nightly_model
     from pipeline.store import Ledger
     from pipeline.store.ids import curation_runs
 

@@ -96,7 +96,7 @@ def build_ledger(path: Path, prompts: int, groups: int, seed: int = 0) -> None:
 
 
 def recompute(prompts: int, groups: int, repeats: int) -> dict[str, Any]:
-    from pipeline.selection.posterior import ledger_posterior
+    from pipeline.selection.evidence import ledger_posterior
     from pipeline.store import Ledger
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -9,9 +9,10 @@ achieves on the tiny policy"). They differ only in the advantage:
 
 - `outcome`: GRPO's group-relative advantage of the verifier's reward (`advantage="outcome"`);
 - `outcome+steps`: plus `step_weight` 0.5 × a group-relative advantage per checkable fragment
-  on its tokens (`advantage="outcome+steps"`, `Scores.steps` from `pipeline.jobs.curriculum_batches.
-  verifier_reward`). The tiny policy answers with a bare number, so its fragments are aligned
-  prefixes of the answer: fragment k is right iff the first k characters match the gold's.
+  on its tokens (`advantage="outcome+steps"`, `Scores.steps` from
+  `pipeline.jobs.train.curriculum_batches.verifier_reward`). The tiny policy answers with a bare
+  number, so its fragments are aligned prefixes of the answer: fragment k is right iff the first k
+  characters match the gold's.
 
 Measured at 0, half and all of the training rollouts (both arms share the start evaluation):
 held-out pass@1 sampled (mean of 8 samples at T = 1) and greedy on the target levels (50
@@ -58,9 +59,9 @@ from grpo_core.config import GRPOConfig
 from grpo_core.seeds import seed_torch
 from grpo_core.trainer import Item, Trainer
 from grpo_core.types import Sample, Scores
-from pipeline.jobs.curriculum_batches import verifier_reward
-from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set, overall
-from pipeline.jobs.recipes import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
+from pipeline.jobs.analysis.evaluate import EvalConfig, evaluate, heldout_set, overall
+from pipeline.jobs.train.curriculum_batches import verifier_reward
+from pipeline.jobs.train.settings import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP
 from pipeline.policy.model import load_policy
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.sampling.group_sampler import HFGroupSampler

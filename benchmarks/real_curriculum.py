@@ -206,7 +206,7 @@ def load_cells(mix: dict[str, list[int]]) -> list[dict[str, Any]]:
 
 
 def held_out(mix: dict[str, list[int]], per_level: int) -> pl.DataFrame:
-    from pipeline.jobs.evaluate import heldout_set
+    from pipeline.jobs.analysis.evaluate import heldout_set
 
     return heldout_set(per_level, mix)
 
@@ -259,8 +259,8 @@ def load(setup: Setup, model_dir: Path) -> Policy:
 
 def grpo(setup: Setup, seed: int, steps: int) -> Any:
     """real_train.toml's GRPOConfig with this benchmark's lr, temperature and token budget."""
-    from pipeline.jobs.recipes import load_settings
-    from pipeline.jobs.trainee import for_device
+    from pipeline.jobs.train.settings import load_settings
+    from pipeline.jobs.train.trainee import for_device
 
     settings = load_settings(ROOT / "data" / "configs" / "real_train.toml")
     cfg = settings.grpo_config(
@@ -275,7 +275,7 @@ def grpo(setup: Setup, seed: int, steps: int) -> Any:
 
 
 def reward_fn(setup: Setup) -> Any:
-    from pipeline.jobs.curriculum_batches import verifier_reward
+    from pipeline.jobs.train.curriculum_batches import verifier_reward
 
     return partial(verifier_reward, marker_required=setup.prompt_format == "chat")
 
@@ -284,7 +284,7 @@ def reward_fn(setup: Setup) -> Any:
 
 
 def evaluate_policy(setup: Setup, pol: Policy, held: pl.DataFrame, label: str) -> dict[str, Any]:
-    from pipeline.jobs.evaluate import EvalConfig, evaluate, overall
+    from pipeline.jobs.analysis.evaluate import EvalConfig, evaluate, overall
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.store import Ledger
 

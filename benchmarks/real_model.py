@@ -21,7 +21,7 @@ the JSON under `temperature_1_partial`:
      on the kept prompts; their training groups are judged on samples 12-15, which selection
      never saw (so the yield is not flattered by the selection noise);
    the arms' groups are subsets of the same 16 samples, so they see the same answers. The arms
-   are `pipeline.jobs.backtest`'s policies, the ones `sieve backtest --pool
+   are `pipeline.jobs.analysis.backtest`'s policies, the ones `sieve backtest --pool
    benchmarks/results/real_model_pool.parquet` replays (with GRESO, SPEED-RL, pilot-then-commit);
 3. the verifier's precision and recall against hand labels (`benchmarks/real_model_labels.jsonl`,
    labelled by reading each completion): the labelled verdicts plus a seeded random top-up of
@@ -48,7 +48,8 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.jobs.backtest import dapo_arm, groups, score, sieve_arm, uniform_arm
+from pipeline.jobs.analysis.backtest_arms import dapo_arm, sieve_arm, uniform_arm
+from pipeline.jobs.analysis.backtest_pool import groups, score
 from pipeline.sampling.base import SamplingParams
 from pipeline.selection import CurateConfig
 
@@ -79,7 +80,7 @@ def candidates(n: int, seed: int) -> pl.DataFrame:
 
 def sample(args: argparse.Namespace) -> None:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-    from pipeline.jobs.curate import policy_for
+    from pipeline.jobs.curate.curation import policy_for
     from pipeline.policy.folders import add_model, models_dir
     from pipeline.sampling import EngineOptions
 

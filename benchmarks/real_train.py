@@ -26,8 +26,8 @@ Sieve's verifier with the answer marker required (chat models, as curation); TRL
 `pipeline.integrations.trl.reward_function` (the same chat reading, and the tokenizer's stop ids to
 tell a completion cut at the budget).
 
-Held-out: `pipeline.jobs.evaluate` on `--heldout` problems per level of LEVELS, 4 samples at
-T 0.6 / top-p 0.95 plus greedy, 256 tokens, always through vLLM (fp32): the sieve-vllm arm on
+Held-out: `pipeline.jobs.analysis.evaluate` on `--heldout` problems per level of LEVELS, 4 samples
+at T 0.6 / top-p 0.95 plus greedy, 256 tokens, always through vLLM (fp32): the sieve-vllm arm on
 its own synced engine, the others by saving the final weights and running
 `.venv-vllm/bin/python benchmarks/real_train.py --eval-only DIR --arm NAME`. Up to 12
 completions the verifier judged correct after training are stored (`after.correct`) for a hand
@@ -127,8 +127,8 @@ def engine_options() -> Any:
 def recipe(args: argparse.Namespace) -> Any:
     """real_train.toml's GRPOConfig with this benchmark's steps, lr and temperature (its batch,
     P prompts × G, is in the items the batch source hands out)."""
-    from pipeline.jobs.recipes import load_settings
-    from pipeline.jobs.trainee import for_device
+    from pipeline.jobs.train.settings import load_settings
+    from pipeline.jobs.train.trainee import for_device
 
     settings = load_settings(ROOT / "data" / "configs" / "real_train.toml")
     cfg = settings.grpo_config(
@@ -194,7 +194,7 @@ def step_rows(curriculum: pl.DataFrame, step: int, prompts: int) -> list[dict[st
 
 def heldout(sampler: Any, tokenizer: Any, held: pl.DataFrame, revision: str) -> dict[str, Any]:
     """Greedy and sampled pass@1 on `held`, plus up to 12 completions judged correct."""
-    from pipeline.jobs.evaluate import EvalConfig, evaluate, overall
+    from pipeline.jobs.analysis.evaluate import EvalConfig, evaluate, overall
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.store import Ledger
 
@@ -218,7 +218,7 @@ def eval_folder(folder: Path) -> dict[str, Any]:
     """Held-out eval of a saved model folder on a fresh vLLM engine."""
     from transformers import AutoTokenizer
 
-    from pipeline.jobs.curate import policy_for
+    from pipeline.jobs.curate.curation import policy_for
 
     policy = policy_for(folder, "vllm", engine=engine_options())
     held = heldout_problems(LEVELS, HELDOUT)
@@ -256,7 +256,7 @@ def run_sieve(backend: str, args: argparse.Namespace) -> dict[str, Any]:
 
     from grpo_core.seeds import seed_torch
     from grpo_core.trainer import Hooks, Item, Trainer
-    from pipeline.jobs.curriculum_batches import verifier_reward
+    from pipeline.jobs.train.curriculum_batches import verifier_reward
     from pipeline.sampling.group_sampler import make_group_sampler
 
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)

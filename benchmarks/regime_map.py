@@ -17,8 +17,8 @@ Steps, each resumable:
    pools chosen from it (`choose_pools`: subsets of cells, weighted as `generate_mix` spreads a
    pool over families then levels, whose predicted share is closest to each target), then for
    each pool the screen `sieve plan` reads (`plan_prompts` prompts x 16 samples from a seed no
-   run uses) and its prediction (`pipeline.jobs.plan.plan`: the verdict and every policy's
-   rollouts per informative group). Written to `results/regime_map.json` (`pools`).
+   run uses) and its prediction (`pipeline.jobs.analysis.policy_forecast.plan`: the verdict and
+   every policy's rollouts per informative group). Written to `results/regime_map.json` (`pools`).
 2. `--run POOL ARM SEED`: one run, as headline.run_arm runs it, its progress file under
    `results/regime_map_runs/<pool>/`; `benchmarks/regime_map_driver.sh` runs them seed-major and
    commits each file when its run ends.
@@ -181,7 +181,7 @@ def screen_for_plan(pol: Any, setup: hl.Setup, mix: dict[str, list[int]]) -> pl.
 def plan_prediction(scored: pl.DataFrame) -> dict[str, Any]:
     """`sieve plan` on the screen: its verdict, each policy's row, and the realised uniform
     informative share at G (samples 0..G-1 of each prompt)."""
-    from pipeline.jobs.plan import plan
+    from pipeline.jobs.analysis.policy_forecast import plan
     from pipeline.selection import CurateConfig
 
     result = plan(scored, CurateConfig(), g=G)

@@ -87,7 +87,7 @@ def candidates(per_cell: int, seed: int, smoke: bool) -> pl.DataFrame:
 
 
 def policy(args: argparse.Namespace) -> Any:
-    from pipeline.jobs.curate import policy_for
+    from pipeline.jobs.curate.curation import policy_for
     from pipeline.sampling import EngineOptions
 
     if args.backend == "hf":
@@ -146,7 +146,7 @@ def pool_rows(chunk: pl.DataFrame, groups: list, pol: Any, seconds: float) -> pl
 
 def analyse(pool: pl.DataFrame) -> pl.DataFrame:
     """Pass rate per cell under the rg verifier (marker required for chat completions)."""
-    from pipeline.jobs.rollouts import cut_flags, step_contexts
+    from pipeline.jobs.curate.rollouts import cut_flags, step_contexts
     from pipeline.scoring import verify_batch
     from pipeline.selection import CurateConfig
 

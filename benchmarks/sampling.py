@@ -40,7 +40,7 @@ import psutil
 import torch
 
 from grpo_core.seeds import derive_seed
-from pipeline.jobs.evaluate import heldout_set
+from pipeline.jobs.analysis.evaluate import heldout_set
 from pipeline.policy.model import TinySize, create_tiny_model, load_policy
 from pipeline.policy.prompts import render_chat
 from pipeline.problems import generate_mix

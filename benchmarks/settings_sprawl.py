@@ -611,8 +611,10 @@ def _train_job_child(out: Path) -> None:
     root = Path(pipeline.__file__).resolve().parents[1]
     home_mod = _first_module("core.home", "home")
     toml_mod = _first_module("core.tomlconfig", "tomlconfig")
-    curricula_mod = _defining_module("resolve_curriculum", "store.ids", "jobs.export", "export")
-    recipes_mod = _first_module("jobs.recipes", "recipes")
+    curricula_mod = _defining_module(
+        "resolve_curriculum", "store.ids", "jobs.data.export", "jobs.export", "export"
+    )
+    recipes_mod = _first_module("jobs.train.settings", "jobs.recipes", "recipes")
     work = out.parent
     home, config = work / "home", work / "train.toml"
     model = home / "models" / "tiny"

@@ -1,6 +1,6 @@
 """The trainer's hot paths before and after issue 29 point 4, side by side.
 
-1. `split`: the prefix-sharing micro-batch split (`grpo_core.batch._shared_parts`) at 512 ..
+1. `split`: the prefix-sharing micro-batch split (`grpo_core.batch.shared_parts`) at 512 ..
    8,192 rows, against the greedy loop it replaced (`old_shared_parts` below, a copy of the code
    at `BASE`, which re-measured every candidate part from scratch: O(B²) with one part). Rows
    come in groups of 8 sharing a prompt (20..120 prompt tokens, 16..512 completion tokens), cut
@@ -43,7 +43,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grpo_core.batch import Batch, _shared_parts  # noqa: E402
+from grpo_core.batch import Batch, shared_parts  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 BASE = "75f1ad4"  # main before issue 29 point 4
@@ -53,7 +53,7 @@ GROUP = 8
 
 
 def old_shared_parts(b: Batch, size: int, tokens: int) -> list[torch.Tensor]:
-    """`_shared_parts` as it was at BASE (the reference copy)."""
+    """`shared_parts` as it was at BASE (the reference copy)."""
     assert b.prompt_attn is not None and b.owner is not None
     n = int(b.ids.shape[0])
     prompt_len = b.prompt_attn.sum(dim=1).tolist()  # (P,)
@@ -103,7 +103,7 @@ def run_split() -> list[dict[str, Any]]:
     out = []
     for tokens, n in itertools.product(BUDGETS, ROWS):
         b = split_batch(n)
-        new = [p.tolist() for p in _shared_parts(b, n, tokens)]
+        new = [p.tolist() for p in shared_parts(b, n, tokens)]
         assert new == [p.tolist() for p in old_shared_parts(b, n, tokens)], (n, tokens)
         old_reps = 3 if n <= 2048 else 1
         row = {
@@ -111,7 +111,7 @@ def run_split() -> list[dict[str, Any]]:
             "tokens": tokens,
             "parts": len(new),
             "old_s": best_of(lambda b=b, t=tokens, n=n: old_shared_parts(b, n, t), old_reps),
-            "new_s": best_of(lambda b=b, t=tokens, n=n: _shared_parts(b, n, t), 20),
+            "new_s": best_of(lambda b=b, t=tokens, n=n: shared_parts(b, n, t), 20),
         }
         row["speedup"] = row["old_s"] / row["new_s"]
         print(json.dumps(row), flush=True)
@@ -229,7 +229,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax.plot([r["rows"] for r in rows], [r["new_s"] * 1e3 for r in rows], "o" + style,
                 color="tab:blue", label=f"after ({label})")  # fmt: skip
     ax.set(
-        xscale="log", yscale="log", xlabel="rows", ylabel="ms (thread CPU)", title="_shared_parts"
+        xscale="log", yscale="log", xlabel="rows", ylabel="ms (thread CPU)", title="shared_parts"
     )
     ax.set_xticks(ROWS, [str(r) for r in ROWS])
     ax.tick_params(axis="x", which="minor", labelbottom=False)

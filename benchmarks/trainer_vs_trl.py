@@ -101,7 +101,7 @@ def problems(levels: dict[str, list[int]], seed: int, n: int) -> pl.DataFrame:
 
 
 def heldout_problems(levels: dict[str, list[int]], per_level: int) -> pl.DataFrame:
-    from pipeline.jobs.evaluate import heldout_set
+    from pipeline.jobs.analysis.evaluate import heldout_set
 
     return pl.concat(
         [heldout_set(per_level, [f]).filter(pl.col("level").is_in(lv)) for f, lv in levels.items()]
@@ -110,7 +110,7 @@ def heldout_problems(levels: dict[str, list[int]], per_level: int) -> pl.DataFra
 
 def heldout(model: Any, tokenizer: Any, probs: pl.DataFrame) -> dict[str, float]:
     """Held-out pass@1 (greedy; mean of 8 samples at T = 1) on `probs`."""
-    from pipeline.jobs.evaluate import EvalConfig, evaluate, overall
+    from pipeline.jobs.analysis.evaluate import EvalConfig, evaluate, overall
     from pipeline.sampling.budget import SamplingConfig
     from pipeline.sampling.hf import HFSampler
     from pipeline.store import Ledger
@@ -140,7 +140,7 @@ def run_sieve(
 ) -> dict:  # fmt: skip
     from grpo_core.seeds import seed_torch
     from grpo_core.trainer import Hooks, Trainer
-    from pipeline.jobs.curriculum_batches import raw_verifier_reward
+    from pipeline.jobs.train.curriculum_batches import raw_verifier_reward
     from pipeline.policy.model import load_policy
     from pipeline.sampling.group_sampler import HFGroupSampler
     from pipeline.sampling.hf import HFSampler

@@ -1,10 +1,10 @@
 """The curation job, written once: `curate_flow` (a Prefect flow) and `curate` (the same
-sequence called without a Prefect run), over the steps in `pipeline.jobs.curate`.
+sequence called without a Prefect run), over the steps in `pipeline.jobs.curate.curation`.
 
 generate + prior -> screen (one task per chunk) -> screen decisions -> refine (per chunk) ->
 pooled stats -> curriculum -> the verifier audit's warning (one stderr line when a family's
-audited verdicts disagree with math-verify above `audit_warn`; `pipeline.jobs.audit`), and one
-when the curriculum kept no prompt (it is recorded, but `latest` still names the newest
+audited verdicts disagree with math-verify above `audit_warn`; `pipeline.jobs.curate.audit`), and
+one when the curriculum kept no prompt (it is recorded, but `latest` still names the newest
 curriculum with items: `pipeline.store.ids.latest_curriculum`). The ledger
 is the source of truth for resuming: every chunk task commits its rollouts (and their audit
 rows) in one transaction, and `sample_run` starts a chunk task only for a chunk
@@ -44,11 +44,10 @@ from flows.runtime import PolicyParams, Runtime, in_flow_run, step
 from flows.scale import Fanout, ScaleConfig, open_runner, sharded_stage
 from pipeline.core.home import resolve_home
 from pipeline.core.hooks import Progress
-from pipeline.jobs import audit
-from pipeline.jobs import curate as core
-from pipeline.jobs.curate import CurateResult, Policy
-from pipeline.jobs.rollouts import RunInfo
-from pipeline.jobs.shards import PolicySpec
+from pipeline.jobs.curate import audit, curation
+from pipeline.jobs.curate.curation import CurateResult, Policy
+from pipeline.jobs.curate.rollouts import RunInfo
+from pipeline.jobs.curate.shards import PolicySpec
 from pipeline.selection import CurateConfig, Screened, build_curriculum, screen_survivors
 from pipeline.selection.rules import concat_rejections
 from pipeline.store import Ledger, load_query
@@ -79,7 +78,7 @@ def policy(params: CurateParams) -> Policy:
     """One loaded policy per `policy_key` in this process (the nightly loop's nights share it)."""
     key = policy_key(params)
     if key not in _POLICIES:
-        _POLICIES[key] = core.policy_for(
+        _POLICIES[key] = curation.policy_for(
             params.model, params.backend, params.base_urls, params.engine, load=key[-1] is True
         )  # under dask / ray the workers load the model; this process only names it
     return _POLICIES[key]
@@ -93,17 +92,17 @@ def select_candidates(
     ledger: Ledger, cfg: CurateConfig, exclude: list[str]
 ) -> tuple[int, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(candidates generated, kept by the prior, rejected by it, the training counts of those
-    it rejected as solved in training: `core.solved_counts`)."""
+    it rejected as solved in training: `curation.solved_counts`)."""
     ledger.run(load_query("reconcile_running"))
-    history = core.load_history(ledger, exclude)
-    cands = core.candidates(ledger, cfg, history)
-    kept, rejected = core.prior(cands, cfg, history)
-    return cands.height, kept, rejected, core.solved_counts(history, rejected)
+    history = curation.load_history(ledger, exclude)
+    cands = curation.candidates(ledger, cfg, history)
+    kept, rejected = curation.prior(cands, cfg, history)
+    return cands.height, kept, rejected, curation.solved_counts(history, rejected)
 
 
 sample_chunk = task(
     name="sample_chunk", cache_policy=NO_CACHE, task_run_name="{info.purpose}-chunk-{index}"
-)(core.sample_chunk)
+)(curation.sample_chunk)
 
 
 def sample_stage(
@@ -115,12 +114,12 @@ def sample_stage(
     progress: Progress | None,
     fanout: Fanout | None = None,
 ) -> None:
-    """The chunk loop of `pipeline.jobs.curate.sample_run`, each chunk one step; with a `fanout`,
-    the chunks as tasks on its runner, committed from their shards."""
+    """The chunk loop of `pipeline.jobs.curate.curation.sample_run`, each chunk one step; with a
+    `fanout`, the chunks as tasks on its runner, committed from their shards."""
     if fanout is not None:
         sharded_stage(ledger, problems, info, cfg, progress, fanout)
         return
-    core.sample_run(
+    curation.sample_run(
         ledger,
         pol,
         problems,
@@ -135,8 +134,8 @@ def sample_stage(
 
 @task(cache_policy=NO_CACHE)
 def screen_decisions(ledger: Ledger, cfg: CurateConfig, run_id: str) -> tuple[Screened, list[int]]:
-    stats = core.run_stats(ledger, [run_id])
-    return screen_survivors(stats, cfg), core.histogram(stats)
+    stats = curation.run_stats(ledger, [run_id])
+    return screen_survivors(stats, cfg), curation.histogram(stats)
 
 
 @task(cache_policy=NO_CACHE)
@@ -154,15 +153,15 @@ def make_curriculum(
     """The curriculum from the refined prompts' pooled counts, the replay pool and (`screen =
     "unknown"`) the unscreened candidates of known cells with their posteriors (`by_prior`)."""
     refined = screened.refine["problem_id"].implode()
-    pooled = core.run_stats(ledger, runs).filter(pl.col("problem_id").is_in(refined))
-    easy, rejected, solved = core.replay_pool(screened.all_correct, rejected, solved_counts)
+    pooled = curation.run_stats(ledger, runs).filter(pl.col("problem_id").is_in(refined))
+    easy, rejected, solved = curation.replay_pool(screened.all_correct, rejected, solved_counts)
     items, dropped = build_curriculum(pooled, easy, cfg, by_prior)
     solved_rest = pl.col("problem_id").is_in(solved.implode())  # not replayed: keep its reason
     dropped = dropped.with_columns(
         pl.when(solved_rest).then(pl.lit("solved_in_training")).otherwise("reason").alias("reason")
     )
     rejections = concat_rejections([rejected, screened.rejections, dropped])
-    core.write_curriculum(ledger, curriculum_id, pol, cfg, items, rejections)
+    curation.write_curriculum(ledger, curriculum_id, pol, cfg, items, rejections)
     return items, rejections
 
 
@@ -176,15 +175,15 @@ def curate(
     progress: Progress | None = None,
     fanout: Fanout | None = None,
 ) -> CurateResult:
-    """The whole curation, resumable (see `pipeline.jobs.curate`). Inside `curate_flow` each step is
-    a Prefect task; called directly, the same steps run as plain functions. `fanout`: run the
-    sampling chunks on that open task runner (`flows.scale`)."""
-    key = core.curation_key(cfg, pol.model_revision)
-    screen = core.run_info(pol, "screen", cfg.screen_g, key, cfg)
-    refine = core.run_info(pol, "refine", cfg.refine_g, key, cfg)
+    """The whole curation, resumable (see `pipeline.jobs.curate.curation`). Inside `curate_flow`
+    each step is a Prefect task; called directly, the same steps run as plain functions. `fanout`:
+    run the sampling chunks on that open task runner (`flows.scale`)."""
+    key = curation.curation_key(cfg, pol.model_revision)
+    screen = curation.run_info(pol, "screen", cfg.screen_g, key, cfg)
+    refine = curation.run_info(pol, "refine", cfg.refine_g, key, cfg)
     runs = [screen.run_id, refine.run_id]
     n_cands, kept, rejected, solved = step(select_candidates, ledger, cfg, runs)
-    kept, by_prior = core.split_known_cells(ledger, kept, cfg, pol.model_revision, runs)
+    kept, by_prior = curation.split_known_cells(ledger, kept, cfg, pol.model_revision, runs)
     sample_stage(ledger, pol, kept, screen, cfg, progress, fanout)
     screened, hist = step(screen_decisions, ledger, cfg, screen.run_id)
     to_refine = kept.filter(pl.col("problem_id").is_in(screened.refine["problem_id"].implode()))
@@ -193,10 +192,10 @@ def curate(
     items, rejections = step(
         make_curriculum, ledger, pol, cfg, runs, screened, rejected, solved, cid, by_prior
     )
-    spent = core.rollouts_spent(ledger, runs)
+    spent = curation.rollouts_spent(ledger, runs)
     found = [audit.warning(ledger, runs, cfg.audit_warn, cid)]
     if items.is_empty():
-        found.append(core.empty_curriculum_note(ledger, cid))
+        found.append(curation.empty_curriculum_note(ledger, cid))
     warnings = [line for line in found if line is not None]
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
@@ -248,7 +247,7 @@ def shard_root(params: CurateParams, ledger: Ledger) -> str:
 
 
 def summarise(result: CurateResult) -> dict[str, Any]:
-    summary = core.summarise(
+    summary = curation.summarise(
         result.curriculum_id,
         result.items,
         result.rejections,

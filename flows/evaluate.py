@@ -2,11 +2,11 @@
 sequence called without a Prefect run): held-out pass@1 by family x level, greedy and sampled,
 both runs recorded in the ledger (purpose `eval`).
 
-load the policy -> draw the held-out set (`pipeline.jobs.evaluate.heldout_set`) -> render its
-prompts in the model's format -> sample and record greedy, then sampled -> read the table back
+load the policy -> draw the held-out set (`pipeline.jobs.analysis.evaluate.heldout_set`) -> render
+its prompts in the model's format -> sample and record greedy, then sampled -> read the table back
 from the `heldout_pass1` view. The ledger is transient (locked only while a run is committed),
 so readers work while an evaluation samples. Training evaluates through the same step
-(`pipeline.jobs.evaluate.evaluate`) from its recorder.
+(`pipeline.jobs.analysis.evaluate.evaluate`) from its recorder.
 
 Run: `sieve eval`.
 Test: `pytest tests/flows/test_runtime.py tests/policy/test_evaluate.py`.
@@ -25,8 +25,8 @@ from pydantic import Field
 from flows.runtime import PolicyParams, Runtime, step
 from grpo_core.validate import AtLeastOne, Seed
 from pipeline.core.hooks import Progress
-from pipeline.jobs.curate import Policy, policy_for
-from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.jobs.analysis.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.jobs.curate.curation import Policy, policy_for
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger
 

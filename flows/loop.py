@@ -34,8 +34,8 @@ from pipeline.core.errors import SieveError
 from pipeline.core.home import resolve_home
 from pipeline.core.hooks import Progress
 from pipeline.core.runlog import quiet_prefect
-from pipeline.jobs.backtest import CurationBacktest, backtest_curation
-from pipeline.jobs.recipes import TINY_RECIPE, TrainSettings
+from pipeline.jobs.analysis.backtest_arms import CurationBacktest, backtest_curation
+from pipeline.jobs.train.settings import TINY_RECIPE, TrainSettings
 from pipeline.sampling import EngineOptions
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
@@ -110,10 +110,10 @@ def loop(
 
 def night_done(home: str | Path | None, night: date, model: str | None) -> dict[str, Any] | None:
     """The `nights` row of `night` on the lineage a night would continue now (the head
-    `pipeline.jobs.lineage.nightly_model` picks, or an ancestor of it, ended the night); None on a
-    fresh home, for a served model (no weights here), or when that night has not finished."""
+    `pipeline.jobs.train.lineage.nightly_model` picks, or an ancestor of it, ended the night); None
+    on a fresh home, for a served model (no weights here), or when that night has not finished."""
     from pipeline.core.home import ledger_path
-    from pipeline.jobs.lineage import finished_night, nightly_model
+    from pipeline.jobs.train.lineage import finished_night, nightly_model
     from pipeline.policy.model import folder_revision
 
     if not ledger_path(home).exists():
@@ -127,7 +127,7 @@ def night_done(home: str | Path | None, night: date, model: str | None) -> dict[
 
 def record(home: str | Path | None, night: date, result: dict[str, Any]) -> None:
     """A night the nightly flow ended (trained, or with nothing kept) as finished in `nights`."""
-    from pipeline.jobs.lineage import record_night
+    from pipeline.jobs.train.lineage import record_night
     from pipeline.policy.model import folder_revision
 
     train = result.get("train")
@@ -149,7 +149,8 @@ def record(home: str | Path | None, night: date, result: dict[str, Any]) -> None
 @dataclass
 class DemoRun:
     """One demo night: its summary and what its curation bought
-    (`pipeline.jobs.backtest.backtest_curation`; `bought_note` says why not, if not)."""
+    (`pipeline.jobs.analysis.backtest_arms.backtest_curation`; `bought_note` says why not, if
+    not)."""
 
     home: Path
     bootstrapped: bool
@@ -179,7 +180,7 @@ def demo(
     model = root / "models" / "tiny"
     bootstrapped = False
     if not (model / "config.json").is_file():
-        from pipeline.jobs.bootstrap import BootstrapConfig, save_atomically, train_tiny
+        from pipeline.jobs.train.bootstrap import BootstrapConfig, save_atomically, train_tiny
 
         say(f"bootstrapping the tiny policy ({bootstrap_steps} supervised steps) -> {model}")
         cfg = BootstrapConfig(max_steps=bootstrap_steps)
@@ -218,8 +219,8 @@ def demo_real_settings() -> tuple[CurateConfig, TrainSettings, EngineOptions]:
     """The real-model demo's curation, training and engine settings: the chat recipe
     (pipeline/recipes/real_train.toml) cut down as the comment above says; the night curates at
     its temperature and answer budget by the one rule every night follows
-    (`pipeline.jobs.recipes.curation_sampling`)."""
-    from pipeline.jobs.recipes import RECIPES, load_settings
+    (`pipeline.jobs.train.settings.curation_sampling`)."""
+    from pipeline.jobs.train.settings import RECIPES, load_settings
 
     recipe = load_settings(RECIPES / "real_train.toml")
     grpo = {

@@ -1,11 +1,11 @@
 """The nightly flow: curate with the newest checkpoint -> train on that curriculum -> eval.
 
-Each night continues a lineage (`pipeline.jobs.lineage.nightly_model`): with a model folder given,
-the newest checkpoint trained from it (or from a checkpoint trained from it, and so on; finished
-runs only), else the folder itself; without one, the lineage of the model the newest curriculum was
-curated with, and on a fresh home the bootstrapped tiny policy. So each night samples from what
-the previous night trained, and a checkpoint of another model's lineage is never picked up.
-Curation reads the ledger's history (prompt_stats of recent revisions) for its prior. Training
+Each night continues a lineage (`pipeline.jobs.train.lineage.nightly_model`): with a model folder
+given, the newest checkpoint trained from it (or from a checkpoint trained from it, and so on;
+finished runs only), else the folder itself; without one, the lineage of the model the newest
+curriculum was curated with, and on a fresh home the bootstrapped tiny policy. So each night samples
+from what the previous night trained, and a checkpoint of another model's lineage is never picked
+up. Curation reads the ledger's history (prompt_stats of recent revisions) for its prior. Training
 uses the same model and backend, with `train` settings or else the recipe for the model
 (the shipped `*_train.toml`), evaluates the held-out set before and after and registers the new
 checkpoint, which the next night picks up. With the vllm backend a night starts one in-process
@@ -41,9 +41,9 @@ from flows.train import TrainParams, train_flow
 from grpo_core.validate import STRICT
 from pipeline.core.home import resolve_home
 from pipeline.core.hooks import Progress, report
-from pipeline.jobs.curate import policy_for
-from pipeline.jobs.lineage import night_start
-from pipeline.jobs.recipes import TrainSettings, curation_sampling
+from pipeline.jobs.curate.curation import policy_for
+from pipeline.jobs.train.lineage import night_start
+from pipeline.jobs.train.settings import TrainSettings, curation_sampling
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 
@@ -69,7 +69,7 @@ class NightlyParams(BaseModel):
     keep_sampling: list[str] = Field(
         default_factory=list,
         description="[sampling] fields the user set; the others follow the training settings "
-        "for a chat model (pipeline.jobs.recipes.curation_sampling).",
+        "for a chat model (pipeline.jobs.train.settings.curation_sampling).",
     )
     train: TrainSettings | None = Field(
         default=None, description="None: the recipe for the model (the shipped *_train.toml)."

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from grpo_core.types import RewardFn
     from pipeline.core.hooks import Progress
-    from pipeline.jobs.curate import Policy
+    from pipeline.jobs.curate.curation import Policy
     from pipeline.store import Ledger
 
 P = ParamSpec("P")

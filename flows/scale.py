@@ -3,7 +3,7 @@
 `ScaleConfig` (the curate flow's `scale` parameter) picks the runner:
 
 - `local` (default): the chunks run one after another in the flow process, each committing its
-  own rows (`pipeline.jobs.curate.sample_chunk`); nothing here is used.
+  own rows (`pipeline.jobs.curate.curation.sample_chunk`); nothing here is used.
 - `dask`: `prefect_dask.DaskTaskRunner` on the cluster at `runner_address`
   (`tcp://scheduler:8786`), or on a local `distributed.LocalCluster` of `workers` processes
   with one thread each.
@@ -12,10 +12,10 @@
   started is reused).
 
 With dask or ray, `sharded_stage` submits one `sample_to_shard` task per pending chunk; each
-worker builds its policy once (`pipeline.jobs.shards.PolicySpec`), samples, scores and writes a
-Parquet shard under `shard_root`; the flow process commits each shard as its task finishes
-(`pipeline.jobs.shards.commit_shard`, idempotent on the rollouts' natural key). Shards left by an
-earlier, interrupted try are committed first when they belong to a chunk still missing. Once
+worker builds its policy once (`pipeline.jobs.curate.shards.PolicySpec`), samples, scores and writes
+a Parquet shard under `shard_root`; the flow process commits each shard as its task finishes
+(`pipeline.jobs.curate.shards.commit_shard`, idempotent on the rollouts' natural key). Shards left
+by an earlier, interrupted try are committed first when they belong to a chunk still missing. Once
 the run is finished in the ledger its shard folder is deleted (`keep_shards` keeps it).
 A worker process that dies mid-chunk is re-run by the cluster itself (Dask's
 `distributed.scheduler.allowed-failures`, Ray's task `max_retries`, both 3 by default); the
@@ -44,9 +44,8 @@ from pydantic import BaseModel, Field
 from grpo_core.validate import STRICT, AtLeastOne
 from pipeline.core.errors import SieveError
 from pipeline.core.hooks import Progress, report
-from pipeline.jobs import curate as core
-from pipeline.jobs import shards
-from pipeline.jobs.rollouts import RunInfo
+from pipeline.jobs.curate import curation, shards
+from pipeline.jobs.curate.rollouts import RunInfo
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 
@@ -151,17 +150,17 @@ def sharded_stage(
     progress: Progress | None,
     fanout: Fanout,
 ) -> int:
-    """`pipeline.jobs.curate.sample_run` with the chunks as tasks on the runner, committed from
-    their shards as they finish. Returns the number of rollouts the run holds."""
-    parts = core.chunks(problems, cfg)
-    todo = core.pending_chunks(ledger, info, parts)
-    if not todo and core.is_finished(ledger, info.run_id):
+    """`pipeline.jobs.curate.curation.sample_run` with the chunks as tasks on the runner, committed
+    from their shards as they finish. Returns the number of rollouts the run holds."""
+    parts = curation.chunks(problems, cfg)
+    todo = curation.pending_chunks(ledger, info, parts)
+    if not todo and curation.is_finished(ledger, info.run_id):
         done_with_shards(fanout, info)  # a run finished before its shards were removed
         return problems.height * info.group_size
-    core.start_run(ledger, info)
+    curation.start_run(ledger, info)
     prints = {i: shards.chunk_fingerprint(parts[i], info, cfg.seed, i) for i in todo}
     shards.commit_shards(ledger, info.run_id, fanout.shard_root, expect=prints)  # an earlier try
-    todo = core.pending_chunks(ledger, info, parts)
+    todo = curation.pending_chunks(ledger, info, parts)
     futures: list[PrefectFuture[shards.ShardRef]] = [
         fanout.runner.submit(
             sample_shard,
@@ -181,7 +180,7 @@ def sharded_stage(
         ref = future.result()
         commit_chunk(ledger, info, parts[ref.index], ref, prints[ref.index])
         report(progress, "curate", info.purpose, done, len(todo))
-    core.set_status(ledger, info, "finished")
+    curation.set_status(ledger, info, "finished")
     done_with_shards(fanout, info)
     return problems.height * info.group_size
 
@@ -199,7 +198,7 @@ def commit_chunk(
     if ref.fingerprint != fingerprint:
         raise SieveError(f"shard {ref.uri} holds another chunk than chunk {ref.index}")
     shards.commit_shard(ledger, ref)
-    if not core.chunk_stored(ledger, info, chunk):
+    if not curation.chunk_stored(ledger, info, chunk):
         raise SieveError(
             f"chunk {ref.index} of run {info.run_id} was committed from {ref.uri}, but its "
             f"rollouts are not in the ledger {ledger.path or '(in memory)'}"

@@ -1,6 +1,6 @@
 """The training job, written once: `train_flow` (a Prefect flow) and `train` (the same sequence
-called without a Prefect run), over a run's steps (`pipeline.jobs.trainee`) and its recorder
-(`pipeline.jobs.recorder`).
+called without a Prefect run), over a run's steps (`pipeline.jobs.train.trainee`) and its recorder
+(`pipeline.jobs.train.recorder`).
 
 plan (ids, curriculum, settings; fails fast on a run that exists without `--resume`) -> load the
 trainee (fp32, LoRA-wrapped when the recipe trains adapters) -> sampler, held-out evaluator,
@@ -10,7 +10,7 @@ progress through the recorder's hooks) -> held-out eval of the trained weights -
 
 The flow trains the model the curriculum was curated with unless `model` says otherwise, with the
 recipe for that model unless `settings` are given, all resolved once into a
-`pipeline.jobs.lineage.TrainJob` (`resolve_train_job`); a caller that resolved the job already
+`pipeline.jobs.train.lineage.TrainJob` (`resolve_train_job`); a caller that resolved the job already
 (`sieve train`, before Prefect starts) hands it over as `job`, and the flow resolves nothing again.
 Steps keep no Prefect result cache: the trainer's own checkpoints are the resume mechanism, and
 `resume=True` continues from the newest valid one. The flow's ledger is transient: DuckDB's file
@@ -44,12 +44,12 @@ from pipeline.core.crash import crash_point
 from pipeline.core.errors import SieveError
 from pipeline.core.home import resolve_home
 from pipeline.core.hooks import Progress
-from pipeline.jobs.curriculum_batches import CurriculumBatches, verifier_reward
-from pipeline.jobs.evaluate import overall
-from pipeline.jobs.lineage import TrainJob, check_sampling, resolve_train_job
-from pipeline.jobs.recipes import TrainSettings, train_recipe
-from pipeline.jobs.recorder import Recorder, recorder_for
-from pipeline.jobs.trainee import (
+from pipeline.jobs.analysis.evaluate import overall
+from pipeline.jobs.train.curriculum_batches import CurriculumBatches, verifier_reward
+from pipeline.jobs.train.lineage import TrainJob, check_sampling, resolve_train_job
+from pipeline.jobs.train.recorder import Recorder, recorder_for
+from pipeline.jobs.train.settings import TrainSettings, train_recipe
+from pipeline.jobs.train.trainee import (
     TrainPlan,
     TrainResult,
     carry_lineage,
@@ -58,7 +58,7 @@ from pipeline.jobs.trainee import (
     load_trainee,
     result_of,
 )
-from pipeline.jobs.trainee import plan as plan_of
+from pipeline.jobs.train.trainee import plan as plan_of
 from pipeline.policy.prompts import render
 from pipeline.sampling import EngineOptions
 from pipeline.sampling.group_sampler import make_group_sampler
@@ -90,7 +90,7 @@ class TrainParams(BaseModel):
     strict_sampling: bool = Field(
         default=False,
         description="Refuse to train at other sampling settings than the curriculum was "
-        "curated at (else one warning line; `pipeline.jobs.lineage.check_sampling`).",
+        "curated at (else one warning line; `pipeline.jobs.train.lineage.check_sampling`).",
     )
     job: TrainJob | None = Field(
         default=None,

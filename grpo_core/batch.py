@@ -4,8 +4,9 @@
 right-padded) for the plain forward, left-padded prompts plus right-padded completions for the
 prefix-sharing forward (`grpo_core.logprobs`), and the engine's log-probs when the sampler
 reported them. `micro_batches` cuts the batch into parts bounded by `micro_batch_size` rows and
-`micro_batch_tokens` padded tokens; the loss is a share-weighted sum over parts (`share`), so
-the split changes no gradient, only peak memory and how much padding is computed.
+`micro_batch_tokens` padded tokens; the loss is a share-weighted sum over parts
+(`grpo_core.update.share`), so the split changes no gradient, only peak memory and how much
+padding is computed.
 
 Under a token budget with prefix sharing the split is also chosen for padding: a
 part is padded to its longest completion, and a group's completions differ by 10× and more
@@ -31,14 +32,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from grpo_core.loss import truncated_is_weights
 from grpo_core.types import Item, Sample, TrainerError
 
 # Full-row micro-batches group rows of similar length (less padding): a new bucket starts when a
 # row is this many times longer than the bucket's shortest and the bucket has this many rows.
 BUCKET_STRETCH = 1.25
 BUCKET_MIN_ROWS = 32
-TIS_KEYS = ("logprob_mismatch", "is_weight_mean", "is_clipped_frac")
 # Prefix-sharing parts under a token budget: each part costs its padded tokens plus this many
 # (the fixed cost of its four model calls and smaller matmuls, in tokens: a guess, measured
 # by benchmarks/update_step.py), and rows whose completion lengths are within this ratio of
@@ -205,7 +204,7 @@ def part_rows(b: Batch, size: int, tokens: int, share_prefix: bool) -> list[Tens
         return _full_row_parts(b, size or int(b.ids.shape[0]), tokens)
     if tokens and int(b.ids.shape[0]) > 1:
         return _cheapest_shared_parts(b, size or int(b.ids.shape[0]), tokens)
-    return _shared_parts(b, size or int(b.ids.shape[0]), tokens)
+    return shared_parts(b, size or int(b.ids.shape[0]), tokens)
 
 
 def _shared_lengths(b: Batch) -> tuple[np.ndarray, np.ndarray]:
@@ -227,9 +226,9 @@ def _padded_cost(lens: np.ndarray, owner: np.ndarray, idx: np.ndarray) -> int:
 
 
 def _cheapest_shared_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:
-    """The prompt-order split (`_shared_parts`) or the length-sorted one (`_length_parts`),
+    """The prompt-order split (`shared_parts`) or the length-sorted one (`_length_parts`),
     whichever computes fewer padded tokens (`_padded_cost`); the prompt order on a tie."""
-    by_prompt = _shared_parts(b, size, tokens)
+    by_prompt = shared_parts(b, size, tokens)
     lens, owner = _shared_lengths(b)
     by_length = _length_parts(lens, owner, size, tokens)
     cost_prompt = sum(_padded_cost(lens, owner, p.cpu().numpy()) for p in by_prompt)
@@ -283,7 +282,7 @@ def _length_parts(lens: np.ndarray, owner: np.ndarray, size: int, tokens: int) -
     return parts
 
 
-def _shared_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:
+def shared_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:
     """Consecutive rows; a part costs used prompts × longest prompt + rows × longest completion.
 
     Greedy: a part grows until its next row would pass `size` rows or the token budget. The
@@ -360,108 +359,3 @@ def _full_row_parts(b: Batch, size: int, tokens: int) -> list[Tensor]:
             parts.append(order[start:i])
             start = i
     return parts
-
-
-def valid(b: Batch, mask_truncated: bool) -> Tensor:
-    """Completion tokens that enter the loss. (B, Tc)"""
-    keep = ~b.truncated if mask_truncated else torch.ones_like(b.truncated)
-    return b.comp_mask & keep[:, None]  # (B, Tc)
-
-
-def denominators(b: Batch, mask_truncated: bool) -> tuple[float, float]:
-    """The whole batch's valid tokens and valid sequences (the aggregations' denominators)."""
-    v = valid(b, mask_truncated)
-    return float(v.sum()), float(v.any(dim=1).sum())
-
-
-def share(
-    part: Batch, totals: tuple[float, float], aggregation: str, mask_truncated: bool
-) -> float:
-    """This micro-batch's share of the aggregation's denominator (1 with one micro-batch)."""
-    v = valid(part, mask_truncated)
-    if aggregation == "token_mean":
-        return float(v.sum()) / max(totals[0], 1.0)
-    return float(v.any(dim=1).sum()) / max(totals[1], 1.0)
-
-
-class StepInputs:
-    """What every iteration of one step shares: micro-batches, fixed log-probs, IS weights."""
-
-    def __init__(
-        self,
-        parts: list[Batch],
-        totals: tuple[float, float],
-        old: list[Tensor] | None,
-        ref: list[Tensor] | None,
-        beta: float,
-        max_tokens: int,
-        real: int | None = None,
-    ):
-        self.parts, self.totals, self.old, self.ref = parts, totals, old, ref
-        self.beta, self.max_tokens = beta, max_tokens
-        self.real = len(parts) if real is None else real  # parts after it: fsdp's zero-weight pads
-        self.weights: dict[int, Tensor] = {}  # micro-batch -> (B, Tc) truncated IS weights
-        self.tis: list[tuple[float, dict[str, float]]] = []  # (engine tokens, metrics) per part
-
-    def is_weights(self, j: int, part: Batch, old: Tensor, cap: float) -> Tensor | None:
-        """Part j's truncated behaviour weights w = min(π_prox / μ, cap) (B, Tc), the
-        `token_weight` of the decoupled objective (`grpo_core.loss`): π_prox is `old`, the
-        trainer's log-probs at the step's start (taken once, at the first iteration); μ is a
-        replayed row's own `logprobs` when it carries them (taken at the weights that sampled
-        it, `grpo_core.history.with_behaviour_logprobs`), else the step's reference log-probs,
-        and a fresh row's engine log-probs where the sampler reported them; 1 elsewhere. None:
-        no row has a behaviour policy of its own (the plain on-policy path).
-
-        Refused (TrainerError): replayed rows with `cap` = 0 (that turns the weights off, and a
-        replayed row would push as if sampled at the step's start), and a replayed row with
-        neither its own log-probs nor a reference to read μ from."""
-        self._check_replayed(part, cap)
-        engine_lp, has_engine = part.engine_lp, part.has_engine
-        if part.replayed is not None and self.ref is not None:
-            ref, rep = self.ref[j], part.replayed  # (B, Tc), (B,)
-            if has_engine is not None:
-                rep = rep & ~has_engine  # a replayed row with its own log-probs keeps them
-            base = engine_lp if engine_lp is not None else torch.zeros_like(ref)
-            engine_lp = torch.where(rep[:, None], ref, base)  # (B, Tc)
-            has_engine = rep if has_engine is None else has_engine | rep
-        if engine_lp is None or has_engine is None:
-            return None
-        if j not in self.weights:
-            known = part.comp_mask & has_engine[:, None]  # (B, Tc)
-            self.weights[j], metrics = truncated_is_weights(old, engine_lp, known, cap)
-            self.tis.append((float(known.sum()), metrics))
-        return self.weights[j]
-
-    def kl_weights(self, j: int, part: Batch, old: Tensor, cap: float) -> Tensor | None:
-        """Part j's KL-term weights (B, Tc): a replayed row's truncated behaviour weights (its
-        KL term is importance-weighted like its policy-gradient term), 1 on every other row;
-        None when the part has no replayed row (fresh rows' KL terms stay unweighted)."""
-        if part.replayed is None or not bool(part.replayed.any()):
-            return None
-        w = self.is_weights(j, part, old, cap)
-        assert w is not None  # a replayed row always has a behaviour policy (or is refused)
-        return torch.where(part.replayed[:, None], w, torch.ones_like(w))  # (B, Tc)
-
-    def _check_replayed(self, part: Batch, cap: float) -> None:
-        if part.replayed is None or not bool(part.replayed.any()):
-            return
-        if cap <= 0:
-            raise TrainerError(
-                "replayed samples need tis_cap > 0: their behaviour weights min(π_prox / μ, "
-                "tis_cap) are what corrects them for being sampled by another policy "
-                "(tis_cap = 0 turns them off); set tis_cap (default 2.0) or turn replay off"
-            )
-        own = part.has_engine if part.has_engine is not None else torch.zeros_like(part.replayed)
-        if self.ref is None and bool((part.replayed & ~own).any()):
-            raise TrainerError(
-                "a replayed sample without behaviour log-probs (Sample.logprobs) needs the "
-                "reference's, the weights that sampled it: set reference to frozen or "
-                "lora_base, or give each replayed sample its log-probs"
-            )
-
-    def tis_metrics(self) -> dict[str, float]:
-        """Engine/trainer mismatch metrics, token-weighted over micro-batches; {} without."""
-        total = sum(n for n, _ in self.tis)
-        if not self.tis:
-            return {}
-        return {k: sum(n * mm[k] for n, mm in self.tis) / max(total, 1.0) for k in TIS_KEYS}

@@ -46,7 +46,8 @@ def plain(t: Rollouts, step: int) -> Collected:
     return Collected(items, groups, scores, sum(len(g) for g in groups), ts, tr)
 
 
-def _split(scores: Scores, groups: list[list[Sample]]) -> list[Scores]:
+def split_scores(scores: Scores, groups: list[list[Sample]]) -> list[Scores]:
+    """The step's flat `scores` cut into one `Scores` per group, in the groups' order."""
     out, i = [], 0
     for g in groups:
         out.append(Scores(scores.rewards[i : i + len(g)], scores.correct[i : i + len(g)]))
@@ -54,17 +55,19 @@ def _split(scores: Scores, groups: list[list[Sample]]) -> list[Scores]:
     return out
 
 
-def _join(parts: Sequence[Scores]) -> Scores:
+def join_scores(parts: Sequence[Scores]) -> Scores:
+    """Several groups' `Scores` as one, in order (the inverse of `split_scores`)."""
     return Scores([r for p in parts for r in p.rewards], [c for p in parts for c in p.correct])
 
 
-def _informative(part: Scores, tol: float) -> bool:
+def is_informative(part: Scores, tol: float) -> bool:
+    """Whether a group's known rewards (≥ 2 of them) disagree (`advantages.is_uninformative`)."""
     known = [r for r in part.rewards if r is not None]
     return len(known) >= 2 and not is_uninformative(max(known), min(known), tol)
 
 
 @dataclass
-class _Gather:
+class Gather:
     """What one step has sampled so far (all of it counted) and what it keeps to train on."""
 
     trainer: Rollouts
@@ -84,7 +87,7 @@ class _Gather:
         self.spent += sum(len(g) for g in groups)
         self.time_sample, self.time_score = self.time_sample + ts, self.time_score + tr
         self.last = items
-        return list(zip(items, groups, _split(scores, groups), strict=True))
+        return list(zip(items, groups, split_scores(scores, groups), strict=True))
 
     def keep(self, item: Item, group: list[Sample], part: Scores) -> None:
         self.items.append(item)
@@ -95,7 +98,7 @@ class _Gather:
         if not self.items:  # nothing worth training on: train on nothing, but count the cost
             return Collected(self.last[:1], [[]], Scores([], []), self.spent, self.time_sample,
                              self.time_score)  # fmt: skip
-        return Collected(self.items, self.groups, _join(self.parts), self.spent,
+        return Collected(self.items, self.groups, join_scores(self.parts), self.spent,
                          self.time_sample, self.time_score)  # fmt: skip
 
 
@@ -109,12 +112,12 @@ def dynamic_sampling(
     protocol of benchmarks/headline.py. Without it a step short of `target` trains what it has."""
 
     def collect(t: Rollouts, step: int) -> Collected:
-        got = _Gather(t)
+        got = Gather(t)
         for round_ in range(max_rounds):
             for item, grp, part in got.sample(
                 list(source(step, round_)), t.step_seed(step, round_)
             ):
-                if _informative(part, t.cfg.zero_var_tol) and len(got.items) < target:
+                if is_informative(part, t.cfg.zero_var_tol) and len(got.items) < target:
                     got.keep(item, grp, part)
             if len(got.items) >= target:
                 break
@@ -146,7 +149,7 @@ def pilot_commit(
         return sum(known) / len(known) if known else -1.0
 
     def collect(t: Rollouts, step: int) -> Collected:
-        got = _Gather(t)
+        got = Gather(t)
         for round_ in range(max_rounds):
             fresh = list(source(step, round_))
             seed = t.step_seed(step, round_)
@@ -157,7 +160,7 @@ def pilot_commit(
                 extra_seed = derive_seed(seed, "extra")  # a stream of its own
                 more = got.sample([k[0] for k in kept], extra_seed, [total_g - pilot_g] * len(kept))
                 for (item, grp, part), (_, extra, part2) in zip(kept, more, strict=True):
-                    got.keep(item, grp + extra, _join([part, part2]))
+                    got.keep(item, grp + extra, join_scores([part, part2]))
             if len(got.items) >= target:
                 break
         return got.collected()

@@ -17,7 +17,7 @@ One step, on N ranks:
    uninformative groups and the score metrics are computed on the whole step, before sharding.
 2. The step's informative rows are built into one batch on every rank; rank r trains on rows
    [r·B/N, (r+1)·B/N) (`local_rows`, contiguous, so a prompt's rows stay together for prefix
-   sharing). The loss denominators (`grpo_core.batch.denominators`; `dr_grpo`'s `max_tokens` is the
+   sharing). The loss denominators (`grpo_core.update.denominators`; `dr_grpo`'s `max_tokens` is the
    config constant `dr_grpo_tokens`) come from the *whole* batch, so each micro-batch's
    share-weighted loss is its exact term of the single-process loss and Σ over ranks of the per-rank
    gradients is the single-process gradient.
@@ -60,7 +60,7 @@ import torch.distributed as dist
 from torch import Tensor
 
 from grpo_core import fsdp
-from grpo_core.batch import Batch, StepInputs, micro_batches, rows
+from grpo_core.batch import Batch, micro_batches, rows
 from grpo_core.collect import plain
 from grpo_core.config import GRPOConfig
 from grpo_core.ranks import Dist, DistributedConfig
@@ -74,6 +74,7 @@ from grpo_core.types import (
     TrainerError,
     TrainerHooks,
 )
+from grpo_core.update import StepInputs
 
 T = TypeVar("T")
 

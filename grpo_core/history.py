@@ -10,19 +10,19 @@
   decoupled clipped objective (`grpo_core.loss`): ratio r = π_θ/π_prox to the
   policy at the step's start, clipped as usual, times the behaviour weight w = min(π_prox/π_ref,
   tis_cap)
-  (`grpo_core.batch.StepInputs.is_weights`), which is exactly 1 while the policy is still the
+  (`grpo_core.update.StepInputs.is_weights`), which is exactly 1 while the policy is still the
   reference; its KL term is weighted by the same w. Later visits sample fresh. Replayed samples
   are not new rollouts (`Collected.rollouts` counts only fresh ones; `replayed_rollouts` reports
   the others). Needs a reference model (`reference` not "none") and `tis_cap` > 0; matching the
   sampling settings (temperature, top-p, token budget) is the job of whoever loads the stored
-  samples (`pipeline.jobs.replay`).
+  samples (`pipeline.jobs.train.replay`).
 - Selection bias, measured: a replayed group is, unless the caller says
   otherwise (`selecting`), the very samples the curation kept its prompt on; it was kept because
   it disagreed (its pass rate was inside the band), so it is not a fresh draw of the prompt and
   is informative more often than a fresh group of the same prompt. Each step reports
   `replayed_groups`, `replayed_selecting_groups` (of those, the selecting samples),
   `replayed_flat_groups` and `fresh_groups` / `fresh_flat_groups` (zero-variance by the task
-  reward and `zero_var_tol`, as the skip decides); `pipeline.jobs.replay.replay_bias` sums them per
+  reward and `zero_var_tol`, like the skip); `pipeline.jobs.train.replay.replay_bias` sums them per
   training run. Nothing here selects on other samples.
 - `with_behaviour_logprobs`: samples drawn from weights that are *not* the reference (a later
   night's curation, after training moved the policy) carry their behaviour log-probs instead,
@@ -40,13 +40,13 @@
   Streaks of whole visits stay Python ints. The step's sampling budget
   goes to the next prompts: the step costs fewer rollouts and the caller's rollout budget buys
   more steps. Skips are counted (`skipped_zero_var`) and reported one by one to `on_skip`
-  (pipeline.jobs.recorder writes them to the ledger's `train_skips`, rows of `train_group_stats`).
+  (pipeline.jobs.train.recorder writes them to `train_skips`, rows of `train_group_stats`).
   Departure from GRESO: its exploration probability is tuned online against a target
   zero-variance share; here it is a fixed schedule.
 
 Resume: which prompts are first visits is a pure function of the step (the batch source is);
 the skip's draws derive from (seed, step, key), but its streaks live in memory: a resumed run
-rebuilds them from the ledger (`pipeline.jobs.replay.zero_var_streaks`), which holds the run's own
+rebuilds them from the ledger (`pipeline.jobs.train.replay.zero_var_streaks`): it has the run's own
 recorded steps.
 
 Test: `.venv/bin/pytest tests/grpo_core/test_history.py -q`.
@@ -61,7 +61,7 @@ from typing import Any
 import torch
 
 from grpo_core.advantages import is_uninformative
-from grpo_core.collect import _join, _split
+from grpo_core.collect import join_scores, split_scores
 from grpo_core.config import GRPOConfig
 from grpo_core.logp_policy import Policy, pad_id
 from grpo_core.seeds import derive_seed
@@ -95,7 +95,7 @@ class ZeroVarSkip:
     rate: float = 0.5  # how fast the skip probability grows with the streak k
     max_skip: float = 0.9  # the skip probability's ceiling: 1 − this is the re-exploration floor
     seed: int = 0
-    # told of every skip as (step, key, streak, p_skip): pipeline.jobs.recorder writes them to the
+    # told each skip as (step, key, streak, p_skip): pipeline.jobs.train.recorder writes them to the
     # ledger
     on_skip: Callable[[int, str, float, float], None] | None = field(default=None, repr=False)
 
@@ -258,7 +258,7 @@ def _assemble(
     if fresh:
         got, scores, ts, tr = t.sample_and_score([items[i] for i in fresh], t.step_seed(step))
         spent = sum(len(g) for g in got)
-        for i, g, p in zip(fresh, got, _split(scores, got), strict=True):
+        for i, g, p in zip(fresh, got, split_scores(scores, got), strict=True):
             groups[i], parts[i] = g, p
     if replay:
         # at most the item's G of them, the latest (a refine after its screen): the update
@@ -268,7 +268,7 @@ def _assemble(
             for i in replay
         ]
         got, scores = t.score_groups([items[i] for i in replay], old)
-        for i, g, p in zip(replay, got, _split(scores, got), strict=True):
+        for i, g, p in zip(replay, got, split_scores(scores, got), strict=True):
             groups[i], parts[i] = g, p
     order = sorted(groups)
     tol = t.cfg.zero_var_tol
@@ -285,7 +285,7 @@ def _assemble(
     if not order:  # every prompt skipped: train on nothing, spend nothing
         return Collected(items[:1], [[]], Scores([], []), 0, metrics=metrics)
     kept = [items[i] for i in order]
-    joined = _join([parts[i] for i in order])
+    joined = join_scores([parts[i] for i in order])
     return Collected(kept, [groups[i] for i in order], joined, spent, ts, tr, metrics)
 
 

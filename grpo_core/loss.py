@@ -44,7 +44,7 @@ update is w·A·∇logπ, w ≤ cap, and the trust region acts from the second i
 does for on-policy rows (whose w is 1).
 
 The weights are `truncated_is_weights`, from the trainer's step-start log-probs and the
-behaviour log-probs (`grpo_core.batch.StepInputs.is_weights`): for a replayed curation sample
+behaviour log-probs (`grpo_core.update.StepInputs.is_weights`): for a replayed curation sample
 (`Sample.replayed`) its own `Sample.logprobs` (taken at the weights that sampled it) or, when
 absent, the reference's (it was sampled by the reference weights); for a fresh sample the
 sampling engine's log-probs when it reports them (truncated IS for engine/trainer mismatch, Yao

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grpo_core.collect import _informative, _split
+from grpo_core.collect import is_informative, split_scores
 from grpo_core.history import ZeroVarSkip
 from grpo_core.seeds import derive_seed
 from grpo_core.types import Collected, Collector, Item, Rollouts, TrainerError
@@ -78,7 +78,7 @@ def greso_refill(
         if not kept:
             raise TrainerError(f"the candidate source returned no items for step {step}")
         c = _sample_all(t, step, kept, {"skipped_zero_var": float(skipped)})
-        skip.observe(kept, _split(c.scores, c.groups), t.cfg.zero_var_tol)
+        skip.observe(kept, split_scores(c.scores, c.groups), t.cfg.zero_var_tol)
         return c
 
     return collect
@@ -143,7 +143,7 @@ def thompson_select(
         order = np.argsort((draws - target_p) ** 2, kind="stable")[:target]
         kept = [cands[int(i)] for i in order]
         c = _sample_all(t, step, kept, {"candidates": float(len(cands))})
-        for it, part in zip(kept, _split(c.scores, c.groups), strict=True):
+        for it, part in zip(kept, split_scores(c.scores, c.groups), strict=True):
             known = [x for x in part.correct if x is not None]
             if known:
                 posterior.observe(it.key, float(sum(known)), float(len(known)))
@@ -175,7 +175,7 @@ def ranked_select(
 
 def informative_groups(c: Collected, tol: float) -> int:
     """How many of a collected batch's groups have a reward spread (train something)."""
-    return sum(_informative(p, tol) for p in _split(c.scores, c.groups))
+    return sum(is_informative(p, tol) for p in split_scores(c.scores, c.groups))
 
 
 __all__ = [

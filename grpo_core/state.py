@@ -136,6 +136,21 @@ def resume(
     return restore(st, path, state, warn)
 
 
+def carry(st: TrainerState, path: Path) -> bool:
+    """Load checkpoint `path`'s AdamW moments, lr schedule and β schedule state into `st`'s
+    objects (`Trainer.carry`: a new run continuing that one); False, changing nothing, when
+    `path` kept no optimiser state (only a run's newest checkpoint does). Refused under fsdp."""
+    state = ckpt.load_state(path)
+    if "optimizer" not in state:
+        return False
+    if st.sharded:
+        raise TrainerError("carry is not supported under fsdp")
+    st.optimizer.load_state_dict(state["optimizer"])
+    st.scheduler.load_state_dict(state["scheduler"])
+    vars(st.beta_schedule).update(state["beta_schedule"])
+    return True
+
+
 def write_model(st: TrainerState, folder: Path, tokenizer: Any, hooks: TrainerHooks) -> None:
     """The plain model folder (merged under LoRA) at the save dtype, tokenizer, extras.
 

@@ -73,7 +73,7 @@ from torch import Tensor
 from grpo_core import checkpoint as ckpt
 from grpo_core import distributed, fsdp
 from grpo_core import state as ckpt_state
-from grpo_core.batch import Batch, StepInputs, denominators, share
+from grpo_core.batch import Batch
 from grpo_core.collect import plain as collect
 from grpo_core.config import GRPOConfig
 from grpo_core.kl import make_beta_schedule
@@ -109,7 +109,7 @@ from grpo_core.types import (
     TrainerHooks,
     WeightSync,
 )
-from grpo_core.update import part_loss, step_metrics
+from grpo_core.update import StepInputs, backward, clip_and_step, fixed_inputs, step_metrics
 
 __all__ = [
     "BatchSource", "Collected", "Collector", "Counters", "GroupSampler", "Hooks", "Item",
@@ -302,48 +302,19 @@ class Trainer:
 
     def _step_inputs(self, step: int, batch: Batch) -> StepInputs:
         """Micro-batches, and the log-probs that stay fixed over the step's iterations."""
-        cfg = self.cfg
-        parts, real = distributed.local_parts(self.dist, batch, cfg)  # this rank's micro-batches
-        with torch.no_grad():
-            old = [self._logp(p)[0] for p in parts] if cfg.num_iterations > 1 else None
-            ref = [self.policy.ref_logp(p) for p in parts] if cfg.reference != "none" else None
-        totals = denominators(batch, cfg.mask_truncated)
-        beta = 0.0 if cfg.kl_in_reward else self.beta_schedule.value(step + self.schedule_offset)
-        return StepInputs(parts, totals, old, ref, beta, cfg.dr_grpo_tokens, real)
+        parts, real = distributed.local_parts(self.dist, batch, self.cfg)  # this rank's parts
+        at = step + self.schedule_offset
+        beta = 0.0 if self.cfg.kl_in_reward else self.beta_schedule.value(at)
+        return fixed_inputs(self.cfg, self.policy, batch, parts, real, beta)
 
     def _iteration(self, ctx: StepInputs) -> dict[str, float] | str:
         """One optimiser update over every micro-batch: its metrics, or why it was refused."""
-        cfg = self.cfg
-        it_metrics = self._backward(ctx)
-        it_metrics = distributed.reduce_iteration(self.dist, self.params, it_metrics)
-        if isinstance(it_metrics, str):
-            return it_metrics
-        norm = fsdp.local_float(torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
-        if not math.isfinite(norm):
-            return "non-finite gradient"
-        self.optimizer.step()
-        it_metrics["grad_norm"] = norm
-        return it_metrics
+        it_metrics = distributed.reduce_iteration(self.dist, self.params, self._backward(ctx))
+        return clip_and_step(self.cfg, self.params, self.optimizer, it_metrics)
 
     def _backward(self, ctx: StepInputs) -> dict[str, float] | str:
         """The whole batch's gradient, accumulated over micro-batches, and the loss metrics."""
-        self.optimizer.zero_grad(set_to_none=True)
-        it_metrics: dict[str, float] = {}
-        refused = ""
-        for j, part in enumerate(ctx.parts):
-            logp, entropy = self._logp(part, entropy=True)
-            old = ctx.old[j] if ctx.old is not None else logp.detach()
-            loss, lm = part_loss(self.cfg, ctx, j, part, logp, old, entropy)
-            if not math.isfinite(float(loss.detach())):
-                refused = "non-finite loss"
-                if self.fsdp is None:
-                    return refused
-            real = j < ctx.real  # fsdp's padding micro-batches weigh nothing
-            weight = share(part, ctx.totals, self.cfg.aggregation, self.cfg.mask_truncated)
-            (loss * (weight if real else 0.0)).backward()  # under fsdp: a collective
-            for k, v in lm.items():
-                it_metrics[k] = it_metrics.get(k, 0.0) + (v * weight if real else 0.0)
-        return refused or it_metrics
+        return backward(self.cfg, ctx, self.optimizer, self.policy, self.fsdp is not None)
 
     def _empty(self, m: dict[str, float]) -> tuple[StepOutput, dict[str, float]]:
         self.counters.empty_steps += 1
@@ -411,14 +382,8 @@ class Trainer:
         start). Step numbering, sampling seeds and the batch source stay this run's own. Returns
         False, changing nothing, when `path` kept no optimiser state (only a run's newest
         checkpoint does)."""
-        state = ckpt.load_state(path)
-        if "optimizer" not in state:
+        if not ckpt_state.carry(self.state(), path):
             return False
-        if self.fsdp is not None:
-            raise TrainerError("carry is not supported under fsdp")
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        vars(self.beta_schedule).update(state["beta_schedule"])
         self.schedule_offset = int(offset)
         if reference is not None:
             if self.ref_model is None:

@@ -11,7 +11,7 @@ Nothing here computes anything; `grpo_core.trainer` re-exports these names, so
 - `RewardFn` scores completions (reward and correctness; `None` = verifier error);
 - `TrainerHooks` is what the trainer tells its owner: per-step metrics, a checkpoint written,
   files to add to a checkpoint before it is published, warnings. `Hooks` implements it with
-  optional callables (the pipeline's recorder, `pipeline.jobs.recorder.Recorder`, is another);
+  optional callables (the pipeline's recorder, `pipeline.jobs.train.recorder.Recorder`, is another);
 - `Rollouts` is what a `Collector` may ask of the trainer (its batch source, sampling and
   scoring, the step seeds, the config): collectors never see the trainer's other state.
 

@@ -131,7 +131,7 @@ def partly_trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny policy trained for 300 supervised steps on arith 2-3: partly right, so curation
     keeps prompts and GRPO has informative groups (built once per test session, ~30 s). Tests
     that write next to it copy it first."""
-    from pipeline.jobs.bootstrap import BootstrapConfig, save_atomically, train_tiny
+    from pipeline.jobs.train.bootstrap import BootstrapConfig, save_atomically, train_tiny
     from pipeline.problems.mix import MixConfig
 
     cfg = BootstrapConfig(

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from pipeline.jobs.curate import Policy
+from pipeline.jobs.curate.curation import Policy
 from pipeline.problems import generate_mix
 from pipeline.selection import CurateConfig
 

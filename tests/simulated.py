@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipeline.jobs.curate import Policy
+from pipeline.jobs.curate.curation import Policy
 from pipeline.problems import generate_cells, mix_cells
 from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.selection import CurateConfig
@@ -61,10 +61,10 @@ def reachable_problems(cfg: CurateConfig) -> pl.DataFrame:
 
 # the modules that record (run rows, audit rows, rescored rows) or compare the verifier version
 _VERSIONED = (
-    "pipeline.jobs.rollouts",
-    "pipeline.jobs.audit",
-    "pipeline.jobs.curate",
-    "pipeline.jobs.rescore",
+    "pipeline.jobs.curate.rollouts",
+    "pipeline.jobs.curate.audit",
+    "pipeline.jobs.curate.curation",
+    "pipeline.jobs.curate.rescore",
 )
 
 

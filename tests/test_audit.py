@@ -1,6 +1,6 @@
-"""The verifier audit inside curation (pipeline/jobs/audit.py): which rollouts are audited (seeded,
-resumable, every guessed verdict), that the rows land in the chunk's transaction, that eval runs
-and code problems are left out, the curation's one-line warning, and that the audit's knobs
+"""The verifier audit inside curation (pipeline/jobs/curate/audit.py): which rollouts are audited
+(seeded, resumable, every guessed verdict), that the rows land in the chunk's transaction, that eval
+runs and code problems are left out, the curation's one-line warning, and that the audit's knobs
 change no curation key.
 
 Test: `.venv/bin/pytest tests/test_audit.py -q`
@@ -14,13 +14,13 @@ from typing import Any
 import polars as pl
 import pytest
 
-import pipeline.jobs.audit as audit_module
-import pipeline.jobs.curate as core
-import pipeline.jobs.rollouts as rollouts_module
+import pipeline.jobs.curate.audit as audit_module
+import pipeline.jobs.curate.rollouts as rollouts_module
 from flows.curate import curate
-from pipeline.jobs.audit import AUDIT_SCHEMA, audit_rows, selected
-from pipeline.jobs.curate import Policy, curation_key
-from pipeline.jobs.rollouts import RunInfo, Scored
+from pipeline.jobs.curate import curation
+from pipeline.jobs.curate.audit import AUDIT_SCHEMA, audit_rows, selected
+from pipeline.jobs.curate.curation import Policy, curation_key
+from pipeline.jobs.curate.rollouts import RunInfo, Scored
 from pipeline.scoring import GUESSED_DETAILS, Verdict
 from pipeline.selection import CurateConfig
 from pipeline.selection.config import TINY_CURATE
@@ -39,8 +39,8 @@ def policy(cfg: CurateConfig = CFG) -> Policy:
 def first_chunk(pol: Policy, purpose: str = "screen") -> tuple[pl.DataFrame, RunInfo]:
     """The first chunk of a screen run over CFG's candidates, and the run's info."""
     problems = reachable_problems(CFG).filter(pl.col("split") == "train")
-    info = core.run_info(pol, purpose, CFG.screen_g, "k", CFG)
-    return core.chunks(problems, CFG)[0], info
+    info = curation.run_info(pol, purpose, CFG.screen_g, "k", CFG)
+    return curation.chunks(problems, CFG)[0], info
 
 
 def keys(ledger: Ledger, table: str, where: str = "true") -> set[tuple[Any, ...]]:
@@ -87,7 +87,7 @@ def test_a_curation_audits_exactly_the_seeded_rollouts_and_a_resumed_run_the_sam
     screened = ledger.sql(
         "SELECT DISTINCT problem_id FROM rollouts WHERE run_id = $r", {"r": result.screen_run}
     )
-    chunk = core.chunks(screened, CFG)[1]
+    chunk = curation.chunks(screened, CFG)[1]
     ids = {"run": result.screen_run, "ids": chunk["problem_id"].to_list()}
     lost = {}
     for table in ("rollouts", "rollout_steps", "verifier_audit"):  # a chunk lost in a crash
@@ -108,7 +108,7 @@ def test_guessed_verdicts_are_always_audited(
     wrong_is_a_guess(monkeypatch)
     pol = policy()
     chunk, info = first_chunk(pol)
-    core.sample_chunk(ledger, pol, chunk, info, CFG.seed, 0, 0.02)
+    curation.sample_chunk(ledger, pol, chunk, info, CFG.seed, 0, 0.02)
     audited = ledger.sql("SELECT * FROM verifier_audit")
     guessed = keys(ledger, "rollouts", "NOT correct")
     assert guessed and guessed <= set(audited.select(KEY).rows())
@@ -124,11 +124,11 @@ def test_share_zero_audits_only_the_guesses(
 ) -> None:
     pol = policy()
     chunk, info = first_chunk(pol)
-    core.sample_chunk(ledger, pol, chunk, info, CFG.seed, 0, 0.0)
+    curation.sample_chunk(ledger, pol, chunk, info, CFG.seed, 0, 0.0)
     assert ledger.checksum("verifier_audit")[0] == 0  # no guess, nothing sampled
     wrong_is_a_guess(monkeypatch)
     with Ledger.memory() as other:
-        core.sample_chunk(other, pol, chunk, info, CFG.seed, 0, 0.0)
+        curation.sample_chunk(other, pol, chunk, info, CFG.seed, 0, 0.0)
         audited = other.sql("SELECT * FROM verifier_audit")
         assert set(audited["why"]) == {"guess"}
         assert set(audited.select(KEY).rows()) == keys(other, "rollouts", "NOT correct")
@@ -139,27 +139,27 @@ def test_audit_rows_land_in_the_chunks_transaction(
 ) -> None:
     pol = policy()
     chunk, info = first_chunk(pol)
-    real = core.audit_rows
+    real = curation.audit_rows
 
     def refused(*args: Any) -> pl.DataFrame:  # a row the CHECK constraint refuses
         return real(*args).with_columns(pl.lit("bogus").alias("why"))
 
-    monkeypatch.setattr(core, "audit_rows", refused)
+    monkeypatch.setattr(curation, "audit_rows", refused)
     with pytest.raises(Exception, match=r"(?i)constraint"):
-        core.sample_chunk(ledger, pol, chunk, info, CFG.seed, 0, 1.0)
+        curation.sample_chunk(ledger, pol, chunk, info, CFG.seed, 0, 1.0)
     for table in ("rollouts", "rollout_steps", "verifier_audit"):
         assert ledger.checksum(table)[0] == 0, table
     monkeypatch.undo()
-    written = core.sample_chunk(ledger, pol, chunk, info, CFG.seed, 0, 1.0)
+    written = curation.sample_chunk(ledger, pol, chunk, info, CFG.seed, 0, 1.0)
     assert ledger.checksum("verifier_audit")[0] == written == chunk.height * CFG.screen_g
 
 
 def test_eval_runs_and_code_problems_are_not_audited() -> None:
     pol = policy()
     chunk, info = first_chunk(pol, purpose="eval")
-    assert "verifier_audit" not in core.sample_rows(pol, chunk, info, CFG.seed, 0, 1.0)
+    assert "verifier_audit" not in curation.sample_rows(pol, chunk, info, CFG.seed, 0, 1.0)
     chunk, info = first_chunk(pol)
-    assert "verifier_audit" not in core.sample_rows(pol, chunk, info, CFG.seed, 0)  # no share
+    assert "verifier_audit" not in curation.sample_rows(pol, chunk, info, CFG.seed, 0)  # no share
     code = chunk.with_columns(pl.lit("code").alias("verifier"))
     rollouts = pl.DataFrame(
         {"run_id": "r", "problem_id": code["problem_id"], "sample_idx": 0, "completion": "1"}

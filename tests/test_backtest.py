@@ -1,6 +1,6 @@
-"""`pipeline.jobs.backtest` and `sieve backtest`: each policy on a hand-made pool whose answers fix
-every count; refusal (naming how many samples) when a policy needs more than is stored; the CLI
-over a curated home, checked against the ledger's own views.
+"""`pipeline.jobs.analysis.backtest` and `sieve backtest`: each policy on a hand-made pool whose
+answers fix every count; refusal (naming how many samples) when a policy needs more than is stored;
+the CLI over a curated home, checked against the ledger's own views.
 
 Test: `.venv/bin/pytest tests/test_backtest.py -q`.
 """
@@ -14,10 +14,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import pipeline.jobs.audit as audit_module
+import pipeline.jobs.curate.audit as audit_module
 from flows.curate import curate
 from pipeline.core.errors import SieveError
-from pipeline.jobs import backtest as bt
+from pipeline.jobs.analysis import backtest as bt
+from pipeline.jobs.analysis import backtest_arms as arms
+from pipeline.jobs.analysis import backtest_pool as bp
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 from tests.cli_runner import error_line, run_cli
@@ -46,22 +48,22 @@ def pool() -> pl.DataFrame:
     )
 
 
-def picked(arm: bt.Arm) -> set[str]:
+def picked(arm: arms.Arm) -> set[str]:
     return set(arm.selected.to_list())
 
 
 def test_uniform_counts_every_group() -> None:
-    arm = bt.uniform_arm(pool(), 4)  # samples 0-3: c and e disagree
+    arm = arms.uniform_arm(pool(), 4)  # samples 0-3: c and e disagree
     assert (arm.rollouts, arm.informative_groups, arm.per_informative) == (20, 2, 10.0)
     assert picked(arm) == set(ANSWERS)
-    assert bt.uniform_arm(pool(), 8).informative_groups == 3  # d disagrees over all 8
+    assert arms.uniform_arm(pool(), 8).informative_groups == 3  # d disagrees over all 8
 
 
 def test_dapo_draws_until_the_batch_is_full() -> None:
-    full = bt.dapo_arm(pool(), 2, batch=2, seed=0)  # c and e are the informative pairs
+    full = arms.dapo_arm(pool(), 2, batch=2, seed=0)  # c and e are the informative pairs
     assert full.informative_groups == 2 and full.report["batch_filled"]
     assert picked(full) == {"c", "e"} and full.rollouts == 2 * full.report["groups_drawn"]
-    short = bt.dapo_arm(pool(), 2, batch=3, seed=0)  # only two exist: every prompt is drawn
+    short = arms.dapo_arm(pool(), 2, batch=3, seed=0)  # only two exist: every prompt is drawn
     assert (short.rollouts, short.informative_groups, short.report["batch_filled"]) == (
         10,
         2,
@@ -70,22 +72,22 @@ def test_dapo_draws_until_the_batch_is_full() -> None:
 
 
 def test_greso_skips_zero_variance_prompts_in_epoch_two() -> None:
-    skip = bt.greso_arm(pool(), 2, explore=0.0, seed=0)  # epoch 2 samples c, e on 2-3
+    skip = arms.greso_arm(pool(), 2, explore=0.0, seed=0)  # epoch 2 samples c, e on 2-3
     assert (skip.rollouts, skip.informative_groups, picked(skip)) == (14, 3, {"c"})
-    again = bt.greso_arm(pool(), 2, explore=1.0, seed=0)  # nothing skipped
+    again = arms.greso_arm(pool(), 2, explore=1.0, seed=0)  # nothing skipped
     assert (again.rollouts, again.informative_groups, again.report["epoch2_skipped"]) == (20, 3, 0)
 
 
 def test_speed_and_pilot_commit() -> None:
-    speed = bt.speed_arm(pool(), init=2, cont=2)  # c, e continued to 4 samples
+    speed = arms.speed_arm(pool(), init=2, cont=2)  # c, e continued to 4 samples
     assert (speed.rollouts, speed.informative_groups, picked(speed)) == (14, 2, {"c", "e"})
-    pilot = bt.pilot_arm(pool(), pilot=4, g=4, band=(0.1, 0.9))  # c (0.5), e (0.25) committed
+    pilot = arms.pilot_arm(pool(), pilot=4, g=4, band=(0.1, 0.9))  # c (0.5), e (0.25) committed
     assert (pilot.rollouts, pilot.informative_groups, picked(pilot)) == (28, 1, {"c", "e"})
 
 
 def test_sieve_screens_refines_and_judges_on_unseen_samples() -> None:
     cfg = CFG.model_copy(update={"screen_g": 2, "refine_g": 2, "stage1_g": 2})
-    arm = bt.sieve_arm(pool(), cfg)
+    arm = arms.sieve_arm(pool(), cfg)
     assert arm.report["refined"] == 2  # c and e: the mixed screens
     kept = picked(arm)
     assert "c" in kept and kept <= {"c", "e"}
@@ -105,14 +107,14 @@ def test_the_table_scores_recall_and_precision_on_the_band() -> None:
 
 
 def test_a_policy_needing_more_samples_is_refused_saying_how_many() -> None:
-    with pytest.raises(bt.NotEnoughSamples, match=r"needs 16 samples of 5 prompts; 5 .*fewest 8"):
-        bt.uniform_arm(pool(), 16)
+    with pytest.raises(bp.NotEnoughSamples, match=r"needs 16 samples of 5 prompts; 5 .*fewest 8"):
+        arms.uniform_arm(pool(), 16)
     # only the continued prompts need init + cont: c and e, of which both hold 8
-    with pytest.raises(bt.NotEnoughSamples, match=r"needs 10 samples of 2 prompts; 2 .*fewest 8"):
-        bt.speed_arm(pool(), init=2, cont=8)
+    with pytest.raises(bp.NotEnoughSamples, match=r"needs 10 samples of 2 prompts; 2 .*fewest 8"):
+        arms.speed_arm(pool(), init=2, cont=8)
     table = bt.backtest(pool(), [bt.Spec.parse("uniform:g=9")], CFG)  # default list: a row
     assert table["note"][0].startswith("refused: uniform (g=9) needs 9 samples")
-    with pytest.raises(bt.NotEnoughSamples):
+    with pytest.raises(bp.NotEnoughSamples):
         bt.backtest(pool(), [bt.Spec.parse("uniform:g=9")], CFG, strict=True)
 
 
@@ -185,4 +187,4 @@ def test_the_cli_replays_a_curated_home(
 
 def test_a_ledger_without_screen_runs_is_one_line() -> None:
     with pytest.raises(SieveError, match="holds no screen runs to backtest"):
-        bt.ledger_samples(Ledger.memory())
+        bp.ledger_samples(Ledger.memory())

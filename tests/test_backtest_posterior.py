@@ -1,7 +1,7 @@
-"""The backtest's select-before-rollout arm (`pipeline.jobs.backtest.posterior_arm`, issue 46 point
-7): the trainer's own collector (`posterior_select`) replayed over stored samples. A hand-computed
-pool whose picks follow from the model's formulas; every rollout it reads trains; it sees a
-prompt's samples only once it picks them; deterministic under a seed; the depth cap; refusals
+"""The backtest's select-before-rollout arm (`pipeline.jobs.analysis.backtest_arms.posterior_arm`,
+issue 46 point 7): the trainer's own collector (`posterior_select`) replayed over stored samples. A
+hand-computed pool whose picks follow from the model's formulas; every rollout it reads trains; it
+sees a prompt's samples only once it picks them; deterministic under a seed; the depth cap; refusals
 and parameters as one line.
 
 Test: `.venv/bin/pytest tests/test_backtest_posterior.py -q`.
@@ -16,7 +16,9 @@ import polars as pl
 import pytest
 
 from pipeline.core.errors import SieveError
-from pipeline.jobs import backtest as bt
+from pipeline.jobs.analysis import backtest as bt
+from pipeline.jobs.analysis import backtest_arms as arms
+from pipeline.jobs.analysis import backtest_pool as bp
 from pipeline.selection import CurateConfig
 from pipeline.selection.posterior import PosteriorConfig
 
@@ -51,7 +53,7 @@ def test_the_hand_case_picks_cell_b_once_a_is_seen_and_trains_every_rollout() ->
     # 48 rollouts, the 12 B groups informative.
     seen_a_first = 0
     for seed in range(12):
-        arm = bt.posterior_arm(HAND, g=2, batch=1, seed=seed, steps=100, cfg=SHARP)
+        arm = arms.posterior_arm(HAND, g=2, batch=1, seed=seed, steps=100, cfg=SHARP)
         order = [p[0] for p, _ in arm.report["trained_groups"]]
         last_b = max(i for i, c in enumerate(order) if c == "b")
         assert order[:last_b].count("a") <= 1, (seed, order)
@@ -64,7 +66,7 @@ def test_the_hand_case_picks_cell_b_once_a_is_seen_and_trains_every_rollout() ->
 def test_a_budget_smaller_than_the_pool_keeps_to_cell_b() -> None:
     # 8 steps: at most one A group, so at least 7 of the 8 groups trained are informative
     for seed in range(6):
-        arm = bt.posterior_arm(HAND, g=2, batch=1, seed=seed, steps=8, cfg=SHARP)
+        arm = arms.posterior_arm(HAND, g=2, batch=1, seed=seed, steps=8, cfg=SHARP)
         a_groups = sum(p.startswith("a") for p, _ in arm.report["trained_groups"])
         assert a_groups <= 1 and arm.informative_groups == 8 - a_groups
         assert arm.rollouts == 16
@@ -84,7 +86,7 @@ def random_pool(seed: int = 0, prompts: int = 40) -> pl.DataFrame:
 
 def test_no_rollout_decides_only_and_no_group_is_read_twice() -> None:
     pool = random_pool()
-    arm = bt.posterior_arm(pool, g=2, batch=4, seed=3, steps=6)
+    arm = arms.posterior_arm(pool, g=2, batch=4, seed=3, steps=6)
     read = [tuple(x) for x in arm.report["trained_groups"]]
     assert len(read) == len(set(read)) == 24 == arm.report["groups_trained"]
     assert arm.rollouts == 2 * len(read) and arm.report["rollouts_deciding"] == 0
@@ -117,23 +119,25 @@ def flip(pool: pl.DataFrame, groups: set[tuple[str, int]], g: int) -> pl.DataFra
 def test_samples_are_revealed_only_once_picked() -> None:
     pool = random_pool(1)
     g, batch = 2, 4
-    arm = bt.posterior_arm(pool, g=g, batch=batch, seed=5, steps=5)
+    arm = arms.posterior_arm(pool, g=g, batch=batch, seed=5, steps=5)
     read = [tuple(x) for x in arm.report["trained_groups"]]
     every = {(p, v) for p in pool["problem_id"].unique() for v in range(8 // g)}
     # the groups it never read can say anything: nothing it did changes
-    other = bt.posterior_arm(flip(pool, every - set(read), g), g=g, batch=batch, seed=5, steps=5)
+    other = arms.posterior_arm(flip(pool, every - set(read), g), g=g, batch=batch, seed=5, steps=5)
     assert other.report["trained_groups"] == arm.report["trained_groups"]
     assert (other.rollouts, other.informative_groups) == (arm.rollouts, arm.informative_groups)
     # a group read at step k changes nothing before step k + 1
     k = 2
-    changed = bt.posterior_arm(flip(pool, {read[k * batch]}, g), g=g, batch=batch, seed=5, steps=5)
+    changed = arms.posterior_arm(
+        flip(pool, {read[k * batch]}, g), g=g, batch=batch, seed=5, steps=5
+    )
     prefix = (k + 1) * batch
     assert changed.report["trained_groups"][:prefix] == arm.report["trained_groups"][:prefix]
 
 
 def test_deterministic_under_a_seed() -> None:
     pool = random_pool(2)
-    runs = [bt.posterior_arm(pool, g=2, batch=4, seed=s, steps=4) for s in (7, 7, 8, 9, 10)]
+    runs = [arms.posterior_arm(pool, g=2, batch=4, seed=s, steps=4) for s in (7, 7, 8, 9, 10)]
     assert runs[0].report == runs[1].report
     assert len({str(r.report["trained_groups"]) for r in runs}) >= 3
 
@@ -142,17 +146,17 @@ def test_a_prompt_is_picked_no_more_often_than_the_shallowest_prompt_allows() ->
     # "deep" holds 8 samples, every other prompt 2: with g = 2 each prompt has one group, so
     # holding more samples (on a ledger: being kept by the screen) earns no extra pick
     pool = frame({"deep": ("C", "10101010")} | {f"q{i}": ("C", "10") for i in range(5)})
-    arm = bt.posterior_arm(pool, g=2, batch=2, seed=0, steps=10)
+    arm = arms.posterior_arm(pool, g=2, batch=2, seed=0, steps=10)
     reads = [p for p, _ in arm.report["trained_groups"]]
     assert reads.count("deep") <= 1 and arm.report["visits_per_prompt"] == 1
     assert arm.report["steps"] == 3  # 6 groups in all, 2 a step
 
 
 def test_refusals_name_what_is_missing() -> None:
-    with pytest.raises(bt.NotEnoughSamples, match=r"needs 16 samples of 6 prompts"):
-        bt.posterior_arm(HAND, g=16, batch=1, seed=0)
-    with pytest.raises(bt.NotEnoughSamples, match="a batch of 7 prompts; the pool holds 6"):
-        bt.posterior_arm(HAND, g=2, batch=7, seed=0)
+    with pytest.raises(bp.NotEnoughSamples, match=r"needs 16 samples of 6 prompts"):
+        arms.posterior_arm(HAND, g=16, batch=1, seed=0)
+    with pytest.raises(bp.NotEnoughSamples, match="a batch of 7 prompts; the pool holds 6"):
+        arms.posterior_arm(HAND, g=2, batch=7, seed=0)
 
 
 def test_the_table_has_a_posterior_row() -> None:
@@ -189,7 +193,7 @@ def test_a_gap_in_sample_idx_reads_the_next_stored_samples() -> None:
         .otherwise(pl.col("sample_idx"))
         .alias("sample_idx")
     )
-    arm = bt.posterior_arm(gap, g=2, batch=2, seed=0, steps=2)
+    arm = arms.posterior_arm(gap, g=2, batch=2, seed=0, steps=2)
     assert arm.rollouts == 8 and sorted(map(tuple, arm.report["trained_groups"])) == [
         ("q", 0),
         ("q", 1),

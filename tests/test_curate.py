@@ -12,7 +12,7 @@ import pytest
 
 from flows.curate import curate
 from pipeline.core.errors import SieveError
-from pipeline.jobs.curate import Policy
+from pipeline.jobs.curate.curation import Policy
 from pipeline.sampling.base import Completion, Sampler
 from pipeline.scoring import VERIFIER_VERSION
 from pipeline.selection import REASONS, CurateConfig
@@ -259,7 +259,7 @@ def test_a_refresh_night_screens_only_cells_the_lineage_does_not_know(
     import hashlib
     import json
 
-    from pipeline.jobs.curate import curation_key
+    from pipeline.jobs.curate.curation import curation_key
 
     plain = cfg.model_copy(update={"mix": {"arith": "1-3"}})
     assert curation_key(refresh, "r") != curation_key(plain, "r")

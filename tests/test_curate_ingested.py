@@ -9,7 +9,7 @@ import pytest
 
 from flows import commands
 from pipeline.core.errors import SieveError
-from pipeline.jobs.intake import ingest_file
+from pipeline.jobs.data.intake import ingest_file
 from pipeline.problems.columns import Columns
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
@@ -40,7 +40,7 @@ def test_curation_screens_the_ingested_train_problems(tmp_path: Path, tiny_model
 
 @pytest.mark.parametrize("families", [["gsm8k"], ["external", "nope"], ["arith"]])
 def test_a_family_the_ledger_does_not_hold_is_one_line(tmp_path: Path, families: list[str]) -> None:
-    from pipeline.jobs.curate import ingested_candidates
+    from pipeline.jobs.curate.curation import ingested_candidates
 
     home = tmp_path / "home"
     ingest_file(home, FIXTURE, Columns(split="split"))

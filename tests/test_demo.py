@@ -19,7 +19,7 @@ import pytest
 
 from flows.cli.summary import WIDTH, before_after, bought_lines, demo_summary, moved_lines
 from flows.loop import DemoRun, curation_bought
-from pipeline.jobs.demo import EXAMPLE_SQL, perturb, run_demo
+from pipeline.jobs.data.demo import EXAMPLE_SQL, perturb, run_demo
 from pipeline.selection import TINY_CURATE, CurateConfig
 from pipeline.store import Ledger
 
@@ -65,7 +65,7 @@ def test_the_real_demo_cells_are_the_ones_smollm2_learns_in() -> None:
     assert curate.mix == train.eval_families == DEMO_REAL_CELLS
     assert curate.max_group_size <= train.rollouts_per_step  # a group fits in one step
     cfg = train.grpo_config()
-    from pipeline.jobs.recipes import curation_sampling
+    from pipeline.jobs.train.settings import curation_sampling
 
     night, _ = curation_sampling(curate, Path("a-served-chat-model"), (), train)  # the night's rule
     assert (night.sampling.temperature, night.sampling.max_new_tokens) == (
@@ -165,7 +165,7 @@ UNMOVED_FAMILY = "word"  # no cell of it moves: named only by --wide
 @pytest.fixture
 def night_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home to curate in, with the curation's verifier audit off (as tests/test_backtest.py)."""
-    import pipeline.jobs.audit as audit_module
+    import pipeline.jobs.curate.audit as audit_module
 
     monkeypatch.setattr(audit_module, "math_verify_only", lambda text, answer, timeout: None)
     return home
@@ -322,9 +322,9 @@ def test_sieve_demo_prints_the_summary_first_and_the_table_only_with_wide(
     table only with --wide."""
     from types import SimpleNamespace
 
-    import flows.commands
+    import flows.commands.common
     import flows.loop
-    import pipeline.jobs.demo
+    import pipeline.jobs.data.demo
     from flows.cli import nightly
     from tests.cli_runner import run_cli
 
@@ -336,10 +336,10 @@ def test_sieve_demo_prints_the_summary_first_and_the_table_only_with_wide(
         new_problems=0,
         ledger=home / "sieve.duckdb",
     )  # the foundation check, passed
-    monkeypatch.setattr(pipeline.jobs.demo, "run_demo", lambda *args, **kwargs: found)
+    monkeypatch.setattr(pipeline.jobs.data.demo, "run_demo", lambda *args, **kwargs: found)
     monkeypatch.setattr(flows.loop, "demo", lambda *args, **kwargs: run)
     monkeypatch.setattr(flows.loop, "demo_real", lambda *args, **kwargs: run)
-    monkeypatch.setattr(flows.commands, "start_flows", lambda home: None)
+    monkeypatch.setattr(flows.commands.common, "start_flows", lambda home: None)
     argv = ["demo", "--home", str(home)] + (["--model", model] if model else [])
     code, out, err = run_cli(argv + (["--wide"] if wide else []), capsys)
     assert code == 0, err

@@ -16,7 +16,7 @@ import pytest
 
 from flows.curate import curate
 from pipeline.core.errors import SieveError
-from pipeline.jobs.export import (
+from pipeline.jobs.data.export import (
     EVIDENCE_COLUMNS,
     FORMATS,
     SIEVE_COLUMNS,

@@ -90,7 +90,7 @@ def make(device: str, tmp: Path | None = None, **kw: Any) -> Trainer:
         tmp,
         hooks=Hooks(warning=lambda m: None),
     )
-    hf.model = t.model  # under LoRA the wrapped model samples, as in pipeline/jobs/trainee.py
+    hf.model = t.model  # under LoRA the wrapped model samples, as in pipeline/jobs/train/trainee.py
     hook = on_device_hook(torch.device(device))
     for m in (t.model, t.ref_model):
         if m is not None:

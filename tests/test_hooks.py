@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.core.hooks import ProgressEvent, report
-from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.jobs.analysis.evaluate import EvalConfig, evaluate, heldout_set
 from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.store import Ledger
 

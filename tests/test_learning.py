@@ -42,7 +42,7 @@ def bootstrapped(pytestconfig: pytest.Config) -> Path:
     runs reuse it while the recipe and the code that shapes the weights are unchanged
     (`bootstrap_cached` keys on both). `pytest --cache-clear` trains it afresh.
     """
-    from pipeline.jobs.bootstrap import BootstrapConfig, bootstrap_cached
+    from pipeline.jobs.train.bootstrap import BootstrapConfig, bootstrap_cached
 
     assert pytestconfig.cache is not None
     return bootstrap_cached(BootstrapConfig(), pytestconfig.cache.mkdir("tiny-bootstrap"))

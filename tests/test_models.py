@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from pipeline.core.errors import SieveError
-from pipeline.jobs.curate import model_identity
+from pipeline.jobs.curate.curation import model_identity
 from pipeline.policy.folders import BUILTIN, add_folder, add_model, list_models
 from pipeline.policy.model import folder_revision, load_policy, model_revision, read_meta
 from pipeline.policy.prompts import prompt_format

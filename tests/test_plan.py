@@ -1,9 +1,9 @@
-"""`pipeline.jobs.plan` and `sieve plan` (issue 46 point 7): per policy, the informative share and
-rollouts per informative group a pool and model would give, before any training rollout, and
-whether curation pays. The rows on a hand-made pool, the verdict's three answers, the Sieve
-replay's screen and refine, then the CLI on a tiny curated home (its uniform row checked against
-the ledger's own group_stats view), on a pool file, on training samples, and its error lines;
-every line printed fits 80 columns.
+"""`pipeline.jobs.analysis.policy_forecast` and `sieve plan` (issue 46 point 7): per policy, the
+informative share and rollouts per informative group a pool and model would give, before any
+training rollout, and whether curation pays. The rows on a hand-made pool, the verdict's three
+answers, the Sieve replay's screen and refine, then the CLI on a tiny curated home (its uniform row
+checked against the ledger's own group_stats view), on a pool file, on training samples, and its
+error lines; every line printed fits 80 columns.
 
 Test: `.venv/bin/pytest tests/test_plan.py -q`.
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import pipeline.jobs.audit as audit_module
+import pipeline.jobs.curate.audit as audit_module
 from flows.curate import curate
-from pipeline.jobs import plan as pp
+from pipeline.jobs.analysis import policy_forecast as pp
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 from tests.cli_runner import error_line, run_cli

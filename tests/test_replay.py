@@ -1,5 +1,5 @@
-"""`pipeline.jobs.replay`: stored curation samples as the trainer's samples (their stored token ids,
-re-tokenised text for rows without), refused settings, and the zero-variance streaks over
+"""`pipeline.jobs.train.replay`: stored curation samples as the trainer's samples (their stored
+token ids, re-tokenised text for rows without), refused settings, and the zero-variance streaks over
 curation and training history.
 
 Test: `.venv/bin/pytest tests/test_replay.py -q`.
@@ -12,14 +12,14 @@ from collections.abc import Iterator
 import pytest
 
 from pipeline.core.errors import SieveError
-from pipeline.jobs.replay import (
+from pipeline.jobs.curate.rollouts import RunInfo, record_run
+from pipeline.jobs.train.replay import (
     ReplayBias,
     curation_visits,
     replay_bias,
     stored_groups,
     zero_var_streaks,
 )
-from pipeline.jobs.rollouts import RunInfo, record_run
 from pipeline.policy.tokenizer import build_tokenizer
 from pipeline.problems import generate
 from pipeline.sampling.base import Completion, SamplingParams
@@ -275,7 +275,7 @@ def test_a_fractional_streak_is_recorded_as_it_was(ledger: Ledger) -> None:
     """`sieve train` writes the streak a skip saw (now real-valued) to train_skips unrounded."""
     import polars as pl
 
-    from pipeline.jobs.recorder import SKIP_SCHEMA
+    from pipeline.jobs.train.recorder import SKIP_SCHEMA
 
     skip = ("t", 2, "p", 0.5, 0.9 * (1 - 0.5**0.5))
     ledger.write("train_skips", pl.DataFrame([skip], schema=SKIP_SCHEMA, orient="row"))
@@ -369,7 +369,7 @@ def test_a_prompt_solved_in_training_is_a_replay_candidate_not_screened_again(
     never disagreed (issue 46 point 6: every training group flat)."""
     import polars as pl
 
-    from pipeline.jobs.curate import replay_pool, solved_counts
+    from pipeline.jobs.curate.curation import replay_pool, solved_counts
     from pipeline.selection import CurateConfig, history_prior
 
     add_run(ledger, "s1", "2026-01-01")

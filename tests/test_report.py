@@ -15,10 +15,11 @@ import polars as pl
 import pytest
 from PIL import Image
 
-from flows import cli, commands
+from flows import cli
+from flows.commands.evaluation import run_eval
 from flows.curate import curate
-from pipeline.jobs.curate import Policy
-from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.jobs.analysis.evaluate import EvalConfig, evaluate, heldout_set
+from pipeline.jobs.curate.curation import Policy
 from pipeline.jobs.report import build_report
 from pipeline.jobs.report.page import table_html
 from pipeline.jobs.report.sections import CURVES, heldout_table, verifier_audit
@@ -175,8 +176,8 @@ def test_the_cli_tables_and_the_report_agree_on_runs_with_verifier_errors(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from flows.train import summary
-    from pipeline.jobs.recorder import heldout_table as revision_heldout
-    from pipeline.jobs.trainee import TrainResult
+    from pipeline.jobs.train.recorder import heldout_table as revision_heldout
+    from pipeline.jobs.train.trainee import TrainResult
 
     with Ledger.open(home) as ledger:
         add_problems(ledger, CELLS)
@@ -229,11 +230,11 @@ class ErrsOnLevelOne:
 def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`sieve eval`'s own code path (`flows.commands.run_eval`, then the CLI's `show_eval`)
-    against the report, on a run whose verifier fails on every level-1 completion."""
-    import pipeline.jobs.rollouts
+    """`sieve eval`'s own code path (`flows.commands.evaluation.run_eval`, then the CLI's
+    `show_eval`) against the report, on a run whose verifier fails on every level-1 completion."""
+    import pipeline.jobs.curate.rollouts
 
-    real = pipeline.jobs.rollouts.verify_batch
+    real = pipeline.jobs.curate.rollouts.verify_batch
 
     def failing(texts: list[str], *args: object, **kwargs: object) -> list[Verdict]:
         verdicts = real(texts, *args, **kwargs)  # type: ignore[arg-type]
@@ -242,7 +243,7 @@ def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
             for t, v in zip(texts, verdicts, strict=True)
         ]
 
-    monkeypatch.setattr(pipeline.jobs.rollouts, "verify_batch", failing)
+    monkeypatch.setattr(pipeline.jobs.curate.rollouts, "verify_batch", failing)
     held = heldout_set(2)
     prompt = {q: f"{q}=" for q in held["question"]}
     answers = {prompt[q]: a for q, a in zip(held["question"], held["answer"], strict=True)}
@@ -252,7 +253,7 @@ def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
     policy = Policy(ErrsOnLevelOne(answers, level_one), "rev", lambda qs: [prompt[q] for q in qs])
     frames = shown_by_the_cli(monkeypatch)
     cfg = EvalConfig(per_level=2, samples=3)
-    cli.curate.show_eval(commands.run_eval(policy, cfg, home), cfg)
+    cli.curate.show_eval(run_eval(policy, cfg, home), cfg)
     (printed,) = frames.values()
     with Ledger.open(home, read_only=True) as ledger:
         page = build_report(ledger, home / "report").path.read_text()
@@ -269,7 +270,7 @@ def test_sieve_eval_prints_what_the_report_shows_with_verifier_errors(
 
 
 def test_the_verifier_audit_of_the_latest_curation_is_shown(busy: Ledger, tmp_path: Path) -> None:
-    from pipeline.jobs.audit import by_family
+    from pipeline.jobs.curate.audit import by_family
     from pipeline.store.ids import curation_runs
 
     section = verifier_audit(busy)

@@ -1,6 +1,6 @@
-"""Rescoring stored completions (pipeline/jobs/rescore.py): new verdicts land beside the stored ones
-under the current verifier version, the rollouts stay byte-identical, a second rescore adds
-nothing, another version adds a second set, and `verdict_changes` lists what changed.
+"""Rescoring stored completions (pipeline/jobs/curate/rescore.py): new verdicts land beside the
+stored ones under the current verifier version, the rollouts stay byte-identical, a second rescore
+adds nothing, another version adds a second set, and `verdict_changes` lists what changed.
 
 Test: `.venv/bin/pytest tests/test_rescore.py -q`
 """
@@ -13,12 +13,12 @@ from typing import Any
 import polars as pl
 import pytest
 
-import pipeline.jobs.audit as audit_module
-import pipeline.jobs.rescore as rescore_module
+import pipeline.jobs.curate.audit as audit_module
+import pipeline.jobs.curate.rescore as rescore_module
 from flows.curate import curate
 from pipeline.core.errors import SieveError
-from pipeline.jobs.curate import CurateResult
-from pipeline.jobs.rescore import rescore
+from pipeline.jobs.curate.curation import CurateResult
+from pipeline.jobs.curate.rescore import rescore
 from pipeline.scoring import VERIFIER_VERSION, StepContext, Verdict
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.jobs.rollouts import RunInfo, record_run
+from pipeline.jobs.curate.rollouts import RunInfo, record_run
 from pipeline.problems import generate
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.scoring import VERIFIER_VERSION

@@ -1,4 +1,4 @@
-"""A train recipe's selection fields (`pipeline.jobs.selection_settings`, issue 62 point 5):
+"""A train recipe's selection fields (`pipeline.jobs.train.selection_settings`, issue 62 point 5):
 checked in one line, kept out of a run's id at their defaults, handed by the trainer to the
 difficulty model's collector (`posterior_collector` → `posterior_select` / `posterior_screen`:
 its model, its score, the ledger's start prior), and read by `sieve plan`.
@@ -18,11 +18,11 @@ import pytest
 
 from grpo_core.config import GRPOConfig
 from pipeline.core.errors import SieveError
-from pipeline.jobs import plan as pp
-from pipeline.jobs import trainee
-from pipeline.jobs.curriculum_batches import curriculum_frame
-from pipeline.jobs.recipes import TINY_RECIPE, TrainSettings, load_settings, train_recipe
-from pipeline.jobs.selection_settings import PRIOR_SAMPLES
+from pipeline.jobs.analysis import policy_forecast as pp
+from pipeline.jobs.train import trainee
+from pipeline.jobs.train.curriculum_batches import curriculum_frame
+from pipeline.jobs.train.selection_settings import PRIOR_SAMPLES
+from pipeline.jobs.train.settings import TINY_RECIPE, TrainSettings, load_settings, train_recipe
 from pipeline.selection.posterior import CellPrior, SelectionConfig
 from pipeline.store import Ledger
 from tests.cli_runner import run_cli
@@ -65,7 +65,7 @@ def test_options_replace_fields_and_keep_the_grpo_config() -> None:
 
 
 def _recipe(settings: TrainSettings) -> Any:
-    from pipeline.jobs.recipes import Recipe
+    from pipeline.jobs.train.settings import Recipe
 
     return Recipe(Path("given.toml"), settings, "--config")
 
@@ -141,6 +141,21 @@ def test_the_trainer_hands_the_recipes_model_score_and_prior_to_the_collector(
     prior = got["prior"]
     assert isinstance(prior, CellPrior) and prior.update == 0  # rev0: a base model, clock 0
     assert prior.cells == {"arith 1": (16.0, PRIOR_SAMPLES), "arith 2": (2.0, 8.0)}
+    if selection != "posterior":
+        return
+    assert plain["shares"] is None  # no loop: nothing read
+    # the closed loop: a resumed run steers on the informative shares its steps recorded
+    # (step 0: one of two groups informative, step 1: both; a skipped prompt is no group)
+    pids = frame["problem_id"].to_list()
+    rewards = {(0, pids[0]): [1.0, 0.0], (0, pids[1]): [1.0, 1.0], (1, pids[0]): [0.0, 1.0],
+               (1, pids[2]): [1.0, 0.0]}  # fmt: skip
+    rows = [("train-x", step, pid, i, "rev0", float(r), bool(r))
+            for (step, pid), rs in rewards.items() for i, r in enumerate(rs)]  # fmt: skip
+    cols = ["train_id", "step", "problem_id", "sample_idx", "policy", "reward", "correct"]
+    ledger.write("train_rollouts", pl.DataFrame(rows, schema=cols, orient="row"))
+    looped = collected(selection_target_share=0.3)
+    assert looped["select"] == SelectionConfig(target_share=0.3)
+    assert looped["shares"] == [0.5, 1.0]
 
 
 def test_sieve_plan_picks_with_the_model_the_recipe_names(
@@ -157,13 +172,13 @@ def test_sieve_plan_picks_with_the_model_the_recipe_names(
     with pytest.raises(SieveError, match="sieve plan: "):
         pp.plan_selection(None, None, {"selection_model": "oracle"})
     seen: list[SelectionConfig] = []
-    arm = pp.bt.posterior_arm
+    arm = pp.arms.posterior_arm
 
     def spy(*args: Any, select: SelectionConfig | None = None, **kw: Any) -> Any:
         seen.append(select or SelectionConfig())
         return arm(*args, select=select, **kw)
 
-    monkeypatch.setattr(pp.bt, "posterior_arm", spy)
+    monkeypatch.setattr(pp.arms, "posterior_arm", spy)
     pool = tmp_path / "pool.parquet"
     write_pool(pool)
     argv = ["plan", "--pool", str(pool), "--json", "--train-config", str(recipe)]
@@ -187,7 +202,7 @@ def test_the_options_and_the_recipe_share_one_definition() -> None:
     import typer
 
     from flows.cli import app
-    from pipeline.jobs.selection_settings import SelectionSettings
+    from pipeline.jobs.train.selection_settings import SelectionSettings
 
     params = {p.opts[0]: p for p in typer.main.get_group(app).commands["train"].params}
     for name, info in SelectionSettings.model_fields.items():

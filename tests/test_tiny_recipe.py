@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from flows.loop import DEMO_CURATE, DEMO_TRAIN
-from pipeline.jobs.recipes import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, load_settings
+from pipeline.jobs.train.settings import TINY_GRPO, TINY_RECIPE_ROLLOUTS_PER_STEP, load_settings
 from pipeline.selection import TINY_CURATE, load_curate_config
 
 CONFIGS = Path(__file__).parents[1] / "data" / "configs"

@@ -1,6 +1,6 @@
-"""Training (`flows.train.train`, the training flow's sequence, over `pipeline.jobs.trainee`'s
-steps and `pipeline.jobs.recorder`): a curriculum from the ledger trained with grpo_core, recorded
-in the ledger."""
+"""Training (`flows.train.train`, the training flow's sequence, over `pipeline.jobs.train.trainee`'s
+steps and `pipeline.jobs.train.recorder`): a curriculum from the ledger trained with grpo_core,
+recorded in the ledger."""
 
 from __future__ import annotations
 
@@ -19,15 +19,15 @@ from flows.train import TrainParams, resolve, train
 from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Item, Sample, Scores
 from pipeline.core.errors import SieveError
-from pipeline.jobs.curriculum_batches import CurriculumBatches
-from pipeline.jobs.lineage import (
+from pipeline.jobs.train.curriculum_batches import CurriculumBatches
+from pipeline.jobs.train.lineage import (
     TrainJob,
     curriculum_model,
     latest_model,
     lineage_head,
     nightly_model,
 )
-from pipeline.jobs.recipes import (
+from pipeline.jobs.train.settings import (
     RECIPES,
     TINY_RECIPE,
     TrainSettings,
@@ -35,7 +35,7 @@ from pipeline.jobs.recipes import (
     recipe_for,
     settings_toml,
 )
-from pipeline.jobs.trainee import train_id_for
+from pipeline.jobs.train.trainee import train_id_for
 from pipeline.policy.model import SIEVE_META, folder_revision
 from pipeline.store import Ledger
 
@@ -246,7 +246,7 @@ def test_trainer_log_probs_equal_the_samplers(tiny_model_dir: Path) -> None:
 
     from grpo_core.config import GRPOConfig
     from grpo_core.trainer import Trainer
-    from pipeline.jobs.curriculum_batches import verifier_reward
+    from pipeline.jobs.train.curriculum_batches import verifier_reward
     from pipeline.policy.model import load_policy
     from pipeline.sampling.base import SamplingParams
     from pipeline.sampling.group_sampler import HFGroupSampler
@@ -502,7 +502,7 @@ def test_a_lineage_is_followed_to_its_newest_checkpoint(ledger: Ledger, tmp_path
 
 
 def test_held_out_eval_samples_the_weights_being_trained(tiny_model_dir: Path) -> None:
-    from pipeline.jobs.trainee import eval_sampler
+    from pipeline.jobs.train.trainee import eval_sampler
     from pipeline.policy.model import load_policy
     from pipeline.sampling.hf import HFSampler
 

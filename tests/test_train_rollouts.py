@@ -1,7 +1,7 @@
-"""Training rollouts in the ledger (`pipeline.jobs.recorder.Recorder`, migration 0010): every group
-a step sampled lands in `train_rollouts` with its step, policy and verdicts; a resumed run rewriting
-a step does not duplicate it; `train_group_stats` / `train_prompt_trajectory` count what the table
-holds; `rollouts` (and so `prompt_stats`) holds no training rows."""
+"""Training rollouts in the ledger (`pipeline.jobs.train.recorder.Recorder`, migration 0010): every
+group a step sampled lands in `train_rollouts` with its step, policy and verdicts; a resumed run
+rewriting a step does not duplicate it; `train_group_stats` / `train_prompt_trajectory` count what
+the table holds; `rollouts` (and so `prompt_stats`) holds no training rows."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from flows.train import train
 from grpo_core import checkpoint as ckpt
 from grpo_core.advantages import is_uninformative
 from grpo_core.trainer import Item, Sample, Scores
-from pipeline.jobs.recipes import TrainSettings
+from pipeline.jobs.train.settings import TrainSettings
 from pipeline.store import Ledger
 
 STEPS = 4

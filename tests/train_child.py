@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grpo_core.trainer import Item, Sample, Scores
-from pipeline.jobs.recipes import TrainSettings
+from pipeline.jobs.train.settings import TrainSettings
 
 SETTINGS = TrainSettings(
     grpo={"total_steps": 6, "checkpoint_every": 2, "max_new_tokens": 4, "lr": 1e-3},

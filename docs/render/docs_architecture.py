@@ -10,7 +10,7 @@
 - `settings-sprawl` and `pipeline-shape`: `benchmarks/settings_sprawl.py`'s counts, the "now"
   column counted from the code at render time (so `make docs-check` fails when the code moved
   and the page did not) and the earlier revision's column read from its results file;
-- `train-job`: the same script's run-time counts of one `sieve train --config F` (issue 49), both
+- `train-job`: the same script's run-time counts of one `sieve train --config F` both
   columns read from its results file (a training run is not repeated at render time).
 
 The code is parsed, never imported, except for the CLI option counts, which settings_sprawl.py
@@ -107,7 +107,7 @@ def _before_and_now(r: Results, labels: dict[str, str], title: str) -> str:
 
 
 def settings_sprawl(r: Results) -> str:
-    """Where settings live: at the revision issue 34 was filed against, and in the code now."""
+    """Where settings live: before settings were unified, and in the code now."""
     labels = {
         "classes": "settings classes (…Config/Params/Options/Settings/Args)",
         "toml_files": "committed TOML settings files",
@@ -123,7 +123,7 @@ def settings_sprawl(r: Results) -> str:
 
 
 def pipeline_shape(r: Results) -> str:
-    """pipeline/'s shape (issue 49): modules, folders, import edges, circles and imports against
+    """pipeline/'s shape: modules, folders, import edges, circles and imports against
     the layers, __init__ logic, then each circle and each import against the layers found now."""
     labels = {
         "pipeline_modules": "modules in pipeline/",
@@ -221,7 +221,35 @@ def settings_objects(r: Results) -> str:
     return table(["object", "file", "fields", "what it holds"], rows)
 
 
+def shape_limits(r: Results) -> str:
+    """The product's shape against its limits, counted by tests/architecture/shape.py (which
+    tests/architecture/test_shape.py holds to them): what is over a limit, per item."""
+    path = r.root / "tests" / "architecture" / "shape.py"
+    spec = importlib.util.spec_from_file_location("shape", path)
+    if spec is None or spec.loader is None or not path.is_file():
+        raise RenderError(f"cannot load {path}")
+    shape = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shape)
+    c = shape.counts(r.root)
+
+    def over(items: dict[str, int]) -> str:
+        if not items:
+            return "none"
+        return ", ".join(f"`{k}` ({v})" for k, v in sorted(items.items()))
+
+    sql = c["sql_outside_store"]
+    rows = [
+        ("folders of pipeline/ and flows/ over 12 modules", over(c["folders_over_limit"])),
+        ("product files over 600 lines (grpo_core: 400)", over(c["files_over_limit"])),
+        (f"modules with SQL outside pipeline/store ({sum(sql.values())} statements)", over(sql)),
+        ('"issue N" in product code, README and manual pages', over(c["issue_references"])),
+        ("README lines (limit 150)", str(c["readme_lines"])),
+    ]
+    return "| limit | over it now |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)
+
+
 BLOCKS: dict[str, Callable[[Results], str]] = {
+    "shape-limits": shape_limits,
     "modules": modules,
     "settings-objects": settings_objects,
     "pipeline-layers": pipeline_layers,

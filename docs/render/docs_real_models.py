@@ -311,7 +311,7 @@ def demo_real_night(r: Results) -> str:
     """What one night of `make demo-real` does, from the code that runs it
     (`flows.loop.demo_real_settings`), with each cell's pass rate from the results."""
     from flows.loop import demo_real_settings
-    from pipeline.jobs.recipes import RECIPES, curation_sampling, load_settings
+    from pipeline.jobs.train.settings import RECIPES, curation_sampling, load_settings
 
     curate, train, _ = demo_real_settings()
     curate, _ = curation_sampling(curate, Path("chat"), (), train)  # what the night curates at

@@ -5,9 +5,9 @@ One module per job; this one only puts their commands into one Typer `app`, in t
 
 - `data`: generate, ingest, verify (problems in, one verdict out)
 - `query`: sql, stats, audit, curriculum show (read the ledger)
-- `rescore`: rescore (stored completions judged again, beside their verdicts)
-- `backtest`: backtest (selection policies replayed over stored samples)
-- `plan`: plan (per policy, what this pool and model would give, before any training rollout)
+- `replay`: rescore (stored completions judged again, beside their verdicts), backtest
+  (selection policies replayed over stored samples), plan (per policy, what this pool and model
+  would give, before any training rollout): the samples a home holds, nothing sampled
 - `curate`: bootstrap, eval, curate
 - `train`: train
 - `nightly`: schedule, demo, loop
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import typer
 
-from flows.cli import backtest, common, curate, data, export, nightly, plan, query, rescore, train
+from flows.cli import common, curate, data, export, nightly, query, replay, train
 from flows.cli.models import models_app
 
 app = typer.Typer(
@@ -50,9 +50,9 @@ app.command()(data.verify)
 app.command()(query.sql)
 app.command()(query.stats)
 app.command()(query.audit)
-app.command()(rescore.rescore)
-app.command()(backtest.backtest)
-app.command()(plan.plan)
+app.command()(replay.rescore)
+app.command()(replay.backtest)
+app.command()(replay.plan)
 app.command()(curate.bootstrap)
 app.command("eval")(curate.eval_cmd)
 app.command()(curate.curate)

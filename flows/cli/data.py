@@ -1,6 +1,6 @@
 """`sieve generate`, `sieve ingest`, `sieve verify`: problems into the ledger, one verdict out.
 
-Each calls one job: `pipeline.jobs.intake.generate_problems` / `.ingest_file`,
+Each calls one job: `pipeline.jobs.data.intake.generate_problems` / `.ingest_file`,
 `pipeline.scoring.verify`; this module prints what they return.
 
 Test: `pytest tests/cli/test_cli.py tests/problems/test_ingest.py`.
@@ -19,7 +19,7 @@ from flows.cli.options import HomeOpt, seed_option
 from pipeline.core.errors import SieveError
 
 if TYPE_CHECKING:
-    from pipeline.jobs.intake import Added
+    from pipeline.jobs.data.intake import Added
 
 HeldoutOpt = Annotated[float, typer.Option(help="Percent held out, fixed by hash.")]
 
@@ -38,7 +38,7 @@ def generate(
     home: HomeOpt = None,
 ) -> None:
     """Generate problems into the ledger and print counts by level."""
-    from pipeline.jobs.intake import generate_problems
+    from pipeline.jobs.data.intake import generate_problems
 
     added = generate_problems(home, family, mix, levels, n, seed, heldout_pct)
     _print_added(added)
@@ -120,7 +120,7 @@ def ingest(
 
     All or nothing: a bad record (named by file and line or row) imports nothing.
     """
-    from pipeline.jobs.intake import ingest_file
+    from pipeline.jobs.data.intake import ingest_file
     from pipeline.problems.columns import Columns
 
     if chat_field is not None and question_field != "question":

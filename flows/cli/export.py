@@ -31,7 +31,7 @@ def export(
 ) -> None:
     """Export a curriculum (with stages, group sizes and evidence) for TRL, verl or OpenRLHF,
     with a dataset card (README.md) beside it."""
-    from pipeline.jobs.export import export_home
+    from pipeline.jobs.data.export import export_home
 
     result = export_home(
         home,

@@ -2,7 +2,7 @@
 
 `schedule` serves `flows.nightly` as a Prefect deployment on a cron and `loop` runs N nights in
 this process (`flows.commands.schedule` and `.loop`: the settings decided and checked there);
-`demo` is the main job end to end on the embedded default (`pipeline.jobs.demo`'s foundation
+`demo` is the main job end to end on the embedded default (`pipeline.jobs.data.demo`'s foundation
 check, then `flows.loop.demo`).
 
 Test: `pytest tests/flows/test_schedule.py tests/cli/test_train_cli.py tests/flows/test_loop.py`.
@@ -28,8 +28,8 @@ from flows.cli.options import (
     option_blocks,
 )
 
-# printed after the demo, with pipeline.jobs.demo.EXAMPLE_SQL (tests/cli/test_sql_sandbox.py runs
-# them)
+# printed after the demo, with pipeline.jobs.data.demo.EXAMPLE_SQL (tests/cli/test_sql_sandbox.py
+# runs them)
 LOOP_SQL = [
     "SELECT stage, count(*), avg(group_size) FROM curriculum_items GROUP BY stage",
     "SELECT step, value FROM train_metrics WHERE name = 'pass_rate' ORDER BY step",
@@ -106,7 +106,7 @@ def demo(
 
     from flows import commands
     from flows.cli.summary import WIDTH, before_after, demo_summary, night_line
-    from pipeline.jobs.demo import EXAMPLE_SQL
+    from pipeline.jobs.data.demo import EXAMPLE_SQL
 
     started = time.perf_counter()
 

@@ -262,13 +262,13 @@ def eval_block(*fields: str, prefix: str = "") -> OptionBlock:
 
 
 def bootstrap_block() -> OptionBlock:
-    from pipeline.jobs.bootstrap_settings import BootstrapConfig
+    from pipeline.jobs.train.bootstrap_settings import BootstrapConfig
 
     return OptionBlock("bootstrap", BootstrapConfig, ("seed", "max_steps", "max_minutes"))
 
 
 def selection_block(*fields: str) -> OptionBlock:
-    from pipeline.jobs.selection_settings import SelectionSettings
+    from pipeline.jobs.train.selection_settings import SelectionSettings
 
     return OptionBlock("selection", SelectionSettings, fields)
 
@@ -277,9 +277,12 @@ SAMPLING = sampling_block()  # --max-new-tokens --temperature --top-p --stop (Sa
 EVAL = eval_block("per_level", "samples", "seed")  # --per-level --samples --seed (EvalConfig)
 ENGINE = engine_block()  # --engine KEY=VALUE,... (EngineOptions)
 BOOTSTRAP = bootstrap_block()  # --seed --max-steps --max-minutes (BootstrapConfig)
-# --selection --selection-model --selection-score --selection-prior (a train recipe's fields,
-# SelectionSettings): handed on as `overrides()`, which the recipe's settings check
-SELECTION = selection_block("selection", "selection_model", "selection_score", "selection_prior")
+# --selection --selection-model --selection-score --selection-prior --selection-target-share (a
+# train recipe's fields, SelectionSettings): handed on as `overrides()`, which the recipe's
+# settings check
+SELECTION = selection_block(
+    "selection", "selection_model", "selection_score", "selection_prior", "selection_target_share"
+)
 # sieve plan's: which difficulty model and score its posterior policy replays with
 SELECTION_MODEL = selection_block("selection_model", "selection_score")
 

@@ -8,8 +8,8 @@ which judges the file the path leads to (through links and descriptors): never t
 ledger or its side files, nor any DuckDB database or log; `-` is stdout, a regular file is
 written as a new file beside it and renamed over it, a FIFO only when a process reads it, and
 nothing is removed but that new file. `audit` shows the verifier audit of a curation
-(`pipeline.jobs.audit`): math-verify's disagreement rate with Sieve's verdicts per family, the
-worst family x level cells and a few disagreements. Ledger text (answers, completions, column
+(`pipeline.jobs.curate.audit`): math-verify's disagreement rate with Sieve's verdicts per family,
+the worst family x level cells and a few disagreements. Ledger text (answers, completions, column
 names) prints as it is, never as Rich markup (`flows.cli.common`'s consoles).
 
 Test: `pytest tests/cli/test_sql_sandbox.py tests/cli/test_cli.py tests/store/test_side_files.py
@@ -242,7 +242,7 @@ def _output_file(output: Path, mode: Mode, ledger: Path) -> Iterator[IO[Any]]:
 
 def stats(home: HomeOpt = None) -> None:
     """Print the ledger's summary views."""
-    from pipeline.jobs.stats import ledger_stats
+    from pipeline.jobs.analysis.stats import ledger_stats
 
     path, tables = ledger_stats(home)
     out.print(f"ledger: {path}")
@@ -261,7 +261,7 @@ def audit(
     """The verifier audit of a curation: how often math-verify disagrees with Sieve's verdicts,
     per family and in the worst family x level cells, with a few examples (`latest`: the newest
     curriculum's screen and refine runs; views verifier_audit_rates, verifier_disagreements)."""
-    from pipeline.jobs.audit import audit_view
+    from pipeline.jobs.curate.audit import audit_view
 
     view = audit_view(home, target, examples, cells)
     families, runs, worst, shown = view.families, view.runs, view.worst, view.examples
@@ -288,7 +288,7 @@ def curriculum_show(
     home: HomeOpt = None,
 ) -> None:
     """Stages, group sizes and the top items of a curriculum."""
-    from pipeline.jobs.stats import curriculum_tables
+    from pipeline.jobs.analysis.stats import curriculum_tables
 
     for frame, title in curriculum_tables(home, curriculum, limit):
         show(frame, title)

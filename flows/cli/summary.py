@@ -15,7 +15,7 @@ import polars as pl
 
 if TYPE_CHECKING:
     from flows.loop import DemoRun
-    from pipeline.jobs.backtest import CurationBacktest
+    from pipeline.jobs.analysis.backtest_arms import CurationBacktest
 
 WIDTH = 80  # every line the demo's summary prints fits this many columns
 MOVED_SHOWN = 12  # cells listed by name; the rest are counted (all: `sieve demo --wide`)

@@ -1,7 +1,7 @@
 """`sieve train`: GRPO on a curated curriculum, with the recipe for the model.
 
 One call into the job, `flows.commands.train`: everything is decided there before Prefect
-starts, once, into a `pipeline.jobs.lineage.TrainJob` (the curriculum, the starting model, by
+starts, once, into a `pipeline.jobs.train.lineage.TrainJob` (the curriculum, the starting model, by
 default the one the curriculum was curated with, and the recipe: `--config FILE`, read once,
 else the recipe file for that model's prompt format; `--steps` replaces its total and the
 `--selection*` options its selection fields), then the flow `flows.train.train_flow` runs on

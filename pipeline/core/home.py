@@ -64,7 +64,7 @@ def from_home(
     (or one that is gone). A checkpoint of training `run` (an end checkpoints/RUN/STEP) is this
     home's, on disk or not; a model folder (models/NAME) or another checkpoint is, where `home`
     holds it (and `holds(folder)` says yes, when given: the caller's check that the folder is the
-    recorded model, `pipeline.jobs.lineage` compares its revision)."""
+    recorded model, `pipeline.jobs.train.lineage` compares its revision)."""
     path = Path(stored)
     if not path.is_absolute():
         return (home if home is not None else Path.cwd()) / path

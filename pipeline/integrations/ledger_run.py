@@ -42,13 +42,13 @@ from grpo_core.seeds import derive_seed
 from grpo_core.types import Item
 from pipeline.core.errors import SieveError
 from pipeline.core.home import to_home
+from pipeline.selection.evidence import lineage_observations
 from pipeline.selection.posterior import (
     Observations,
     PosteriorConfig,
     SelectionConfig,
     _candidates,
     difficulty_model,
-    lineage_observations,
     select_batch,
 )
 from pipeline.store import Ledger

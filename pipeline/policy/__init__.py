@@ -5,7 +5,7 @@ Llama-style model (`model.py`) saved as a normal Hugging Face model folder; `mod
 any local model folder's revision and loads it, `folders.py` keeps the model folders under
 `<home>/models` (`sieve models add|list`), and `prompts.py` renders the prompts every sampling
 backend shares. Training the tiny policy (`sieve bootstrap`) and evaluating a policy are jobs
-(`pipeline.jobs.bootstrap`, `pipeline.jobs.evaluate`).
+(`pipeline.jobs.train.bootstrap`, `pipeline.jobs.analysis.evaluate`).
 
 Test: `.venv/bin/pytest tests/policy -q`.
 """

@@ -1,5 +1,5 @@
 """The tiny policy's shape, apart from the model code so that settings naming it (the bootstrap's,
-`pipeline.jobs.bootstrap_settings`) import neither torch nor transformers.
+`pipeline.jobs.train.bootstrap_settings`) import neither torch nor transformers.
 
 Test: `pytest tests/policy/test_model.py`.
 """

@@ -123,8 +123,8 @@ def training_mismatch(
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """How many held-out problems and samples (`pipeline.jobs.evaluate`); how they are sampled
-    is the one sampling settings object curation and training use (`SamplingConfig`:
+    """How many held-out problems and samples (`pipeline.jobs.analysis.evaluate`); how they are
+    sampled is the one sampling settings object curation and training use (`SamplingConfig`:
     temperature, top-p, budget, stop). Here, beside it, so `sieve eval` and `sieve bootstrap`
     make their options from these fields (`flows.cli.options.EVAL`) without importing the
     evaluation job. Each field's `help` is its option's help."""

@@ -1,8 +1,9 @@
 """The `hf` backend: batched sampling with `transformers` on CPU (or CUDA when present).
 
 Inputs are built on the device of the model's parameters, read at each call: a sampler given a
-model object (the trainer's, which `pipeline/jobs/trainee.py` may swap for its LoRA-wrapped one)
-samples wherever that model lives; a folder is loaded on `device` (default: CUDA when available).
+model object (the trainer's, which `pipeline/jobs/train/trainee.py` may swap for its LoRA-wrapped
+one) samples wherever that model lives; a folder is loaded on `device` (default: CUDA when
+available).
 
 Each prompt is encoded once and its prefill (KV cache) computed once, then expanded to its n
 samples; rows are sorted by prompt length and cut into micro-batches that fit two budgets: the

@@ -339,7 +339,8 @@ def committed_value(candidate: str) -> Fraction | None:
 
 # `Verdict.detail` values of verdicts the fast path decided on a guessed reading (a decimal comma
 # such as `1,5`, space-grouped digits such as `1 000`, judged equal to the gold) rather than on a
-# clean parse. Curation's verifier audit re-checks every one of these (pipeline/jobs/audit.py).
+# clean parse. Curation's verifier audit re-checks every one of these
+# (pipeline/jobs/curate/audit.py).
 GUESSED_DETAILS = frozenset({"fast_path_guess"})
 
 

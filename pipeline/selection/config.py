@@ -252,8 +252,8 @@ class CurateConfig(BaseModel):
         description="Prompts per sampling chunk, the unit of crash-resume: smaller loses less "
         "work on a crash, larger batches better. Default: 256.",
     )
-    # The verifier audit (pipeline/jobs/audit.py) observes and never decides: these two fields are
-    # left out of the curation key (pipeline.jobs.curate.curation_key), so they change no run id.
+    # The verifier audit (pipeline/jobs/curate/audit.py) observes, never decides: its two fields are
+    # out of the curation key (pipeline.jobs.curate.curation.curation_key): they change no run id.
     audit_share: float = Field(
         default=0.02,
         ge=0.0,

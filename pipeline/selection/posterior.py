@@ -21,7 +21,8 @@ u_j; `now` the current update):
 the largest learnability p(1 − p); `posterior_select` is the trainer collector that does it at
 every step from the run's own groups (every group it trains is an observation; nothing is sampled
 to decide). The same numbers come from the ledger in SQL (`queries/prompt_posterior.sql`); the
-tests hold the two to 1e-12.
+tests hold the two to 1e-12. What the model observes in the ledger, on the lineage clock, is
+read by `pipeline.selection.evidence`.
 
 Options (`SelectionConfig`; its defaults are the above):
 - `model = "learning"`: the learning model (pipeline/selection/learning.py: evidence that moves
@@ -29,8 +30,10 @@ Options (`SelectionConfig`; its defaults are the above):
   no SQL twin;
 - `score = "ucb"`: the posterior mean of p(1 − p) plus κ times its standard deviation instead of
   a Thompson draw's p(1 − p); `coverage` ρ: a prompt seen v times scores × (1 + v)^−ρ;
+- `target_share` τ: a closed loop that spends a share ε of each batch on the least-visited
+  prompts ranked below it, ε moving with the realised informative share (`batch_choice`);
 - a start prior (`CellPrior`): k of n samples per cell known before the run (a screen or an
-  evaluation of the start weights; `ledger_cell_prior` reads one revision's from the ledger),
+  evaluation of the start weights; `evidence.ledger_cell_prior` reads one revision's),
   joined to the cells' evidence at its update, in either model.
 
 The metric `predicted_informative` of a step is the mean over the picked batch of the posterior
@@ -47,29 +50,36 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from grpo_core.seeds import derive_seed
 from grpo_core.types import Collected, Collector, Item, Rollouts, Scores, TrainerError
-from grpo_core.validate import AtLeastOne, NonNegative, check_fields
-from pipeline.selection.learning import LEARNING, LearningConfig, RunLearner
+from grpo_core.validate import AtLeastOne, check_fields
+from pipeline.selection.batch_choice import (
+    SELECTION,
+    SelectionConfig,
+    exploration,
+    realised_share,
+    select_batch,
+)
+from pipeline.selection.learning import RunLearner
 from pipeline.selection.stats import (
     flat_probability,
     informative_probability,
-    learnability,
-    learnability_sd,
 )
 
-OBSERVATION_SCHEMA = {
-    "problem_id": pl.String,
-    "cell": pl.String,
-    "k": pl.Float64,
-    "n": pl.Float64,
-    "update": pl.Int64,
-}
+OBSERVATION_SCHEMA = pl.Schema(
+    {
+        "problem_id": pl.String,
+        "cell": pl.String,
+        "k": pl.Float64,
+        "n": pl.Float64,
+        "update": pl.Int64,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -93,29 +103,6 @@ class PosteriorConfig:
                 f"need cell_strength > 0 and 0 ≤ floor < 0.5; got {self.cell_strength}, "
                 f"{self.floor}"
             )
-
-
-@dataclass(frozen=True)
-class SelectionConfig:
-    """Which difficulty model scores a step's candidates and how a candidate's posterior becomes
-    the score its batch is picked by. The defaults are the static model and Thompson draws."""
-
-    # static: PosteriorConfig's model (its SQL twin: the ledger views); learning: `learning`'s
-    # (drift fitted on the run's revisits, after DPS, Mao et al. 2026, arXiv 2603.10887)
-    model: Literal["static", "learning"] = "static"
-    learning: LearningConfig = LEARNING  # the learning model's settings (forecast.json's best)
-    # thompson: a Beta draw's p(1 − p) (MoPPS, Qu et al. 2025, arXiv 2507.04632); ucb: E[p(1 −
-    # p)] + κ · sd(p(1 − p)) (after InSight, Zhou et al. 2026, arXiv 2603.01907: a score from
-    # the mean belief plus what more evidence is worth, not from one noisy draw)
-    score: Literal["thompson", "ucb"] = "thompson"
-    kappa: NonNegative = 1.0  # κ of "ucb": weight of the spread; 0 ranks by the mean alone
-    # ρ: a prompt the model has v groups of scores × (1 + v)^−ρ, so an unseen prompt beats a
-    # revisit of equal learnability (a count-based novelty discount: Thompson draws alone keep
-    # revisiting the prompts they know to be learnable); 0: revisits cost nothing
-    coverage: NonNegative = 0.0
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -222,41 +209,6 @@ def prompt_posterior(
     return out.select("problem_id", "cell", "cell_yield", "alpha", "beta", "mean")
 
 
-def selection_score(
-    alpha: np.ndarray,
-    beta: np.ndarray,
-    rng: np.random.Generator,
-    select: SelectionConfig = SelectionConfig(),
-    visits: np.ndarray | None = None,
-) -> np.ndarray:
-    """Each candidate's score under `select`: a Thompson draw's p(1 − p), or E[p(1 − p)] + κ ·
-    sd(p(1 − p)) ("ucb", no draw); times (1 + visits)^−ρ where ρ = `select.coverage` > 0."""
-    if select.score == "thompson":
-        p = rng.beta(alpha, beta)
-        score = p * (1.0 - p)
-    else:
-        score = learnability(alpha, beta) + select.kappa * learnability_sd(alpha, beta)
-    if select.coverage > 0 and visits is not None:
-        score = score * (1.0 + visits) ** -select.coverage
-    return np.asarray(score)
-
-
-def select_batch(
-    alpha: np.ndarray,
-    beta: np.ndarray,
-    batch: int,
-    rng: np.random.Generator,
-    select: SelectionConfig = SelectionConfig(),
-    visits: np.ndarray | None = None,
-) -> np.ndarray:
-    """Indices of the `batch` candidates of the largest `selection_score` (by default, whose
-    Thompson draws have the largest p(1 − p)); ties keep the candidates' order."""
-    if len(alpha) < batch:
-        raise ValueError(f"{len(alpha)} candidates for a batch of {batch}")
-    score = selection_score(alpha, beta, rng, select, visits)
-    return np.argsort(-score, kind="stable")[:batch]
-
-
 @dataclass
 class Observations:
     """The groups a run has seen, as the posterior reads them (in memory; the trainer's recorder
@@ -283,7 +235,7 @@ Difficulty = Callable[[Observations, list[str], list[str], int], tuple[np.ndarra
 
 def difficulty_model(
     cfg: PosteriorConfig = PosteriorConfig(),
-    select: SelectionConfig = SelectionConfig(),
+    select: SelectionConfig = SELECTION,
     prior: CellPrior | None = None,
 ) -> Difficulty:
     """The model `select.model` names, as a function (observations, keys, cells, now) → the
@@ -338,7 +290,7 @@ def _candidates(
     keys = [it.key for it in cands]
     alpha, beta = model(obs, keys, [cell_of[k] for k in keys], now)
     visits = None
-    if select.coverage > 0:
+    if select.coverage > 0 or select.target_share is not None:
         seen = Counter(r[0] for r in obs.rows)
         visits = np.array([seen[k] for k in keys], dtype=np.float64)
     rng = np.random.default_rng(derive_seed(seed, "posterior", step))
@@ -355,8 +307,9 @@ def posterior_select(
     update_of: Callable[[int], int] = lambda step: step,
     stored: Mapping[str, Sequence[Any]] | None = None,
     visited: set[str] | None = None,
-    select: SelectionConfig = SelectionConfig(),
+    select: SelectionConfig = SELECTION,
     prior: CellPrior | None = None,
+    shares: list[float] | None = None,
 ) -> Collector:
     """The trainer collector: candidates of (step, 0) (≥ cfg.candidates x `batch` of them),
     their posteriors at update `update_of(step)` from `obs` (and `prior`) under the model
@@ -369,18 +322,29 @@ def posterior_select(
     `stored` (key → samples, e.g. the night's screen/refine samples of the curriculum): a picked
     prompt's first visit (its key not in `visited`, which the collector then extends) trains on
     those samples instead of fresh ones (`grpo_core.history.replay_first_visits`); a replayed
-    group is not observed again (the ledger already holds it as curation evidence)."""
-    from grpo_core.collect import _split
+    group is not observed again (the ledger already holds it as curation evidence).
+
+    `shares` (the caller's list, which the collector extends while `select.target_share` is
+    set): each step's realised informative share; the step's exploration share ε is
+    `batch_choice.exploration` of them (a resumed run hands back the shares its steps recorded).
+    Metric `explore`: that ε."""
+    from grpo_core.collect import split_scores
     from grpo_core.history import replay_first_visits
 
     seen_keys = visited if visited is not None else set()
+    realised = shares if shares is not None else []
     model = difficulty_model(cfg, select, prior)
 
     def collect(t: Rollouts, step: int) -> Collected:
         size = batch(step) if callable(batch) else batch
         now = update_of(step)
         at = _candidates(source, cell_of, obs, model, select, seed, step, size, now, fewest=1)
-        idx = select_batch(at.alpha, at.beta, min(size, len(at.cands)), at.rng, select, at.visits)
+        eps = 0.0
+        if select.target_share is not None:
+            eps = exploration(realised, select.target_share, select.share_gain,
+                              select.explore_most)  # fmt: skip
+        n = min(size, len(at.cands))
+        idx = select_batch(at.alpha, at.beta, n, at.rng, select, at.visits, eps)
         # fewer distinct prompts than a batch (a small curriculum): the ranking is repeated from
         # the top, so the best-ranked prompts take a second group and every step trains the
         # batch it was given (never a smaller one, which would change the update's size)
@@ -392,252 +356,30 @@ def posterior_select(
             "predicted_informative": float(
                 np.mean(informative_probability(at.alpha[idx], at.beta[idx], g))
             ),
+            "explore": eps,
         }
         if stored:
             c, replayed = replay_first_visits(t, step, kept, stored, seen_keys)
-            for it, part in zip(c.items, _split(c.scores, c.groups), strict=True):
+            for it, part in zip(c.items, split_scores(c.scores, c.groups), strict=True):
                 if it.key in replayed:  # the first copy replayed; a repeat of it was sampled
                     replayed = replayed - {it.key}
                 else:
                     _observe(obs, cell_of, it, [part], now)
+            if select.target_share is not None:
+                parts = split_scores(c.scores, c.groups)
+                realised.append(realised_share(parts, t.cfg.zero_var_tol))
             c.metrics.update(metrics)
             return c
         groups, scores, ts, tr = t.sample_and_score(kept, t.step_seed(step))
-        for it, part in zip(kept, _split(scores, groups), strict=True):
+        parts = split_scores(scores, groups)
+        for it, part in zip(kept, parts, strict=True):
             _observe(obs, cell_of, it, [part], now)
+        if select.target_share is not None:  # the loop's record (a Rollouts with a config)
+            realised.append(realised_share(parts, t.cfg.zero_var_tol))
         seen_keys.update(it.key for it in kept)
         return Collected(kept, groups, scores, sum(len(g) for g in groups), ts, tr, metrics)
 
     return collect
-
-
-def lineage_clock(runs: pl.DataFrame, checkpoints: pl.DataFrame) -> dict[str, int]:
-    """The update clock each training run starts at (`train_id` → clock): the clock of the
-    checkpoint its base revision is (its run's start + its step), 0 for weights no checkpoint
-    holds. `runs`: train_id, base_revision; `checkpoints`: train_id, step, model_revision."""
-    base = dict(zip(runs["train_id"], runs["base_revision"], strict=True))
-    made: dict[str, list[tuple[str, int]]] = {}
-    for tid, step, rev in checkpoints.select("train_id", "step", "model_revision").iter_rows():
-        made.setdefault(rev, []).append((tid, int(step)))
-    start: dict[str, int] = {}
-    frontier = [t for t, b in base.items() if b is None or b not in made]
-    for t in frontier:
-        start[t] = 0
-    for _ in range(1000):  # the lineage is a forest; depth bounds a malformed one
-        nxt: dict[str, int] = {}
-        for t, b in base.items():
-            if b is None or b not in made:
-                continue
-            got = [start[p] + s for p, s in made[b] if p in start]
-            if got and min(got) < start.get(t, 1 << 62):
-                nxt[t] = min(got)
-        if not nxt:
-            break
-        start.update(nxt)
-    return start
-
-
-def ledger_observations(ledger: Any) -> tuple[pl.DataFrame, int]:
-    """(observations, now) of the whole ledger on the lineage clock (the Python twin of the
-    views posterior_observations / posterior_clock of migration 0016)."""
-    runs = ledger.sql("SELECT train_id, base_revision FROM train_runs")
-    ckpts = ledger.sql("SELECT train_id, step, model_revision FROM checkpoints")
-    start = lineage_clock(runs, ckpts)
-    clock: dict[str, int] = {}
-    for tid, step, rev in ckpts.iter_rows():
-        if tid in start:
-            c = start[tid] + int(step)
-            clock[rev] = min(c, clock.get(rev, c))
-    cur = ledger.sql(
-        "SELECT g.problem_id, p.family || ' ' || p.level AS cell, g.k::DOUBLE AS k, "
-        "g.n::DOUBLE AS n, s.model_revision AS revision FROM group_stats g "
-        "JOIN sampling_runs s USING (run_id) JOIN problems p USING (problem_id) "
-        "WHERE s.purpose IN ('screen', 'refine') AND coalesce(s.temperature, 1.0) > 0 "
-        "AND g.n > 0 AND p.split = 'train'"
-    )
-    trn = ledger.sql(
-        "SELECT t.problem_id, p.family || ' ' || p.level AS cell, t.k::DOUBLE AS k, "
-        "t.n::DOUBLE AS n, t.train_id, t.step FROM train_group_stats t "
-        "JOIN problems p USING (problem_id) WHERE t.n > 0 AND NOT t.skipped "
-        "AND p.split = 'train'"
-    )
-    rev_clock = pl.DataFrame(
-        {"revision": list(clock), "update": list(clock.values())},
-        schema={"revision": pl.String, "update": pl.Int64},
-    )
-    run_start = pl.DataFrame(
-        {"train_id": list(start), "start": list(start.values())},
-        schema={"train_id": pl.String, "start": pl.Int64},
-    )
-    obs = pl.concat(
-        [
-            cur.join(rev_clock, on="revision", how="left")
-            .with_columns(pl.col("update").fill_null(0))
-            .select(list(OBSERVATION_SCHEMA)),
-            trn.join(run_start, on="train_id", how="left")
-            .with_columns(update=pl.col("start").fill_null(0) + pl.col("step").cast(pl.Int64))
-            .select(list(OBSERVATION_SCHEMA)),
-        ]
-    ).cast(OBSERVATION_SCHEMA)
-    marks = [0, *clock.values()] + ([int(obs["update"].max())] if obs.height else [])
-    return obs, max(marks)
-
-
-def lineage_observations(
-    ledger: Any,
-    base_revision: str,
-    train_id: str | None = None,
-    exclude: Sequence[str] = (),
-    siblings: bool = True,
-    apart: Sequence[str] = (),
-) -> tuple[pl.DataFrame, int]:
-    """(observations, clock of `base_revision`): the evidence a training run that starts from
-    `base_revision` has about its prompts — every curation group (screen, refine, T > 0) sampled
-    by those weights or by an ancestor of them, and every training group of the runs that led
-    to them (up to the step whose checkpoint the lineage continued from) and of `train_id`
-    itself (a resumed run), each at its update on the lineage clock (`lineage_clock`). With
-    `siblings`, also what the runs trained from `base_revision` (or from a checkpoint descended
-    from it) saw: an earlier run from the same weights, a sweep's other members — their
-    training groups and the curation groups their checkpoints sampled, each at its own clock,
-    so it counts once this run has trained as many updates (the posterior reads no group of a
-    later update than now). Another model's lineage in the same home adds nothing. The run's
-    step s is update clock + s. `exclude`: curation runs left out (a curation deciding from
-    the evidence before its own); `apart`: training runs left out of the siblings (a caller
-    that holds a run's own groups itself, step by step)."""
-    runs = ledger.sql("SELECT train_id, base_revision FROM train_runs")
-    ckpts = ledger.sql("SELECT train_id, step, model_revision FROM checkpoints")
-    start = lineage_clock(runs, ckpts)
-    base_of = dict(zip(runs["train_id"], runs["base_revision"], strict=True))
-    made: dict[str, tuple[str, int]] = {}
-    for tid, step, rev in ckpts.select("train_id", "step", "model_revision").iter_rows():
-        if tid not in start:
-            continue
-        if rev not in made or start[tid] + step < checkpoint_clock(made[rev], start):
-            made[rev] = (tid, int(step))
-    revs: dict[str, int] = {}
-    upto: dict[str, int] = {}
-    at: str | None = base_revision
-    while at is not None and at not in revs:
-        hop = made.get(at)
-        revs[at] = checkpoint_clock(hop, start) if hop else 0
-        if hop is None:
-            break
-        upto[hop[0]] = max(hop[1], upto.get(hop[0], -1))
-        at = base_of.get(hop[0])
-    now = revs[base_revision]
-    if siblings:  # the runs descended from the base: every group, at its own clock
-        skip = {train_id, *apart} - {None}
-        _add_descendants(base_revision, skip, base_of, ckpts, made, start, revs, upto)
-    if train_id is not None:
-        upto[train_id] = 1 << 62
-        start.setdefault(train_id, now)
-    cur = ledger.sql(
-        "SELECT g.problem_id, p.family || ' ' || p.level AS cell, g.k::DOUBLE AS k, "
-        "g.n::DOUBLE AS n, s.model_revision AS revision FROM group_stats g "
-        "JOIN sampling_runs s USING (run_id) JOIN problems p USING (problem_id) "
-        "WHERE s.purpose IN ('screen', 'refine') AND coalesce(s.temperature, 1.0) > 0 "
-        "AND g.n > 0 AND p.split = 'train' AND list_contains($revs, s.model_revision) "
-        "AND NOT list_contains($exclude, g.run_id)",
-        {"revs": list(revs), "exclude": list(exclude)},
-    )
-    trn = ledger.sql(
-        "SELECT t.problem_id, p.family || ' ' || p.level AS cell, t.k::DOUBLE AS k, "
-        "t.n::DOUBLE AS n, t.train_id, t.step FROM train_group_stats t "
-        "JOIN problems p USING (problem_id) WHERE t.n > 0 AND NOT t.skipped "
-        "AND p.split = 'train' AND list_contains($runs, t.train_id)",
-        {"runs": list(upto)},
-    )
-    limits = pl.DataFrame(
-        {
-            "train_id": list(upto),
-            "_upto": list(upto.values()),
-            "_start": [start.get(t, 0) for t in upto],
-        },
-        schema={"train_id": pl.String, "_upto": pl.Int64, "_start": pl.Int64},
-    )
-    rev_clock = pl.DataFrame(
-        {"revision": list(revs), "update": list(revs.values())},
-        schema={"revision": pl.String, "update": pl.Int64},
-    )
-    obs = pl.concat(
-        [
-            cur.join(rev_clock, on="revision", how="left").select(list(OBSERVATION_SCHEMA)),
-            trn.join(limits, on="train_id", how="left")
-            .filter(pl.col("step") <= pl.col("_upto"))
-            .with_columns(update=pl.col("_start") + pl.col("step").cast(pl.Int64))
-            .select(list(OBSERVATION_SCHEMA)),
-        ]
-    ).cast(OBSERVATION_SCHEMA)
-    return obs.sort("update", "problem_id", maintain_order=True), now
-
-
-def _add_descendants(
-    base_revision: str,
-    skip: set[str | None],
-    base_of: Mapping[str, Any],
-    ckpts: pl.DataFrame,
-    made: Mapping[str, tuple[str, int]],
-    start: Mapping[str, int],
-    revs: dict[str, int],
-    upto: dict[str, int],
-) -> None:
-    """Every run trained from `base_revision` or from a checkpoint descended from it (but those
-    in `skip`) into `upto` with all its steps, and the revisions its checkpoints hold into
-    `revs` at their clock (their curation groups count too)."""
-    kids: dict[str, list[str]] = {}
-    for tid, b in base_of.items():
-        kids.setdefault(str(b), []).append(tid)
-    made_by: dict[str, list[str]] = {}
-    for tid, _step, rev in ckpts.select("train_id", "step", "model_revision").iter_rows():
-        made_by.setdefault(tid, []).append(rev)
-    frontier = [base_revision]
-    while frontier:
-        for tid in kids.get(frontier.pop(), []):
-            if tid in skip or tid in upto or tid not in start:
-                continue
-            upto[tid] = 1 << 62
-            for rev in made_by.get(tid, []):
-                if rev not in revs and rev in made:
-                    revs[rev] = checkpoint_clock(made[rev], start)
-                    frontier.append(rev)
-
-
-def ledger_cell_prior(
-    ledger: Any, revision: str, samples: float | None = None, update: int = 0
-) -> CellPrior | None:
-    """The start prior of a training run from the weights `revision`: per cell, k of n samples
-    those weights were sampled to pass in the ledger (the stored query `cell_prior`: every
-    sampled run of them, curation screens and held-out evaluations), as measured at `update`
-    (the revision's clock); each cell's n capped at `samples` keeping its pass rate (a big
-    screen need not outweigh the run's own groups). None when the ledger has no such sample.
-    The curation groups of the lineage may already be prompt evidence (`lineage_observations`):
-    a caller that adds both counts those samples twice in their cells."""
-    rows = ledger.query("cell_prior", revision=revision)
-    if rows.height == 0:
-        return None
-    cells: dict[str, tuple[float, float]] = {}
-    for cell, k, n in rows.select("cell", "k", "n").iter_rows():
-        f = min(1.0, samples / n) if samples is not None else 1.0
-        cells[str(cell)] = (f * float(k), f * float(n))
-    return CellPrior(cells, update)
-
-
-def checkpoint_clock(hop: tuple[str, int], start: Mapping[str, int]) -> int:
-    """The update clock of the checkpoint (train_id, step) on the lineage."""
-    return start[hop[0]] + hop[1]
-
-
-def ledger_posterior(
-    ledger: Any, cfg: PosteriorConfig = PosteriorConfig()
-) -> tuple[pl.DataFrame, pl.DataFrame, int]:
-    """(per cell, per train-split prompt, now): the difficulty model over the whole ledger, as
-    the views cell_posterior / prompt_posterior give it at the default config."""
-    obs, now = ledger_observations(ledger)
-    prompts = ledger.sql(
-        "SELECT problem_id, family || ' ' || level AS cell FROM problems WHERE split = 'train'"
-    )
-    _, cells = cell_posterior(obs, cfg, now)
-    return cells, prompt_posterior(obs, prompts, cfg, now), now
 
 
 def group_size_for(
@@ -686,7 +428,7 @@ def posterior_screen(
     screen: ScreenConfig = ScreenConfig(),
     update_of: Callable[[int], int] = lambda step: step,
     full: bool = False,
-    select: SelectionConfig = SelectionConfig(),
+    select: SelectionConfig = SELECTION,
     prior: CellPrior | None = None,
 ) -> Collector:
     """`posterior_select` with the two stages inside training: the `batch` candidates with the
@@ -698,7 +440,7 @@ def posterior_screen(
     fill its batch trains nothing (metric `unfilled`; its groups still count as evidence), so
     every update trains the same number of groups (the matched protocol of
     benchmarks/headline.py). `select` and `prior` as in `posterior_select`."""
-    from grpo_core.collect import _Gather
+    from grpo_core.collect import Gather
 
     model = difficulty_model(cfg, select, prior)
 
@@ -712,7 +454,7 @@ def posterior_screen(
         item_g = np.array([it.group_size for it in cands])
         direct_g = group_size_for(alpha, beta, item_g, max(screen.g_max, int(item_g.max())),
                                   screen.target)  # fmt: skip
-        got = _Gather(t)
+        got = Gather(t)
         counts = {"straight": 0, "screened": 0, "continued": 0, "decided_only": 0}
         at = 0
         for round_ in range(screen.rounds):
@@ -761,7 +503,7 @@ def _screen_round(
     straight ones; continue the screens that disagree to the G they end at in a second call
     (their screen samples first in the group) and keep them; count flat screens as rollouts
     that decided only. Every group sampled is observed once, whole."""
-    from grpo_core.collect import _informative, _join
+    from grpo_core.collect import is_informative, join_scores
 
     first = got.sample([p[0] for p in picks], seed, [p[1] for p in picks])
     cont = []
@@ -772,7 +514,7 @@ def _screen_round(
             observe(item, part)
             continue
         counts["screened"] += 1
-        if _informative(part, t.cfg.zero_var_tol):
+        if is_informative(part, t.cfg.zero_var_tol):
             cont.append((item, grp, part, max(end - g, 0)))
         else:
             counts["decided_only"] += len(grp)
@@ -787,7 +529,7 @@ def _screen_round(
         counts["continued"] += 1
         if id(item) in extra:
             _, grp2, part2 = extra[id(item)]
-            grp, part = grp + grp2, _join([part, part2])
+            grp, part = grp + grp2, join_scores([part, part2])
         got.keep(item, grp, part)
         observe(item, part)
 

@@ -10,7 +10,7 @@ are sorted by problem_id.
 - `history_prior`: prompts zero-variance in every recent revision → `skipped_by_history` with
   probability `history_skip_prob`, else re-explored (docs/architecture.md, curation step 2);
   prompts whose newest training group was all correct → `solved_in_training`, not screened
-  again (the curriculum takes them as replay candidates, `pipeline.jobs.curate.replay_pool`).
+  again (replay candidates of the curriculum, `pipeline.jobs.curate.curation.replay_pool`).
 - `allocate_candidates`: candidates per family × level cell from how often each cell's groups
   were informative for recent revisions (an explored share stays even).
 - `screen_survivors`: small-G screen → refine the informative groups (reward spread

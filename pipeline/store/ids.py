@@ -1,5 +1,5 @@
 """How one curation's ledger ids follow from its key: the curriculum `cur-<key>`, its screen and
-refine sampling runs `screen-<key>` / `refine-<key>` (`pipeline.jobs.curate` derives the key from
+refine runs `screen-<key>` / `refine-<key>` (`pipeline.jobs.curate.curation` derives the key from
 the config and the model revision), and which curriculum a name a user gives (an id, or `latest`:
 the newest curriculum with items) stands for (`resolve_curriculum`). Here, below every job, so
 the jobs that read a curation's runs (audit, export, report, train, backtest) need not import
@@ -22,7 +22,7 @@ def curriculum_id(key: str) -> str:
 
 def curation_runs(curriculum: str) -> list[str]:
     """The screen and refine run ids of the curation that wrote `curriculum` (every id of one
-    curation is derived from its key: `curriculum_id`, `pipeline.jobs.curate.run_info`)."""
+    curation is derived from its key: `curriculum_id`, `pipeline.jobs.curate.curation.run_info`)."""
     key = curriculum.removeprefix("cur-")
     return [f"{purpose}-{key}" for purpose in ("screen", "refine")]
 

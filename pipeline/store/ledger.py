@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import re
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from importlib import resources
 from pathlib import Path
@@ -412,6 +412,41 @@ class Ledger:
     def query(self, name: str, **params: Any) -> pl.DataFrame:
         """Run the stored query `queries/<name>.sql` with bound parameters."""
         return self.sql(load_query(name), params)
+
+    # -- the difficulty model's evidence (pipeline.selection.evidence) ---------------------
+    def train_run_bases(self) -> pl.DataFrame:
+        """train_id, base_revision of every training run (stored query `train_run_bases`)."""
+        return self.query("train_run_bases")
+
+    def checkpoint_revisions(self) -> pl.DataFrame:
+        """train_id, step, model_revision of every checkpoint (`checkpoint_revisions`)."""
+        return self.query("checkpoint_revisions")
+
+    def curation_groups(
+        self, revisions: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> pl.DataFrame:
+        """problem_id, cell, k, n, revision of the curation groups the difficulty model counts
+        (`posterior_curation_groups`): those sampled by `revisions` (None: by any revision),
+        but for the sampling runs in `exclude`."""
+        revs = None if revisions is None else list(revisions)
+        return self.query("posterior_curation_groups", revisions=revs, exclude=list(exclude))
+
+    def training_groups(self, runs: Sequence[str] | None = None) -> pl.DataFrame:
+        """problem_id, cell, k, n, train_id, step of the trained groups the difficulty model
+        counts (`posterior_train_groups`) of the training runs `runs` (None: of every run)."""
+        return self.query("posterior_train_groups", runs=None if runs is None else list(runs))
+
+    def step_shares(self, train_id: str) -> pl.DataFrame:
+        """step, share: each step of run `train_id`, its informative share (`train_step_shares`)."""
+        return self.query("train_step_shares", train_id=train_id)
+
+    def train_prompts(self) -> pl.DataFrame:
+        """problem_id, cell of every train-split problem (`train_prompts`)."""
+        return self.query("train_prompts")
+
+    def cell_prior(self, revision: str) -> pl.DataFrame:
+        """cell, k, n: per cell, what the weights `revision` were sampled to pass (`cell_prior`)."""
+        return self.query("cell_prior", revision=revision)
 
     def checksum(self, table: str) -> tuple[int, int]:
         """(row count, order-independent hash of all rows) — equal tables give equal checksums."""

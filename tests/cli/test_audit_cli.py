@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import pipeline.jobs.audit as audit_module
+import pipeline.jobs.curate.audit as audit_module
 from flows import cli
 from flows.curate import curate
 from pipeline.selection import CurateConfig

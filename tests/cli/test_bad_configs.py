@@ -22,7 +22,7 @@ import pytest
 
 from pipeline.core.errors import SieveError
 from pipeline.core.tomlconfig import MAX_CONFIG_BYTES
-from pipeline.jobs.recipes import RECIPES, load_settings
+from pipeline.jobs.train.settings import RECIPES, load_settings
 from pipeline.selection import load_curate_config
 from pipeline.selection.config import load_mix
 from tests.cli_runner import error_line, run_cli

@@ -1066,14 +1066,14 @@ def only_line(err: str) -> str:
 def no_flows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[str, Callable], None]:
     """`no_flows(job, flow)`: the command `job` (curate, train) runs `flow` in place of its
     Prefect flow, with no Prefect server started."""
-    import flows.commands
+    import flows.commands.common
     import flows.curate
     import flows.train
 
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))  # this test's, set back after
 
     def replace(job: str, flow: Callable) -> None:
-        monkeypatch.setattr(flows.commands, "start_flows", lambda home: None)
+        monkeypatch.setattr(flows.commands.common, "start_flows", lambda home: None)
         monkeypatch.setattr(getattr(flows, job), f"{job}_flow", flow)
 
     return replace
@@ -1557,10 +1557,10 @@ def test_a_finished_night_is_not_run_again(
     """Re-running a finished `sieve loop --nights 1 --start D` trained night D again, from the
     weights night D had made (issue 47). The night is stubbed as the nightly flow leaves one: a
     curriculum of the night's model, a finished training run from it and its checkpoint."""
-    import flows.commands
+    import flows.commands.common
     import flows.loop
     import flows.nightly
-    from pipeline.jobs.lineage import current_model
+    from pipeline.jobs.train.lineage import current_model
     from pipeline.policy.model import create_tiny_model, folder_revision
 
     home, base = tmp_path / "home", tmp_path / "base"
@@ -1598,7 +1598,7 @@ def test_a_finished_night_is_not_run_again(
         return {"night": params.night, "model": str(folder), "curate": curate, "train": train}
 
     monkeypatch.setattr(flows.nightly, "nightly_flow", night)
-    monkeypatch.setattr(flows.commands, "start_flows", lambda home: None)
+    monkeypatch.setattr(flows.commands.common, "start_flows", lambda home: None)
     monkeypatch.setattr(flows.loop, "quiet_prefect", lambda home: None)
     argv = ["loop", "--nights", "1", "--start", "2026-11-01", "--home", str(home)]
     code, _, err = run_sieve([*argv, "--model", str(base)], capfd)
@@ -1634,12 +1634,12 @@ def trained_home(
     tmp_path: Path, tiny_model_dir: Path, write_curriculum: Callable[[Ledger], object]
 ) -> Path:
     """A home as the pipeline's writers leave it: a curriculum curated with models/tiny
-    (`pipeline.jobs.curate.write_curriculum`) and one finished training of it (`flows.train.train`:
-    its run, checkpoints and evaluations)."""
+    (`pipeline.jobs.curate.curation.write_curriculum`) and one finished training of it
+    (`flows.train.train`: its run, checkpoints and evaluations)."""
     from types import SimpleNamespace
 
     from flows.train import train
-    from pipeline.jobs.curate import write_curriculum as write_head
+    from pipeline.jobs.curate.curation import write_curriculum as write_head
     from pipeline.policy.model import folder_revision
     from pipeline.selection import CurateConfig
     from tests.test_train import SMALL, even_length
@@ -1662,7 +1662,7 @@ def trained_home(
 
 def homes_model(home: Path) -> tuple[Path, Path]:
     """(what a night or `sieve curate` starts from, the model `sieve train` trains) in `home`."""
-    from pipeline.jobs.lineage import curriculum_model, nightly_model
+    from pipeline.jobs.train.lineage import curriculum_model, nightly_model
 
     with Ledger.open(home, read_only=True) as ledger:
         return nightly_model(ledger, None, home)[0], curriculum_model(ledger, "cur-test")[0]
@@ -1693,7 +1693,7 @@ def test_a_fresh_night_starts_from_the_folder_whatever_its_lineage_holds(
     model folder itself, not from the newest checkpoint trained from it, and even where that
     checkpoint is gone (a ledger copied from another machine); without --fresh a gone
     checkpoint is one error line. --fresh without a model folder is one line too."""
-    from pipeline.jobs.lineage import night_start
+    from pipeline.jobs.train.lineage import night_start
 
     home = tmp_path / "H"
     shutil.copytree(trained_home, home, symlinks=True)

@@ -31,7 +31,10 @@ def sieve(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 
 SAMPLING_OPTIONS = ["--max-new-tokens", "--temperature", "--top-p", "--stop"]
-SELECTION_OPTIONS = ["--selection", "--selection-model", "--selection-score", "--selection-prior"]
+SELECTION_OPTIONS = [
+    "--selection", "--selection-model", "--selection-score", "--selection-prior",
+    "--selection-target-share",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(

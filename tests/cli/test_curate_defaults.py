@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from flows.commands import sampling_plan
+from flows.commands.curation import sampling_plan
 from pipeline.core.hooks import SamplingPlan
-from pipeline.jobs.recipes import RECIPES, chat_sampling_defaults, curation_sampling, load_settings
+from pipeline.jobs.train.settings import (
+    RECIPES,
+    chat_sampling_defaults,
+    curation_sampling,
+    load_settings,
+)
 from pipeline.selection import CurateConfig
 
 SERVED = Path("a-served-chat-model")  # not a local folder: counts as a chat model
@@ -21,14 +26,14 @@ SERVED = Path("a-served-chat-model")  # not a local folder: counts as a chat mod
 def with_recipe_sampling(cfg: CurateConfig, folder: Path, chosen: set[str]) -> CurateConfig:
     """What `sieve curate` (`flows.commands.curate`) curates at: the recipe's sampling for the
     fields the user did not set (`chosen`, which `test_the_fields_the_user_set_are_the_flags_
-    and_the_files` checks `flows.commands.curate_config` finds)."""
+    and_the_files` checks `flows.commands.curation.curate_config` finds)."""
     return curation_sampling(cfg, folder, sorted(chosen))[0]
 
 
 def test_the_fields_the_user_set_are_the_flags_and_the_files(tmp_path: Path) -> None:
     """The [sampling] fields `sieve curate` keeps from the user: those given as flags and those
     the config file sets; the defaults of an unset field follow the recipe."""
-    from flows.commands import CurateRequest, curate_config
+    from flows.commands.curation import CurateRequest, curate_config
 
     config = tmp_path / "c.toml"
     config.write_text("[sampling]\nmax_new_tokens = 64\n", encoding="utf-8")
@@ -103,7 +108,7 @@ def test_the_nightly_flow_curates_at_the_sampling_it_trains_at(
 ) -> None:
     """Issue 46 point 4: sieve loop / schedule / the nightly flow curated a chat model at
     [sampling]'s T 1.0 / 512 tokens and trained it at the recipe's 0.6 / 256."""
-    from pipeline.jobs.recipes import TrainSettings
+    from pipeline.jobs.train.settings import TrainSettings
 
     cfg = _night_config(monkeypatch, tmp_path)
     assert (cfg.sampling.temperature, cfg.sampling.max_new_tokens) == (0.6, 256)

@@ -14,10 +14,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import pipeline.jobs.audit as audit_module
+import pipeline.jobs.curate.audit as audit_module
 from flows import cli
 from flows.curate import curate
-from pipeline.jobs import rescore as rescore_lib
+from pipeline.jobs.curate import rescore as rescore_lib
 from pipeline.scoring import VERIFIER_VERSION
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
@@ -31,11 +31,11 @@ EXAMPLES = "example changed verdicts (first 200 characters of the completion)"
 
 
 def shown(monkeypatch: pytest.MonkeyPatch) -> dict[str, pl.DataFrame]:
-    return shown_frames(monkeypatch, cli.rescore)
+    return shown_frames(monkeypatch, cli.replay)
 
 
 def wide(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
-    return wide_console(monkeypatch, cli.rescore)
+    return wide_console(monkeypatch, cli.replay)
 
 
 def test_rescore_latest_prints_the_changes_per_family(

@@ -31,7 +31,7 @@ from polars.testing import assert_frame_equal
 from flows.cli import nightly
 from flows.curate import curate
 from pipeline.core.errors import SieveError
-from pipeline.jobs.demo import EXAMPLE_SQL
+from pipeline.jobs.data.demo import EXAMPLE_SQL
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 from tests.cli_runner import run_cli

@@ -52,7 +52,7 @@ def test_the_checker_follows_helpers_and_sees_every_call(tmp_path: Path) -> None
     body = (
         "from flows.cli.common import helper\n"
         "from pipeline.core.errors import SieveError\n"
-        "from pipeline.jobs import intake as jobs\n"
+        "from pipeline.jobs.data import intake as jobs\n"
         "from pipeline.selection import CurateConfig\n\n"
         "def generate(home=None):\n"
         "    cfg = CurateConfig()\n"  # a settings object: not a call below
@@ -66,7 +66,7 @@ def test_the_checker_follows_helpers_and_sees_every_call(tmp_path: Path) -> None
     calls = sprawl().cli_job_calls(fake_cli(tmp_path, body))
     assert calls == {
         "generate": [
-            "pipeline.jobs.intake.generate_problems",
+            "pipeline.jobs.data.intake.generate_problems",
             "pipeline.problems.generate",
             "pipeline.store.Ledger.open",
         ]
@@ -86,10 +86,10 @@ def test_a_command_that_calls_one_job_counts_one(tmp_path: Path) -> None:
 
 def test_a_job_called_twice_or_through_a_plain_import_counts(tmp_path: Path) -> None:
     body = (
-        "import pipeline.jobs.stats\n"
+        "import pipeline.jobs.analysis.stats\n"
         "from flows import commands\n\n"
         "def generate(home=None):\n"
-        "    pipeline.jobs.stats.heldout_table(home)\n"
+        "    pipeline.jobs.analysis.stats.heldout_table(home)\n"
         "    _twice(home)\n"
         "    _twice(home)\n\n"
         "def _twice(home):\n"
@@ -99,6 +99,6 @@ def test_a_job_called_twice_or_through_a_plain_import_counts(tmp_path: Path) -> 
         "generate": [
             "flows.commands.curate",
             "flows.commands.curate",
-            "pipeline.jobs.stats.heldout_table",
+            "pipeline.jobs.analysis.stats.heldout_table",
         ]
     }

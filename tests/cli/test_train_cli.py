@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from grpo_core.config import GRPOConfig
-from pipeline.jobs.recipes import RECIPES, TINY_RECIPE, load_settings
+from pipeline.jobs.train.settings import RECIPES, TINY_RECIPE, load_settings
 from pipeline.policy.model import SIEVE_META, folder_revision
 from pipeline.store import Ledger
 from tests.cli_runner import run_cli
@@ -67,7 +67,7 @@ def chat_copy(model_dir: Path, dest: Path) -> Path:
 def flow_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Records what `sieve train` hands the train flow instead of training: the resolved job's
     curriculum, model, home and settings and the run's options (`TrainParams`' fields)."""
-    import flows.commands
+    import flows.commands.common
     import flows.train
 
     calls: list[Any] = []
@@ -87,7 +87,7 @@ def flow_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         }  # fmt: skip
 
     monkeypatch.setattr(flows.train, "train_flow", fake)
-    monkeypatch.setattr(flows.commands, "start_flows", lambda home: None)
+    monkeypatch.setattr(flows.commands.common, "start_flows", lambda home: None)
     return calls
 
 
@@ -300,7 +300,7 @@ def test_eval_and_curate_without_model_follow_the_curated_models_lineage(
 ) -> None:
     """`sieve curate --model M` -> `sieve train` -> `sieve eval`: M is named once; eval (and the
     next curation) take the newest checkpoint trained from M, not the tiny policy."""
-    import pipeline.jobs.curate
+    import pipeline.jobs.curate.curation
     from tests.test_train import register
 
     model = tmp_path / "elsewhere" / "tiny-copy"
@@ -319,7 +319,7 @@ def test_eval_and_curate_without_model_follow_the_curated_models_lineage(
         loaded.append(Path(folder))
         raise Stop
 
-    monkeypatch.setattr(pipeline.jobs.curate, "policy_for", fake_policy_for)
+    monkeypatch.setattr(pipeline.jobs.curate.curation, "policy_for", fake_policy_for)
     for argv in (["eval", "--per-level", "1"], ["curate", "--n", "4"]):
         with pytest.raises(Stop):
             run_cli([*argv, "--home", str(home)], capsys)
@@ -406,15 +406,16 @@ def test_running_out_of_memory_is_one_line_saying_what_to_lower(
 ) -> None:
     """An allocation that failed in a run (the probe's: training's held-out evaluation) was a
     207-line traceback; it is one line saying what ran out and what the command can lower."""
-    import flows.commands
+    import flows.commands.common
+    import flows.commands.evaluation
     import flows.train
 
     def out_of_memory(*args: Any, **kwargs: Any) -> Any:
         raise failure()
 
     monkeypatch.setattr(flows.train, "train_flow", out_of_memory)
-    monkeypatch.setattr(flows.commands, "run_eval", out_of_memory)
-    monkeypatch.setattr(flows.commands, "start_flows", lambda home: None)
+    monkeypatch.setattr(flows.commands.evaluation, "run_eval", out_of_memory)
+    monkeypatch.setattr(flows.commands.common, "start_flows", lambda home: None)
     home = curated_home(tiny_model_dir)
     argv = [command, "--home", str(home), "--model", str(tiny_model_dir)]
     code, _, err = run_cli(argv, capsys)
@@ -432,7 +433,7 @@ def test_resuming_a_finished_run_says_so_and_changes_nothing(
     could mark the run failed); it says the run is finished, with its checkpoint, and exits 0
     without starting the flow or touching the ledger."""
     from grpo_core.checkpoint import PREFIX
-    from pipeline.jobs.trainee import train_id_for
+    from pipeline.jobs.train.trainee import train_id_for
 
     home = curated_home(tiny_model_dir)
     assert run_cli(["train", "--home", str(home)], capsys)[0] == 0  # the job it resolves

@@ -22,7 +22,7 @@ from flows import curate as curate_flow
 from flows.runtime import Runtime
 from flows.train import TrainParams, train_flow
 from pipeline.core.hooks import ProgressEvent
-from pipeline.jobs.recipes import TrainSettings
+from pipeline.jobs.train.settings import TrainSettings
 from pipeline.policy.model import folder_revision
 from pipeline.store import Ledger
 

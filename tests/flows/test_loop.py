@@ -11,8 +11,8 @@ import polars as pl
 
 from flows.cli.summary import night_line
 from flows.loop import loop
-from pipeline.jobs.recipes import TrainSettings
-from pipeline.jobs.stats import heldout_by_revision
+from pipeline.jobs.analysis.stats import heldout_by_revision
+from pipeline.jobs.train.settings import TrainSettings
 from pipeline.policy.model import folder_revision
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
@@ -108,7 +108,7 @@ def test_nights_that_refresh_the_difficulty_model(tmp_path: Path, partly_trained
     measured, takes their candidates by the cell's posterior, and trains with the posterior
     reading night 1's training groups; every rollout a night's training samples trains and
     lands in train_rollouts; the nights are one run (carry_over)."""
-    from pipeline.selection.posterior import lineage_observations
+    from pipeline.selection.evidence import lineage_observations
     from pipeline.store.ids import curation_runs
 
     home = tmp_path / "home"

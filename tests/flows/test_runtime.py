@@ -15,7 +15,7 @@ from flows.curate import CurateParams, curate, curate_flow
 from flows.evaluate import EvalParams, eval_flow, evaluate_model
 from flows.runtime import Runtime, in_flow_run, step
 from pipeline.core.hooks import ProgressEvent
-from pipeline.jobs.evaluate import heldout_set
+from pipeline.jobs.analysis.evaluate import heldout_set
 from pipeline.store import Ledger
 from tests.simulated import RATES, simulated_policy
 

@@ -22,9 +22,8 @@ import pytest
 
 from flows import curate as flow
 from flows.scale import ScaleConfig
-from pipeline.jobs import curate as core
-from pipeline.jobs import shards
-from pipeline.jobs.curate import Policy
+from pipeline.jobs.curate import curation, shards
+from pipeline.jobs.curate.curation import Policy
 from pipeline.selection import CurateConfig
 from pipeline.store import Ledger
 from tests.curate_child import CFG, simulated_policy
@@ -114,10 +113,12 @@ def expected_chunks(home: Path, run_id: str, chunk_size: int) -> int:
 
 def test_a_shard_holds_the_rows_sample_chunk_commits_and_counts_once(tmp_path: Path) -> None:
     pol = simulated_policy(CFG)
-    info = core.run_info(pol, "screen", 8, "k", CFG)
-    chunk = core.chunks(simulated_problems(), CFG)[1]
+    info = curation.run_info(pol, "screen", 8, "k", CFG)
+    chunk = curation.chunks(simulated_problems(), CFG)[1]
     with Ledger.memory() as direct, Ledger.memory() as merged:
-        core.sample_chunk(direct, pol, chunk, info, CFG.seed, 1, 0.5)  # half the verdicts audited
+        curation.sample_chunk(
+            direct, pol, chunk, info, CFG.seed, 1, 0.5
+        )  # half the verdicts audited
         root = str(tmp_path / "shards")
         first = shards.sample_to_shard(pol, chunk, info, CFG.seed, 1, root, 0.5)
         again = shards.sample_to_shard(pol, chunk, info, CFG.seed, 1, root, 0.5)  # a retried chunk

@@ -10,7 +10,7 @@ import pytest
 
 from flows.train import TrainParams, resolve, train_flow
 from pipeline.core.errors import SieveError
-from pipeline.jobs.recipes import TrainSettings
+from pipeline.jobs.train.settings import TrainSettings
 from pipeline.policy.model import folder_revision
 from pipeline.store import Ledger
 

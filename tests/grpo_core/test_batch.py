@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from grpo_core.batch import (
     PART_OVERHEAD_TOKENS as OVERHEAD,
 )
-from grpo_core.batch import Batch, _shared_parts, build_batch, micro_batches, part_rows
+from grpo_core.batch import Batch, build_batch, micro_batches, part_rows, shared_parts
 from grpo_core.config import GRPOConfig
 from grpo_core.trainer import Hooks, Item, Sample, Trainer, TrainerError
 from tests.grpo_core.conftest import (
@@ -120,7 +120,7 @@ def slow_shared_parts(
 
 
 def shared_batch(prompt_len: list[int], owner: list[int], comp_len: list[int]) -> Batch:
-    """Only the fields `_shared_parts` reads: prompt masks, owners, completion masks."""
+    """Only the fields `shared_parts` reads: prompt masks, owners, completion masks."""
     tp, tc = max(prompt_len), max(comp_len)
     prompt_attn = (torch.arange(tp)[None, :] >= tp - torch.tensor(prompt_len)[:, None]).long()
     comp_mask = torch.arange(tc)[None, :] < torch.tensor(comp_len)[:, None]  # (B, Tc)
@@ -146,7 +146,7 @@ def test_shared_parts_match_the_slow_greedy_split(
     owner = [o % len(prompt_len) for o, _ in rows_]
     comp_len = [c for _, c in rows_]
     got = [
-        p.tolist() for p in _shared_parts(shared_batch(prompt_len, owner, comp_len), size, tokens)
+        p.tolist() for p in shared_parts(shared_batch(prompt_len, owner, comp_len), size, tokens)
     ]
     assert got == slow_shared_parts(prompt_len, owner, comp_len, size, tokens)
 

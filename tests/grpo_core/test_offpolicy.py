@@ -27,7 +27,8 @@ import torch
 from torch import Tensor
 
 import grpo_core.trainer as trainer_module
-from grpo_core.batch import Batch, StepInputs
+import grpo_core.update as update_module
+from grpo_core.batch import Batch
 from grpo_core.config import GRPOConfig
 from grpo_core.history import replay_curation
 from grpo_core.kl import KL_ESTIMATORS
@@ -41,6 +42,7 @@ from grpo_core.loss import (
     valid_tokens,
 )
 from grpo_core.trainer import Hooks, Item, Sample, Trainer, TrainerError
+from grpo_core.update import StepInputs
 from tests.grpo_core.conftest import (
     VOCAB,
     ToySampler,
@@ -156,7 +158,7 @@ def test_fresh_samples_train_bitwise_as_before(
     runs = []
     for formula in ("new", "old"):
         if formula == "old":
-            monkeypatch.setattr(trainer_module, "part_loss", old_part_loss)
+            monkeypatch.setattr(update_module, "part_loss", old_part_loss)
         model, tok = toy_model(), ToyTokenizer()
         cfg = GRPOConfig(lr=3e-3, max_new_tokens=3, checkpoint_every=0, total_steps=3, **kw)
         sampler = EngineSampler(model, tok, offset=-0.3) if engine else ToySampler(model, tok)

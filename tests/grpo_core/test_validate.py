@@ -28,9 +28,9 @@ from grpo_core.config import GRPOConfig
 from grpo_core.distributed import DistributedConfig
 from grpo_core.validate import MAX_SEED, MAX_TOKENS, STRICT, describe
 from pipeline.core.errors import SieveError
-from pipeline.jobs.bootstrap import BootstrapConfig
-from pipeline.jobs.evaluate import EvalConfig
-from pipeline.jobs.recipes import TrainSettings
+from pipeline.jobs.analysis.evaluate import EvalConfig
+from pipeline.jobs.train.bootstrap import BootstrapConfig
+from pipeline.jobs.train.settings import TrainSettings
 from pipeline.problems.mix import MixConfig
 from pipeline.sampling import EngineOptions, SamplingParams
 from pipeline.sampling.budget import SamplingConfig

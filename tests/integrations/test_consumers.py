@@ -16,7 +16,7 @@ import pytest
 
 from flows.curate import curate
 from pipeline.integrations.verl import CurriculumSampler
-from pipeline.jobs.export import curriculum_table, export_curriculum
+from pipeline.jobs.data.export import curriculum_table, export_curriculum
 from pipeline.policy.prompts import render_raw
 from pipeline.problems import generate_mix
 from pipeline.selection import CurateConfig

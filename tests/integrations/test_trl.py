@@ -12,7 +12,7 @@ import pytest
 
 from flows.curate import curate
 from pipeline.integrations.trl import SieveReward, completion_text, reward_function, stop_ids
-from pipeline.jobs.export import export_curriculum
+from pipeline.jobs.data.export import export_curriculum
 from pipeline.problems import generate_mix
 from pipeline.scoring import Check, register_verifier
 from pipeline.selection import CurateConfig

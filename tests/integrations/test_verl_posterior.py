@@ -22,7 +22,7 @@ import torch
 from flows.curate import curate
 from pipeline.integrations.ledger_run import LedgerRun
 from pipeline.integrations.verl_posterior import batch_samples
-from pipeline.jobs.export import export_curriculum
+from pipeline.jobs.data.export import export_curriculum
 from pipeline.policy.model import folder_revision
 from pipeline.problems import generate_mix
 from pipeline.selection import CurateConfig

@@ -1,4 +1,4 @@
-"""`pipeline.jobs.bootstrap`: a fixed step count repeats exactly; a time budget stops; the
+"""`pipeline.jobs.train.bootstrap`: a fixed step count repeats exactly; a time budget stops; the
 recipe cache trains once per recipe and code version."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import pipeline.jobs.bootstrap as bootstrap
-from pipeline.jobs.bootstrap import BootstrapConfig, bootstrap_cached, recipe_key, train_tiny
+import pipeline.jobs.train.bootstrap as bootstrap
+from pipeline.jobs.train.bootstrap import BootstrapConfig, bootstrap_cached, recipe_key, train_tiny
 from pipeline.policy.model import load_policy, model_revision
 from pipeline.problems.mix import MixConfig
 
@@ -67,8 +67,11 @@ def test_the_recipe_key_follows_the_weight_shaping_source(tmp_path: Path) -> Non
     package = tmp_path / "pipeline"
     for sub in ("policy", "problems"):
         shutil.copytree(Path(pipeline.__file__).parent / sub, package / sub)
-    (package / "jobs").mkdir()
-    shutil.copy(Path(pipeline.__file__).parent / "jobs" / "bootstrap.py", package / "jobs")
+    (package / "jobs" / "train").mkdir(parents=True)
+    shutil.copy(
+        Path(pipeline.__file__).parent / "jobs" / "train" / "bootstrap.py",
+        package / "jobs" / "train",
+    )
     cfg = BootstrapConfig(max_steps=3, **SMALL)
     assert recipe_key(cfg, package) == recipe_key(cfg)  # same source, same key
     generator = sorted((package / "problems").glob("*.py"))[0]

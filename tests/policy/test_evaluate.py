@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set, overall
+from pipeline.jobs.analysis.evaluate import EvalConfig, evaluate, heldout_set, overall
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger
@@ -90,7 +90,7 @@ def test_an_eval_table_of_levels_is_the_families_set_cut_to_those_levels() -> No
 def test_one_sample_at_temperature_one_is_the_sampled_column(ledger: Ledger) -> None:
     """eval_samples = 1 gives two runs of group size 1; the stored table (what a resumed
     training reads back) still tells them apart by temperature."""
-    from pipeline.jobs.recorder import heldout_table
+    from pipeline.jobs.train.recorder import heldout_table
 
     problems = heldout_set(2, ["arith"])
     prompts_of = {q: f"{q}=" for q in problems["question"]}

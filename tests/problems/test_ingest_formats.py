@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.core.errors import SieveError
-from pipeline.jobs.intake import ingest_file
+from pipeline.jobs.data.intake import ingest_file
 from pipeline.problems.columns import Columns
 from pipeline.problems.ingest import read_external
 from pipeline.store import Ledger

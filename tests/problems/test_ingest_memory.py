@@ -219,7 +219,7 @@ CHILD = textwrap.dedent(
     import resource, sys, tempfile
     from pathlib import Path
     import pipeline.problems.duplicates as duplicates
-    from pipeline.jobs.intake import ingest_file
+    from pipeline.jobs.data.intake import ingest_file
     from pipeline.problems.ingest import read_external
 
     path, budget, whole, chunk_rows = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])

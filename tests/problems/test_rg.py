@@ -248,7 +248,7 @@ def test_an_rg_mix_curates_end_to_end_on_the_tiny_policy(
     """Real sampling (the hf tiny policy) and the real rg verifier; every candidate is kept or
     rejected with a reason, and no verdict is a verifier error."""
     from flows.curate import curate
-    from pipeline.jobs.curate import policy_for
+    from pipeline.jobs.curate.curation import policy_for
     from pipeline.selection import CurateConfig
 
     cfg = CurateConfig(
@@ -277,7 +277,7 @@ def test_training_scores_rg_rows_from_their_stored_source() -> None:
     from datetime import UTC, datetime
 
     from grpo_core.trainer import Sample
-    from pipeline.jobs.curriculum_batches import (
+    from pipeline.jobs.train.curriculum_batches import (
         CurriculumBatches,
         curriculum_frame,
         verifier_reward,

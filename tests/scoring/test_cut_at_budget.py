@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from grpo_core.trainer import Item, Sample
-from pipeline.jobs.curriculum_batches import verifier_reward
-from pipeline.jobs.rollouts import score_groups
+from pipeline.jobs.curate.rollouts import score_groups
+from pipeline.jobs.train.curriculum_batches import verifier_reward
 from pipeline.sampling.base import Completion
 from pipeline.scoring import verify, verify_batch
 from pipeline.scoring.verifiers import CUT_DETAIL, runs_to_cut
@@ -113,7 +113,7 @@ def test_training_reward_reads_the_samples_truncation() -> None:
 def test_a_frames_finish_reason_gives_the_flags() -> None:
     """Rescore rows and backtest pools pass their stored finish_reason (a pool without the
     column reads every text as finished)."""
-    from pipeline.jobs.rollouts import cut_flags
+    from pipeline.jobs.curate.rollouts import cut_flags
 
     frame = pl.DataFrame({"finish_reason": ["length", "stop", None]})
     assert cut_flags(frame) == [True, False, False]

@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from grpo_core.types import Item, Sample
-from pipeline.jobs.curriculum_batches import verifier_reward
+from pipeline.jobs.train.curriculum_batches import verifier_reward
 from pipeline.scoring import (
     RewardSpec,
     Step,

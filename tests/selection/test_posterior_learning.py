@@ -20,6 +20,7 @@ from grpo_core.seeds import derive_seed
 from grpo_core.types import Item, Sample, Scores
 from grpo_core.validate import FieldError
 from pipeline.problems import generate
+from pipeline.selection.evidence import ledger_cell_prior
 from pipeline.selection.forecast import Stream, replay
 from pipeline.selection.learning import LEARNING, LearningConfig, LearningModel, RunLearner
 from pipeline.selection.posterior import (
@@ -27,7 +28,6 @@ from pipeline.selection.posterior import (
     Observations,
     PosteriorConfig,
     SelectionConfig,
-    ledger_cell_prior,
     posterior_screen,
     posterior_select,
     prompt_posterior,

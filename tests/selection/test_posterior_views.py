@@ -13,7 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.problems import generate
-from pipeline.selection.posterior import PosteriorConfig, ledger_posterior, lineage_clock
+from pipeline.selection.evidence import ledger_posterior, lineage_clock
+from pipeline.selection.posterior import PosteriorConfig
 from pipeline.store import Ledger
 
 
@@ -164,7 +165,7 @@ def test_a_run_reads_the_evidence_of_its_own_lineage_only() -> None:
     refine, t1's groups up to step 8 and t2's up to step 6, each at its lineage update; t3 (from
     weights this lineage never had), greedy and eval runs, skips and held-out rows add nothing.
     From r4 (t1's step 4) the same run sees t1 up to step 4 only and nothing of t2 or r8."""
-    from pipeline.selection.posterior import lineage_observations
+    from pipeline.selection.evidence import lineage_observations
 
     with Ledger.memory() as ledger:
         _ledger_with_history(ledger)

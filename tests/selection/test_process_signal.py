@@ -13,7 +13,7 @@ import pytest
 
 from flows.curate import curate
 from pipeline.core.errors import SieveError
-from pipeline.jobs.curate import Policy
+from pipeline.jobs.curate.curation import Policy
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.sampling.simulated import SimulatedSampler
 from pipeline.selection import CurateConfig, build_curriculum, group_stats, screen_survivors
@@ -167,7 +167,7 @@ def test_curation_on_a_real_ledger() -> None:
 def test_the_switch_off_keeps_the_curation_keys_of_before() -> None:
     # Run ids (and so chunk seeds) derive from this key: configs without the switch keep the
     # keys they had before `process_signal` existed (values from the commit before it).
-    from pipeline.jobs.curate import curation_key
+    from pipeline.jobs.curate.curation import curation_key
     from pipeline.selection import TINY_CURATE, CurateConfig
 
     assert curation_key(CurateConfig(), "rev-a") == "638be73c7bbc"

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import polars as pl
 
-from pipeline.jobs.audit import AUDIT_SCHEMA
+from pipeline.jobs.curate.audit import AUDIT_SCHEMA
 from pipeline.store import Ledger
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -1,7 +1,7 @@
 """Eval runs written straight into a ledger (no model, no verifier) for the held-out view tests.
 
 An outcome list holds one verdict per sample: True (correct), False (wrong), None (the verifier
-failed: reward NULL, as `pipeline.jobs.rollouts` records it).
+failed: reward NULL, as `pipeline.jobs.curate.rollouts` records it).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.jobs.evaluate import overall, revision_table, runs_table
-from pipeline.jobs.stats import heldout_by_revision
+from pipeline.jobs.analysis.evaluate import overall, revision_table, runs_table
+from pipeline.jobs.analysis.stats import heldout_by_revision
 from pipeline.store import Ledger
 from tests.store.eval_rows import Outcomes, add_problems, add_run, slow_pass1
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import pipeline.jobs.rollouts as rollouts_module
+import pipeline.jobs.curate.rollouts as rollouts_module
 import pipeline.store.ledger as ledger_module
-from pipeline.jobs.rollouts import STEP_SCHEMA, RunInfo, record_run, score_groups
+from pipeline.jobs.curate.rollouts import STEP_SCHEMA, RunInfo, record_run, score_groups
 from pipeline.problems import generate
 from pipeline.sampling.base import Completion, SamplingParams
 from pipeline.store import Ledger, migrations

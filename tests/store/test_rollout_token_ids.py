@@ -13,9 +13,9 @@ import polars as pl
 import pytest
 
 import pipeline.store.ledger as ledger_module
-from pipeline.jobs import shards
-from pipeline.jobs.replay import stored_groups
-from pipeline.jobs.rollouts import RunInfo, record_run, score_groups
+from pipeline.jobs.curate import shards
+from pipeline.jobs.curate.rollouts import RunInfo, record_run, score_groups
+from pipeline.jobs.train.replay import stored_groups
 from pipeline.policy.tokenizer import build_tokenizer
 from pipeline.problems import generate
 from pipeline.sampling.base import Completion, SamplingParams

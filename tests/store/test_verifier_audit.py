@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import pipeline.store.ledger as ledger_module
-from pipeline.jobs import audit
+from pipeline.jobs.curate import audit
 from pipeline.store import Ledger, migrations
 from tests.store.audit_rows import AUDITED, LONG, STRAY, audit_frame, hand_built, problems
 

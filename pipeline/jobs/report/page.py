@@ -28,7 +28,7 @@ import polars as pl
 
 from pipeline.core.errors import printable
 from pipeline.core.outputs import check_output, write_outputs
-from pipeline.jobs.export import check_output_dir, output_folder
+from pipeline.jobs.data.export import check_output_dir, output_folder
 from pipeline.jobs.report.sections import SECTIONS, Section
 from pipeline.store import Ledger
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from pipeline.jobs.audit import by_family
+from pipeline.jobs.curate.audit import by_family
 from pipeline.jobs.report import plots
 from pipeline.store import Ledger
 from pipeline.store.ids import curation_runs, latest_curriculum

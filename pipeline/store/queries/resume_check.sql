@@ -1,5 +1,5 @@
 -- The verifier version one run's row records and whether the run holds rollouts: a resumed
--- curation run must not add verdicts of another version to those (pipeline.jobs.curate.check_resume).
+-- curation run must not add verdicts of another version (pipeline.jobs.curate.curation.check_resume).
 SELECT
     s.verifier_version,
     EXISTS (SELECT 1 FROM rollouts AS r WHERE r.run_id = s.run_id) AS has_rollouts

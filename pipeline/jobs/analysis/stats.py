@@ -33,7 +33,7 @@ CALIBRATION_RUNS = 3  # training runs picked by the difficulty model whose calib
 def ledger_stats(home: str | Path | None) -> tuple[Path | None, Titled]:
     """The ledger's path and its summary tables; the allocation, evidence and difficulty model
     tables only where the ledger has data for them."""
-    from pipeline.jobs.curate import allocation, load_history
+    from pipeline.jobs.curate.curation import allocation, load_history
     from pipeline.selection import CurateConfig
 
     with Ledger.open(home, read_only=True) as ledger:

@@ -2,9 +2,9 @@
 
 `TrainSettings` is the `--config FILE` schema: top-level keys, GRPO knobs in a `[grpo]` table, a
 knob the table leaves out taking GRPOConfig's documented default. The table is kept as written
-(it is part of a run's id, `pipeline.jobs.trainee.train_id_for`), and the `GRPOConfig` it gives is
-built once, when the settings are validated, and kept with them: `grpo_config()` hands out that one
-object, so a train job is resolved once. A recipe is such a file,
+(it is part of a run's id, `pipeline.jobs.train.trainee.train_id_for`), and the `GRPOConfig` it
+gives is built once, when the settings are validated, and kept with them: `grpo_config()` hands out
+that one object, so a train job is resolved once. A recipe is such a file,
 shipped in the package (`pipeline/recipes/`, `pipeline.core.tomlconfig.RECIPES`): `tiny_train.toml`
 for raw-prompt models (the built-in tiny policy) and `real_train.toml` for chat models
 (`recipe_for`), unless `--config` names another (a file, or a shipped recipe by name); it is read
@@ -38,11 +38,12 @@ from grpo_core.config import GRPOConfig
 from grpo_core.validate import MAX_COUNT, STRICT, AtLeastOne, Count, FieldError
 from pipeline.core.errors import SieveError
 from pipeline.core.tomlconfig import RECIPES, first_error, load_toml, recipe_file
-from pipeline.jobs.selection_settings import (
+from pipeline.jobs.train.selection_settings import (
     Selection,
     SelectionModel,
     SelectionPrior,
     SelectionScore,
+    SelectionTargetShare,
     check_selection,
 )
 from pipeline.policy.model import read_meta
@@ -104,12 +105,13 @@ class TrainSettings(BaseModel):
         "skipped_zero_var. Off until measured.",
     )
 
-    # how a step picks its prompts: pipeline/jobs/selection_settings.py (one definition, which
+    # how a step picks its prompts: pipeline/jobs/train/selection_settings.py (one definition, which
     # the --selection* options are made from)
     selection: Selection = "curriculum"
     selection_model: SelectionModel = "static"
     selection_score: SelectionScore = "thompson"
     selection_prior: SelectionPrior = "none"
+    selection_target_share: SelectionTargetShare = None
 
     carry_over: bool = Field(
         default=False,

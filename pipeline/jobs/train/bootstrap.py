@@ -28,7 +28,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from pipeline.core.hooks import Progress, report
-from pipeline.jobs.bootstrap_settings import BootstrapConfig
+from pipeline.jobs.train.bootstrap_settings import BootstrapConfig
 from pipeline.policy.model import SIEVE_META, new_tiny_model, save_policy
 from pipeline.problems import generate_mix
 
@@ -145,7 +145,7 @@ def save_atomically(result: TrainResult, folder: Path, cfg: BootstrapConfig) -> 
 
 # The code the bootstrapped weights depend on besides the recipe: the model, its tokenizer, this
 # trainer and the problem generators that make its training data (globs under `pipeline/`).
-_WEIGHT_SOURCES = ("policy/*.py", "problems/*.py", "jobs/bootstrap.py")
+_WEIGHT_SOURCES = ("policy/*.py", "problems/*.py", "jobs/train/bootstrap.py")
 
 
 def recipe(cfg: BootstrapConfig) -> dict:
@@ -165,7 +165,7 @@ def recipe_key(cfg: BootstrapConfig, package: Path | None = None) -> str:
 
     digest = hashlib.sha256(json.dumps(recipe(cfg), sort_keys=True).encode())
     digest.update(f"|torch {torch.__version__}|transformers {transformers.__version__}".encode())
-    package = package or Path(__file__).resolve().parents[1]
+    package = package or Path(__file__).resolve().parents[2]  # pipeline/
     for pattern in _WEIGHT_SOURCES:
         for path in sorted(package.glob(pattern)):
             digest.update(f"|{path.relative_to(package).as_posix()}|".encode() + path.read_bytes())

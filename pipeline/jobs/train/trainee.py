@@ -1,5 +1,5 @@
 """What a training run is and what it trains: the steps `flows/train.py` runs before and after
-the trainer, around the recorder (`pipeline.jobs.recorder`).
+the trainer, around the recorder (`pipeline.jobs.train.recorder`).
 
 The sequence of a training run is written once, in `flows/train.py`; here are its parts:
 
@@ -13,8 +13,8 @@ The sequence of a training run is written once, in `flows/train.py`; here are it
   difficulty model's selection), `carry_lineage` continues an earlier run's optimiser state,
   `eval_sampler` says what held-out evaluation samples with, and `result_of` sums the run up.
 
-Which settings: `pipeline.jobs.recipes`. Which model: `pipeline.jobs.lineage`. Batches and reward:
-`pipeline.jobs.curriculum_batches`.
+Which settings: `pipeline.jobs.train.settings`. Which model: `pipeline.jobs.train.lineage`. Batches
+and reward: `pipeline.jobs.train.curriculum_batches`.
 
 Test: `pytest tests/test_train.py tests/test_train_crash.py tests/test_train_rollouts.py`.
 """
@@ -40,10 +40,10 @@ from grpo_core.trainer import Item, Trainer
 from grpo_core.types import Collector
 from pipeline.core.errors import SieveError
 from pipeline.core.home import from_home, resolve_home
-from pipeline.jobs.curriculum_batches import CurriculumBatches, curriculum_frame
-from pipeline.jobs.recipes import TrainSettings
-from pipeline.jobs.replay import stored_groups, zero_var_streaks
-from pipeline.jobs.selection_settings import MODEL_DEFAULTS, PRIOR_SAMPLES, selection_config
+from pipeline.jobs.train.curriculum_batches import CurriculumBatches, curriculum_frame
+from pipeline.jobs.train.replay import stored_groups, zero_var_streaks
+from pipeline.jobs.train.selection_settings import MODEL_DEFAULTS, PRIOR_SAMPLES, selection_config
+from pipeline.jobs.train.settings import TrainSettings
 from pipeline.policy.model import (
     folder_revision,
     load_policy,
@@ -52,12 +52,11 @@ from pipeline.policy.model import (
 from pipeline.policy.prompts import PromptFormat, prompt_format
 from pipeline.sampling import Sampler
 from pipeline.sampling.hf import HFSampler
+from pipeline.selection.evidence import ledger_cell_prior, lineage_observations
 from pipeline.selection.posterior import (
     CellPrior,
     Observations,
     PosteriorConfig,
-    ledger_cell_prior,
-    lineage_observations,
     posterior_screen,
     posterior_select,
 )
@@ -243,9 +242,12 @@ def posterior_collector(
                 {"t": run.train_id},
             )["problem_id"].to_list()
         )  # a resumed run replays only prompts it has not trained yet
+    shares = None
+    if select.target_share is not None:  # a resumed run steers on the shares its steps had
+        shares = ledger.step_shares(run.train_id)["share"].to_list()
     return posterior_select(
         source, cell_of, evidence, size, run.cfg.seed, cfg, update_of, stored, visited,
-        select=select, prior=prior,
+        select=select, prior=prior, shares=shares,
     )  # fmt: skip
 
 
@@ -254,7 +256,7 @@ def carry_lineage(ledger: Ledger, run: TrainPlan, trainer: Trainer, home: Path |
     ledger, continue that run (`Trainer.carry`): its moments and schedule state, the schedules
     offset by the lineage's updates so far (`lineage_clock`), and the lineage's first weights
     as the KL reference. Returns one line saying what carried over (or why nothing did)."""
-    from pipeline.selection.posterior import lineage_clock
+    from pipeline.selection.evidence import lineage_clock
 
     runs = ledger.sql("SELECT train_id, base_revision, base_model FROM train_runs")
     ckpts = ledger.sql("SELECT train_id, step, model_revision FROM checkpoints")

@@ -4,9 +4,9 @@ A rollout's reward and verdict are written once, by the verifier version its run
 (`sampling_runs.verifier_version`). After the verifier changes (`VERIFIER_VERSION` bumped),
 `rescore` judges the stored completions of one run, or of a curation's screen and refine runs,
 again: each with its problem's verifier, gold answer and step context, and with the answer
-marker required exactly when the run's prompt format is `chat` (as `pipeline.jobs.rollouts` scored
-them). The new verdicts go to `rescored_verdicts` (migration 0008) in one transaction, keyed by
-(run, problem, sample index, verifier version): the `rollouts` rows are never modified, a second
+marker required exactly when the run's prompt format is `chat` (as `pipeline.jobs.curate.rollouts`
+scored them). The new verdicts go to `rescored_verdicts` (migration 0008) in one transaction, keyed
+by (run, problem, sample index, verifier version): the `rollouts` rows are never modified, a second
 rescore under the same version judges nothing again and adds nothing, and one under a newer
 version adds a second set beside the first. The view `verdict_changes` lists each rescored
 rollout whose verdict changed, with both versions.
@@ -23,8 +23,8 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.errors import SieveError
-from pipeline.jobs.audit import resolve
-from pipeline.jobs.rollouts import cut_flags, step_contexts
+from pipeline.jobs.curate.audit import resolve
+from pipeline.jobs.curate.rollouts import cut_flags, step_contexts
 from pipeline.scoring import VERIFIER_VERSION, verify_batch
 from pipeline.store import Ledger
 
@@ -76,7 +76,7 @@ def changes(ledger: Ledger, runs: list[str], version: str) -> pl.DataFrame:
 
 def rescore(ledger: Ledger, target: str) -> Rescore:
     """Re-judge the stored completions of `target` (`latest`, a curriculum id or any sampling
-    run id; `pipeline.jobs.audit.resolve`) and write the verdicts in one transaction."""
+    run id; `pipeline.jobs.curate.audit.resolve`) and write the verdicts in one transaction."""
     label, runs = resolve(ledger, target, purposes=None)
     rows = judge(pending(ledger, runs, VERIFIER_VERSION))
     judged = ledger.write("rescored_verdicts", rows)

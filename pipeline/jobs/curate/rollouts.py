@@ -5,11 +5,11 @@ completions with the problem's verifier, builds the rollout rows in columnar for
 run row, its rollouts and their step verdicts in one transaction. `score_groups` builds both row
 sets (`Scored.tables()` is the batch for `Ledger.write_batch`): `rollouts`, with each
 completion's sampled `token_ids` (NULL where the sampler reported none; curation replay trains
-on them, pipeline/jobs/replay.py), and `rollout_steps`, one row per checkable fragment of a
+on them, pipeline/jobs/train/replay.py), and `rollout_steps`, one row per checkable fragment of a
 completion (pipeline/scoring/steps.py: an `equation` step or a `prefix` of the answer), keyed by
 the rollout's key and `step_index`. `Scored.verdicts` keeps
 the `Verdict` of each rollout row, in row order, for callers that read more than the rows (the
-verifier audit of curation chunks, pipeline/jobs/audit.py).
+verifier audit of curation chunks, pipeline/jobs/curate/audit.py).
 
 Test: `pytest tests/test_rollouts.py`.
 """

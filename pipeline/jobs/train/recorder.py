@@ -43,9 +43,15 @@ from grpo_core.trainer import Item, RewardFn, Sample, Scores
 from pipeline.core.crash import crash_point
 from pipeline.core.home import resolve_home, to_home
 from pipeline.core.hooks import Progress, report
-from pipeline.jobs.evaluate import EvalConfig, evaluate, heldout_set, overall, revision_table
-from pipeline.jobs.recipes import TrainSettings
-from pipeline.jobs.trainee import TrainPlan
+from pipeline.jobs.analysis.evaluate import (
+    EvalConfig,
+    evaluate,
+    heldout_set,
+    overall,
+    revision_table,
+)
+from pipeline.jobs.train.settings import TrainSettings
+from pipeline.jobs.train.trainee import TrainPlan
 from pipeline.policy.model import (
     SIEVE_META,
     model_revision,

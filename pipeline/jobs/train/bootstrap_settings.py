@@ -1,5 +1,5 @@
 """The bootstrap's settings (`BootstrapConfig`), apart from its training code
-(`pipeline.jobs.bootstrap`), so that `sieve bootstrap` makes its options from these fields
+(`pipeline.jobs.train.bootstrap`), so that `sieve bootstrap` makes its options from these fields
 (`flows.cli.options.BOOTSTRAP`) without importing torch or transformers.
 
 Test: `pytest tests/policy/test_bootstrap.py tests/grpo_core/test_validate.py`.

@@ -11,8 +11,8 @@ nothing. A run's rollouts are all judged by one verifier version, the one its ro
 run crashed under an older version is not resumed under a newer one (`check_resume`; the way
 out is `sieve rescore RUN` for its stored verdicts, a new curation for fresh ones), while a
 finished one re-run stays a no-op. A chunk's tables include its verifier audit
-(`pipeline.jobs.audit`: math-verify's second opinion on a seeded sample of the verdicts and on every
-guessed one), which observes and never decides: its knobs stay out of the curation key.
+(`pipeline.jobs.curate.audit`: math-verify's second opinion on a seeded sample of the verdicts and
+on every guessed one), which observes and never decides: its knobs stay out of the curation key.
 
 Test: `pytest tests/test_curate.py tests/test_curate_crash.py`.
 """
@@ -35,8 +35,8 @@ from pipeline.core.errors import SieveError
 from pipeline.core.home import to_home
 from pipeline.core.hooks import Progress, report
 from pipeline.core.timing import timed
-from pipeline.jobs.audit import AUDITED_PURPOSES, audit_rows
-from pipeline.jobs.rollouts import RunInfo, run_row, score_groups
+from pipeline.jobs.curate.audit import AUDITED_PURPOSES, audit_rows
+from pipeline.jobs.curate.rollouts import RunInfo, run_row, score_groups
 from pipeline.problems import generate_cells, generate_mix, mix_cells
 from pipeline.sampling.base import Sampler
 from pipeline.scoring import VERIFIER_VERSION
@@ -47,12 +47,8 @@ from pipeline.selection import (
     history_prior,
     prefilter,
 )
-from pipeline.selection.posterior import (
-    PosteriorConfig,
-    cell_posterior,
-    lineage_observations,
-    prompt_posterior,
-)
+from pipeline.selection.evidence import lineage_observations
+from pipeline.selection.posterior import PosteriorConfig, cell_posterior, prompt_posterior
 from pipeline.selection.rules import concat_rejections
 from pipeline.store import Ledger
 
@@ -262,7 +258,7 @@ def sample_rows(
     """Sample and score one chunk: its tables (rollouts, step verdicts and, for a screen or
     refine run given an `audit_share`, the verifier audit), not yet written.
     `sample_chunk` commits them; a cluster worker writes them as a shard
-    (`pipeline.jobs.shards`)."""
+    (`pipeline.jobs.curate.shards`)."""
     params = replace(info.params, seed=chunk_seed(seed, info.run_id, index))
     prompts = policy.render(chunk["question"].to_list())
     with timed("sampling"):

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from grpo_core.validate import STRICT
 from pipeline.core.errors import SieveError
 from pipeline.core.home import from_home, resolve_home
-from pipeline.jobs.recipes import Recipe, TrainSettings, train_recipe
+from pipeline.jobs.train.settings import Recipe, TrainSettings, train_recipe
 from pipeline.policy.model import folder_revision
 from pipeline.sampling.budget import SamplingConfig
 from pipeline.store import Ledger, load_query
@@ -66,8 +66,8 @@ def resolve_train_job(
     """The one place a training run is resolved, from one open ledger: the curriculum id
     (`resolve_curriculum`), the sampling it was curated at (`curated_sampling`), the model
     (`model`, else the one the curriculum was curated with: `curriculum_model`), the settings
-    (`settings`, else `pipeline.jobs.recipes.train_recipe`: `recipe`, a `--config` file, else the
-    model's recipe, with `steps` and the fields `options` replaces) and the home
+    (`settings`, else `pipeline.jobs.train.settings.train_recipe`: `recipe`, a `--config` file, else
+    the model's recipe, with `steps` and the fields `options` replaces) and the home
     (`resolve_home`). `ledger` None reads nothing: `model` must be given and `curriculum` stays
     as given (`sieve train --print-config --model`)."""
     if ledger is None:
@@ -272,7 +272,7 @@ def check_sampling(job: TrainJob, strict: bool) -> str | None:
     curated (or the curriculum records nothing to compare with); otherwise one warning line
     naming each difference, or, with `strict`, a one-line SieveError. A prompt's pass rate, and
     so whether its group is informative, was measured at the curation's settings."""
-    from pipeline.jobs.recipes import folder_prompt_format
+    from pipeline.jobs.train.settings import folder_prompt_format
     from pipeline.sampling.budget import training_mismatch
 
     if job.curated is None:

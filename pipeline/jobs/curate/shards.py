@@ -1,8 +1,8 @@
 """Distributed curation: workers sample chunks into Parquet shards, one committer merges them.
 
 Worker side: `sample_to_shard(policy, chunk, info, seed, index, shard_root, audit_share)` samples
-and scores one chunk exactly as `pipeline.jobs.curate.sample_chunk` does (the same chunk seed, so
-the same rows; the same seeded verifier audit) but writes the rows to
+and scores one chunk exactly as `pipeline.jobs.curate.curation.sample_chunk` does (the same chunk
+seed, so the same rows; the same seeded verifier audit) but writes the rows to
 `<shard_root>/<run_id>/chunk-<index>.parquet` (rollouts) and one sibling
 `chunk-<index>.<table>.parquet` per other table it writes (`rollout_steps`, `verifier_audit`)
 instead of the ledger; the shard's metadata lists those tables, so the committer reads whatever
@@ -49,8 +49,8 @@ import pyarrow.parquet as pq
 from pipeline.core.crash import crash_point
 from pipeline.core.errors import SieveError
 from pipeline.core.timing import timed
-from pipeline.jobs.curate import Policy, policy_for, sample_rows
-from pipeline.jobs.rollouts import RunInfo
+from pipeline.jobs.curate.curation import Policy, policy_for, sample_rows
+from pipeline.jobs.curate.rollouts import RunInfo
 from pipeline.sampling import EngineOptions
 from pipeline.store import Ledger
 
@@ -77,7 +77,8 @@ class PolicySpec:
     """How a worker builds the policy it samples with (what travels instead of a model).
 
     `factory`: "module:function" called with the spec, for policies that are not a model folder
-    (tests, custom samplers); None loads `model` with `backend` (`pipeline.jobs.curate.policy_for`).
+    (tests, custom samplers); None loads `model` with `backend`
+    (`pipeline.jobs.curate.curation.policy_for`).
     `revision`: the model revision the flow curates; a worker whose policy differs refuses.
     """
 

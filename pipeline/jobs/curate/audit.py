@@ -4,7 +4,7 @@ Sieve's math verifier reads one committed answer and decides most verdicts on it
 fast path; math-verify reads the whole raw completion its own way. Where they disagree, one of
 them is wrong, and a family whose verdicts disagree often has a verifier problem that curation
 would otherwise bake into its curriculum. So while a screen or refine chunk is scored
-(`pipeline.jobs.curate.sample_rows`), `audit_rows` re-judges
+(`pipeline.jobs.curate.curation.sample_rows`), `audit_rows` re-judges
 
 * a seeded share of its rollouts (`CurateConfig.audit_share`, default 2 %; why = 'sample'):
   `selected` is a function of (seed, run, problem, sample index) only, so a resumed run or a
@@ -31,7 +31,7 @@ import polars as pl
 
 from grpo_core.seeds import derive_seed
 from pipeline.core.errors import SieveError
-from pipeline.jobs.rollouts import Scored
+from pipeline.jobs.curate.rollouts import Scored
 from pipeline.scoring import VERIFIER_VERSION, Verdict, is_guess, math_verify_only
 from pipeline.store import Ledger
 

@@ -1,6 +1,6 @@
 """`sieve plan`: before any training rollout, what each way of choosing prompts would get out of
 this pool and this model, replayed on samples already stored with the arms of
-`pipeline.jobs.backtest`, so nothing is sampled.
+`pipeline.jobs.analysis.backtest_arms`, so nothing is sampled.
 
 Per policy (`PLAN_POLICIES`: uniform, DAPO's dynamic sampling, GRESO's skip, the posterior that
 selects before rollout, Sieve's curation) it reports the groups it trains, the share of them that
@@ -15,11 +15,11 @@ its config's screen and reads as much refine as the pool leaves after its traini
 (`sieve_replays`; on a curated home that is refine_g − G, as `backtest_curation` replays a
 night). A policy the pool is too small for gets a row saying what it needs.
 
-Pools: a Parquet file (`pipeline.jobs.backtest.pool_samples`; `--model` keeps the rows of one
-`model_revision`), or a ledger (`ledger_pool`): the screen and refine samples of one model
-revision (`--model`: a revision, or a model as curation recorded it, its newest revision), else
-the training groups sampled by exactly those weights. A ledger with none says so in one line and
-names the small screen that would give it some.
+Pools: a Parquet file (`pipeline.jobs.analysis.backtest_pool.pool_samples`; `--model` keeps the
+rows of one `model_revision`), or a ledger (`ledger_pool`): the screen and refine samples of one
+model revision (`--model`: a revision, or a model as curation recorded it, its newest revision),
+else the training groups sampled by exactly those weights. A ledger with none says so in one line
+and names the small screen that would give it some.
 
 Test: `.venv/bin/pytest tests/test_plan.py -q`.
 """
@@ -35,7 +35,8 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.errors import SieveError
-from pipeline.jobs import backtest as bt
+from pipeline.jobs.analysis import backtest_arms as arms
+from pipeline.jobs.analysis.backtest_pool import NotEnoughSamples, pool_samples
 from pipeline.selection import CurateConfig, load_curate_config
 from pipeline.selection.posterior import SelectionConfig
 from pipeline.store import Ledger
@@ -126,7 +127,7 @@ def sieve_replays(cfg: CurateConfig, top: int, g: int) -> list[CurateConfig]:
     return out
 
 
-def _refused(policy: str, label: str, exc: bt.NotEnoughSamples) -> PlanRow:
+def _refused(policy: str, label: str, exc: NotEnoughSamples) -> PlanRow:
     text = str(exc)
     need = re.search(r"needs (\d+) samples of", text)
     fewest = re.search(r"fewest (\d+)", text)
@@ -169,27 +170,27 @@ def plan(
     def run(policy: str, label: str, arm: Callable[[int], Counts], seeded: bool = False) -> None:
         try:
             got = [arm(seed + i) for i in range(replays if seeded else 1)]
-        except bt.NotEnoughSamples as exc:
+        except NotEnoughSamples as exc:
             rows.append(_refused(policy, label, exc))
             return
         mean = [sum(c[j] for c in got) / len(got) for j in range(4)]
         rows.append(PlanRow(policy, label, mean[0], mean[1], mean[2], mean[3]))
 
     def uniform(_: int) -> Counts:
-        a = bt.uniform_arm(scored, g)
+        a = arms.uniform_arm(scored, g)
         return prompts, a.informative_groups, a.rollouts, 0
 
     def dapo(s: int) -> Counts:
-        a = bt.dapo_arm(scored, g, volume, s)
+        a = arms.dapo_arm(scored, g, volume, s)
         kept = a.informative_groups  # trains only these; the flat groups it drew decided only
         return kept, kept, a.rollouts, a.rollouts - kept * g
 
     def greso(s: int) -> Counts:
-        a = bt.greso_arm(scored, g, 0.25, s)  # both epochs train, flat groups included
+        a = arms.greso_arm(scored, g, 0.25, s)  # both epochs train, flat groups included
         return prompts + int(a.report["epoch2_sampled"]), a.informative_groups, a.rollouts, 0
 
     def posterior(s: int) -> Counts:
-        a = bt.posterior_arm(scored, g, min(8, max(1, prompts // 4)), s, select=select)
+        a = arms.posterior_arm(scored, g, min(8, max(1, prompts // 4)), s, select=select)
         return int(a.report["groups_trained"]), a.informative_groups, a.rollouts, 0
 
     labels: dict[str, str] = {}
@@ -197,14 +198,14 @@ def plan(
     def sieve(_: int) -> Counts:
         tries = sieve_replays(cfg, top, g)
         if not tries:
-            raise bt.NotEnoughSamples(
+            raise NotEnoughSamples(
                 f"sieve needs {cfg.screen_g + 1 + g} samples of 1 prompts"
                 f"; 1 of them have fewer stored (fewest {top})"
             )
         for i, replay in enumerate(tries):
             try:
-                a = bt.sieve_arm(scored, replay, g)
-            except bt.NotEnoughSamples:
+                a = arms.sieve_arm(scored, replay, g)
+            except NotEnoughSamples:
                 if i == len(tries) - 1:
                     raise
                 continue
@@ -348,7 +349,7 @@ def plan_for(
     select = plan_selection(train_config, model, selection)
     cfg = load_curate_config(config) if config else None
     if pool is not None:
-        samples = bt.pool_samples(pool, marker_required=not raw_answers)
+        samples = pool_samples(pool, marker_required=not raw_answers)
         samples = pool_for_model(samples, pool, model)
         source = f"pool {pool}" + (f" (model {model})" if model else "")
     else:
@@ -366,11 +367,11 @@ def plan_selection(
     model folder, the recipe for it; else a recipe's defaults), with `selection`'s fields
     (`--selection-model`, `--selection-score`) replacing them. A bad value is one SieveError
     line."""
-    from pipeline.jobs.selection_settings import selection_config
+    from pipeline.jobs.train.selection_settings import selection_config
 
     select = SelectionConfig()
     if train_config is not None or (model is not None and (Path(model) / "config.json").is_file()):
-        from pipeline.jobs.recipes import given_recipe, recipe_for  # torch: only when read
+        from pipeline.jobs.train.settings import given_recipe, recipe_for  # torch: only when read
 
         recipe = given_recipe(train_config) if train_config else recipe_for(str(model))
         select = selection_config(recipe.settings)

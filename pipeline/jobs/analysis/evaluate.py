@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from pipeline.core.hooks import Progress, report
-from pipeline.jobs.rollouts import RunInfo, record_run
+from pipeline.jobs.curate.rollouts import RunInfo, record_run
 from pipeline.problems import FAMILIES, family_levels, generate, parse_levels
 from pipeline.sampling.base import Sampler
 from pipeline.sampling.budget import EvalConfig

@@ -1,13 +1,15 @@
 """How a training step picks its prompts: the `selection` fields of a train recipe
-(`pipeline.jobs.recipes.TrainSettings` declares them with these types), kept apart from the
+(`pipeline.jobs.train.settings.TrainSettings` declares them with these types), kept apart from the
 training code so that `sieve train`, `sieve loop` and `sieve plan` make their options from these
 fields (`flows.cli.options.SELECTION`) without importing torch or transformers.
 
 - `selection`: the curriculum's weighted draws, or Sieve's difficulty model before sampling;
 - `selection_model`, `selection_score`, `selection_prior`: which difficulty model, how a
   candidate's posterior becomes its score, and what the model knows of each cell at the start
-  (`pipeline.selection.posterior.SelectionConfig`, `CellPrior`); they apply only where the
-  difficulty model picks (`check_selection`).
+  (`pipeline.selection.batch_choice.SelectionConfig`, `posterior.CellPrior`); they apply only
+  where the difficulty model picks (`check_selection`);
+- `selection_target_share`: the closed loop on the realised informative share (selection
+  'posterior' only).
 
 Test: `.venv/bin/pytest tests/test_selection_settings.py -q`.
 """
@@ -21,7 +23,7 @@ from pydantic import BaseModel, Field, model_validator
 from grpo_core.validate import STRICT
 
 if TYPE_CHECKING:
-    from pipeline.selection.posterior import SelectionConfig
+    from pipeline.selection.batch_choice import SelectionConfig
 
 # the most samples a cell's start prior counts for: a cell the prior alone makes "known" (the
 # curate config's known_cell_samples default, four groups of 8) and no more, so a big screen or
@@ -75,17 +77,35 @@ SelectionPrior = Annotated[
     ),
 ]
 
+SelectionTargetShare = Annotated[
+    Annotated[float, Field(gt=0, lt=1)] | None,
+    Field(
+        description="A closed loop on the realised informative share (selection 'posterior'): "
+        "after each step, the share of the next batch spent on the least-visited prompts "
+        "ranked below it moves by 0.25 x (the step's informative share - this target), "
+        "between 0 and half the batch (after GRESO, arXiv 2506.02177; "
+        "pipeline/selection/batch_choice.py). Unset: every prompt of a batch is picked by "
+        "its score."
+    ),
+]
+
 # the fields a step's pick reads besides `selection`, with their defaults (today's behaviour)
-MODEL_DEFAULTS: dict[str, str] = {
+MODEL_DEFAULTS: dict[str, str | None] = {
     "selection_model": "static",
     "selection_score": "thompson",
     "selection_prior": "none",
+    "selection_target_share": None,
 }
 
 
 def check_selection(values: Any) -> None:
     """A ValueError, saying how to fix it, when a `selection_*` field is set away from its
     default while `selection` is 'curriculum' (nothing would read it)."""
+    if values.selection == "posterior-screen" and values.selection_target_share is not None:
+        raise ValueError(
+            "selection_target_share steers selection = 'posterior' only: set that, or leave "
+            "selection_target_share out"
+        )
     if values.selection != "curriculum":
         return
     for name, default in MODEL_DEFAULTS.items():
@@ -108,6 +128,7 @@ class SelectionSettings(BaseModel):
     selection_model: SelectionModel = "static"
     selection_score: SelectionScore = "thompson"
     selection_prior: SelectionPrior = "none"
+    selection_target_share: SelectionTargetShare = None
 
     @model_validator(mode="after")
     def _applies(self) -> SelectionSettings:
@@ -116,8 +137,13 @@ class SelectionSettings(BaseModel):
 
 
 def selection_config(settings: Any) -> SelectionConfig:
-    """The `SelectionConfig` that the `selection_model` and `selection_score` of `settings` (a
-    TrainSettings or SelectionSettings) name; its other fields at their defaults."""
-    from pipeline.selection.posterior import SelectionConfig
+    """The `SelectionConfig` that the `selection_model`, `selection_score` and
+    `selection_target_share` of `settings` (a TrainSettings or SelectionSettings) name; its
+    other fields at their defaults."""
+    from pipeline.selection.batch_choice import SelectionConfig
 
-    return SelectionConfig(model=settings.selection_model, score=settings.selection_score)
+    return SelectionConfig(
+        model=settings.selection_model,
+        score=settings.selection_score,
+        target_share=settings.selection_target_share,
+    )
