@@ -36,8 +36,8 @@ from tests.cli_runner import run_cli
         ('selection = "posterior"\nselection_prior = "file"\n', "selection_prior must be one"),
         (
             'selection_model = "learning"\n',  # selection stays 'curriculum': nothing reads it
-            "selection_model = 'learning' applies only where the difficulty model picks: set "
-            "selection = 'posterior'",
+            "selection_model = 'learning' applies only where selection = 'posterior' or "
+            "selection = 'posterior-screen' picks: set that",
         ),
     ],
 )
@@ -47,6 +47,33 @@ def test_a_bad_selection_setting_is_one_line(tmp_path: Path, text: str, message:
     with pytest.raises(SieveError) as err:
         load_settings(path)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+AWAY = {"selection_model": "learning", "selection_score": "ucb", "selection_prior": "ledger",
+        "selection_target_share": 0.3}  # fmt: skip
+
+
+@pytest.mark.parametrize("selection", ["curriculum", "posterior", "posterior-screen"])
+@pytest.mark.parametrize("name", sorted(AWAY))
+def test_every_field_is_refused_where_its_selection_does_not_read_it(
+    name: str, selection: str
+) -> None:
+    """Each field set away from its default, under each selection: accepted exactly where
+    that selection reads it (READ_BY), else one line naming the selections that do."""
+    from pipeline.jobs.train.selection_settings import READ_BY, SelectionSettings
+
+    assert set(AWAY) == set(READ_BY)
+    fields = {"selection": selection, name: AWAY[name]}
+    if selection in READ_BY[name]:
+        assert getattr(SelectionSettings(**fields), name) == AWAY[name]
+        assert getattr(TrainSettings.model_validate(fields), name) == AWAY[name]
+        return
+    for model in (SelectionSettings, TrainSettings):
+        with pytest.raises(ValueError) as err:
+            model.model_validate(fields)
+        line = str(err.value).splitlines()[1]
+        assert f"{name} = {AWAY[name]!r} applies only where " in line
+        assert all(f"selection = {s!r}" in line for s in READ_BY[name])
 
 
 def test_options_replace_fields_and_keep_the_grpo_config() -> None:

@@ -96,24 +96,22 @@ MODEL_DEFAULTS: dict[str, str | None] = {
     "selection_prior": "none",
     "selection_target_share": None,
 }
+# the selections that read each of them (the loop steers only the one-stage pick)
+READ_BY: dict[str, tuple[str, ...]] = {
+    name: ("posterior", "posterior-screen") for name in MODEL_DEFAULTS
+} | {"selection_target_share": ("posterior",)}
 
 
 def check_selection(values: Any) -> None:
     """A ValueError, saying how to fix it, when a `selection_*` field is set away from its
-    default while `selection` is 'curriculum' (nothing would read it)."""
-    if values.selection == "posterior-screen" and values.selection_target_share is not None:
-        raise ValueError(
-            "selection_target_share steers selection = 'posterior' only: set that, or leave "
-            "selection_target_share out"
-        )
-    if values.selection != "curriculum":
-        return
+    default while `selection` is one that does not read it (`READ_BY`)."""
     for name, default in MODEL_DEFAULTS.items():
         value = getattr(values, name)
-        if value != default:
+        if value != default and values.selection not in READ_BY[name]:
+            allowed = " or ".join(f"selection = {s!r}" for s in READ_BY[name])
             raise ValueError(
-                f"{name} = {value!r} applies only where the difficulty model picks: set "
-                f"selection = 'posterior' (or 'posterior-screen'), or leave {name} out"
+                f"{name} = {value!r} applies only where {allowed} picks: set that, or leave "
+                f"{name} out"
             )
 
 
